@@ -1,0 +1,65 @@
+#pragma once
+// The memory model: bytes per component for one device (and host RAM), each term with the
+// formula and the inputs that made it, and the peak over the phases of a training step.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "architecture.hpp"
+#include "components.hpp"
+#include "profiles.hpp"
+#include "setup.hpp"
+
+namespace wingspan {
+
+struct ParameterCounts {
+    std::int64_t total = 0;
+    std::int64_t trainable = 0;   // adapters, plus base tensors that train
+    std::int64_t frozen = 0;      // base parameters that do not train
+    std::int64_t quantized = 0;   // frozen parameters stored quantized
+    std::int64_t adapter = 0;     // LoRA A and B
+};
+
+// One named term: where its bytes come from.
+struct MemoryTerm {
+    Component component;
+    std::int64_t bytes = 0;
+    std::string formula;                         // "2 B × 8,030,261,248 params (bf16)"
+    std::map<std::string, double> inputs;        // the numbers in the formula, by name
+    bool on_host = false;                        // offloaded to host RAM
+};
+
+// Live bytes per component at one moment of a step.
+struct Phase {
+    std::string name;                            // "forward_end", "backward", "optimizer_step"
+    std::map<Component, std::int64_t> bytes;
+    std::int64_t total() const;
+};
+
+struct MemoryEstimate {
+    ParameterCounts params;
+    std::vector<MemoryTerm> terms;               // every term, device and host
+    std::vector<Phase> phases;                   // allocated tensors per phase, one device
+    std::string peak_phase;
+    std::int64_t peak_allocated_bytes = 0;       // what max_memory_allocated would read
+    std::int64_t framework_overhead_bytes = 0;   // context + workspace + allocator slack
+    std::int64_t total_bytes = 0;                // what the device really holds at the peak
+    std::int64_t host_bytes = 0;                 // host RAM for offloaded state
+    // Components at the peak phase, plus framework_overhead; sums to total_bytes.
+    std::map<Component, std::int64_t> components;
+
+    const MemoryTerm* term(Component c) const;   // first term of a component, or nullptr
+    // Formula text for a component: its terms joined, for tooltips.
+    std::string explain(Component c) const;
+    nlohmann::json to_json() const;
+};
+
+ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& setup);
+
+MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
+                               const FrameworkProfile& framework);
+
+}  // namespace wingspan

@@ -1,0 +1,112 @@
+#pragma once
+// Bundled and user data: models (real configs), machines (with sources), frameworks.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "architecture.hpp"
+
+namespace wingspan {
+
+struct ModelProfile {
+    std::string id;            // "llama-3.1-8b"
+    std::string name;          // "Llama 3.1 8B"
+    std::string hf_repo;       // "meta-llama/Llama-3.1-8B"
+    std::string family;        // "llama-3", "qwen2.5", ... (the size slider walks one family)
+    Architecture arch;
+    std::filesystem::path file;
+};
+
+enum class MachineKind { Gpu, Unified, Cpu };
+
+struct MachineProfile {
+    std::string id;                        // "rtx-4090"
+    std::string name;                      // "NVIDIA GeForce RTX 4090"
+    MachineKind kind = MachineKind::Gpu;
+    std::int64_t memory_bytes = 0;         // device memory (or unified pool / RAM)
+    std::int64_t usable_bytes = 0;         // what a training process can really use
+    std::int64_t host_memory_bytes = 0;    // system RAM beside a GPU (offload target)
+    double bandwidth_gb_s = 0;
+    double tflops_bf16 = 0;                // dense, fp32 accumulate
+    double tflops_fp16 = 0;
+    double tflops_fp32 = 0;
+    bool bf16 = true;
+    double power_w = 0;
+    std::optional<double> price_per_hour;  // USD, rental, where known
+    std::string default_framework;         // framework profile id
+    std::map<std::string, std::string> sources;  // field -> where the number comes from
+    std::filesystem::path file;
+    bool user_defined = false;
+};
+
+struct FrameworkProfile {
+    std::string id;                        // "pytorch-cuda"
+    std::string name;
+    std::int64_t context_bytes = 0;        // runtime context / process baseline, never "allocated"
+    std::int64_t workspace_bytes = 0;      // cuBLAS / kernel workspaces
+    double allocator_slack = 0.0;          // reserved-minus-allocated as a fraction of the peak
+    double activation_factor = 1.0;        // relative to the reference implementation
+    double mfu = 0.3;                      // fraction of dense peak FLOPs achieved in training
+    double quantized_speed_factor = 0.7;   // QLoRA throughput relative to 16-bit LoRA
+    double working_set_fraction = 1.0;     // unified memory: share the GPU may use
+    std::string optimizer_step = "foreach";// "foreach" | "per_tensor" | "fused": step temporaries
+    bool fused_loss = false;               // chunked cross-entropy that never holds full logits
+    int technique_lead = 0;                // how early new techniques land (higher = sooner)
+    std::map<std::string, std::string> sources;
+    std::filesystem::path file;
+};
+
+// One place that knows where profiles live and loads them. Errors are ProfileError.
+class ProfileLibrary {
+public:
+    // Loads <dir>/models/*.json, machines/*.json, frameworks/*.json, scenarios/*.json.
+    static ProfileLibrary load(const std::filesystem::path& profiles_dir);
+    // The bundled profiles: $WINGSPAN_PROFILES, then next to the executable
+    // (../share/wingspan/profiles, ../profiles), then the source tree.
+    static std::filesystem::path default_dir(const std::filesystem::path& executable = {});
+    // The user's own machines and models: $XDG_CONFIG_HOME/wingspan (or ~/.config/wingspan).
+    static std::filesystem::path user_dir();
+    void load_user_profiles(const std::filesystem::path& user_dir);
+
+    const std::vector<ModelProfile>& models() const { return models_; }
+    const std::vector<MachineProfile>& machines() const { return machines_; }
+    const std::vector<FrameworkProfile>& frameworks() const { return frameworks_; }
+    const std::map<std::string, nlohmann::json>& scenarios() const { return scenarios_; }
+
+    // Lookups throw InputError with the closest known ids on a miss.
+    const ModelProfile& model(const std::string& id) const;
+    const MachineProfile& machine(const std::string& id) const;
+    const FrameworkProfile& framework(const std::string& id) const;
+    const nlohmann::json& scenario(const std::string& id) const;
+    const FrameworkProfile& framework_for(const MachineProfile& m) const;
+    // Members of one family sorted by parameter count.
+    std::vector<const ModelProfile*> family(const std::string& family) const;
+    // Dense models of `family` (default: the reference ladder) whose size is nearest.
+    const ModelProfile& nearest_model(std::int64_t params, const std::string& family = {}) const;
+
+    void add_model(ModelProfile m);
+    void add_machine(MachineProfile m);   // replaces one with the same id
+
+private:
+    std::vector<ModelProfile> models_;
+    std::vector<MachineProfile> machines_;
+    std::vector<FrameworkProfile> frameworks_;
+    std::map<std::string, nlohmann::json> scenarios_;
+};
+
+ModelProfile parse_model_profile(const nlohmann::json& j, const std::string& file);
+MachineProfile parse_machine_profile(const nlohmann::json& j, const std::string& file);
+nlohmann::json machine_profile_to_json(const MachineProfile& m);
+FrameworkProfile parse_framework_profile(const nlohmann::json& j, const std::string& file);
+// "this machine": RAM from /proc/meminfo (sysctl on macOS), cores; a CPU machine.
+MachineProfile detect_this_machine();
+// Closest ids by edit distance, for "did you mean" messages.
+std::vector<std::string> closest_names(const std::string& wanted,
+                                       const std::vector<std::string>& known, size_t n = 3);
+
+}  // namespace wingspan

@@ -1,0 +1,44 @@
+#pragma once
+// The run protocol between wingspan-train and its launcher: one JSON object per line.
+// docs/protocol.md is the specification; this is its only implementation.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "components.hpp"
+
+namespace wingspan::protocol {
+
+inline constexpr int kVersion = 1;
+
+enum class EventType { Hello, Predicted, Memory, Step, Eval, Checkpoint, Log, Error, Done };
+const char* to_string(EventType);
+std::optional<EventType> event_type_from_string(std::string_view);
+
+struct Event {
+    EventType type;
+    double t = 0;
+    nlohmann::json body;    // the whole object, fields included
+
+    // Component bytes of a predicted/memory event (unknown names are skipped).
+    std::map<Component, std::int64_t> components() const;
+    std::int64_t int_field(const char* name, std::int64_t fallback = 0) const;
+    double number_field(const char* name, double fallback = 0) const;
+    std::string string_field(const char* name, const std::string& fallback = {}) const;
+};
+
+struct ParseResult {
+    std::optional<Event> event;
+    std::string error;      // set when event is empty: why the line was rejected
+};
+
+ParseResult parse_line(std::string_view line);
+// One line (no trailing newline) with v, event and t set.
+std::string encode(EventType type, double t, nlohmann::json fields = nlohmann::json::object());
+nlohmann::json components_to_json(const std::map<Component, std::int64_t>& bytes);
+
+}  // namespace wingspan::protocol

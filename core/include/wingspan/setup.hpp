@@ -1,0 +1,81 @@
+#pragma once
+// Everything about a training (or serving) run that changes its memory, apart from the
+// architecture, the framework and the machine.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "architecture.hpp"
+
+namespace wingspan {
+
+enum class Method { Full, Lora, Qlora, Serve };
+enum class Precision { Fp32, Bf16Mixed, Bf16, Fp16Mixed };
+enum class Optimizer { AdamW, AdamW8bit, PagedAdamW8bit, Sgd, Adafactor };
+enum class Attention { Eager, Sdpa, Flash };
+enum class Sharding { None, Ddp, Zero1, Zero2, Zero3, Fsdp };
+enum class Quantization { None, Nf4, Nf4DoubleQuant, Int8 };
+
+const char* to_string(Method);
+const char* to_string(Precision);
+const char* to_string(Optimizer);
+const char* to_string(Attention);
+const char* to_string(Sharding);
+const char* to_string(Quantization);
+// Parsers throw InputError listing the accepted spellings.
+Method parse_method(const std::string&);
+Precision parse_precision(const std::string&);
+Optimizer parse_optimizer(const std::string&);
+Attention parse_attention(const std::string&);
+Sharding parse_sharding(const std::string&);
+Quantization parse_quantization(const std::string&);
+// "q,k,v,o" / "all" / "attention" / "mlp" -> roles; throws InputError on unknown names.
+std::set<LinearRole> parse_targets(const std::string&);
+std::string targets_to_string(const std::set<LinearRole>&);
+
+struct TrainingSetup {
+    Method method = Method::Lora;
+    Precision precision = Precision::Bf16Mixed;
+    Optimizer optimizer = Optimizer::AdamW;
+    Attention attention = Attention::Sdpa;
+    std::int64_t seq_len = 1024;
+    std::int64_t micro_batch = 1;
+    std::int64_t grad_accum = 1;
+    bool grad_checkpointing = true;
+    // Cross-entropy over this many tokens at a time (0: the whole micro-batch at once).
+    std::int64_t loss_chunk_tokens = 0;
+    // LoRA
+    std::int64_t lora_rank = 16;
+    double lora_alpha = 32;
+    double lora_dropout = 0.0;
+    std::set<LinearRole> lora_targets = {LinearRole::Q, LinearRole::K, LinearRole::V,
+                                         LinearRole::O, LinearRole::Gate, LinearRole::Up,
+                                         LinearRole::Down};
+    bool train_embeddings = false;     // embeddings and head train fully besides adapters
+    // QLoRA / quantized serving. Method::Qlora defaults to NF4 with double quantization.
+    Quantization quantization = Quantization::None;
+    // Serving
+    std::int64_t serve_batch = 1;      // concurrent sequences; seq_len is the context
+    // Parallelism
+    std::int64_t devices = 1;
+    Sharding sharding = Sharding::None;
+    bool offload = false;              // optimizer state + master weights to host RAM
+
+    // The quantization in force (QLoRA without an explicit choice means NF4 + double quant).
+    Quantization effective_quantization() const;
+    bool trains() const { return method != Method::Serve; }
+    // Throws InputError for impossible values (sequence 0, rank > hidden, ...).
+    void validate(const Architecture& arch) const;
+
+    nlohmann::json to_json() const;
+    static TrainingSetup from_json(const nlohmann::json&);   // missing fields keep defaults
+};
+
+// Bytes of one element of a storage dtype.
+int dtype_bytes(Precision p);                // compute/storage dtype of weights
+int compute_dtype_bytes(Precision p);        // activations: 2 for bf16/fp16 schemes, 4 for fp32
+
+}  // namespace wingspan
