@@ -1,0 +1,112 @@
+#pragma once
+// Shared internals of the Hub client (hub_http.cpp, hub_cache.cpp, hub.cpp, model_import.cpp).
+// Not installed, not included outside core/src.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "wingspan/hub.hpp"
+#include "wingspan/safetensors.hpp"
+
+namespace wingspan::hub::detail {
+
+// ---- HTTP (hub_http.cpp) --------------------------------------------------------------
+
+struct ByteRange {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;   // inclusive
+    std::uint64_t length() const { return last - first + 1; }
+    std::string header_value() const;   // "bytes=0-7"
+};
+
+struct HttpResponse {
+    long status = 0;
+    std::string body;                            // capped for error statuses
+    std::map<std::string, std::string> headers;  // lower-case name -> value (final hop)
+    std::string url;                             // final URL after redirects
+    std::optional<std::uint64_t> total_size;     // whole file size (Content-Range / -Length)
+};
+
+// One libcurl easy handle reused for a whole import (connection reuse). Follows redirects
+// itself so the bearer token only goes to the endpoint's own origin. Throws HubError for
+// transport failures (DNS, refused, timeout, TLS, oversized, cancelled, broken transfer);
+// returns every HTTP status for the caller to judge.
+class HttpClient {
+public:
+    HttpClient(const HubOptions& options, CancelFlag cancel);
+    ~HttpClient();
+    HttpClient(const HttpClient&) = delete;
+    HttpClient& operator=(const HttpClient&) = delete;
+
+    // `what` names the request in messages ("config.json of Qwen/Qwen2.5-7B").
+    HttpResponse get(const std::string& url, const std::optional<ByteRange>& range,
+                     const std::string& what);
+
+private:
+    HttpResponse get_once(const std::string& url, const std::optional<ByteRange>& range,
+                          const std::string& what, bool send_token);
+    const HubOptions& options_;
+    CancelFlag cancel_;
+    void* curl_ = nullptr;
+};
+
+// scheme://host:port of a URL, lower-case, default port filled in; "" if unparsable.
+std::string url_origin(const std::string& url);
+std::string url_host(const std::string& url);
+std::string percent_encode(const std::string& s, bool keep_slash);
+std::string trim(const std::string& s);
+
+// ---- Disk cache (hub_cache.cpp) -------------------------------------------------------
+
+struct CacheKey {
+    std::string endpoint, repo, revision, file, range;
+};
+
+struct CachedResponse {
+    std::string body;
+    std::optional<std::uint64_t> total_size;
+    std::string fetched_at;   // ISO 8601 UTC
+};
+
+class DiskCache {
+public:
+    explicit DiskCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+    bool enabled() const { return !dir_.empty(); }
+    std::optional<CachedResponse> load(const CacheKey& key) const;
+    // Writes to a temporary file beside the entry and renames it into place. Returns an
+    // empty string on success, else what went wrong (the import still succeeds).
+    std::string store(const CacheKey& key, const std::string& url, const CachedResponse& r) const;
+
+private:
+    std::filesystem::path dir_;
+};
+
+std::string utc_now_iso8601();
+
+// ---- Shared import logic (model_import.cpp) ------------------------------------------
+
+struct ReadHeader {
+    std::string file;               // as named in the repo or folder
+    safetensors::Header header;
+};
+
+// Reads and checks config.json text: JSON object, then Architecture::from_hf_config.
+// `where` names the file in messages.
+void read_config(ImportedModel& m, const std::string& config_text, const std::string& where);
+// Parses model.safetensors.index.json: the sorted unique shard files of its weight_map.
+std::vector<std::string> parse_index(const std::string& text, const std::string& where,
+                                     nlohmann::json& index_out);
+// A shard name from an index must stay inside the repo/folder.
+bool safe_relative_file(const std::string& file);
+// Counts per dtype, cross-checks the index, chooses the exact count, fills warnings and
+// the profile. `index` may be null.
+void finish_import(ImportedModel& m, const std::vector<ReadHeader>& headers,
+                   const nlohmann::json* index);
+
+}  // namespace wingspan::hub::detail
