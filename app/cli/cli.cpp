@@ -1,0 +1,478 @@
+#include "cli.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/memory_model.hpp"
+#include "wingspan/profiles.hpp"
+#include "wingspan/scenario.hpp"
+#include "wingspan/units.hpp"
+#include "wingspan/verdict.hpp"
+
+namespace wingspan::cli {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: wingspan [command] [options]
+
+With no command, starts the planner window.
+
+Commands:
+  plan      memory, verdicts, speed and cost for one training or serving run
+  fit       the largest batch, sequence length, LoRA rank or model size that fits
+  table     a lesson's table, computed (Markdown or CSV)
+  models    bundled model profiles
+  machines  bundled machine profiles
+  frameworks, scenarios   the other bundled profiles
+  export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
+
+plan / fit options:
+  --model ID | --size 8b [--family F] | --config config.json
+  --method full|lora|qlora|serve   --seq N   --batch N   --grad-accum N
+  --rank R  --alpha A  --targets q,k,v,o,gate,up,down|all   --train-embeddings
+  --quant nf4|nf4-dq|int8   --grad-checkpointing on|off   --loss-chunk TOKENS
+  --precision fp32|bf16-mixed|bf16|fp16-mixed
+  --optimizer adamw|adamw8bit|paged-adamw8bit|sgd|adafactor
+  --attention eager|sdpa|flash   --devices N --sharding ddp|zero1|zero2|zero3|fsdp
+  --offload   --framework ID   --machine ID [--machine ID ...]
+  --examples N --tokens-per-example N --epochs N   (data set for time and cost)
+  --unit GB|GiB   --json
+fit: --solve batch|seq|rank|size
+table: --scenario ID [--format markdown|csv]
+)";
+
+struct Options {
+    std::map<std::string, std::vector<std::string>> values;
+    std::set<std::string> flags;
+    std::vector<std::string> positional;
+
+    bool has(const std::string& k) const { return values.count(k) || flags.count(k); }
+    std::optional<std::string> get(const std::string& k) const {
+        auto it = values.find(k);
+        if (it == values.end()) return std::nullopt;
+        return it->second.back();
+    }
+    std::vector<std::string> all(const std::string& k) const {
+        std::vector<std::string> out;
+        auto it = values.find(k);
+        if (it == values.end()) return out;
+        for (const auto& v : it->second) {
+            std::stringstream ss(v);
+            std::string item;
+            while (std::getline(ss, item, ','))
+                if (!item.empty()) out.push_back(item);
+        }
+        return out;
+    }
+};
+
+const std::set<std::string> kValueOptions = {
+    "--model", "--size", "--family", "--config", "--method", "--seq", "--batch", "--grad-accum",
+    "--rank", "--alpha", "--dropout", "--targets", "--quant", "--grad-checkpointing",
+    "--loss-chunk", "--precision", "--optimizer", "--attention", "--devices", "--sharding",
+    "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
+    "--solve", "--scenario", "--format", "--profiles"};
+const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help"};
+
+Options parse_options(const std::vector<std::string>& args, size_t from) {
+    Options o;
+    for (size_t i = from; i < args.size(); ++i) {
+        std::string a = args[i];
+        std::optional<std::string> inline_value;
+        if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+            inline_value = a.substr(eq + 1);
+            a = a.substr(0, eq);
+        }
+        if (kFlagOptions.count(a)) {
+            o.flags.insert(a);
+        } else if (kValueOptions.count(a)) {
+            if (!inline_value) {
+                if (i + 1 >= args.size()) throw InputError("option " + a + " needs a value");
+                inline_value = args[++i];
+            }
+            o.values[a].push_back(*inline_value);
+        } else if (a.rfind("--", 0) == 0) {
+            std::vector<std::string> known(kValueOptions.begin(), kValueOptions.end());
+            known.insert(known.end(), kFlagOptions.begin(), kFlagOptions.end());
+            throw InputError("unknown option " + a + " (did you mean " + closest_names(a, known, 1).front() +
+                             "?); `wingspan --help` lists them");
+        } else {
+            o.positional.push_back(a);
+        }
+    }
+    return o;
+}
+
+std::int64_t parse_int(const Options& o, const std::string& k, std::int64_t fallback, std::int64_t min = 1) {
+    auto v = o.get(k);
+    if (!v) return fallback;
+    std::int64_t value = 0;
+    size_t used = 0;
+    try {
+        value = std::stoll(*v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != v->size()) throw InputError(k + " expects a whole number, got '" + *v + "'");
+    if (value < min) throw InputError(k + " must be at least " + std::to_string(min) + " (got " + *v + ")");
+    return value;
+}
+
+double parse_double(const Options& o, const std::string& k, double fallback) {
+    auto v = o.get(k);
+    if (!v) return fallback;
+    size_t used = 0;
+    double value = 0;
+    try {
+        value = std::stod(*v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != v->size() || !std::isfinite(value)) throw InputError(k + " expects a number, got '" + *v + "'");
+    return value;
+}
+
+ByteUnit parse_unit(const Options& o) {
+    auto v = o.get("--unit");
+    if (!v || *v == "GB" || *v == "gb") return ByteUnit::GB;
+    if (*v == "GiB" || *v == "gib") return ByteUnit::GiB;
+    throw InputError("--unit expects GB (10^9 bytes) or GiB (2^30 bytes), got '" + *v + "'");
+}
+
+struct ModelChoice {
+    std::string id, name, family;
+    Architecture arch;
+};
+
+ModelChoice choose_model(const ProfileLibrary& lib, const Options& o) {
+    const int given = int(o.has("--model")) + int(o.has("--size")) + int(o.has("--config"));
+    if (given > 1) throw InputError("give one of --model, --size or --config");
+    if (auto cfg = o.get("--config")) {
+        std::ifstream in(*cfg);
+        if (!in) throw InputError("cannot read config file '" + *cfg + "'");
+        json j = json::parse(in, nullptr, false);
+        if (j.is_discarded()) throw InputError("'" + *cfg + "' is not valid JSON");
+        return {*cfg, *cfg, "imported", Architecture::from_hf_config(j)};
+    }
+    if (auto size = o.get("--size")) {
+        std::int64_t params = 0;
+        try {
+            params = parse_param_count(*size);
+        } catch (const std::invalid_argument& e) {
+            throw InputError(std::string("--size: ") + e.what());
+        }
+        if (params <= 0) throw InputError("--size must be positive");
+        const std::string family = o.get("--family").value_or("");
+        if (family.empty()) {
+            const ModelProfile& m = lib.nearest_model(params);
+            return {m.id, m.name, m.family, m.arch};
+        }
+        std::vector<Architecture> archs;
+        for (const auto* m : lib.family(family)) archs.push_back(m->arch);
+        if (archs.empty()) throw InputError("no bundled models in family '" + family + "'");
+        Architecture a = interpolate_family(archs, params);
+        for (const auto* m : lib.family(family))
+            if (m->arch.parameter_count() == a.parameter_count()) return {m->id, m->name, family, a};
+        return {family + "-" + format_params_short(a.parameter_count()),
+                family + " family at " + format_params_short(a.parameter_count()), family, a};
+    }
+    const ModelProfile& m = lib.model(o.get("--model").value_or("llama-3.1-8b"));
+    return {m.id, m.name, m.family, m.arch};
+}
+
+TrainingSetup build_setup(const Options& o, const Architecture& arch) {
+    TrainingSetup s;
+    if (auto v = o.get("--method")) s.method = parse_method(*v);
+    if (auto v = o.get("--precision")) s.precision = parse_precision(*v);
+    if (auto v = o.get("--optimizer")) s.optimizer = parse_optimizer(*v);
+    if (auto v = o.get("--attention")) s.attention = parse_attention(*v);
+    if (auto v = o.get("--sharding")) s.sharding = parse_sharding(*v);
+    if (auto v = o.get("--quant")) s.quantization = parse_quantization(*v);
+    if (auto v = o.get("--targets")) s.lora_targets = parse_targets(*v);
+    if (auto v = o.get("--grad-checkpointing")) {
+        if (*v == "on" || *v == "true" || *v == "1") s.grad_checkpointing = true;
+        else if (*v == "off" || *v == "false" || *v == "0") s.grad_checkpointing = false;
+        else throw InputError("--grad-checkpointing expects on or off, got '" + *v + "'");
+    }
+    s.seq_len = parse_int(o, "--seq", s.seq_len);
+    s.micro_batch = parse_int(o, "--batch", s.micro_batch);
+    s.serve_batch = s.micro_batch;
+    s.grad_accum = parse_int(o, "--grad-accum", s.grad_accum);
+    s.lora_rank = parse_int(o, "--rank", s.lora_rank);
+    s.lora_alpha = parse_double(o, "--alpha", 2.0 * double(s.lora_rank));
+    s.lora_dropout = parse_double(o, "--dropout", 0.0);
+    s.loss_chunk_tokens = parse_int(o, "--loss-chunk", 0, 0);
+    s.devices = parse_int(o, "--devices", 1);
+    if (s.devices > 1 && !o.has("--sharding")) s.sharding = Sharding::Ddp;
+    s.offload = o.has("--offload");
+    s.train_embeddings = o.has("--train-embeddings");
+    if (s.method == Method::Full && s.quantization != Quantization::None)
+        throw InputError("--quant needs --method qlora or serve");
+    s.validate(arch);
+    return s;
+}
+
+std::vector<const MachineProfile*> choose_machines(const ProfileLibrary& lib, const Options& o) {
+    std::vector<const MachineProfile*> out;
+    for (const auto& id : o.all("--machine")) out.push_back(&lib.machine(id));
+    if (out.empty())
+        for (const auto& m : lib.machines()) out.push_back(&m);
+    return out;
+}
+
+std::string pad(const std::string& s, size_t width, bool right = false) {
+    // Width in code points, so "×" and "–" line up.
+    size_t cps = 0;
+    for (unsigned char c : s) cps += (c & 0xC0) != 0x80;
+    if (cps >= width) return s;
+    return right ? std::string(width - cps, ' ') + s : s + std::string(width - cps, ' ');
+}
+
+std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds)) return "—";
+    char buf[32];
+    if (seconds < 120) std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+    else if (seconds < 7200) std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+    else if (seconds < 3 * 86400) std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+    else std::snprintf(buf, sizeof buf, "%.1f days", seconds / 86400);
+    return buf;
+}
+
+std::string describe_setup(const TrainingSetup& s) {
+    std::ostringstream d;
+    d << to_string(s.method);
+    if (s.method == Method::Lora || s.method == Method::Qlora)
+        d << " rank " << s.lora_rank << " on " << targets_to_string(s.lora_targets);
+    if (s.effective_quantization() != Quantization::None) d << " · " << to_string(s.effective_quantization());
+    d << " · " << to_string(s.precision);
+    if (s.trains()) d << " · " << to_string(s.optimizer);
+    d << " · seq " << s.seq_len << " × batch " << (s.trains() ? s.micro_batch : s.serve_batch);
+    if (s.grad_accum > 1) d << " × accum " << s.grad_accum;
+    if (s.trains()) d << " · grad checkpointing " << (s.grad_checkpointing ? "on" : "off");
+    d << " · attention " << to_string(s.attention);
+    if (s.devices > 1) d << " · " << s.devices << " devices " << to_string(s.sharding);
+    if (s.offload) d << " · offload";
+    return d.str();
+}
+
+double dataset_tokens(const Options& o) {
+    return double(parse_int(o, "--examples", 1000)) * double(parse_int(o, "--tokens-per-example", 512)) *
+           double(parse_int(o, "--epochs", 1));
+}
+
+const FrameworkProfile* explicit_framework(const ProfileLibrary& lib, const Options& o) {
+    auto id = o.get("--framework");
+    return id ? &lib.framework(*id) : nullptr;
+}
+
+int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
+    const ModelChoice model = choose_model(lib, o);
+    const TrainingSetup setup = build_setup(o, model.arch);
+    const FrameworkProfile* forced = explicit_framework(lib, o);
+    const FrameworkProfile& top_fw = forced ? *forced : lib.framework("pytorch-cuda");
+    const MemoryEstimate est = estimate_memory(model.arch, setup, top_fw);
+    const ByteUnit unit = parse_unit(o);
+    const double tokens = dataset_tokens(o);
+    std::vector<MachineVerdict> verdicts;
+    for (const auto* m : choose_machines(lib, o))
+        verdicts.push_back(evaluate(model.arch, setup, *m, forced ? *forced : lib.framework_for(*m)));
+
+    if (o.has("--json")) {
+        json j = est.to_json();
+        j["model"] = {{"id", model.id}, {"name", model.name}, {"family", model.family},
+                      {"config", model.arch.to_hf_config()}, {"assumptions", model.arch.assumptions}};
+        j["setup"] = setup.to_json();
+        j["framework"] = top_fw.id;
+        j["flops_per_token"] = training_flops_per_token(model.arch, setup);
+        j["dataset_tokens"] = tokens;
+        json machines = json::array();
+        for (const auto& v : verdicts) {
+            json m = v.to_json();
+            const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+            m["run_seconds"] = cost.seconds;
+            m["run_cost_usd"] = cost.dollars ? json(*cost.dollars) : json(nullptr);
+            machines.push_back(m);
+        }
+        j["machines"] = machines;
+        out << j.dump(2) << "\n";
+        return kExitOk;
+    }
+
+    const auto& p = est.params;
+    out << model.name << " (" << model.id << "): " << format_count(p.total) << " parameters, "
+        << format_count(p.trainable) << " trainable";
+    if (p.total > 0) out << " (" << std::fixed << std::setprecision(2) << 100.0 * double(p.trainable) / double(p.total) << " %)";
+    out << "\n" << describe_setup(setup) << "\n";
+    for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
+    out << "Framework for the totals below: " << top_fw.name << "\n\n";
+    const bool gib = unit == ByteUnit::GiB;
+    out << pad("Component", 24) << pad(gib ? "GiB" : "GB", 10, true) << "   how\n";
+    for (Component c : kAllComponents) {
+        auto it = est.components.find(c);
+        if (it == est.components.end() || it->second == 0) continue;
+        std::string how = est.explain(c);
+        std::replace(how.begin(), how.end(), '\n', ';');
+        char value[32];
+        std::snprintf(value, sizeof value, "%.2f", double(it->second) / (gib ? kGiB : kGB));
+        out << pad(std::string(component_label(c)), 24) << pad(value, 10, true) << "   " << how << "\n";
+    }
+    out << "\nPeak of allocated tensors (" << est.peak_phase << "): " << format_bytes(double(est.peak_allocated_bytes), unit, 2)
+        << "\nTotal the device holds at the peak:  " << format_bytes(double(est.total_bytes), unit, 2);
+    if (est.host_bytes > 0) out << "\nHost RAM for offloaded state:        " << format_bytes(double(est.host_bytes), unit, 2);
+    out << "\n\n";
+    out << pad("Machine", 34) << pad("usable", 10, true) << pad("needed", 10, true) << pad("margin", 10, true) << "  "
+        << pad("verdict", 8) << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("cost", 9, true) << "\n";
+    for (const auto& v : verdicts) {
+        const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+        char tps[32], dollars[32] = "—";
+        std::snprintf(tps, sizeof tps, "%.0f", v.speed.tokens_per_s);
+        if (cost.dollars) std::snprintf(dollars, sizeof dollars, "$%.2f", *cost.dollars);
+        out << pad(v.machine->name.substr(0, 33), 34) << pad(format_bytes(double(v.usable_bytes), unit), 10, true)
+            << pad(format_bytes(double(v.needed_bytes), unit), 10, true)
+            << pad(format_bytes(double(v.margin_bytes), unit), 10, true) << "  " << pad(to_string(v.fit), 8)
+            << pad(tps, 10, true) << pad(format_duration(cost.seconds), 11, true) << pad(dollars, 9, true) << "\n";
+        for (const auto& note : v.notes) out << "    note: " << note << "\n";
+    }
+    out << "\nTime and cost for " << format_count(std::int64_t(tokens))
+        << " training tokens (--examples × --tokens-per-example × --epochs). GB = 10^9 bytes, GiB = 2^30.\n";
+    return kExitOk;
+}
+
+int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
+    const ModelChoice model = choose_model(lib, o);
+    const TrainingSetup setup = build_setup(o, model.arch);
+    auto what_text = o.get("--solve");
+    if (!what_text) throw InputError("fit needs --solve batch|seq|rank|size");
+    const SolveFor what = parse_solve_for(*what_text);
+    if (!o.has("--machine")) throw InputError("fit needs --machine ID (see `wingspan machines`)");
+    const FrameworkProfile* forced = explicit_framework(lib, o);
+    const ByteUnit unit = parse_unit(o);
+    const std::string family = o.get("--family").value_or(model.family);
+    json results = json::array();
+    for (const auto* m : choose_machines(lib, o)) {
+        const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
+        const Solution s = solve(what, model.arch, setup, *m, fw, &lib, family);
+        json r = {{"machine", m->id}, {"solve", *what_text}, {"value", s.value}, {"unbounded", s.unbounded},
+                  {"verdict", to_string(s.at_value.fit)}, {"needed_bytes", s.at_value.needed_bytes},
+                  {"usable_bytes", s.at_value.usable_bytes}};
+        if (!s.model_id.empty()) r["model"] = s.model_id;
+        results.push_back(r);
+        if (o.has("--json")) continue;
+        out << m->name << ": ";
+        if (s.value == 0) {
+            out << "nothing fits — even the smallest " << *what_text << " needs "
+                << format_bytes(double(s.at_value.needed_bytes), unit) << " of "
+                << format_bytes(double(s.at_value.usable_bytes), unit) << "\n";
+            continue;
+        }
+        out << "largest " << *what_text << " that fits: ";
+        if (what == SolveFor::Size)
+            out << format_params_short(s.value) << " parameters (largest bundled member: " << s.model_id << ")";
+        else
+            out << s.value;
+        if (s.unbounded) out << " (search ceiling reached)";
+        out << " — needs " << format_bytes(double(s.at_value.needed_bytes), unit) << " of "
+            << format_bytes(double(s.at_value.usable_bytes), unit) << " (" << to_string(s.at_value.fit) << ")\n";
+    }
+    if (o.has("--json")) out << json{{"model", model.id}, {"setup", setup.to_json()}, {"results", results}}.dump(2) << "\n";
+    return kExitOk;
+}
+
+int cmd_table(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
+    auto id = o.get("--scenario");
+    if (!id) {
+        std::string ids;
+        for (const auto& [k, v] : lib.scenarios()) ids += (ids.empty() ? "" : ", ") + k;
+        throw InputError("table needs --scenario ID (one of: " + ids + ")");
+    }
+    const Table t = build_table(lib, lib.scenario(*id), parse_unit(o));
+    const std::string format = o.get("--format").value_or("markdown");
+    if (format == "markdown" || format == "md") out << t.to_markdown();
+    else if (format == "csv") out << t.to_csv();
+    else throw InputError("--format expects markdown or csv, got '" + format + "'");
+    return kExitOk;
+}
+
+int cmd_models(const ProfileLibrary& lib, std::ostream& out) {
+    out << pad("id", 22) << pad("name", 26) << pad("family", 12) << pad("parameters", 18, true) << "\n";
+    for (const auto& m : lib.models())
+        out << pad(m.id, 22) << pad(m.name, 26) << pad(m.family, 12) << pad(format_count(m.arch.parameter_count()), 18, true)
+            << "\n";
+    return kExitOk;
+}
+
+int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
+    out << pad("id", 26) << pad("name", 34) << pad("memory", 12, true) << pad("usable", 12, true) << "  framework\n";
+    for (const auto& m : lib.machines())
+        out << pad(m.id, 26) << pad(m.name.substr(0, 33), 34) << pad(format_bytes(double(m.memory_bytes)), 12, true)
+            << pad(format_bytes(double(usable_bytes(m, lib.framework_for(m)))), 12, true) << "  " << m.default_framework
+            << "\n";
+    return kExitOk;
+}
+
+}  // namespace
+
+bool is_cli_command(const std::string& a) {
+    static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
+                                                    "scenarios", "help", "--help", "-h", "version", "--version"};
+    return kCommands.count(a) > 0;
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const std::string& executable) {
+    if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+        out << kUsage;
+        return kExitOk;
+    }
+    if (args[0] == "version" || args[0] == "--version") {
+        out << "wingspan " << WINGSPAN_CLI_VERSION << "\n";
+        return kExitOk;
+    }
+    try {
+        const Options o = parse_options(args, 1);
+        if (o.has("--help")) {
+            out << kUsage;
+            return kExitOk;
+        }
+        if (!o.positional.empty()) throw InputError("unexpected argument '" + o.positional.front() + "'");
+        const auto dir = o.get("--profiles").value_or(ProfileLibrary::default_dir(executable).string());
+        ProfileLibrary lib = ProfileLibrary::load(dir);
+        lib.add_machine(detect_this_machine());
+        lib.load_user_profiles(ProfileLibrary::user_dir());
+        const std::string& cmd = args[0];
+        if (cmd == "plan") return cmd_plan(lib, o, out);
+        if (cmd == "fit") return cmd_fit(lib, o, out);
+        if (cmd == "table") return cmd_table(lib, o, out);
+        if (cmd == "models") return cmd_models(lib, out);
+        if (cmd == "machines") return cmd_machines(lib, out);
+        if (cmd == "frameworks") {
+            for (const auto& f : lib.frameworks()) out << pad(f.id, 16) << f.name << "\n";
+            return kExitOk;
+        }
+        if (cmd == "scenarios") {
+            for (const auto& [id, s] : lib.scenarios()) out << pad(id, 28) << s.value("title", std::string()) << "\n";
+            return kExitOk;
+        }
+        err << "wingspan: unknown command '" << cmd << "'\n" << kUsage;
+        return kExitBadInput;
+    } catch (const InputError& e) {
+        err << "wingspan: " << e.what() << "\n";
+        return kExitBadInput;
+    } catch (const std::exception& e) {
+        err << "wingspan: internal error: " << e.what() << "\n";
+        return kExitFailure;
+    }
+}
+
+}  // namespace wingspan::cli

@@ -1,0 +1,409 @@
+#include "wingspan/profiles.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/units.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan {
+
+namespace {
+
+json read_json_file(const fs::path& file) {
+    std::ifstream in(file);
+    if (!in) throw ProfileError(file.string(), "(file)", "cannot be read");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+        return json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+        throw ProfileError(file.string(), "(JSON)",
+                           "is not valid JSON: " + std::string(e.what()));
+    }
+}
+
+// Field readers that name the file and field and say what was expected.
+class Fields {
+public:
+    Fields(const json& j, const std::string& file) : j_(j), file_(file) {
+        if (!j.is_object()) throw ProfileError(file, "(root)", "expected a JSON object");
+    }
+    std::string str(const char* k, std::optional<std::string> fallback = std::nullopt) const {
+        auto it = j_.find(k);
+        if (it == j_.end() || it->is_null()) {
+            if (fallback) return *fallback;
+            throw ProfileError(file_, k, "is required (a string)");
+        }
+        if (!it->is_string()) throw ProfileError(file_, k, "expected a string, got " + it->dump());
+        return it->get<std::string>();
+    }
+    std::int64_t bytes(const char* k, std::optional<std::int64_t> fallback = std::nullopt) const {
+        auto it = j_.find(k);
+        if (it == j_.end() || it->is_null()) {
+            if (fallback) return *fallback;
+            throw ProfileError(file_, k, "is required (a byte count)");
+        }
+        if (it->is_string()) {
+            try {
+                return parse_bytes(it->get<std::string>());
+            } catch (const std::exception&) {
+                throw ProfileError(file_, k, "expected a byte count such as 25769803776 or \"24GiB\", got " + it->dump());
+            }
+        }
+        if (!it->is_number() || it->get<double>() < 0)
+            throw ProfileError(file_, k, "expected a non-negative byte count, got " + it->dump());
+        return static_cast<std::int64_t>(std::llround(it->get<double>()));
+    }
+    double num(const char* k, std::optional<double> fallback = std::nullopt) const {
+        auto it = j_.find(k);
+        if (it == j_.end() || it->is_null()) {
+            if (fallback) return *fallback;
+            throw ProfileError(file_, k, "is required (a number)");
+        }
+        if (!it->is_number()) throw ProfileError(file_, k, "expected a number, got " + it->dump());
+        return it->get<double>();
+    }
+    bool boolean(const char* k, bool fallback) const {
+        auto it = j_.find(k);
+        if (it == j_.end() || it->is_null()) return fallback;
+        if (!it->is_boolean()) throw ProfileError(file_, k, "expected true or false, got " + it->dump());
+        return it->get<bool>();
+    }
+    std::map<std::string, std::string> strings(const char* k) const {
+        std::map<std::string, std::string> out;
+        auto it = j_.find(k);
+        if (it == j_.end() || it->is_null()) return out;
+        if (!it->is_object()) throw ProfileError(file_, k, "expected an object of strings");
+        for (auto& [key, v] : it->items()) {
+            if (!v.is_string()) throw ProfileError(file_, std::string(k) + "." + key, "expected a string");
+            out[key] = v.get<std::string>();
+        }
+        return out;
+    }
+
+private:
+    const json& j_;
+    const std::string& file_;
+};
+
+std::vector<fs::path> json_files(const fs::path& dir) {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return files;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j)
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
+                               prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1)});
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+template <typename T>
+const T& find_by_id(const std::vector<T>& items, const std::string& id, const char* what) {
+    for (const auto& item : items)
+        if (item.id == id) return item;
+    std::vector<std::string> ids;
+    for (const auto& item : items) ids.push_back(item.id);
+    auto near = closest_names(id, ids);
+    std::string hint;
+    for (const auto& c : near) hint += (hint.empty() ? "" : ", ") + c;
+    throw InputError(std::string("unknown ") + what + " '" + id + "'" +
+                     (hint.empty() ? "" : " (closest: " + hint + ")") + "; `wingspan " + what +
+                     "s` lists them");
+}
+
+}  // namespace
+
+std::vector<std::string> closest_names(const std::string& wanted, const std::vector<std::string>& known,
+                                       size_t count) {
+    std::vector<std::pair<size_t, std::string>> scored;
+    for (const auto& k : known) {
+        size_t d = edit_distance(wanted, k);
+        // A name that contains what was typed is a better guess than its edit distance says.
+        if (k.find(wanted) != std::string::npos || wanted.find(k) != std::string::npos) d = d / 2;
+        scored.emplace_back(d, k);
+    }
+    std::sort(scored.begin(), scored.end());
+    std::vector<std::string> out;
+    for (size_t i = 0; i < scored.size() && out.size() < count; ++i) out.push_back(scored[i].second);
+    return out;
+}
+
+ModelProfile parse_model_profile(const json& j, const std::string& file) {
+    Fields f(j, file);
+    ModelProfile m;
+    m.id = f.str("id");
+    m.name = f.str("name", m.id);
+    m.hf_repo = f.str("hf_repo", std::string());
+    m.family = f.str("family", std::string("other"));
+    if (!j.contains("config") || !j["config"].is_object())
+        throw ProfileError(file, "config", "expected the model's Hugging Face config.json object");
+    try {
+        m.arch = Architecture::from_hf_config(j["config"]);
+    } catch (const InputError& e) {
+        throw ProfileError(file, "config", e.what());
+    }
+    m.file = file;
+    return m;
+}
+
+MachineProfile parse_machine_profile(const json& j, const std::string& file) {
+    Fields f(j, file);
+    MachineProfile m;
+    m.id = f.str("id");
+    m.name = f.str("name", m.id);
+    const std::string kind = f.str("kind", std::string("gpu"));
+    if (kind == "gpu") m.kind = MachineKind::Gpu;
+    else if (kind == "unified") m.kind = MachineKind::Unified;
+    else if (kind == "cpu") m.kind = MachineKind::Cpu;
+    else throw ProfileError(file, "kind", "expected \"gpu\", \"unified\" or \"cpu\", got \"" + kind + "\"");
+    m.memory_bytes = f.bytes("memory_bytes");
+    if (m.memory_bytes <= 0) throw ProfileError(file, "memory_bytes", "must be positive");
+    m.usable_bytes = f.bytes("usable_bytes", m.memory_bytes);
+    if (m.usable_bytes <= 0 || m.usable_bytes > m.memory_bytes)
+        throw ProfileError(file, "usable_bytes", "must be positive and at most memory_bytes");
+    m.host_memory_bytes = f.bytes("host_memory_bytes", m.kind == MachineKind::Gpu ? 0 : m.memory_bytes);
+    m.bandwidth_gb_s = f.num("bandwidth_gb_s", 0.0);
+    m.tflops_bf16 = f.num("tflops_bf16", 0.0);
+    m.tflops_fp16 = f.num("tflops_fp16", 0.0);
+    m.tflops_fp32 = f.num("tflops_fp32", 0.0);
+    if (m.tflops_bf16 <= 0 && m.tflops_fp16 <= 0 && m.tflops_fp32 <= 0)
+        throw ProfileError(file, "tflops_fp32", "at least one of tflops_bf16, tflops_fp16, tflops_fp32 must be positive");
+    m.bf16 = f.boolean("bf16", m.tflops_bf16 > 0);
+    m.power_w = f.num("power_w", 0.0);
+    if (j.contains("price_per_hour") && !j["price_per_hour"].is_null())
+        m.price_per_hour = f.num("price_per_hour");
+    m.default_framework = f.str("default_framework",
+                                std::string(m.kind == MachineKind::Gpu ? "pytorch-cuda"
+                                            : m.kind == MachineKind::Unified ? "mlx" : "libtorch-cpu"));
+    m.sources = f.strings("sources");
+    m.user_defined = f.boolean("user_defined", false);
+    m.file = file;
+    return m;
+}
+
+json machine_profile_to_json(const MachineProfile& m) {
+    json j = {{"id", m.id},
+              {"name", m.name},
+              {"kind", m.kind == MachineKind::Gpu ? "gpu" : m.kind == MachineKind::Unified ? "unified" : "cpu"},
+              {"memory_bytes", m.memory_bytes},
+              {"usable_bytes", m.usable_bytes},
+              {"host_memory_bytes", m.host_memory_bytes},
+              {"bandwidth_gb_s", m.bandwidth_gb_s},
+              {"tflops_bf16", m.tflops_bf16},
+              {"tflops_fp16", m.tflops_fp16},
+              {"tflops_fp32", m.tflops_fp32},
+              {"bf16", m.bf16},
+              {"power_w", m.power_w},
+              {"price_per_hour", m.price_per_hour ? json(*m.price_per_hour) : json(nullptr)},
+              {"default_framework", m.default_framework},
+              {"sources", m.sources}};
+    if (m.user_defined) j["user_defined"] = true;
+    return j;
+}
+
+FrameworkProfile parse_framework_profile(const json& j, const std::string& file) {
+    Fields f(j, file);
+    FrameworkProfile p;
+    p.id = f.str("id");
+    p.name = f.str("name", p.id);
+    p.context_bytes = f.bytes("context_bytes", 0);
+    p.workspace_bytes = f.bytes("workspace_bytes", 0);
+    p.allocator_slack = f.num("allocator_slack", 0.0);
+    p.activation_factor = f.num("activation_factor", 1.0);
+    p.mfu = f.num("mfu", 0.3);
+    p.quantized_speed_factor = f.num("quantized_speed_factor", 0.7);
+    p.working_set_fraction = f.num("working_set_fraction", 1.0);
+    p.optimizer_step = f.str("optimizer_step", std::string("foreach"));
+    p.fused_loss = f.boolean("fused_loss", false);
+    p.technique_lead = static_cast<int>(f.num("technique_lead", 0));
+    p.sources = f.strings("sources");
+    auto in_range = [&](double v, double lo, double hi, const char* k) {
+        if (!(v >= lo && v <= hi))
+            throw ProfileError(file, k, "expected a number between " + std::to_string(lo) + " and " + std::to_string(hi));
+    };
+    in_range(p.allocator_slack, 0, 1, "allocator_slack");
+    in_range(p.activation_factor, 0.01, 10, "activation_factor");
+    in_range(p.mfu, 0.001, 1, "mfu");
+    in_range(p.quantized_speed_factor, 0.01, 1, "quantized_speed_factor");
+    in_range(p.working_set_fraction, 0.01, 1, "working_set_fraction");
+    if (p.optimizer_step != "foreach" && p.optimizer_step != "per_tensor" && p.optimizer_step != "fused")
+        throw ProfileError(file, "optimizer_step", "expected \"foreach\", \"per_tensor\" or \"fused\"");
+    p.file = file;
+    return p;
+}
+
+ProfileLibrary ProfileLibrary::load(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw InputError("profiles folder '" + dir.string() + "' does not exist (set WINGSPAN_PROFILES)");
+    ProfileLibrary lib;
+    for (const auto& f : json_files(dir / "frameworks"))
+        lib.frameworks_.push_back(parse_framework_profile(read_json_file(f), f.string()));
+    for (const auto& f : json_files(dir / "models")) lib.add_model(parse_model_profile(read_json_file(f), f.string()));
+    for (const auto& f : json_files(dir / "machines"))
+        lib.add_machine(parse_machine_profile(read_json_file(f), f.string()));
+    for (const auto& f : json_files(dir / "scenarios")) {
+        json s = read_json_file(f);
+        if (!s.is_object() || !s.contains("id") || !s["id"].is_string())
+            throw ProfileError(f.string(), "id", "expected a scenario object with a string id");
+        lib.scenarios_[s["id"].get<std::string>()] = s;
+    }
+    for (const auto& m : lib.machines_) {
+        bool known = false;
+        for (const auto& fw : lib.frameworks_) known |= fw.id == m.default_framework;
+        if (!known && !lib.frameworks_.empty())
+            throw ProfileError(m.file.string(), "default_framework",
+                               "names '" + m.default_framework + "', which is not in frameworks/");
+    }
+    return lib;
+}
+
+fs::path ProfileLibrary::default_dir(const fs::path& executable) {
+    if (const char* env = std::getenv("WINGSPAN_PROFILES"); env && *env) return env;
+    std::error_code ec;
+    if (!executable.empty()) {
+        fs::path exe = fs::weakly_canonical(executable, ec);
+        const fs::path bin = exe.parent_path();
+        for (const fs::path& candidate : {bin / "../share/wingspan/profiles", bin / "../profiles", bin / "profiles"})
+            if (fs::is_directory(candidate / "machines", ec)) return fs::weakly_canonical(candidate, ec);
+    }
+#ifdef WINGSPAN_SOURCE_PROFILES_DIR
+    return WINGSPAN_SOURCE_PROFILES_DIR;
+#else
+    return "profiles";
+#endif
+}
+
+fs::path ProfileLibrary::user_dir() {
+    if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return fs::path(xdg) / "wingspan";
+    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".config" / "wingspan";
+    return fs::temp_directory_path() / "wingspan-config";
+}
+
+void ProfileLibrary::load_user_profiles(const fs::path& dir) {
+    for (const auto& f : json_files(dir / "machines")) {
+        MachineProfile m = parse_machine_profile(read_json_file(f), f.string());
+        m.user_defined = true;
+        add_machine(std::move(m));
+    }
+    for (const auto& f : json_files(dir / "models")) add_model(parse_model_profile(read_json_file(f), f.string()));
+}
+
+const ModelProfile& ProfileLibrary::model(const std::string& id) const { return find_by_id(models_, id, "model"); }
+const MachineProfile& ProfileLibrary::machine(const std::string& id) const {
+    return find_by_id(machines_, id, "machine");
+}
+const FrameworkProfile& ProfileLibrary::framework(const std::string& id) const {
+    return find_by_id(frameworks_, id, "framework");
+}
+
+const json& ProfileLibrary::scenario(const std::string& id) const {
+    auto it = scenarios_.find(id);
+    if (it != scenarios_.end()) return it->second;
+    std::vector<std::string> ids;
+    for (const auto& [k, v] : scenarios_) ids.push_back(k);
+    std::string hint;
+    for (const auto& c : closest_names(id, ids)) hint += (hint.empty() ? "" : ", ") + c;
+    throw InputError("unknown scenario '" + id + "'" + (hint.empty() ? "" : " (closest: " + hint + ")"));
+}
+
+const FrameworkProfile& ProfileLibrary::framework_for(const MachineProfile& m) const {
+    return framework(m.default_framework);
+}
+
+std::vector<const ModelProfile*> ProfileLibrary::family(const std::string& name) const {
+    std::vector<const ModelProfile*> out;
+    for (const auto& m : models_)
+        if (m.family == name) out.push_back(&m);
+    std::sort(out.begin(), out.end(), [](const ModelProfile* a, const ModelProfile* b) {
+        return a->arch.parameter_count() < b->arch.parameter_count();
+    });
+    return out;
+}
+
+const ModelProfile& ProfileLibrary::nearest_model(std::int64_t params, const std::string& family) const {
+    const ModelProfile* best = nullptr;
+    double best_distance = 0;
+    for (const auto& m : models_) {
+        if (!family.empty() && m.family != family) continue;
+        if (m.arch.is_moe()) continue;
+        const double d = std::fabs(std::log(double(m.arch.parameter_count()) / double(params)));
+        if (!best || d < best_distance) {
+            best = &m;
+            best_distance = d;
+        }
+    }
+    if (!best) throw InputError("no bundled model" + (family.empty() ? std::string() : " in family '" + family + "'"));
+    return *best;
+}
+
+void ProfileLibrary::add_model(ModelProfile m) {
+    for (auto& existing : models_)
+        if (existing.id == m.id) {
+            existing = std::move(m);
+            return;
+        }
+    models_.push_back(std::move(m));
+}
+
+void ProfileLibrary::add_machine(MachineProfile m) {
+    for (auto& existing : machines_)
+        if (existing.id == m.id) {
+            existing = std::move(m);
+            return;
+        }
+    machines_.push_back(std::move(m));
+}
+
+MachineProfile detect_this_machine() {
+    MachineProfile m;
+    m.id = "this-machine";
+    m.kind = MachineKind::Cpu;
+    std::int64_t total = 0, available = 0;
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::int64_t value;
+    std::string unit;
+    while (meminfo >> key >> value >> unit) {
+        if (key == "MemTotal:") total = value * 1024;
+        if (key == "MemAvailable:") available = value * 1024;
+    }
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    if (total <= 0) total = std::int64_t(8) * 1024 * 1024 * 1024;
+    m.memory_bytes = total;
+    m.usable_bytes = available > 0 ? std::min(available, total) : total * 3 / 4;
+    m.host_memory_bytes = total;
+    m.name = "This machine (" + std::to_string(cores) + " cores, " + format_bytes(double(total), ByteUnit::GiB) + " RAM)";
+    // About 16 fp32 FLOPs per cycle per core with AVX2 FMA at ~2.5 GHz; calibrate for accuracy.
+    m.tflops_fp32 = cores * 2.5e9 * 16 / 1e12;
+    m.bf16 = false;
+    m.bandwidth_gb_s = 20;
+    m.default_framework = "libtorch-cpu";
+    m.sources = {{"memory_bytes", "/proc/meminfo MemTotal"},
+                 {"usable_bytes", "/proc/meminfo MemAvailable at start-up"},
+                 {"tflops_fp32", "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
+                 {"bandwidth_gb_s", "estimate: dual-channel DDR4"}};
+    return m;
+}
+
+}  // namespace wingspan

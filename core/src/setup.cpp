@@ -1,0 +1,223 @@
+#include "wingspan/setup.hpp"
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+
+#include "wingspan/errors.hpp"
+
+namespace wingspan {
+
+namespace {
+
+template <typename E, size_t N>
+using Names = std::array<std::pair<E, const char*>, N>;
+
+constexpr Names<Method, 4> kMethods{{{Method::Full, "full"}, {Method::Lora, "lora"},
+                                     {Method::Qlora, "qlora"}, {Method::Serve, "serve"}}};
+constexpr Names<Precision, 4> kPrecisions{{{Precision::Fp32, "fp32"},
+                                           {Precision::Bf16Mixed, "bf16-mixed"},
+                                           {Precision::Bf16, "bf16"},
+                                           {Precision::Fp16Mixed, "fp16-mixed"}}};
+constexpr Names<Optimizer, 5> kOptimizers{{{Optimizer::AdamW, "adamw"},
+                                           {Optimizer::AdamW8bit, "adamw8bit"},
+                                           {Optimizer::PagedAdamW8bit, "paged-adamw8bit"},
+                                           {Optimizer::Sgd, "sgd"},
+                                           {Optimizer::Adafactor, "adafactor"}}};
+constexpr Names<Attention, 3> kAttention{
+    {{Attention::Eager, "eager"}, {Attention::Sdpa, "sdpa"}, {Attention::Flash, "flash"}}};
+constexpr Names<Sharding, 6> kSharding{{{Sharding::None, "none"},
+                                        {Sharding::Ddp, "ddp"},
+                                        {Sharding::Zero1, "zero1"},
+                                        {Sharding::Zero2, "zero2"},
+                                        {Sharding::Zero3, "zero3"},
+                                        {Sharding::Fsdp, "fsdp"}}};
+constexpr Names<Quantization, 4> kQuant{{{Quantization::None, "none"},
+                                         {Quantization::Nf4, "nf4"},
+                                         {Quantization::Nf4DoubleQuant, "nf4-dq"},
+                                         {Quantization::Int8, "int8"}}};
+
+template <typename E, size_t N>
+const char* name_of(const Names<E, N>& names, E e) {
+    for (const auto& [v, n] : names)
+        if (v == e) return n;
+    return "?";
+}
+
+template <typename E, size_t N>
+E parse_name(const Names<E, N>& names, const std::string& text, const char* what) {
+    for (const auto& [v, n] : names)
+        if (text == n) return v;
+    std::string accepted;
+    for (const auto& [v, n] : names) accepted += (accepted.empty() ? "" : ", ") + std::string(n);
+    throw InputError("unknown " + std::string(what) + " '" + text + "' (expected one of: " +
+                     accepted + ")");
+}
+
+}  // namespace
+
+const char* to_string(Method v) { return name_of(kMethods, v); }
+const char* to_string(Precision v) { return name_of(kPrecisions, v); }
+const char* to_string(Optimizer v) { return name_of(kOptimizers, v); }
+const char* to_string(Attention v) { return name_of(kAttention, v); }
+const char* to_string(Sharding v) { return name_of(kSharding, v); }
+const char* to_string(Quantization v) { return name_of(kQuant, v); }
+Method parse_method(const std::string& s) { return parse_name(kMethods, s, "method"); }
+Precision parse_precision(const std::string& s) { return parse_name(kPrecisions, s, "precision"); }
+Optimizer parse_optimizer(const std::string& s) { return parse_name(kOptimizers, s, "optimizer"); }
+Attention parse_attention(const std::string& s) { return parse_name(kAttention, s, "attention"); }
+Sharding parse_sharding(const std::string& s) { return parse_name(kSharding, s, "sharding"); }
+Quantization parse_quantization(const std::string& s) {
+    return parse_name(kQuant, s, "quantization");
+}
+
+std::set<LinearRole> parse_targets(const std::string& text) {
+    static const std::pair<const char*, LinearRole> kRoles[] = {
+        {"q", LinearRole::Q},       {"k", LinearRole::K},   {"v", LinearRole::V},
+        {"o", LinearRole::O},       {"gate", LinearRole::Gate}, {"up", LinearRole::Up},
+        {"down", LinearRole::Down}};
+    std::set<LinearRole> roles;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (item.size() > 5 && item.substr(item.size() - 5) == "_proj") item.resize(item.size() - 5);
+        if (item == "all") {
+            for (const auto& [n, r] : kRoles) roles.insert(r);
+            continue;
+        }
+        if (item == "attention") {
+            roles.insert({LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O});
+            continue;
+        }
+        if (item == "mlp") {
+            roles.insert({LinearRole::Gate, LinearRole::Up, LinearRole::Down});
+            continue;
+        }
+        bool found = false;
+        for (const auto& [n, r] : kRoles)
+            if (item == n) {
+                roles.insert(r);
+                found = true;
+            }
+        if (!found)
+            throw InputError("unknown LoRA target '" + item +
+                             "' (expected q, k, v, o, gate, up, down, attention, mlp or all)");
+    }
+    if (roles.empty()) throw InputError("LoRA targets are empty (use e.g. q,v or all)");
+    return roles;
+}
+
+std::string targets_to_string(const std::set<LinearRole>& roles) {
+    std::string out;
+    for (LinearRole r : roles) out += (out.empty() ? "" : ",") + std::string(linear_role_name(r));
+    return out;
+}
+
+Quantization TrainingSetup::effective_quantization() const {
+    if (method == Method::Qlora && quantization == Quantization::None)
+        return Quantization::Nf4DoubleQuant;
+    if (method == Method::Full || method == Method::Lora) return Quantization::None;
+    return quantization;
+}
+
+void TrainingSetup::validate(const Architecture& arch) const {
+    auto need = [](bool ok, const std::string& message) {
+        if (!ok) throw InputError(message);
+    };
+    need(seq_len >= 1, "sequence length must be at least 1 (got " + std::to_string(seq_len) + ")");
+    need(seq_len <= (std::int64_t(1) << 24), "sequence length " + std::to_string(seq_len) +
+                                                 " is beyond any model's context (max 16,777,216)");
+    need(micro_batch >= 1, "micro-batch must be at least 1 (got " + std::to_string(micro_batch) + ")");
+    need(grad_accum >= 1, "gradient accumulation must be at least 1 (got " +
+                              std::to_string(grad_accum) + ")");
+    need(devices >= 1, "devices must be at least 1 (got " + std::to_string(devices) + ")");
+    need(serve_batch >= 1, "serving batch must be at least 1");
+    need(loss_chunk_tokens >= 0, "loss chunk must be 0 (off) or a positive number of tokens");
+    need(!(devices > 1 && sharding == Sharding::None) || method == Method::Serve,
+         "several devices need a sharding strategy (ddp, zero1, zero2, zero3 or fsdp)");
+    if (method == Method::Lora || method == Method::Qlora) {
+        need(lora_rank >= 1, "LoRA rank must be at least 1 (got " + std::to_string(lora_rank) + ")");
+        need(lora_rank <= arch.hidden, "LoRA rank " + std::to_string(lora_rank) +
+                                           " is larger than the hidden size " +
+                                           std::to_string(arch.hidden));
+        need(!lora_targets.empty(), "LoRA needs at least one target module");
+        need(lora_dropout >= 0 && lora_dropout < 1, "LoRA dropout must be in [0, 1)");
+    }
+    need(!(method == Method::Full && quantization != Quantization::None),
+         "a full fine-tune cannot train quantized weights (use qlora)");
+}
+
+nlohmann::json TrainingSetup::to_json() const {
+    return {
+        {"method", to_string(method)},
+        {"precision", to_string(precision)},
+        {"optimizer", to_string(optimizer)},
+        {"attention", to_string(attention)},
+        {"seq_len", seq_len},
+        {"micro_batch", micro_batch},
+        {"grad_accum", grad_accum},
+        {"grad_checkpointing", grad_checkpointing},
+        {"loss_chunk_tokens", loss_chunk_tokens},
+        {"lora_rank", lora_rank},
+        {"lora_alpha", lora_alpha},
+        {"lora_dropout", lora_dropout},
+        {"lora_targets", targets_to_string(lora_targets)},
+        {"train_embeddings", train_embeddings},
+        {"quantization", to_string(effective_quantization())},
+        {"serve_batch", serve_batch},
+        {"devices", devices},
+        {"sharding", to_string(sharding)},
+        {"offload", offload},
+    };
+}
+
+TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
+    if (!j.is_object()) throw InputError("plan setup: expected a JSON object");
+    TrainingSetup s;
+    auto str = [&](const char* k) -> std::optional<std::string> {
+        if (!j.contains(k)) return std::nullopt;
+        if (!j[k].is_string()) throw InputError(std::string("plan setup: '") + k + "' must be a string");
+        return j[k].get<std::string>();
+    };
+    auto integer = [&](const char* k, std::int64_t& out) {
+        if (!j.contains(k)) return;
+        if (!j[k].is_number_integer()) throw InputError(std::string("plan setup: '") + k + "' must be an integer");
+        out = j[k].get<std::int64_t>();
+    };
+    auto boolean = [&](const char* k, bool& out) {
+        if (!j.contains(k)) return;
+        if (!j[k].is_boolean()) throw InputError(std::string("plan setup: '") + k + "' must be true or false");
+        out = j[k].get<bool>();
+    };
+    auto number = [&](const char* k, double& out) {
+        if (!j.contains(k)) return;
+        if (!j[k].is_number()) throw InputError(std::string("plan setup: '") + k + "' must be a number");
+        out = j[k].get<double>();
+    };
+    if (auto v = str("method")) s.method = parse_method(*v);
+    if (auto v = str("precision")) s.precision = parse_precision(*v);
+    if (auto v = str("optimizer")) s.optimizer = parse_optimizer(*v);
+    if (auto v = str("attention")) s.attention = parse_attention(*v);
+    if (auto v = str("sharding")) s.sharding = parse_sharding(*v);
+    if (auto v = str("quantization")) s.quantization = parse_quantization(*v);
+    if (auto v = str("lora_targets")) s.lora_targets = parse_targets(*v);
+    integer("seq_len", s.seq_len);
+    integer("micro_batch", s.micro_batch);
+    integer("grad_accum", s.grad_accum);
+    integer("loss_chunk_tokens", s.loss_chunk_tokens);
+    integer("lora_rank", s.lora_rank);
+    integer("serve_batch", s.serve_batch);
+    integer("devices", s.devices);
+    boolean("grad_checkpointing", s.grad_checkpointing);
+    boolean("train_embeddings", s.train_embeddings);
+    boolean("offload", s.offload);
+    number("lora_alpha", s.lora_alpha);
+    number("lora_dropout", s.lora_dropout);
+    return s;
+}
+
+int dtype_bytes(Precision p) { return p == Precision::Fp32 ? 4 : 2; }
+int compute_dtype_bytes(Precision p) { return p == Precision::Fp32 ? 4 : 2; }
+
+}  // namespace wingspan

@@ -1,0 +1,289 @@
+#include "wingspan/verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/units.hpp"
+
+namespace wingspan {
+
+using nlohmann::json;
+
+const char* to_string(Fit f) {
+    switch (f) {
+        case Fit::Fits: return "fits";
+        case Fit::Tight: return "tight";
+        case Fit::No: return "no";
+    }
+    return "no";
+}
+
+std::int64_t usable_bytes(const MachineProfile& m, const FrameworkProfile& f) {
+    if (m.kind == MachineKind::Unified && f.working_set_fraction < 1.0)
+        return std::min(m.usable_bytes,
+                        static_cast<std::int64_t>(double(m.memory_bytes) * f.working_set_fraction));
+    return m.usable_bytes;
+}
+
+TrainingSetup adapt_setup(const TrainingSetup& s, const MachineProfile& m, std::vector<std::string>* notes) {
+    TrainingSetup out = s;
+    const bool wants_bf16 = s.precision == Precision::Bf16Mixed || s.precision == Precision::Bf16;
+    if (wants_bf16 && !m.bf16) {
+        if (m.kind == MachineKind::Cpu) {
+            out.precision = Precision::Fp32;
+            if (notes) notes->push_back(m.name + " has no fast bf16: runs in fp32");
+        } else {
+            out.precision = Precision::Fp16Mixed;
+            if (notes)
+                notes->push_back(m.name + " has no bf16: fp16 mixed precision with loss scaling instead");
+        }
+    }
+    return out;
+}
+
+double training_flops_per_token(const Architecture& arch, const TrainingSetup& setup) {
+    // Matmul FLOPs: 2 per weight per token forward. The embedding lookup is free; the head
+    // is a matmul even when tied.
+    std::int64_t embedding = 0;
+    for (const auto& g : arch.tensor_groups())
+        if (g.kind == TensorKind::Embedding || g.kind == TensorKind::PositionEmbedding)
+            embedding += g.total_elements();
+    const double head = arch.tied_embeddings ? double(arch.vocab) * arch.hidden : 0.0;
+    const double matmul_params = double(arch.active_parameter_count() - embedding) + head;
+    const double attention = 2.0 * arch.layers * setup.seq_len * arch.q_dim();   // causal QKᵀ and PV
+    const ParameterCounts p = count_parameters(arch, setup);
+    const double forward = 2.0 * matmul_params + attention + 2.0 * p.adapter;
+    if (!setup.trains()) return forward;
+    const double trainable_matmul = setup.method == Method::Full ? matmul_params : double(p.adapter);
+    double total = forward                    // forward
+                   + forward                  // gradients of activations (every layer)
+                   + 2.0 * trainable_matmul;  // gradients of trainable weights
+    if (setup.grad_checkpointing) total += forward;
+    return total;
+}
+
+SpeedEstimate estimate_speed(const Architecture& arch, const TrainingSetup& setup,
+                             const MachineProfile& m, const FrameworkProfile& f) {
+    SpeedEstimate s;
+    s.flops_per_token = training_flops_per_token(arch, setup);
+    TrainingSetup forward_only = setup;
+    forward_only.method = Method::Serve;
+    s.forward_flops_per_token = training_flops_per_token(arch, forward_only);
+    double peak = 0;
+    const char* which = "";
+    switch (setup.precision) {
+        case Precision::Fp32: peak = m.tflops_fp32; which = "fp32"; break;
+        case Precision::Fp16Mixed: peak = m.tflops_fp16; which = "fp16"; break;
+        case Precision::Bf16Mixed:
+        case Precision::Bf16:
+            peak = m.tflops_bf16 > 0 ? m.tflops_bf16 : m.tflops_fp16;
+            which = "bf16";
+            break;
+    }
+    if (peak <= 0) {
+        peak = std::max({m.tflops_fp32, m.tflops_fp16, m.tflops_bf16});
+        which = "best available";
+    }
+    const double quantized = setup.effective_quantization() != Quantization::None && setup.trains()
+                                 ? f.quantized_speed_factor
+                                 : 1.0;
+    s.achieved_tflops = peak * f.mfu * quantized * double(std::max<std::int64_t>(1, setup.devices));
+    s.tokens_per_s = s.flops_per_token > 0 ? s.achieved_tflops * 1e12 / s.flops_per_token : 0;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "%.1f %s TFLOPS × %.2f utilisation%s%s / %.3g FLOPs per token", peak, which, f.mfu,
+                  quantized < 1 ? " × quantized-base slowdown" : "",
+                  setup.devices > 1 ? " × devices" : "", s.flops_per_token);
+    s.formula = buf;
+    return s;
+}
+
+RunCost estimate_run(const SpeedEstimate& speed, const MachineProfile& m, double tokens) {
+    RunCost c;
+    c.tokens = tokens;
+    c.seconds = speed.tokens_per_s > 0 ? tokens / speed.tokens_per_s : INFINITY;
+    if (m.price_per_hour && std::isfinite(c.seconds)) c.dollars = *m.price_per_hour * c.seconds / 3600.0;
+    return c;
+}
+
+MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
+                        const FrameworkProfile& framework) {
+    MachineVerdict v;
+    v.machine = &machine;
+    v.framework = &framework;
+    v.setup = adapt_setup(setup, machine, &v.notes);
+    v.estimate = estimate_memory(arch, v.setup, framework);
+    v.usable_bytes = usable_bytes(machine, framework);
+    const bool one_pool = machine.kind != MachineKind::Gpu;
+    v.needed_bytes = v.estimate.total_bytes + (one_pool ? v.estimate.host_bytes : 0);
+    v.margin_bytes = v.usable_bytes - v.needed_bytes;
+    if (v.needed_bytes > v.usable_bytes)
+        v.fit = Fit::No;
+    else if (double(v.margin_bytes) < kTightFraction * double(v.usable_bytes))
+        v.fit = Fit::Tight;
+    else
+        v.fit = Fit::Fits;
+    if (!one_pool && v.estimate.host_bytes > 0) {
+        v.host_fits = v.estimate.host_bytes <= machine.host_memory_bytes;
+        if (!v.host_fits) {
+            v.fit = Fit::No;
+            v.notes.push_back("offloaded state needs " + format_bytes(double(v.estimate.host_bytes)) +
+                              " of host RAM; the machine has " +
+                              format_bytes(double(machine.host_memory_bytes)));
+        }
+    }
+    if (machine.kind == MachineKind::Unified && framework.working_set_fraction < 1.0)
+        v.notes.push_back("the GPU may use " + std::to_string(int(framework.working_set_fraction * 100)) +
+                          " % of unified memory by default");
+    v.speed = estimate_speed(arch, v.setup, machine, framework);
+    return v;
+}
+
+json MachineVerdict::to_json() const {
+    json j = {{"id", machine->id},
+              {"name", machine->name},
+              {"framework", framework->id},
+              {"usable_bytes", usable_bytes},
+              {"needed_bytes", needed_bytes},
+              {"margin_bytes", margin_bytes},
+              {"verdict", to_string(fit)},
+              {"precision", wingspan::to_string(setup.precision)},
+              {"peak_allocated_bytes", estimate.peak_allocated_bytes},
+              {"total_bytes", estimate.total_bytes},
+              {"host_bytes", estimate.host_bytes},
+              {"tokens_per_s", speed.tokens_per_s},
+              {"flops_per_token", speed.flops_per_token},
+              {"notes", notes}};
+    if (machine->price_per_hour) j["price_per_hour"] = *machine->price_per_hour;
+    return j;
+}
+
+SolveFor parse_solve_for(const std::string& s) {
+    if (s == "batch") return SolveFor::Batch;
+    if (s == "seq") return SolveFor::Seq;
+    if (s == "rank") return SolveFor::Rank;
+    if (s == "size") return SolveFor::Size;
+    throw InputError("unknown --solve '" + s + "' (expected batch, seq, rank or size)");
+}
+
+namespace {
+
+// Largest v in [1, cap] with fits(v), for a predicate that holds up to some point and not
+// after. Doubling brackets the edge, bisection finds it: O(log v) evaluations.
+std::int64_t largest_fitting(std::int64_t cap, const std::function<bool(std::int64_t)>& fits, bool* unbounded) {
+    *unbounded = false;
+    if (!fits(1)) return 0;
+    std::int64_t good = 1, bad = 2;
+    while (true) {
+        if (bad > cap) {
+            if (fits(cap)) {
+                *unbounded = true;
+                return cap;
+            }
+            bad = cap;
+            break;
+        }
+        if (!fits(bad)) break;
+        good = bad;
+        bad *= 2;
+    }
+    while (bad - good > 1) {
+        const std::int64_t mid = good + (bad - good) / 2;
+        (fits(mid) ? good : bad) = mid;
+    }
+    return good;
+}
+
+}  // namespace
+
+Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
+               const FrameworkProfile& framework, const ProfileLibrary* library, const std::string& family) {
+    Solution sol;
+    sol.what = what;
+    auto fits_with = [&](const Architecture& a, const TrainingSetup& s) {
+        return evaluate(a, s, machine, framework).fit != Fit::No;
+    };
+    TrainingSetup s = setup;
+    switch (what) {
+        case SolveFor::Batch: {
+            const std::int64_t cap = 1 << 16;
+            auto fits = [&](std::int64_t v) {
+                s.micro_batch = v;
+                s.serve_batch = v;
+                return fits_with(arch, s);
+            };
+            sol.value = largest_fitting(cap, fits, &sol.unbounded);
+            s.micro_batch = s.serve_batch = std::max<std::int64_t>(1, sol.value);
+            break;
+        }
+        case SolveFor::Seq: {
+            const std::int64_t cap = 1 << 20;
+            auto fits = [&](std::int64_t v) {
+                s.seq_len = v;
+                return fits_with(arch, s);
+            };
+            sol.value = largest_fitting(cap, fits, &sol.unbounded);
+            s.seq_len = std::max<std::int64_t>(1, sol.value);
+            break;
+        }
+        case SolveFor::Rank: {
+            if (setup.method != Method::Lora && setup.method != Method::Qlora)
+                throw InputError("--solve rank needs --method lora or qlora");
+            auto fits = [&](std::int64_t v) {
+                s.lora_rank = v;
+                return fits_with(arch, s);
+            };
+            sol.value = largest_fitting(arch.hidden, fits, &sol.unbounded);
+            s.lora_rank = std::max<std::int64_t>(1, sol.value);
+            break;
+        }
+        case SolveFor::Size: {
+            if (!library) throw InputError("--solve size needs the bundled model profiles");
+            const auto members = library->family(family);
+            if (members.empty()) throw InputError("no bundled models in family '" + family + "'");
+            std::vector<Architecture> archs;
+            for (const auto* m : members) archs.push_back(m->arch);
+            // Members are sorted by size and memory grows with size: bisect over them.
+            std::int64_t lo = -1, hi = static_cast<std::int64_t>(members.size());
+            while (hi - lo > 1) {
+                const std::int64_t mid = (lo + hi) / 2;
+                (fits_with(members[mid]->arch, s) ? lo : hi) = mid;
+            }
+            if (lo < 0) {
+                sol.value = 0;
+                sol.at_value = evaluate(members.front()->arch, s, machine, framework);
+                return sol;
+            }
+            sol.model_id = members[lo]->id;
+            sol.value = members[lo]->arch.parameter_count();
+            Architecture best = members[lo]->arch;
+            if (lo + 1 < static_cast<std::int64_t>(members.size())) {
+                // Between the largest member that fits and the next one, walk the interpolated
+                // family to find the size where memory runs out.
+                std::int64_t good = sol.value, bad = members[lo + 1]->arch.parameter_count();
+                while (double(bad - good) > 0.01 * double(good)) {
+                    const std::int64_t mid = good + (bad - good) / 2;
+                    Architecture a = interpolate_family(archs, mid);
+                    if (fits_with(a, s)) {
+                        good = mid;
+                        best = a;
+                    } else {
+                        bad = mid;
+                    }
+                }
+                sol.value = best.parameter_count();
+            } else {
+                sol.unbounded = true;
+            }
+            sol.at_value = evaluate(best, s, machine, framework);
+            return sol;
+        }
+    }
+    sol.at_value = evaluate(arch, s, machine, framework);
+    return sol;
+}
+
+}  // namespace wingspan
