@@ -129,9 +129,17 @@ public:
                      range ? range->header_value() : std::string()};
         const std::string url = resolve_url(opt_.endpoint, repo_, opt_.revision, file);
 
-        if (opt_.offline || network_down_) {
-            if (auto c = load_cached(key)) return c;
-            if (probe) return std::nullopt;
+        const bool cache_only = opt_.offline || network_down_;
+        if (cache_only || opt_.prefer_cache) {
+            if (auto c = load_cached(key)) {
+                // prefer_cache: a cached config.json means the whole import was cached
+                // (imports are cached all or nothing), so a missing optional file is absent.
+                if (file == "config.json" && !range) snapshot_ = true;
+                return c;
+            }
+            if (probe && (cache_only || snapshot_)) return std::nullopt;
+        }
+        if (cache_only) {
             if (opt_.offline)
                 throw HubError(HubErrorKind::NotCached,
                                "Offline mode: " + what + " (revision '" + opt_.revision +
@@ -142,9 +150,6 @@ public:
             throw HubError(network_error_kind_,
                            network_error_ + " There is no cached copy of " + what + " either.",
                            network_error_status_);
-        }
-        if (opt_.prefer_cache) {
-            if (auto c = load_cached(key)) return c;
         }
 
         HttpResponse r;
@@ -341,6 +346,7 @@ private:
     std::vector<std::string> warnings_;
     bool used_cache_ = false;
     bool network_down_ = false;
+    bool snapshot_ = false;
     std::string network_error_;
     HubErrorKind network_error_kind_ = HubErrorKind::Network;
     long network_error_status_ = 0;
@@ -364,7 +370,7 @@ std::optional<safetensors::Header> read_remote_header(HubSession& s, const HubOp
             reinterpret_cast<const unsigned char*>(prefix->body.data()));
     } catch (const std::exception& e) {
         throw HubError(HubErrorKind::BadSafetensors,
-                       "The safetensors header of " + where + " lies about its size: " + e.what());
+                       "The safetensors header of " + where + " lies about its size: " + detail::plain_message(e));
     }
     if (n == 0)
         throw HubError(HubErrorKind::BadSafetensors,
@@ -391,7 +397,7 @@ std::optional<safetensors::Header> read_remote_header(HubSession& s, const HubOp
         return safetensors::parse_header(body->body, n, data_size);
     } catch (const std::exception& e) {
         throw HubError(HubErrorKind::BadSafetensors,
-                       "The safetensors header of " + where + " is not valid: " + e.what());
+                       "The safetensors header of " + where + " is not valid: " + detail::plain_message(e));
     }
 }
 

@@ -198,6 +198,7 @@ struct Transfer {
     std::uint64_t header_bytes = 0;
     std::uint64_t limit = 0;
     std::optional<std::uint64_t> want;   // range length asked for
+    std::uint64_t skip = 0;              // range start: bytes to drop if the server sends 200
     bool oversize = false;
     bool enough = false;                 // server ignored Range: we stopped after `want` bytes
     CancelFlag cancel = nullptr;
@@ -236,18 +237,28 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
         return len;
     }
     if (t->want) {   // a range request: never keep more than asked for
+        const size_t whole = len;
+        if (t->status == 200 && t->skip > 0) {   // the server ignored Range: drop the prefix
+            size_t drop = static_cast<size_t>(std::min<std::uint64_t>(len, t->skip));
+            t->skip -= drop;
+            data += drop;
+            len -= drop;
+            if (len == 0) return whole;
+        }
         std::uint64_t room = *t->want > t->body.size() ? *t->want - t->body.size() : 0;
-        t->body.append(data, std::min<std::uint64_t>(len, room));
-        if (t->body.size() >= *t->want && len > room) {
-            // More bytes than the range holds (the server ignored Range): stop here.
+        if (len > room) {
+            // More bytes than the range holds (the server ignored Range): keep what was
+            // asked for and stop the transfer.
+            t->body.append(data, static_cast<size_t>(room));
             t->enough = true;
             return 0;
         }
+        t->body.append(data, len);
         if (t->body.size() > t->limit) {
             t->oversize = true;
             return 0;
         }
-        return len;
+        return whole;
     }
     if (t->body.size() + len > t->limit) {
         t->oversize = true;
@@ -416,7 +427,10 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
     Transfer t;
     t.limit = options_.max_response_bytes;
     t.cancel = cancel_;
-    if (range) t.want = range->length();
+    if (range) {
+        t.want = range->length();
+        t.skip = range->first;
+    }
     char errbuf[CURL_ERROR_SIZE] = {0};
 
     curl_slist* headers = nullptr;

@@ -96,6 +96,8 @@ struct ReadHeader {
     safetensors::Header header;
 };
 
+// An exception's message without library tags such as "[json.exception.parse_error.101] ".
+std::string plain_message(const std::exception& e);
 // Reads and checks config.json text: JSON object, then Architecture::from_hf_config.
 // `where` names the file in messages.
 void read_config(ImportedModel& m, const std::string& config_text, const std::string& where);

@@ -17,14 +17,6 @@ namespace {
 
 constexpr std::uint64_t kMaxConfigBytes = 64ull << 20;
 
-std::string json_error_text(const std::exception& e) {
-    std::string w = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error"
-    auto close = w.find("] ");
-    if (w.rfind("[json.exception", 0) == 0 && close != std::string::npos) w = w.substr(close + 2);
-    return w;
-}
-
 bool looks_like_html(const std::string& text) {
     std::string start;
     for (char c : text) {
@@ -43,7 +35,7 @@ nlohmann::json parse_json_file(const std::string& text, const std::string& where
                                ? " (a web page arrived instead; check HF_ENDPOINT and any proxy)"
                                : "";
         throw HubError(HubErrorKind::MalformedJson,
-                       where + " is not valid JSON: " + json_error_text(e) + hint + ".");
+                       where + " is not valid JSON: " + plain_message(e) + hint + ".");
     }
 }
 
@@ -53,9 +45,10 @@ bool is_integer_dtype(const std::string& d) {
 }
 
 const std::set<std::string>& known_model_types() {
-    static const std::set<std::string> k = {"llama",  "mistral", "qwen2",   "qwen3",    "gemma",
-                                            "gemma2", "phi3",    "gpt2",    "mixtral",  "qwen2_moe",
-                                            "qwen3_moe", "smollm3", "olmo",  "olmo2"};
+    // The families Architecture::from_hf_config knows (architecture.cpp).
+    static const std::set<std::string> k = {"llama", "mistral", "qwen2",     "qwen3",     "gemma",
+                                            "gemma2", "phi3",  "gpt2",     "mixtral",   "qwen2_moe",
+                                            "qwen3_moe", "smollm"};
     return k;
 }
 
@@ -83,6 +76,17 @@ std::string read_small_file(const std::filesystem::path& p, const std::string& w
 
 }  // namespace
 
+std::string plain_message(const std::exception& e) {
+    // Drops nlohmann's "[json.exception.parse_error.101] " tags; keeps the words.
+    std::string w = e.what();
+    for (auto at = w.find("[json.exception."); at != std::string::npos; at = w.find("[json.exception.")) {
+        auto close = w.find("] ", at);
+        if (close == std::string::npos) break;
+        w.erase(at, close + 2 - at);
+    }
+    return w;
+}
+
 void read_config(ImportedModel& m, const std::string& config_text, const std::string& where) {
     nlohmann::json j = parse_json_file(config_text, where);
     if (!j.is_object())
@@ -95,9 +99,12 @@ void read_config(ImportedModel& m, const std::string& config_text, const std::st
     } catch (const HubError&) {
         throw;
     } catch (const std::exception& e) {
+        std::string why = plain_message(e);
+        if (why.rfind("config.json: ", 0) == 0) why = why.substr(13);
+        if (!why.empty() && why.back() != '.') why += '.';
         throw HubError(HubErrorKind::UnsupportedConfig,
-                       where + ": " + e.what() +
-                           " Wingspan cannot describe this model's architecture from its config.");
+                       where + ": " + why +
+                           " Wingspan cannot describe this model's architecture from this config.");
     }
 }
 
@@ -351,7 +358,7 @@ ImportedModel import_from_folder(const std::filesystem::path& dir_in,
             n = safetensors::parse_header_length(prefix);
         } catch (const std::exception& e) {
             throw HubError(HubErrorKind::BadSafetensors,
-                           "The safetensors header of " + p.string() + " lies about its size: " + e.what());
+                           "The safetensors header of " + p.string() + " lies about its size: " + detail::plain_message(e));
         }
         if (n > size - 8)
             throw HubError(HubErrorKind::BadSafetensors,
@@ -362,7 +369,7 @@ ImportedModel import_from_folder(const std::filesystem::path& dir_in,
             headers.push_back({f, safetensors::read_header(p)});
         } catch (const std::exception& e) {
             throw HubError(HubErrorKind::BadSafetensors,
-                           "The safetensors header of " + p.string() + " is not valid: " + e.what());
+                           "The safetensors header of " + p.string() + " is not valid: " + detail::plain_message(e));
         }
         ++step;
     }
