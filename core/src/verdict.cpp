@@ -60,7 +60,8 @@ double training_flops_per_token(const Architecture& arch, const TrainingSetup& s
     const double trainable_matmul = setup.method == Method::Full ? matmul_params : double(p.adapter);
     double total = forward                    // forward
                    + forward                  // gradients of activations (every layer)
-                   + 2.0 * trainable_matmul;  // gradients of trainable weights
+                   + 2.0 * trainable_matmul   // gradients of trainable weights
+                   + attention;               // attention backward is twice its forward
     if (setup.grad_checkpointing) total += forward;
     return total;
 }

@@ -1,0 +1,154 @@
+#include <QtTest>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli.hpp"
+#include "test_support.hpp"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+struct Result {
+    int code;
+    std::string out, err;
+};
+Result run(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    args.push_back("--profiles");
+    args.push_back(WINGSPAN_TEST_PROFILES_DIR);
+    const int code = wingspan::cli::run(args, out, err);
+    return {code, out.str(), err.str()};
+}
+}  // namespace
+
+class CliTest : public QObject {
+    Q_OBJECT
+private slots:
+    void planJsonContract() {
+        const Result r = run({"plan", "--model", "llama-3.1-8b", "--method", "lora", "--seq", "1024", "--batch", "1",
+                              "--machine", "rtx-4090", "--machine", "t4", "--json"});
+        QCOMPARE(r.code, 0);
+        const json j = json::parse(r.out);
+        QCOMPARE(j["params"]["total"].get<std::int64_t>(), 8'030'261'248);
+        QCOMPARE(j["params"]["trainable"].get<std::int64_t>(), 41'943'040);
+        QVERIFY(j["components"]["frozen_weights"].get<std::int64_t>() == 2 * 8'030'261'248);
+        const auto peak = j["peak_allocated_bytes"].get<std::int64_t>();
+        const auto total = j["total_bytes"].get<std::int64_t>();
+        QVERIFY(total > peak);
+        std::int64_t sum = 0;
+        for (auto& [k, v] : j["components"].items()) sum += v.get<std::int64_t>();
+        QCOMPARE(sum, total);
+        QCOMPARE(j["machines"].size(), size_t(2));
+        QCOMPARE(j["machines"][0]["id"].get<std::string>(), std::string("rtx-4090"));
+        QCOMPARE(j["machines"][0]["verdict"].get<std::string>(), std::string("fits"));
+        QCOMPARE(j["machines"][1]["verdict"].get<std::string>(), std::string("no"));
+        QVERIFY(j["machines"][1]["usable_bytes"].get<std::int64_t>() > 15'000'000'000);
+    }
+
+    void planTableIsReadable() {
+        const Result r = run({"plan", "--size", "8b", "--method", "qlora", "--machine", "t4"});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.find("Quantization constants") != std::string::npos);
+        QVERIFY(r.out.find("Tesla T4") != std::string::npos);
+        QVERIFY(r.out.find("no bf16") != std::string::npos);
+        QVERIFY(r.out.find("GB = 10^9 bytes") != std::string::npos);
+    }
+
+    void allMethodsAndOptions() {
+        for (const char* m : {"full", "lora", "qlora", "serve"})
+            QCOMPARE(run({"plan", "--model", "smollm2-135m", "--method", m, "--json"}).code, 0);
+        QCOMPARE(run({"plan", "--model", "qwen2.5-7b", "--method", "full", "--devices", "8", "--sharding", "zero3",
+                      "--offload", "--optimizer", "adamw8bit", "--attention", "eager", "--grad-checkpointing", "off",
+                      "--precision", "bf16", "--json"})
+                     .code,
+                 0);
+    }
+
+    void fitSolves() {
+        const Result r = run({"fit", "--model", "llama-3.1-8b", "--method", "qlora", "--machine", "rtx-4090", "--solve",
+                              "batch", "--json"});
+        QCOMPARE(r.code, 0);
+        const json j = json::parse(r.out);
+        QVERIFY(j["results"][0]["value"].get<int>() > 1);
+        const Result size = run({"fit", "--model", "qwen2.5-7b", "--method", "lora", "--machine", "rtx-4090",
+                                 "--solve", "size"});
+        QCOMPARE(size.code, 0);
+        QVERIFY(size.out.find("qwen2.5-7b") != std::string::npos);
+    }
+
+    void tableScenario() {
+        const Result md = run({"table", "--scenario", "lesson-sizes"});
+        QCOMPARE(md.code, 0);
+        QVERIFY(md.out.find("| 70B (Llama 3.1 70B) |") != std::string::npos);
+        const Result csv = run({"table", "--scenario", "lesson-machines", "--format", "csv"});
+        QCOMPARE(csv.code, 0);
+        QVERIFY(csv.out.rfind("Scenario,Winner,Why\n", 0) == 0);
+    }
+
+    void listings() {
+        const Result models = run({"models"});
+        QCOMPARE(models.code, 0);
+        QVERIFY(models.out.find("8,030,261,248") != std::string::npos);
+        const Result machines = run({"machines"});
+        QVERIFY(machines.out.find("mac-studio-m3-ultra-96gb") != std::string::npos);
+    }
+
+    void badInputExitsTwo_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("unknown model") << QStringList{"plan", "--model", "llama-3.1-8"} << "closest: llama-3.1-8b";
+        QTest::newRow("unknown machine") << QStringList{"plan", "--machine", "rtx4090"} << "closest: rtx-4090";
+        QTest::newRow("sequence 0") << QStringList{"plan", "--seq", "0"} << "--seq must be at least 1";
+        QTest::newRow("rank > hidden") << QStringList{"plan", "--model", "smollm2-135m", "--rank", "4096"}
+                                       << "larger than the hidden size 576";
+        QTest::newRow("not a number") << QStringList{"plan", "--batch", "four"} << "whole number";
+        QTest::newRow("bad method") << QStringList{"plan", "--method", "dpo"} << "expected one of: full, lora, qlora, serve";
+        QTest::newRow("bad target") << QStringList{"plan", "--targets", "q,x"} << "unknown LoRA target 'x'";
+        QTest::newRow("unknown option") << QStringList{"plan", "--sequence", "5"} << "unknown option --sequence";
+        QTest::newRow("fit without solve") << QStringList{"fit", "--machine", "t4"} << "--solve";
+        QTest::newRow("unknown scenario") << QStringList{"table", "--scenario", "lesson-size"} << "closest: lesson-sizes";
+        QTest::newRow("unknown command") << QStringList{"plot"} << "unknown command";
+    }
+    void badInputExitsTwo() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        std::vector<std::string> a;
+        for (const auto& s : args) a.push_back(s.toStdString());
+        const Result r = run(a);
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.out.empty());
+        QVERIFY2(r.err.find(message.toStdString()) != std::string::npos, r.err.c_str());
+    }
+
+    void brokenProfileNamesFileAndField() {
+        const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-test-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::copy(WINGSPAN_TEST_PROFILES_DIR, dir, fs::copy_options::recursive);
+        std::ofstream(dir / "machines" / "broken.json") << R"({"id": "broken", "kind": "gpu", "memory_bytes": "lots", "tflops_fp32": 1})";
+        std::ostringstream out, err;
+        const int code = wingspan::cli::run({"machines", "--profiles", dir.string()}, out, err);
+        fs::remove_all(dir);
+        QCOMPARE(code, 2);
+        QVERIFY2(err.str().find("broken.json") != std::string::npos, err.str().c_str());
+        QVERIFY2(err.str().find("memory_bytes") != std::string::npos, err.str().c_str());
+        QVERIFY2(err.str().find("byte count") != std::string::npos, err.str().c_str());
+    }
+
+    void invalidJsonProfile() {
+        const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-json-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::copy(WINGSPAN_TEST_PROFILES_DIR, dir, fs::copy_options::recursive);
+        std::ofstream(dir / "models" / "typo.json") << "{\"id\": \"typo\",";
+        std::ostringstream out, err;
+        const int code = wingspan::cli::run({"models", "--profiles", dir.string()}, out, err);
+        fs::remove_all(dir);
+        QCOMPARE(code, 2);
+        QVERIFY(err.str().find("typo.json") != std::string::npos);
+        QVERIFY(err.str().find("not valid JSON") != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(CliTest)
+#include "test_cli.moc"

@@ -1,0 +1,275 @@
+#include <QtTest>
+
+#include "test_support.hpp"
+#include "wingspan/nf4.hpp"
+
+using namespace wingspan;
+
+namespace {
+std::int64_t term_bytes(const MemoryEstimate& e, Component c, bool include_temporaries = false) {
+    std::int64_t b = 0;
+    for (const auto& t : e.terms)
+        if (t.component == c && (include_temporaries || t.formula.find("temporaries") == std::string::npos) && !t.on_host)
+            b += t.bytes;
+    return b;
+}
+const Phase& phase(const MemoryEstimate& e, const std::string& name) {
+    for (const auto& p : e.phases)
+        if (p.name == name) return p;
+    throw std::runtime_error("no phase " + name);
+}
+std::int64_t in_phase(const MemoryEstimate& e, const std::string& name, Component c) {
+    const auto& p = phase(e, name);
+    auto it = p.bytes.find(c);
+    return it == p.bytes.end() ? 0 : it->second;
+}
+}  // namespace
+
+class MemoryModelTest : public QObject {
+    Q_OBJECT
+private slots:
+    void fullFineTuneIsSixteenBytesPerParameter() {
+        const Architecture a = test::library().model("llama-2-7b").arch;
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Bf16Mixed;
+        const MemoryEstimate e = estimate_memory(a, s, test::bare_framework("fused"));
+        const std::int64_t P = 6'738'415'616;
+        QCOMPARE(e.params.trainable, P);
+        QCOMPARE(term_bytes(e, Component::TrainableWeights), 2 * P);
+        QCOMPARE(term_bytes(e, Component::Gradients), 2 * P);
+        QCOMPARE(term_bytes(e, Component::MasterWeights), 4 * P);
+        QCOMPARE(term_bytes(e, Component::OptimizerState), 8 * P);
+        QCOMPARE(term_bytes(e, Component::FrozenWeights), 0);
+    }
+
+    void precisionSchemes() {
+        const Architecture a = test::tiny_arch();
+        const std::int64_t P = a.parameter_count();
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Fp32;
+        auto e = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(e, Component::TrainableWeights) + term_bytes(e, Component::Gradients) +
+                     term_bytes(e, Component::MasterWeights) + term_bytes(e, Component::OptimizerState),
+                 16 * P);
+        s.precision = Precision::Bf16;   // pure bf16: moments in bf16, no master copy
+        e = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(e, Component::MasterWeights), 0);
+        QCOMPARE(term_bytes(e, Component::TrainableWeights) + term_bytes(e, Component::Gradients) +
+                     term_bytes(e, Component::OptimizerState),
+                 8 * P);
+    }
+
+    void loraAdapterCountMatchesTheLesson() {
+        const Architecture a = test::library().model("llama-2-7b").arch;
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.lora_rank = 16;
+        s.lora_targets = parse_targets("all");
+        const ParameterCounts p = count_parameters(a, s);
+        // Per layer: 4 × 16·(4096+4096) + 2 × 16·(4096+11008) + 16·(11008+4096).
+        QCOMPARE(p.adapter, qint64(32 * (4 * 131'072 + 2 * 241'664 + 241'664)));
+        QCOMPARE(p.adapter, qint64(39'976'960));   // "roughly 20-40M" in the lesson
+        s.lora_targets = parse_targets("q,v");
+        QCOMPARE(count_parameters(a, s).adapter, qint64(32 * 2 * 131'072));
+        // Frozen base at 2 bytes, adapters at 16 bytes each (2 + 2 + 4 master + 8 moments).
+        s.lora_targets = parse_targets("all");
+        const MemoryEstimate e = estimate_memory(a, s, test::bare_framework("fused"));
+        QCOMPARE(term_bytes(e, Component::FrozenWeights), 2 * qint64(6'738'415'616));
+        QCOMPARE(term_bytes(e, Component::Adapters) + term_bytes(e, Component::Gradients) +
+                     term_bytes(e, Component::MasterWeights) + term_bytes(e, Component::OptimizerState),
+                 16 * qint64(39'976'960));
+    }
+
+    void qloraNf4BytesAreExact() {
+        const Architecture a = test::library().model("llama-2-7b").arch;
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4DoubleQuant;
+        const MemoryEstimate e = estimate_memory(a, s, test::bare_framework());
+        const std::int64_t linear = 6'476'005'376;   // every q,k,v,o,gate,up,down weight
+        QCOMPARE(e.params.quantized, linear);
+        // Packed codes plus the 16-bit embeddings, head and norms.
+        QCOMPARE(term_bytes(e, Component::FrozenWeights), linear / 2 + 2 * (6'738'415'616 - linear));
+        // q: 262,144 blocks → 262,144 + 4·1,024 + 4; gate: 704,512 blocks → 704,512 + 4·2,752 + 4.
+        QCOMPARE(term_bytes(e, Component::QuantConstants), qint64(32 * (4 * 266'244 + 3 * 715'524)));
+        s.quantization = Quantization::Nf4;
+        const MemoryEstimate plain = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(plain, Component::QuantConstants), linear / 64 * 4);
+        s.quantization = Quantization::Int8;
+        const MemoryEstimate int8 = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(int8, Component::QuantConstants), qint64(32 * 4 * (4 * 4096 + 2 * 11008 + 4096)));
+    }
+
+    void nf4LayoutEdgeCases() {
+        static_assert(nf4_layout(1, false).packed_bytes == 1);
+        static_assert(nf4_layout(65, false).blocks == 2);
+        static_assert(nf4_layout(65, false).constant_bytes == 8);
+        static_assert(nf4_layout(64 * 257, true).constant_bytes == 257 + 2 * 4 + 4);
+        QCOMPARE(kNf4Levels.front(), -1.0f);
+        QCOMPARE(kNf4Levels.back(), 1.0f);
+        QCOMPARE(kNf4Levels[7], 0.0f);
+    }
+
+    void activationsByHand() {
+        // hidden 64, 2 layers, 4 heads (head_dim 16), 2 kv heads, intermediate 128, vocab 100;
+        // batch 2 × seq 8 in fp32, eager attention, no checkpointing.
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Fp32;
+        s.attention = Attention::Eager;
+        s.grad_checkpointing = false;
+        s.micro_batch = 2;
+        s.seq_len = 8;
+        const MemoryEstimate e = estimate_memory(test::tiny_arch(), s, test::bare_framework());
+        const std::int64_t norm = 2 * 16 * 64 * 4 + 16 * 4;           // input, output, rstd
+        const std::int64_t attention = 4 * 16 * 64 * 4 + 2 * 4 * 8 * 8 * 4;   // q,k,v,out + softmax
+        const std::int64_t mlp = 4 * 16 * 128 * 4;                     // gate, up, silu, product
+        const std::int64_t layer = 2 * norm + attention + mlp;
+        QCOMPARE(layer, qint64(67'712));
+        QCOMPARE(in_phase(e, "forward_end", Component::Activations), 2 * layer + norm + 16 * 8);
+        // Logits: fp32 logits + log-softmax after forward, two fp32 gradients more in backward.
+        QCOMPARE(in_phase(e, "forward_end", Component::LogitsLoss), qint64(16 * 100 * 8));
+        QCOMPARE(in_phase(e, "loss_backward", Component::LogitsLoss), qint64(16 * 100 * 16));
+    }
+
+    void checkpointingKeepsOnlyLayerInputs() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        TrainingSetup s;
+        s.seq_len = 2048;
+        s.grad_checkpointing = false;
+        const auto off = estimate_memory(a, s, test::bare_framework());
+        s.grad_checkpointing = true;
+        const auto on = estimate_memory(a, s, test::bare_framework());
+        const std::int64_t kept = 32LL * 2048 * 4096 * 2;
+        QVERIFY(in_phase(on, "forward_end", Component::Activations) >= kept);
+        QVERIFY(in_phase(on, "forward_end", Component::Activations) < kept + 2048LL * 4096 * 8);
+        QVERIFY(in_phase(off, "forward_end", Component::Activations) > 10 * kept);
+    }
+
+    void batchTouchesOnlyActivationsAndLogits() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        TrainingSetup s;
+        const auto one = estimate_memory(a, s, test::bare_framework());
+        s.micro_batch = 4;
+        const auto four = estimate_memory(a, s, test::bare_framework());
+        for (Component c : {Component::FrozenWeights, Component::Adapters, Component::MasterWeights,
+                            Component::OptimizerState, Component::Gradients})
+            QCOMPARE(term_bytes(four, c), term_bytes(one, c));
+        QCOMPARE(in_phase(four, "forward_end", Component::LogitsLoss), 4 * in_phase(one, "forward_end", Component::LogitsLoss));
+        QCOMPARE(in_phase(four, "forward_end", Component::Activations), 4 * in_phase(one, "forward_end", Component::Activations));
+    }
+
+    void peakIsTheLargestPhaseNotASum() {
+        const Architecture a = test::library().model("llama-2-7b").arch;
+        TrainingSetup s;
+        s.method = Method::Full;
+        const MemoryEstimate e = estimate_memory(a, s, test::bare_framework());
+        std::int64_t largest = 0, sum_of_maxima = 0;
+        for (const auto& p : e.phases) largest = std::max(largest, p.total());
+        for (const auto& t : e.terms) sum_of_maxima += t.bytes;
+        QCOMPARE(e.peak_allocated_bytes, largest);
+        QVERIFY(e.peak_allocated_bytes < sum_of_maxima);
+        std::int64_t components = 0;
+        for (const auto& [c, b] : e.components) components += b;
+        QCOMPARE(components, e.total_bytes);
+        // Full fine-tune: the optimizer step (all gradients + states) is the peak.
+        QCOMPARE(QString::fromStdString(e.peak_phase), QString("optimizer_step"));
+    }
+
+    void gradientAccumulationCarriesGradients() {
+        const Architecture a = test::tiny_arch();
+        TrainingSetup s;
+        s.method = Method::Full;
+        const auto once = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(in_phase(once, "forward_end", Component::Gradients), 0);
+        s.grad_accum = 8;
+        const auto accum = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(in_phase(accum, "forward_end", Component::Gradients), term_bytes(accum, Component::Gradients));
+    }
+
+    void frameworkOverheadMakesTotal() {
+        FrameworkProfile f = test::bare_framework();
+        f.context_bytes = 500'000'000;
+        f.workspace_bytes = 64'000'000;
+        f.allocator_slack = 0.10;
+        TrainingSetup s;
+        const auto e = estimate_memory(test::library().model("llama-3.1-8b").arch, s, f);
+        QCOMPARE(e.framework_overhead_bytes, 564'000'000 + std::llround(0.10 * double(e.peak_allocated_bytes)));
+        QCOMPARE(e.total_bytes, e.peak_allocated_bytes + e.framework_overhead_bytes);
+    }
+
+    void optimizers() {
+        const Architecture a = test::tiny_arch();
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Fp32;
+        std::int64_t expected8 = 0, expectedFactored = 0;
+        for (const auto& g : a.tensor_groups()) {
+            const std::int64_t n = g.elements();
+            expected8 += g.count * (n < 4096 ? 8 * n : 2 * n + 8 * ((n + 2047) / 2048));
+            expectedFactored += g.count * (g.cols > 1 ? 4 * (g.rows + g.cols) : 4 * n);
+        }
+        s.optimizer = Optimizer::AdamW8bit;
+        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::OptimizerState), expected8);
+        s.optimizer = Optimizer::Sgd;
+        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::OptimizerState), 4 * a.parameter_count());
+        s.optimizer = Optimizer::Adafactor;
+        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::OptimizerState), expectedFactored);
+    }
+
+    void shardingDividesState() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const std::int64_t P = a.parameter_count();
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.devices = 4;
+        s.sharding = Sharding::Ddp;
+        auto ddp = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(ddp, Component::Gradients), 2 * 2 * P);   // grads + all-reduce buckets
+        QCOMPARE(term_bytes(ddp, Component::OptimizerState), 8 * P);
+        s.sharding = Sharding::Zero1;
+        auto z1 = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(z1, Component::OptimizerState), 8 * P / 4);
+        QCOMPARE(term_bytes(z1, Component::MasterWeights), 4 * P / 4);
+        QCOMPARE(term_bytes(z1, Component::Gradients), 2 * P);
+        s.sharding = Sharding::Zero2;
+        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::Gradients), 2 * P / 4);
+        s.sharding = Sharding::Fsdp;
+        auto fsdp = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(fsdp, Component::TrainableWeights), 2 * P / 4);
+        s.offload = true;
+        auto off = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(off.host_bytes, 4 * P + 8 * P + 4 * P);
+        QCOMPARE(in_phase(off, "optimizer_step", Component::OptimizerState), 0);
+    }
+
+    void servingKvCache() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        TrainingSetup s;
+        s.method = Method::Serve;
+        s.seq_len = 8192;
+        s.serve_batch = 1;
+        const auto e = estimate_memory(a, s, test::bare_framework());
+        QCOMPARE(term_bytes(e, Component::KvCache), qint64(1) << 30);   // 2·32·1024·8192·2 B
+        QCOMPARE(term_bytes(e, Component::FrozenWeights), 2 * a.parameter_count());
+        QCOMPARE(term_bytes(e, Component::Gradients), 0);
+        s.serve_batch = 4;
+        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::KvCache), qint64(4) << 30);
+    }
+
+    void everyTermExplainsItself() {
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        const auto e = estimate_memory(test::library().model("llama-3.1-8b").arch, s, test::library().framework("pytorch-cuda"));
+        for (const auto& t : e.terms) {
+            QVERIFY(!t.formula.empty());
+            QVERIFY(!t.inputs.empty());
+        }
+        QVERIFY(e.explain(Component::QuantConstants).find("double quant") != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(MemoryModelTest)
+#include "test_memory_model.moc"

@@ -1,0 +1,67 @@
+#include <QtTest>
+
+#include "wingspan/protocol.hpp"
+
+using namespace wingspan;
+using namespace wingspan::protocol;
+
+class ProtocolTest : public QObject {
+    Q_OBJECT
+private slots:
+    void roundTrip() {
+        const std::string line = encode(EventType::Memory, 1.25,
+                                        {{"step", 3},
+                                         {"components", components_to_json({{Component::Activations, 2048},
+                                                                            {Component::Adapters, 512}})},
+                                         {"allocated_bytes", 4096},
+                                         {"peak_bytes", 8192}});
+        QVERIFY(line.find('\n') == std::string::npos);
+        const ParseResult r = parse_line(line);
+        QVERIFY2(r.event.has_value(), r.error.c_str());
+        QCOMPARE(r.event->type, EventType::Memory);
+        QCOMPARE(r.event->t, 1.25);
+        QCOMPARE(r.event->int_field("step"), 3);
+        QCOMPARE(r.event->int_field("peak_bytes"), 8192);
+        const auto c = r.event->components();
+        QCOMPARE(c.size(), size_t(2));
+        QCOMPARE(c.at(Component::Activations), 2048);
+    }
+
+    void everyEventNameRoundTrips() {
+        for (EventType t : {EventType::Hello, EventType::Predicted, EventType::Memory, EventType::Step, EventType::Eval,
+                            EventType::Checkpoint, EventType::Log, EventType::Error, EventType::Done}) {
+            const auto r = parse_line(encode(t, 0.5));
+            QVERIFY(r.event && r.event->type == t);
+        }
+    }
+
+    void rejectsWithReasons_data() {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("garbage") << "Segmentation fault" << "not a JSON object";
+        QTest::newRow("array") << "[1,2]" << "not a JSON object";
+        QTest::newRow("no version") << "{\"event\":\"step\",\"t\":1}" << "missing protocol version";
+        QTest::newRow("newer") << "{\"v\":2,\"event\":\"step\",\"t\":1}" << "newer than this reader";
+        QTest::newRow("unknown event") << "{\"v\":1,\"event\":\"party\",\"t\":1}" << "unknown event 'party'";
+        QTest::newRow("no time") << "{\"v\":1,\"event\":\"step\"}" << "missing time";
+        QTest::newRow("truncated") << "{\"v\":1,\"event\":\"st" << "not a JSON object";
+    }
+    void rejectsWithReasons() {
+        QFETCH(QString, line);
+        QFETCH(QString, reason);
+        const auto r = parse_line(line.toStdString());
+        QVERIFY(!r.event);
+        QVERIFY2(r.error.find(reason.toStdString()) != std::string::npos, r.error.c_str());
+    }
+
+    void unknownFieldsAndComponentsAreIgnored() {
+        const auto r = parse_line("{\"v\":1,\"event\":\"memory\",\"t\":2,\"future\":true,\"components\":{\"activations\":5,\"dark_matter\":7}}");
+        QVERIFY(r.event);
+        QCOMPARE(r.event->components().size(), size_t(1));
+    }
+
+    void toleratesCrlf() { QVERIFY(parse_line("{\"v\":1,\"event\":\"log\",\"t\":0}\r\n").event); }
+};
+
+QTEST_APPLESS_MAIN(ProtocolTest)
+#include "test_protocol.moc"

@@ -1,0 +1,33 @@
+#pragma once
+// Shared by the core suites: the bundled profiles, loaded once per process.
+#include <nlohmann/json.hpp>
+
+#include "wingspan/memory_model.hpp"
+#include "wingspan/profiles.hpp"
+#include "wingspan/verdict.hpp"
+
+namespace wingspan::test {
+
+inline const ProfileLibrary& library() {
+    static const ProfileLibrary lib = ProfileLibrary::load(WINGSPAN_TEST_PROFILES_DIR);
+    return lib;
+}
+
+// A tiny Llama-style architecture whose numbers are easy to check by hand.
+inline Architecture tiny_arch() {
+    return Architecture::from_hf_config(nlohmann::json{
+        {"model_type", "llama"}, {"hidden_size", 64}, {"intermediate_size", 128},
+        {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+        {"vocab_size", 100}, {"max_position_embeddings", 256}, {"tie_word_embeddings", false}});
+}
+
+// A framework with no fixed costs, so totals equal allocated bytes.
+inline FrameworkProfile bare_framework(const std::string& step = "per_tensor") {
+    FrameworkProfile f;
+    f.id = "bare";
+    f.name = "bare";
+    f.optimizer_step = step;
+    return f;
+}
+
+}  // namespace wingspan::test

@@ -1,0 +1,174 @@
+#include <QtTest>
+
+#include "test_support.hpp"
+#include "wingspan/verdict.hpp"
+
+using namespace wingspan;
+
+namespace {
+MachineProfile card(std::int64_t usable) {
+    MachineProfile m;
+    m.id = "card";
+    m.name = "Test card";
+    m.memory_bytes = m.usable_bytes = usable;
+    m.tflops_bf16 = m.tflops_fp16 = 100;
+    m.tflops_fp32 = 50;
+    return m;
+}
+}  // namespace
+
+class VerdictTest : public QObject {
+    Q_OBJECT
+private slots:
+    void thresholds() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const TrainingSetup s;
+        const FrameworkProfile f = test::bare_framework();
+        const std::int64_t need = estimate_memory(a, s, f).total_bytes;
+        QCOMPARE(evaluate(a, s, card(need * 2), f).fit, Fit::Fits);
+        QCOMPARE(evaluate(a, s, card(need + need / 20), f).fit, Fit::Tight);   // 5 % spare
+        QCOMPARE(evaluate(a, s, card(need), f).fit, Fit::Tight);
+        const MachineVerdict no = evaluate(a, s, card(need - 1), f);
+        QCOMPARE(no.fit, Fit::No);
+        QCOMPARE(no.margin_bytes, -1);
+    }
+
+    void noBf16MeansFp16() {
+        const auto& lib = test::library();
+        const MachineProfile& t4 = lib.machine("t4");
+        QVERIFY(!t4.bf16);
+        std::vector<std::string> notes;
+        TrainingSetup s;
+        s.precision = Precision::Bf16Mixed;
+        QCOMPARE(adapt_setup(s, t4, &notes).precision, Precision::Fp16Mixed);
+        QCOMPARE(notes.size(), size_t(1));
+        QVERIFY(notes[0].find("no bf16") != std::string::npos);
+        QCOMPARE(adapt_setup(s, lib.machine("rtx-4090")).precision, Precision::Bf16Mixed);
+        QCOMPARE(adapt_setup(s, lib.machine("cpu-laptop-8gb")).precision, Precision::Fp32);
+    }
+
+    void unifiedMemoryWorkingSet() {
+        const auto& lib = test::library();
+        const MachineProfile& mac = lib.machine("mac-studio-m3-ultra-96gb");
+        QCOMPARE(mac.kind, MachineKind::Unified);
+        const FrameworkProfile& mlx = lib.framework("mlx");
+        QCOMPARE(usable_bytes(mac, mlx), std::min(mac.usable_bytes, std::int64_t(double(mac.memory_bytes) * 0.75)));
+        // Offloaded bytes still come out of the one pool.
+        const Architecture a = lib.model("llama-3.1-8b").arch;
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.offload = true;
+        const MachineVerdict v = evaluate(a, s, mac, mlx);
+        QCOMPARE(v.needed_bytes, v.estimate.total_bytes + v.estimate.host_bytes);
+    }
+
+    void solverFindsTheEdge_data() {
+        QTest::addColumn<int>("what");
+        QTest::newRow("batch") << int(SolveFor::Batch);
+        QTest::newRow("seq") << int(SolveFor::Seq);
+        QTest::newRow("rank") << int(SolveFor::Rank);
+    }
+    void solverFindsTheEdge() {
+        QFETCH(int, what);
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.1-8b").arch;
+        const MachineProfile& m = lib.machine("rtx-4090");
+        const FrameworkProfile& f = lib.framework_for(m);
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        const Solution sol = solve(SolveFor(what), a, s, m, f);
+        QVERIFY(sol.value > 1);
+        QVERIFY(!sol.unbounded);
+        auto with = [&](std::int64_t v) {
+            TrainingSetup t = s;
+            if (SolveFor(what) == SolveFor::Batch) t.micro_batch = v;
+            if (SolveFor(what) == SolveFor::Seq) t.seq_len = v;
+            if (SolveFor(what) == SolveFor::Rank) t.lora_rank = v;
+            return evaluate(a, t, m, f).fit;
+        };
+        QVERIFY(with(sol.value) != Fit::No);
+        QCOMPARE(with(sol.value + 1), Fit::No);
+    }
+
+    void solverForModelSize() {
+        const auto& lib = test::library();
+        TrainingSetup s;
+        s.method = Method::Lora;
+        const MachineProfile& m = lib.machine("rtx-4090");
+        const Solution sol = solve(SolveFor::Size, lib.model("qwen2.5-7b").arch, s, m, lib.framework_for(m), &lib, "qwen2.5");
+        // 7B LoRA fits 24 GB, 14B does not (the lesson); the edge lies between them.
+        QCOMPARE(QString::fromStdString(sol.model_id), QString("qwen2.5-7b"));
+        QVERIFY(sol.value >= lib.model("qwen2.5-7b").arch.parameter_count());
+        QVERIFY(sol.value < lib.model("qwen2.5-14b").arch.parameter_count());
+        QVERIFY(sol.at_value.fit != Fit::No);
+    }
+
+    void nothingFitsGivesZero() {
+        const auto& lib = test::library();
+        TrainingSetup s;
+        s.method = Method::Full;
+        const MachineProfile& t4 = lib.machine("t4");
+        const Solution sol = solve(SolveFor::Batch, lib.model("llama-3.1-70b").arch, s, t4, lib.framework_for(t4));
+        QCOMPARE(sol.value, 0);
+        QCOMPARE(sol.at_value.fit, Fit::No);
+    }
+
+    void speedMatchesTheLesson() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.1-8b").arch;
+        TrainingSetup s;
+        s.method = Method::Lora;
+        const auto& rtx = lib.machine("rtx-4090");
+        const auto& mac = lib.machine("mac-studio-m3-ultra-96gb");
+        const double ratio = estimate_speed(a, s, rtx, lib.framework_for(rtx)).tokens_per_s /
+                             estimate_speed(a, s, mac, lib.framework_for(mac)).tokens_per_s;
+        QVERIFY2(ratio >= 2.0 && ratio <= 4.0, qPrintable(QString::number(ratio)));   // "2–4× slower"
+        // QLoRA pays for dequantization: 20-40 % lower throughput than 16-bit LoRA.
+        TrainingSetup q = s;
+        q.method = Method::Qlora;
+        const double qratio = estimate_speed(a, q, rtx, lib.framework_for(rtx)).tokens_per_s /
+                              estimate_speed(a, s, rtx, lib.framework_for(rtx)).tokens_per_s;
+        QVERIFY(qratio >= 0.6 && qratio <= 0.8);
+        // Unsloth roughly doubles speed on the same card.
+        const double unsloth = estimate_speed(a, s, rtx, lib.framework("unsloth")).tokens_per_s /
+                               estimate_speed(a, s, rtx, lib.framework_for(rtx)).tokens_per_s;
+        QVERIFY(unsloth >= 1.7 && unsloth <= 2.5);
+    }
+
+    void cpuStepTakesMinutes() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-2-7b").arch;
+        TrainingSetup s;
+        s.seq_len = 1024;
+        const auto& laptop = lib.machine("cpu-laptop-8gb");
+        const auto& a100 = lib.machine("a100-80gb");
+        const double cpu_step = 1024 / estimate_speed(a, adapt_setup(s, laptop), laptop, lib.framework_for(laptop)).tokens_per_s;
+        const double gpu_step = 1024 / estimate_speed(a, s, a100, lib.framework_for(a100)).tokens_per_s;
+        QVERIFY2(cpu_step > 60, qPrintable(QString::number(cpu_step)));   // "takes minutes"
+        QVERIFY2(gpu_step < 1.0, qPrintable(QString::number(gpu_step)));   // "0.4 seconds on a rented GPU"
+    }
+
+    void flopsPerToken() {
+        const Architecture a = test::library().model("llama-2-7b").arch;
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.grad_checkpointing = false;
+        s.seq_len = 1;
+        // 6 FLOPs per matmul weight (the embedding lookup is free) plus attention.
+        const double matmul = double(a.parameter_count() - 32000LL * 4096);
+        QCOMPARE(training_flops_per_token(a, s), 6 * matmul + 3 * 2.0 * 32 * 1 * 4096);
+    }
+
+    void runCost() {
+        SpeedEstimate speed;
+        speed.tokens_per_s = 1000;
+        MachineProfile m = card(1);
+        m.price_per_hour = 0.50;
+        const RunCost c = estimate_run(speed, m, 7'200'000);
+        QCOMPARE(c.seconds, 7200.0);
+        QVERIFY(c.dollars && std::abs(*c.dollars - 1.0) < 1e-12);
+    }
+};
+
+QTEST_APPLESS_MAIN(VerdictTest)
+#include "test_verdict.moc"
