@@ -381,11 +381,20 @@ HttpClient::~HttpClient() {
 HttpResponse HttpClient::get(const std::string& url, const std::optional<ByteRange>& range,
                              const std::string& what) {
     const std::string home = url_origin(options_.endpoint);
+    // The total timeout covers the whole request, redirects included.
+    const auto deadline = std::chrono::steady_clock::now() + options_.total_timeout;
     std::string current = url;
     for (int hop = 0;; ++hop) {
         std::string origin = url_origin(current);
         bool same_origin = !home.empty() && origin == home;
-        HttpResponse r = get_once(current, range, what, same_origin);
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
+            throw HubError(HubErrorKind::Timeout,
+                           url_host(current) + " did not deliver " + what + " within " +
+                               seconds_text(options_.total_timeout) +
+                               " (the total timeout for one request, redirects included).");
+        HttpResponse r = get_once(current, range, what, same_origin, static_cast<long>(left.count()));
         bool redirect = r.status == 301 || r.status == 302 || r.status == 303 ||
                         r.status == 307 || r.status == 308;
         if (!redirect) return r;
@@ -419,7 +428,7 @@ HttpResponse HttpClient::get(const std::string& url, const std::optional<ByteRan
 }
 
 HttpResponse HttpClient::get_once(const std::string& url, const std::optional<ByteRange>& range,
-                                  const std::string& what, bool send_token) {
+                                  const std::string& what, bool send_token, long timeout_ms) {
     if (cancel_ && cancel_->load()) throw HubError(HubErrorKind::Cancelled, "Import cancelled.");
     CURL* c = static_cast<CURL*>(curl_);
     curl_easy_reset(c);
@@ -465,7 +474,7 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (!options_.ca_bundle.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_bundle.c_str());
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout.count()));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, std::max(1L, timeout_ms));
     if (!range)
         curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
                          static_cast<curl_off_t>(options_.max_response_bytes));

@@ -50,7 +50,7 @@ public:
 
 private:
     HttpResponse get_once(const std::string& url, const std::optional<ByteRange>& range,
-                          const std::string& what, bool send_token);
+                          const std::string& what, bool send_token, long timeout_ms);
     const HubOptions& options_;
     CancelFlag cancel_;
     void* curl_ = nullptr;

@@ -421,4 +421,68 @@ nlohmann::json ImportedModel::to_json() const {
     return j;
 }
 
+nlohmann::json ImportedModel::profile_json() const {
+    nlohmann::json by = nlohmann::json::object();
+    for (const auto& [dtype, t] : by_dtype)
+        by[dtype] = {{"elements", t.elements}, {"bytes", t.bytes}};
+    nlohmann::json imp = {
+        {"source", source},
+        {"imported_at", detail::utc_now_iso8601()},
+        {"parameters", parameters},
+        {"checkpoint_parameters", checkpoint_parameters},
+        {"architecture_parameters", architecture_parameters},
+        {"checkpoint_bytes", checkpoint_bytes},
+        {"by_dtype", by},
+        {"quantized_checkpoint", quantized_checkpoint},
+        {"weight_files", weight_files},
+        {"warnings", warnings},
+    };
+    if (source == "hub") {
+        imp["repo_id"] = repo_id;
+        imp["revision"] = revision;
+        imp["endpoint"] = endpoint;
+    }
+    if (!folder.empty()) imp["folder"] = folder.string();
+    nlohmann::json j = {{"id", profile.id},
+                        {"name", profile.name},
+                        {"family", profile.family},
+                        {"config", config},
+                        {"import", imp}};
+    if (!profile.hf_repo.empty()) j["hf_repo"] = profile.hf_repo;
+    return j;
+}
+
+std::filesystem::path save_imported_profile(const ImportedModel& model,
+                                            const std::filesystem::path& user_dir) {
+    namespace fs = std::filesystem;
+    if (model.profile.id.empty())
+        throw HubError(HubErrorKind::Filesystem, "The imported model has no profile id to save it under.");
+    const fs::path dir = user_dir / "models";
+    const fs::path path = dir / (detail::escape_component(model.profile.id) + ".json");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec)
+        throw HubError(HubErrorKind::Filesystem,
+                       "Cannot create " + dir.string() + " to remember the model: " + ec.message());
+    fs::path tmp = path;
+    tmp += ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << model.profile_json().dump(2) << '\n';
+        out.flush();
+        if (!out) {
+            out.close();
+            fs::remove(tmp, ec);
+            throw HubError(HubErrorKind::Filesystem, "Cannot write " + tmp.string() + " (disk full?).");
+        }
+    }
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        std::error_code ignore;
+        fs::remove(tmp, ignore);
+        throw HubError(HubErrorKind::Filesystem, "Cannot write " + path.string() + ": " + ec.message());
+    }
+    return path;
+}
+
 }  // namespace wingspan::hub

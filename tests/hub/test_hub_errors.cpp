@@ -108,6 +108,21 @@ private slots:
         auto o2 = opts(s.url());
         o2.total_timeout = milliseconds(1000);
         expect_error("TestOrg/slow-body", o2, HubErrorKind::Timeout);
+
+        // The total timeout covers redirects: two slow hops of 700 ms exceed 1 s together.
+        Route hop1;
+        hop1.status = 302;
+        hop1.delay_ms = 700;
+        hop1.location = "/hop2/config.json";
+        s.route(resolve_path("TestOrg/slow-hops", "config.json"), hop1);
+        Route hop2 = status_route(200, {}, "{}");
+        hop2.delay_ms = 700;
+        s.route("/hop2/config.json", hop2);
+        auto o3 = opts(s.url());
+        o3.total_timeout = milliseconds(1000);
+        t0 = steady_clock::now();
+        expect_error("TestOrg/slow-hops", o3, HubErrorKind::Timeout);
+        QVERIFY(steady_clock::now() - t0 < milliseconds(1500));
     }
 
     void gatedNeedsAToken() {

@@ -376,6 +376,31 @@ private slots:
         QVERIFY(contains(all_warnings(qm), "quantized (bitsandbytes)"));
     }
 
+    void rememberedProfileLoadsBack() {
+        TestHttpServer s;
+        Fixture f = moe_mixtral("TestOrg/remember-me");
+        serve(s, f);
+        auto opt = options_for(s.url(), fresh_cache());
+        opt.token = "hf_never_in_profiles";
+        ImportedModel m = import_from_hub(f.repo, opt);
+        const fs::path user = root() / "user-config";
+        fs::path file = save_imported_profile(m, user);
+        QCOMPARE(file, user / "models" / "hf-testorg--remember-me.json");
+        QVERIFY(!contains(slurp(file), "hf_never_in_profiles"));
+        wingspan::ProfileLibrary lib;
+        lib.load_user_profiles(user);
+        const wingspan::ModelProfile& p = lib.model("hf-testorg--remember-me");
+        QCOMPARE(p.arch.parameter_count(), f.expected_params);
+        QCOMPARE(p.family, std::string("imported"));
+        QCOMPARE(p.hf_repo, f.repo);
+        auto j = nlohmann::json::parse(slurp(file));
+        QCOMPARE(j["import"]["parameters"].get<std::int64_t>(), f.expected_params);
+        QCOMPARE(j["import"]["repo_id"].get<std::string>(), f.repo);
+        // Importing again replaces the file.
+        QCOMPARE(save_imported_profile(m, user), file);
+        QCOMPARE(count_files(user), 1);
+    }
+
     void folderImport() {
         Fixture dense = dense_llama("x/dense", 2);
         fs::path d1 = root() / "models" / "My Dense Model";

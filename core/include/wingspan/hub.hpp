@@ -47,7 +47,7 @@ struct HubOptions {
     std::string revision = "main";                // branch, tag or commit
     std::filesystem::path cache_dir = default_cache_dir();  // empty: no disk cache
     std::chrono::milliseconds connect_timeout{10'000};
-    std::chrono::milliseconds total_timeout{60'000};        // per request, redirects included
+    std::chrono::milliseconds total_timeout{60'000};        // per file request, redirects included
     std::uint64_t max_response_bytes = 64ull << 20;          // every response body, headers too
     int max_redirects = 10;
     bool offline = offline_from_environment();    // answer from the cache only, never connect
@@ -130,8 +130,12 @@ struct ImportedModel {
     std::vector<std::string> warnings;  // what was missing, assumed, or served from the cache
     bool used_cache = false;            // at least one answer came from the disk cache
 
-    // A summary for --json output and for remembering the import: never holds a token.
+    // A summary for --json output: never holds a token.
     nlohmann::json to_json() const;
+    // A model profile in the profiles/models format ({id, name, hf_repo, family, config}) plus
+    // an "import" object (source, repo, revision, endpoint, folder, counts, warnings, time);
+    // parse_model_profile() reads it back. Never holds a token.
+    nlohmann::json profile_json() const;
 };
 
 // Imports `repo_id` ("owner/name", or a Hub URL such as https://huggingface.co/owner/name)
@@ -148,6 +152,13 @@ ImportedModel import_from_hub(const std::string& repo_id, const HubOptions& opti
 ImportedModel import_from_folder(const std::filesystem::path& dir,
                                  const ProgressCallback& progress = {},
                                  CancelFlag cancel = nullptr);
+
+// Remembers an import: writes profile_json() to <user_dir>/models/<profile id>.json (temporary
+// file + rename), replacing an earlier import of the same id; returns the path. user_dir is
+// normally ProfileLibrary::user_dir(), so ProfileLibrary::load_user_profiles() picks it up.
+// Throws HubError(Filesystem) if it cannot write.
+std::filesystem::path save_imported_profile(const ImportedModel& model,
+                                            const std::filesystem::path& user_dir);
 
 // "Qwen/Qwen2.5-7B", " https://huggingface.co/Qwen/Qwen2.5-7B/tree/main " -> "Qwen/Qwen2.5-7B".
 // Throws HubError(InvalidId) quoting the text as typed.
