@@ -1,0 +1,207 @@
+#include "args.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace wingspan::train {
+
+namespace {
+
+std::string need_value(const std::vector<std::string>& a, size_t& i) {
+    if (i + 1 >= a.size()) throw ArgError(a[i] + " needs a value");
+    return a[++i];
+}
+
+std::int64_t to_int(const std::string& flag, const std::string& v, std::int64_t min_value) {
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0)
+        throw ArgError(flag + " expects an integer, got \"" + v + "\"");
+    if (x < min_value)
+        throw ArgError(flag + " must be at least " + std::to_string(min_value) + ", got " + v);
+    return x;
+}
+
+double to_double(const std::string& flag, const std::string& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(x))
+        throw ArgError(flag + " expects a number, got \"" + v + "\"");
+    return x;
+}
+
+// Bytes: a plain integer, or with a unit (KB, MB, GB, KiB, MiB, GiB).
+std::int64_t to_bytes(const std::string& flag, const std::string& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    std::string unit(end);
+    for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    double mul = 0;
+    if (unit.empty() || unit == "b") mul = 1;
+    else if (unit == "kb" || unit == "k") mul = 1e3;
+    else if (unit == "mb" || unit == "m") mul = 1e6;
+    else if (unit == "gb" || unit == "g") mul = 1e9;
+    else if (unit == "kib") mul = 1024.0;
+    else if (unit == "mib") mul = 1024.0 * 1024;
+    else if (unit == "gib") mul = 1024.0 * 1024 * 1024;
+    if (v.empty() || end == v.c_str() || mul == 0 || !(x > 0) || !std::isfinite(x))
+        throw ArgError(flag + " expects a positive byte count (e.g. 2000000000 or 2GB), got \"" + v + "\"");
+    return static_cast<std::int64_t>(x * mul);
+}
+
+}  // namespace
+
+std::string method_name(Method m) {
+    switch (m) {
+        case Method::Full: return "full";
+        case Method::Lora: return "lora";
+        case Method::Qlora: return "qlora";
+        default: return "serve";
+    }
+}
+
+std::string precision_name(Precision p) {
+    switch (p) {
+        case Precision::Fp32: return "fp32";
+        case Precision::Bf16Mixed: return "bf16-mixed";
+        case Precision::Bf16: return "bf16";
+        default: return "fp16-mixed";
+    }
+}
+
+std::set<LinearRole> parse_target_list(const std::string& text) {
+    std::set<LinearRole> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (item == "all") {
+            out.insert({LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
+                        LinearRole::Up, LinearRole::Down});
+        } else if (item == "q" || item == "q_proj") out.insert(LinearRole::Q);
+        else if (item == "k" || item == "k_proj") out.insert(LinearRole::K);
+        else if (item == "v" || item == "v_proj") out.insert(LinearRole::V);
+        else if (item == "o" || item == "o_proj") out.insert(LinearRole::O);
+        else if (item == "gate" || item == "gate_proj") out.insert(LinearRole::Gate);
+        else if (item == "up" || item == "up_proj") out.insert(LinearRole::Up);
+        else if (item == "down" || item == "down_proj") out.insert(LinearRole::Down);
+        else
+            throw ArgError("--targets: unknown module \"" + item +
+                           "\" (use q,k,v,o,gate,up,down or all)");
+    }
+    if (out.empty()) throw ArgError("--targets names no module");
+    return out;
+}
+
+std::string usage() {
+    return "usage: wingspan-train [--model DIR] [--data FILE] --method full|lora|qlora [--rank R]\n"
+           "         [--alpha A] [--dropout P] [--targets q,k,v,o,gate,up,down|all]\n"
+           "         [--precision fp32|bf16-mixed|bf16] [--seq N] [--batch N] [--grad-accum N]\n"
+           "         [--steps N|--epochs N] [--lr X] [--grad-checkpointing] [--out DIR]\n"
+           "         [--resume DIR] [--memory-limit BYTES] [--threads N]\n"
+           "       more: [--tokenizer FILE] [--seed N] [--weight-decay X] [--max-grad-norm X]\n"
+           "         [--warmup-steps N] [--eval-every N] [--eval-fraction X] [--eval-batches N]\n"
+           "         [--save-every N] [--sample-tokens N] [--sample-every-ms N] [--no-packing]\n"
+           "         [--attention eager|sdpa]\n"
+           "       wingspan-train tokenize [--tokenizer FILE]   (stdin text -> JSON array of ids)\n"
+           "stdout carries run-protocol JSON lines only (docs/protocol.md).\n";
+}
+
+Options parse_options(const std::vector<std::string>& a, bool& help) {
+    Options o;
+    help = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const std::string& f = a[i];
+        if (f == "--help" || f == "-h") {
+            help = true;
+        } else if (f == "--model") {
+            o.model_dir = need_value(a, i);
+        } else if (f == "--data") {
+            o.data_file = need_value(a, i);
+        } else if (f == "--tokenizer") {
+            o.tokenizer_file = need_value(a, i);
+        } else if (f == "--method") {
+            const std::string v = need_value(a, i);
+            if (v == "full") o.method = Method::Full;
+            else if (v == "lora") o.method = Method::Lora;
+            else if (v == "qlora") o.method = Method::Qlora;
+            else throw ArgError("--method: unknown method \"" + v + "\" (use full, lora or qlora)");
+            o.method_given = true;
+        } else if (f == "--rank") {
+            o.rank = to_int(f, need_value(a, i), 1);
+        } else if (f == "--alpha") {
+            o.alpha = to_double(f, need_value(a, i));
+        } else if (f == "--dropout") {
+            o.dropout = to_double(f, need_value(a, i));
+            if (o.dropout < 0 || o.dropout >= 1) throw ArgError("--dropout must be in [0, 1)");
+        } else if (f == "--targets") {
+            o.targets = parse_target_list(need_value(a, i));
+        } else if (f == "--precision") {
+            const std::string v = need_value(a, i);
+            if (v == "fp32") o.precision = Precision::Fp32;
+            else if (v == "bf16-mixed") o.precision = Precision::Bf16Mixed;
+            else if (v == "bf16") o.precision = Precision::Bf16;
+            else throw ArgError("--precision: unknown precision \"" + v + "\" (use fp32, bf16-mixed or bf16)");
+        } else if (f == "--seq") {
+            o.seq = to_int(f, need_value(a, i), 2);
+        } else if (f == "--batch") {
+            o.batch = to_int(f, need_value(a, i), 1);
+        } else if (f == "--grad-accum") {
+            o.grad_accum = to_int(f, need_value(a, i), 1);
+        } else if (f == "--steps") {
+            o.steps = to_int(f, need_value(a, i), 1);
+        } else if (f == "--epochs") {
+            o.epochs = to_int(f, need_value(a, i), 1);
+        } else if (f == "--lr") {
+            o.lr = to_double(f, need_value(a, i));
+            if (*o.lr <= 0) throw ArgError("--lr must be positive");
+        } else if (f == "--weight-decay") {
+            o.weight_decay = to_double(f, need_value(a, i));
+        } else if (f == "--max-grad-norm") {
+            o.max_grad_norm = to_double(f, need_value(a, i));
+        } else if (f == "--warmup-steps") {
+            o.warmup_steps = to_int(f, need_value(a, i), 0);
+        } else if (f == "--grad-checkpointing") {
+            o.grad_checkpointing = true;
+        } else if (f == "--no-packing") {
+            o.packing = false;
+        } else if (f == "--out") {
+            o.out_dir = need_value(a, i);
+        } else if (f == "--resume") {
+            o.resume_dir = need_value(a, i);
+        } else if (f == "--memory-limit") {
+            o.memory_limit = to_bytes(f, need_value(a, i));
+        } else if (f == "--threads") {
+            o.threads = static_cast<int>(to_int(f, need_value(a, i), 1));
+        } else if (f == "--seed") {
+            o.seed = static_cast<std::uint64_t>(to_int(f, need_value(a, i), 0));
+        } else if (f == "--eval-every") {
+            o.eval_every = to_int(f, need_value(a, i), 0);
+        } else if (f == "--eval-fraction") {
+            o.eval_fraction = to_double(f, need_value(a, i));
+            if (o.eval_fraction < 0 || o.eval_fraction >= 1) throw ArgError("--eval-fraction must be in [0, 1)");
+        } else if (f == "--eval-batches") {
+            o.eval_batches = to_int(f, need_value(a, i), 1);
+        } else if (f == "--save-every") {
+            o.save_every = to_int(f, need_value(a, i), 0);
+        } else if (f == "--sample-tokens") {
+            o.sample_tokens = to_int(f, need_value(a, i), 0);
+        } else if (f == "--sample-every-ms") {
+            o.sample_every_ms = to_int(f, need_value(a, i), 1);
+        } else if (f == "--attention") {
+            o.attention = need_value(a, i);
+            if (o.attention != "eager" && o.attention != "sdpa")
+                throw ArgError("--attention: use eager or sdpa");
+        } else {
+            throw ArgError("unknown argument \"" + f + "\"");
+        }
+    }
+    if (help) return o;
+    if (!o.method_given) throw ArgError("--method is required (full, lora or qlora)");
+    if (o.steps > 0 && o.epochs > 0) throw ArgError("give --steps or --epochs, not both");
+    if (o.method != Method::Full && o.rank > 4096) throw ArgError("--rank is implausibly large");
+    return o;
+}
+
+}  // namespace wingspan::train

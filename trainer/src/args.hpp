@@ -1,0 +1,64 @@
+#pragma once
+// wingspan-train's command line (issue 3 is the contract for the flag names).
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "wingspan/architecture.hpp"
+#include "wingspan/setup.hpp"
+
+namespace wingspan::train {
+
+struct Options {
+    std::string model_dir;          // empty: the built-in default architecture
+    std::string data_file;          // empty: the bundled sample data
+    std::string tokenizer_file;     // empty: <model>/tokenizer.json, else byte-level
+    Method method = Method::Lora;
+    bool method_given = false;
+    std::int64_t rank = 8;
+    double alpha = 16;
+    double dropout = 0.0;
+    std::set<LinearRole> targets = {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O,
+                                    LinearRole::Gate, LinearRole::Up, LinearRole::Down};
+    Precision precision = Precision::Fp32;
+    std::int64_t seq = 128;
+    std::int64_t batch = 4;
+    std::int64_t grad_accum = 1;
+    std::int64_t steps = 0;         // 0: from epochs (or the default)
+    std::int64_t epochs = 0;
+    std::optional<double> lr;       // default depends on method and on pretrained weights
+    double weight_decay = 0.0;
+    double max_grad_norm = 1.0;
+    std::int64_t warmup_steps = -1; // -1: 10 % of the steps
+    double min_lr_ratio = 0.1;
+    bool grad_checkpointing = false;
+    bool packing = true;
+    std::string out_dir;
+    std::string resume_dir;
+    std::int64_t memory_limit = 0;  // bytes, 0: none
+    int threads = 0;                // 0: hardware cores
+    std::uint64_t seed = 42;
+    std::int64_t eval_every = -1;   // -1: five evaluations per run; 0: only at the end
+    double eval_fraction = 0.05;
+    std::int64_t eval_batches = 8;
+    std::int64_t save_every = 0;    // 0: only at the end (and on interruption)
+    std::int64_t sample_tokens = 48;
+    std::int64_t sample_every_ms = 50;
+    std::string attention = "eager";   // eager | sdpa (at::_scaled_dot_product_attention)
+};
+
+// Thrown for a bad command line; the message names the flag.
+struct ArgError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Parses argv[first..argc). Throws ArgError. `help` is set for --help.
+Options parse_options(const std::vector<std::string>& args, bool& help);
+std::string usage();
+std::set<LinearRole> parse_target_list(const std::string& text);
+std::string method_name(Method m);
+std::string precision_name(Precision p);
+
+}  // namespace wingspan::train

@@ -1,0 +1,286 @@
+#include "data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "wingspan/errors.hpp"
+
+#ifndef WINGSPAN_SOURCE_RESOURCES_DIR
+#define WINGSPAN_SOURCE_RESOURCES_DIR ""
+#endif
+
+namespace wingspan::train {
+
+namespace {
+
+using nlohmann::json;
+
+void append(Example& e, const std::vector<std::int32_t>& ids, bool trained) {
+    e.ids.insert(e.ids.end(), ids.begin(), ids.end());
+    e.trained.insert(e.trained.end(), ids.size(), trained ? 1 : 0);
+}
+
+void append_id(Example& e, std::int32_t id, bool trained) {
+    if (id < 0) return;
+    e.ids.push_back(id);
+    e.trained.push_back(trained ? 1 : 0);
+}
+
+// Deterministic Fisher-Yates (std::shuffle's algorithm is not fixed by the standard).
+void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (size_t i = v.size(); i > 1; --i) {
+        const size_t j = static_cast<size_t>(rng() % i);
+        std::swap(v[i - 1], v[j]);
+    }
+}
+
+std::string need_string(const json& obj, const char* key, std::int64_t line) {
+    const auto& v = obj.at(key);
+    if (!v.is_string())
+        throw DataError("line " + std::to_string(line) + ": \"" + key + "\" must be a string", line);
+    return v.get<std::string>();
+}
+
+}  // namespace
+
+std::string ChatFormat::name() const {
+    switch (kind) {
+        case ChatML: return "chatml";
+        case Llama3: return "llama3";
+        default: return "plain";
+    }
+}
+
+ChatFormat chat_format_for(const Tokenizer& tok) {
+    ChatFormat f;
+    auto id = [&](const char* s) { return tok.token_id(s).value_or(-1); };
+    if (id("<|start_header_id|>") >= 0 && id("<|eot_id|>") >= 0) {
+        f.kind = ChatFormat::Llama3;
+        f.bos = id("<|begin_of_text|>");
+        f.eos = id("<|end_of_text|>") >= 0 ? id("<|end_of_text|>") : id("<|eot_id|>");
+    } else if (id("<|im_start|>") >= 0 && id("<|im_end|>") >= 0) {
+        f.kind = ChatFormat::ChatML;
+        f.eos = id("<|endoftext|>") >= 0 ? id("<|endoftext|>") : id("<|im_end|>");
+    } else {
+        f.kind = ChatFormat::Plain;
+        for (const char* s : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>"})
+            if (id(s) >= 0) {
+                f.eos = id(s);
+                break;
+            }
+    }
+    f.pad = id("<|pad|>") >= 0 ? id("<|pad|>") : (f.eos >= 0 ? f.eos : 0);
+    return f;
+}
+
+Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
+                    bool add_generation_prompt) {
+    Example e;
+    append_id(e, f.bos, false);
+    for (const auto& m : messages) {
+        const bool answer = m.role == "assistant";
+        switch (f.kind) {
+            case ChatFormat::ChatML:
+                append(e, tok.encode("<|im_start|>" + m.role + "\n"), false);
+                append(e, tok.encode(m.content), answer);
+                append(e, tok.encode("<|im_end|>"), answer);
+                append(e, tok.encode("\n"), false);
+                break;
+            case ChatFormat::Llama3:
+                append(e, tok.encode("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n"), false);
+                append(e, tok.encode(m.content), answer);
+                append(e, tok.encode("<|eot_id|>"), answer);
+                break;
+            case ChatFormat::Plain: {
+                std::string label = m.role;
+                if (!label.empty()) label[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(label[0])));
+                append(e, tok.encode(label + ": "), false);
+                append(e, tok.encode(m.content), answer);
+                if (answer) append_id(e, f.eos, true);
+                append(e, tok.encode("\n"), false);
+                break;
+            }
+        }
+    }
+    if (add_generation_prompt) {
+        switch (f.kind) {
+            case ChatFormat::ChatML: append(e, tok.encode("<|im_start|>assistant\n"), false); break;
+            case ChatFormat::Llama3:
+                append(e, tok.encode("<|start_header_id|>assistant<|end_header_id|>\n\n"), false);
+                break;
+            case ChatFormat::Plain: append(e, tok.encode("Assistant: "), false); break;
+        }
+    }
+    return e;
+}
+
+Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, const ChatFormat& f,
+                   double eval_fraction, std::uint64_t seed) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError("cannot read data file " + file.string());
+    Dataset d;
+    std::vector<Example> all;
+    std::map<std::string, std::int64_t> formats;
+    std::string line;
+    std::int64_t n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos) continue;
+        json j;
+        try {
+            j = json::parse(line);
+        } catch (const json::exception& ex) {
+            throw DataError("line " + std::to_string(n) + ": not valid JSON (" + ex.what() + ")", n);
+        }
+        if (!j.is_object()) throw DataError("line " + std::to_string(n) + ": not a JSON object", n);
+        Example e;
+        try {
+            if (j.contains("messages")) {
+                const auto& ms = j["messages"];
+                if (!ms.is_array() || ms.empty())
+                    throw DataError("line " + std::to_string(n) + ": \"messages\" must be a non-empty array", n);
+                std::vector<Message> msgs;
+                bool has_answer = false;
+                for (const auto& m : ms) {
+                    if (!m.is_object() || !m.contains("role") || !m.contains("content"))
+                        throw DataError("line " + std::to_string(n) +
+                                            ": each message needs \"role\" and \"content\"", n);
+                    Message msg{need_string(m, "role", n), need_string(m, "content", n)};
+                    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+                        throw DataError("line " + std::to_string(n) + ": unknown role \"" + msg.role + "\"", n);
+                    has_answer |= msg.role == "assistant";
+                    msgs.push_back(std::move(msg));
+                }
+                if (!has_answer)
+                    throw DataError("line " + std::to_string(n) + ": no assistant message to learn from", n);
+                e = render_chat(msgs, tok, f);
+                formats["messages"]++;
+            } else if (j.contains("prompt") || j.contains("completion")) {
+                if (!j.contains("prompt") || !j.contains("completion"))
+                    throw DataError("line " + std::to_string(n) + ": \"prompt\" and \"completion\" go together", n);
+                append_id(e, f.bos, false);
+                append(e, tok.encode(need_string(j, "prompt", n)), false);
+                append(e, tok.encode(need_string(j, "completion", n)), true);
+                append_id(e, f.eos, true);
+                formats["prompt/completion"]++;
+            } else if (j.contains("text")) {
+                append_id(e, f.bos, false);
+                append(e, tok.encode(need_string(j, "text", n)), true);
+                append_id(e, f.eos, true);
+                formats["text"]++;
+            } else {
+                throw DataError("line " + std::to_string(n) +
+                                    ": needs \"text\", \"prompt\"/\"completion\" or \"messages\"", n);
+            }
+        } catch (const json::exception& ex) {
+            throw DataError("line " + std::to_string(n) + ": " + ex.what(), n);
+        }
+        if (e.ids.size() < 2) continue;
+        d.tokens += static_cast<std::int64_t>(e.ids.size());
+        for (auto t : e.trained) d.trained_tokens += t;
+        all.push_back(std::move(e));
+    }
+    d.lines = n;
+    if (all.empty()) throw DataError(file.string() + " holds no examples", 0);
+    for (const auto& [k, v] : formats) d.formats += (d.formats.empty() ? "" : ", ") + k + ": " + std::to_string(v);
+
+    std::vector<size_t> idx(all.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    shuffle_indices(idx, seed ^ 0x5eedda7aULL);
+    size_t n_eval = 0;
+    if (eval_fraction > 0 && all.size() >= 2)
+        n_eval = std::clamp<size_t>(static_cast<size_t>(std::llround(eval_fraction * all.size())), 1, all.size() - 1);
+    std::vector<bool> is_eval(all.size(), false);
+    for (size_t i = 0; i < n_eval; ++i) is_eval[idx[i]] = true;
+    for (size_t i = 0; i < all.size(); ++i) (is_eval[i] ? d.eval : d.train).push_back(std::move(all[i]));
+    return d;
+}
+
+std::vector<Batch> make_batches(const std::vector<Example>& examples, std::int64_t seq, std::int64_t batch,
+                                bool packing, std::int32_t pad_id, std::uint64_t seed, std::int64_t epoch,
+                                bool shuffle, bool drop_last) {
+    std::vector<size_t> order(examples.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (shuffle) shuffle_indices(order, seed * 1000003ULL + static_cast<std::uint64_t>(epoch));
+
+    // Rows of seq inputs and seq labels.
+    std::vector<std::vector<std::int64_t>> in_rows, label_rows;
+    if (packing) {
+        std::vector<std::int32_t> ids;
+        std::vector<std::uint8_t> trained;
+        for (size_t i : order) {
+            ids.insert(ids.end(), examples[i].ids.begin(), examples[i].ids.end());
+            trained.insert(trained.end(), examples[i].trained.begin(), examples[i].trained.end());
+        }
+        for (size_t start = 0; start + seq + 1 <= ids.size(); start += seq) {
+            std::vector<std::int64_t> in(seq), lab(seq);
+            for (std::int64_t t = 0; t < seq; ++t) {
+                in[t] = ids[start + t];
+                lab[t] = trained[start + t + 1] ? ids[start + t + 1] : -100;
+            }
+            in_rows.push_back(std::move(in));
+            label_rows.push_back(std::move(lab));
+        }
+    } else {
+        for (size_t i : order) {
+            const auto& e = examples[i];
+            std::vector<std::int64_t> in(seq, pad_id), lab(seq, -100);
+            const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(e.ids.size()) - 1, seq);
+            for (std::int64_t t = 0; t < n; ++t) {
+                in[t] = e.ids[t];
+                lab[t] = e.trained[t + 1] ? e.ids[t + 1] : -100;
+            }
+            in_rows.push_back(std::move(in));
+            label_rows.push_back(std::move(lab));
+        }
+    }
+    std::vector<Batch> out;
+    for (size_t r = 0; r < in_rows.size(); r += batch) {
+        const std::int64_t rows = std::min<std::int64_t>(batch, static_cast<std::int64_t>(in_rows.size() - r));
+        if (rows < batch && drop_last) break;
+        Batch b;
+        b.rows = rows;
+        b.cols = seq;
+        for (std::int64_t k = 0; k < rows; ++k) {
+            b.input.insert(b.input.end(), in_rows[r + k].begin(), in_rows[r + k].end());
+            b.labels.insert(b.labels.end(), label_rows[r + k].begin(), label_rows[r + k].end());
+        }
+        for (auto l : b.labels) b.target_tokens += l != -100;
+        out.push_back(std::move(b));
+    }
+    if (out.empty() && !examples.empty())
+        throw DataError("the data is too small for one batch of " + std::to_string(batch) + " x " +
+                            std::to_string(seq) + " tokens",
+                        0);
+    return out;
+}
+
+std::filesystem::path default_sample_data(const std::filesystem::path& executable) {
+    namespace fs = std::filesystem;
+    const char* name = "chat.jsonl";
+    if (const char* env = std::getenv("WINGSPAN_SAMPLE_DATA"); env && *env) return env;
+    std::vector<fs::path> candidates;
+    if (!executable.empty()) {
+        std::error_code ec;
+        fs::path dir = fs::weakly_canonical(executable, ec).parent_path();
+        candidates.push_back(dir / "../share/wingspan/sample-data" / name);
+        candidates.push_back(dir / "../resources/sample-data" / name);
+        candidates.push_back(dir / "../../resources/sample-data" / name);
+    }
+    candidates.push_back(fs::path(WINGSPAN_SOURCE_RESOURCES_DIR) / "sample-data" / name);
+    for (const auto& c : candidates) {
+        std::error_code ec;
+        if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
+    }
+    return candidates.back();
+}
+
+}  // namespace wingspan::train

@@ -1,0 +1,70 @@
+#pragma once
+// Training data: JSONL with `text`, `prompt`/`completion` or chat `messages`, rendered with a
+// chat template, the loss masked to the answers, then packed or padded into batches.
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tokenizer.hpp"
+
+namespace wingspan::train {
+
+struct Example {
+    std::vector<std::int32_t> ids;
+    std::vector<std::uint8_t> trained;   // trained[i]: the loss predicts ids[i]
+};
+
+// How conversations become tokens; chosen from the tokenizer's special tokens.
+struct ChatFormat {
+    enum Kind { ChatML, Llama3, Plain } kind = ChatML;
+    std::int32_t eos = -1;               // appended to `text` and `completion` examples
+    std::int32_t bos = -1;               // prepended to every example when >= 0
+    std::int32_t pad = -1;
+    std::string name() const;
+};
+ChatFormat chat_format_for(const Tokenizer& tok);
+
+struct Message {
+    std::string role, content;
+};
+// A conversation as tokens with the assistant turns (and their end token) trained. With
+// `add_generation_prompt` the last (non-assistant) turn is followed by the assistant header.
+Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
+                    bool add_generation_prompt = false);
+
+// A malformed data file; `line` is 1-based (0: not about one line).
+struct DataError : std::runtime_error {
+    DataError(const std::string& msg, std::int64_t line_) : std::runtime_error(msg), line(line_) {}
+    std::int64_t line;
+};
+
+struct Dataset {
+    std::vector<Example> train, eval;
+    std::int64_t lines = 0;
+    std::int64_t tokens = 0;            // all tokens of all examples
+    std::int64_t trained_tokens = 0;    // tokens the loss sees
+    std::string formats;                // "messages: 300" etc.
+};
+// Throws DataError (malformed content, naming the line) or InputError (unreadable file).
+Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, const ChatFormat& f,
+                   double eval_fraction, std::uint64_t seed);
+
+struct Batch {
+    std::int64_t rows = 0, cols = 0;
+    std::vector<std::int64_t> input;    // rows x cols
+    std::vector<std::int64_t> labels;   // rows x cols, -100 where no loss
+    std::int64_t target_tokens = 0;     // labels != -100
+};
+// Micro-batches of one epoch: examples in an order shuffled by (seed, epoch) when `shuffle`,
+// packed into rows of `seq` tokens (or one padded example per row). drop_last drops a final
+// partial batch. Throws DataError when not even one batch can be formed.
+std::vector<Batch> make_batches(const std::vector<Example>& examples, std::int64_t seq,
+                                std::int64_t batch, bool packing, std::int32_t pad_id,
+                                std::uint64_t seed, std::int64_t epoch, bool shuffle, bool drop_last);
+
+// The bundled sample data set: $WINGSPAN_SAMPLE_DATA, next to the executable, or the source tree.
+std::filesystem::path default_sample_data(const std::filesystem::path& executable);
+
+}  // namespace wingspan::train

@@ -1,0 +1,706 @@
+#include "model.hpp"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/nf4.hpp"
+
+namespace wingspan::train {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::Variable;
+using torch::autograd::variable_list;
+
+// ---------------------------------------------------------------------------------------
+// Configuration
+
+namespace {
+
+std::int64_t need_int(const nlohmann::json& j, const char* key) {
+    if (!j.contains(key) || !j[key].is_number_integer())
+        throw InputError(std::string("config.json: \"") + key + "\" is missing or not an integer");
+    const auto v = j[key].get<std::int64_t>();
+    if (v <= 0) throw InputError(std::string("config.json: \"") + key + "\" must be positive");
+    return v;
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
+    if (!j.is_object()) throw InputError("config.json is not a JSON object");
+    ModelConfig c;
+    c.model_type = j.value("model_type", "llama");
+    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "smollm", "smollm2"};
+    if (!supported.count(c.model_type))
+        throw InputError("config.json: model_type \"" + c.model_type +
+                         "\" is not supported by wingspan-train (llama, mistral, qwen2)");
+    c.hidden = need_int(j, "hidden_size");
+    c.layers = need_int(j, "num_hidden_layers");
+    c.heads = need_int(j, "num_attention_heads");
+    c.kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
+                     ? need_int(j, "num_key_value_heads")
+                     : c.heads;
+    c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? need_int(j, "head_dim") : c.hidden / c.heads;
+    c.intermediate = need_int(j, "intermediate_size");
+    c.vocab = need_int(j, "vocab_size");
+    if (j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer())
+        c.max_positions = j["max_position_embeddings"].get<std::int64_t>();
+    c.tied = j.value("tie_word_embeddings", false);
+    const bool attention_bias = j.value("attention_bias", false);
+    c.qkv_bias = c.model_type == "qwen2" || attention_bias;
+    c.o_bias = attention_bias;
+    c.mlp_bias = j.value("mlp_bias", false);
+    if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.rms_eps = j["rms_norm_eps"].get<double>();
+    if (j.contains("rope_theta") && j["rope_theta"].is_number()) c.rope_theta = j["rope_theta"].get<double>();
+    if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+        const auto& r = j["rope_scaling"];
+        c.rope_type = r.value("rope_type", r.value("type", std::string("default")));
+        c.rope_factor = r.value("factor", 1.0);
+        c.low_freq_factor = r.value("low_freq_factor", 1.0);
+        c.high_freq_factor = r.value("high_freq_factor", 4.0);
+        c.original_max_positions = r.value("original_max_position_embeddings", std::int64_t{8192});
+        if (c.rope_type != "default" && c.rope_type != "linear" && c.rope_type != "llama3") {
+            c.warnings.push_back("rope_scaling type \"" + c.rope_type +
+                                 "\" is not implemented; plain RoPE is used (fine within the original context)");
+            c.rope_type = "default";
+        }
+    }
+    if (c.heads % c.kv_heads != 0)
+        throw InputError("config.json: num_attention_heads is not a multiple of num_key_value_heads");
+    if (c.head_dim % 2 != 0) throw InputError("config.json: head_dim must be even for RoPE");
+    const std::string act = j.value("hidden_act", "silu");
+    if (act != "silu" && act != "swish")
+        throw InputError("config.json: hidden_act \"" + act + "\" is not supported (silu)");
+    return c;
+}
+
+std::vector<double> ModelConfig::inv_freq() const {
+    std::vector<double> f(head_dim / 2);
+    for (std::int64_t i = 0; i < head_dim / 2; ++i)
+        f[i] = 1.0 / std::pow(rope_theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    if (rope_type == "linear") {
+        for (auto& x : f) x /= rope_factor;
+    } else if (rope_type == "llama3") {
+        const double low_wavelen = original_max_positions / low_freq_factor;
+        const double high_wavelen = original_max_positions / high_freq_factor;
+        for (auto& x : f) {
+            const double wavelen = 2 * M_PI / x;
+            if (wavelen < high_wavelen) continue;
+            if (wavelen > low_wavelen) {
+                x /= rope_factor;
+            } else {
+                const double smooth = (original_max_positions / wavelen - low_freq_factor) /
+                                      (high_freq_factor - low_freq_factor);
+                x = (1 - smooth) * x / rope_factor + smooth * x;
+            }
+        }
+    }
+    return f;
+}
+
+nlohmann::json default_model_config(std::int64_t vocab) {
+    return {{"architectures", {"LlamaForCausalLM"}},
+            {"model_type", "llama"},
+            {"hidden_size", 256},
+            {"intermediate_size", 688},
+            {"num_hidden_layers", 4},
+            {"num_attention_heads", 8},
+            {"num_key_value_heads", 4},
+            {"head_dim", 32},
+            {"vocab_size", vocab},
+            {"max_position_embeddings", 2048},
+            {"rms_norm_eps", 1e-5},
+            {"rope_theta", 10000.0},
+            {"tie_word_embeddings", true},
+            {"attention_bias", false},
+            {"mlp_bias", false},
+            {"hidden_act", "silu"},
+            {"torch_dtype", "float32"}};
+}
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected_tensors(const ModelConfig& c) {
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> t;
+    const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+    t.push_back({"model.embed_tokens.weight", {c.vocab, c.hidden}});
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        t.push_back({p + "input_layernorm.weight", {c.hidden}});
+        t.push_back({p + "self_attn.q_proj.weight", {q, c.hidden}});
+        if (c.qkv_bias) t.push_back({p + "self_attn.q_proj.bias", {q}});
+        t.push_back({p + "self_attn.k_proj.weight", {kv, c.hidden}});
+        if (c.qkv_bias) t.push_back({p + "self_attn.k_proj.bias", {kv}});
+        t.push_back({p + "self_attn.v_proj.weight", {kv, c.hidden}});
+        if (c.qkv_bias) t.push_back({p + "self_attn.v_proj.bias", {kv}});
+        t.push_back({p + "self_attn.o_proj.weight", {c.hidden, q}});
+        if (c.o_bias) t.push_back({p + "self_attn.o_proj.bias", {c.hidden}});
+        t.push_back({p + "post_attention_layernorm.weight", {c.hidden}});
+        t.push_back({p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}});
+        if (c.mlp_bias) t.push_back({p + "mlp.gate_proj.bias", {c.intermediate}});
+        t.push_back({p + "mlp.up_proj.weight", {c.intermediate, c.hidden}});
+        if (c.mlp_bias) t.push_back({p + "mlp.up_proj.bias", {c.intermediate}});
+        t.push_back({p + "mlp.down_proj.weight", {c.hidden, c.intermediate}});
+        if (c.mlp_bias) t.push_back({p + "mlp.down_proj.bias", {c.hidden}});
+    }
+    t.push_back({"model.norm.weight", {c.hidden}});
+    if (!c.tied) t.push_back({"lm_head.weight", {c.vocab, c.hidden}});
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory helpers
+
+std::int64_t storage_bytes(const at::Tensor& t) {
+    if (!t.defined()) return 0;
+    return static_cast<std::int64_t>(t.storage().nbytes());
+}
+
+void retag(const at::Tensor& t, Component c) {
+    if (!t.defined() || !t.has_storage()) return;
+    const auto& dp = t.storage().data_ptr();
+    if (dp.get_deleter() != mem::counting_deleter()) return;
+    mem::retag(dp.get(), c);
+}
+
+// ---------------------------------------------------------------------------------------
+// NF4
+
+namespace {
+
+// Index of the nearest NF4 level to x (x in [-1, 1]).
+inline std::uint8_t nf4_code(float x) {
+    // Midpoints between consecutive levels.
+    static const std::array<float, 15> mid = [] {
+        std::array<float, 15> m{};
+        for (int i = 0; i < 15; ++i) m[i] = 0.5f * (kNf4Levels[i] + kNf4Levels[i + 1]);
+        return m;
+    }();
+    const auto it = std::upper_bound(mid.begin(), mid.end(), x);
+    return static_cast<std::uint8_t>(it - mid.begin());
+}
+
+}  // namespace
+
+std::int64_t Nf4Weight::data_bytes() const { return storage_bytes(codes); }
+std::int64_t Nf4Weight::constant_bytes() const {
+    return storage_bytes(block_codes) + storage_bytes(group_scales) + storage_bytes(mean);
+}
+
+Nf4Weight Nf4Weight::quantize(const at::Tensor& w_in) {
+    Nf4Weight q;
+    q.shape = w_in.sizes().vec();
+    q.numel = w_in.numel();
+    const QuantLayout layout = nf4_layout(q.numel, true);
+    const std::int64_t n = q.numel, blocks = layout.blocks;
+    const std::int64_t groups = (blocks + kDoubleQuantBlockSize - 1) / kDoubleQuantBlockSize;
+
+    at::Tensor w = w_in.detach().to(at::kFloat).contiguous().view({-1});
+    const float* wp = w.data_ptr<float>();
+
+    std::vector<float> absmax(blocks);
+    at::parallel_for(0, blocks, 64, [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t b = b0; b < b1; ++b) {
+            float m = 0;
+            const std::int64_t e = std::min(n, (b + 1) * kNf4BlockSize);
+            for (std::int64_t i = b * kNf4BlockSize; i < e; ++i) m = std::max(m, std::fabs(wp[i]));
+            absmax[b] = m;
+        }
+    });
+    double sum = 0;
+    for (float a : absmax) sum += a;
+    const float mean = blocks ? static_cast<float>(sum / blocks) : 0.f;
+
+    {
+        mem::Scope scope(Component::QuantConstants);
+        q.block_codes = at::empty({blocks}, at::kByte);
+        q.group_scales = at::empty({groups}, at::kFloat);
+        q.mean = at::full({1}, mean, at::kFloat);
+    }
+    {
+        mem::Scope scope(Component::FrozenWeights);
+        q.codes = at::empty({layout.packed_bytes}, at::kByte);
+    }
+    auto* bc = q.block_codes.data_ptr<std::uint8_t>();
+    auto* gs = q.group_scales.data_ptr<float>();
+    std::vector<float> absmax_q(blocks);
+    for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t b0 = g * kDoubleQuantBlockSize, b1 = std::min(blocks, b0 + kDoubleQuantBlockSize);
+        float s = 0;
+        for (std::int64_t b = b0; b < b1; ++b) s = std::max(s, std::fabs(absmax[b] - mean));
+        gs[g] = s;
+        for (std::int64_t b = b0; b < b1; ++b) {
+            int code = 128;
+            if (s > 0) code = static_cast<int>(std::lround((absmax[b] - mean) / s * 127.0f)) + 128;
+            code = std::clamp(code, 1, 255);
+            bc[b] = static_cast<std::uint8_t>(code);
+            absmax_q[b] = std::max(0.f, mean + static_cast<float>(code - 128) / 127.0f * s);
+        }
+    }
+    auto* cp = q.codes.data_ptr<std::uint8_t>();
+    at::parallel_for(0, blocks, 16, [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t b = b0; b < b1; ++b) {
+            const float inv = absmax_q[b] > 0 ? 1.0f / absmax_q[b] : 0.f;
+            const std::int64_t e = std::min(n, (b + 1) * kNf4BlockSize);
+            // Blocks hold an even number of elements, so a byte never straddles two blocks.
+            for (std::int64_t i = b * kNf4BlockSize; i < e; i += 2) {
+                const std::uint8_t hi = nf4_code(std::clamp(wp[i] * inv, -1.f, 1.f));
+                const std::uint8_t lo = i + 1 < n ? nf4_code(std::clamp(wp[i + 1] * inv, -1.f, 1.f)) : 7;
+                cp[i / 2] = static_cast<std::uint8_t>((hi << 4) | lo);
+            }
+        }
+    });
+    return q;
+}
+
+at::Tensor Nf4Weight::absmax() const {
+    const std::int64_t blocks = block_codes.numel();
+    at::Tensor out = at::empty({blocks}, at::kFloat);
+    const auto* bc = block_codes.data_ptr<std::uint8_t>();
+    const auto* gs = group_scales.data_ptr<float>();
+    const float m = mean.data_ptr<float>()[0];
+    auto* o = out.data_ptr<float>();
+    for (std::int64_t b = 0; b < blocks; ++b)
+        o[b] = std::max(0.f, m + static_cast<float>(bc[b] - 128) / 127.0f * gs[b / kDoubleQuantBlockSize]);
+    return out;
+}
+
+namespace {
+
+template <typename T>
+void dequant_kernel(const Nf4Weight& q, const float* absmax, T* out) {
+    const std::int64_t n = q.numel;
+    const auto* cp = q.codes.data_ptr<std::uint8_t>();
+    const std::int64_t blocks = q.block_codes.numel();
+    at::parallel_for(0, blocks, 64, [&](std::int64_t b0, std::int64_t b1) {
+        float lut[16];
+        for (std::int64_t b = b0; b < b1; ++b) {
+            for (int k = 0; k < 16; ++k) lut[k] = kNf4Levels[k] * absmax[b];
+            const std::int64_t e = std::min(n, (b + 1) * kNf4BlockSize);
+            for (std::int64_t i = b * kNf4BlockSize; i < e; i += 2) {
+                const std::uint8_t byte = cp[i / 2];
+                out[i] = static_cast<T>(lut[byte >> 4]);
+                if (i + 1 < n) out[i + 1] = static_cast<T>(lut[byte & 0xF]);
+            }
+        }
+    });
+}
+
+}  // namespace
+
+at::Tensor Nf4Weight::dequantize(at::ScalarType dtype) const {
+    at::Tensor am = absmax();
+    at::Tensor out = at::empty(shape, dtype);
+    if (dtype == at::kFloat) dequant_kernel<float>(*this, am.data_ptr<float>(), out.data_ptr<float>());
+    else if (dtype == at::kBFloat16)
+        dequant_kernel<c10::BFloat16>(*this, am.data_ptr<float>(), out.data_ptr<c10::BFloat16>());
+    else
+        throw std::runtime_error("nf4: unsupported dequantization dtype");
+    return out;
+}
+
+namespace {
+
+struct Nf4LinearFn : public torch::autograd::Function<Nf4LinearFn> {
+    static Variable forward(AutogradContext* ctx, const Variable& x, const Nf4Weight* w, at::ScalarType compute) {
+        ctx->saved_data["w"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(w));
+        ctx->saved_data["dtype"] = static_cast<std::int64_t>(compute);
+        at::Tensor W = w->dequantize(compute);
+        return at::matmul(x, W.t());
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        const auto* w = reinterpret_cast<const Nf4Weight*>(static_cast<std::intptr_t>(ctx->saved_data["w"].toInt()));
+        const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
+        at::Tensor W = w->dequantize(dtype);
+        return {at::matmul(grads[0], W), Variable(), Variable()};
+    }
+};
+
+}  // namespace
+
+at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType compute) {
+    return Nf4LinearFn::apply(x, &w, compute);
+}
+
+// ---------------------------------------------------------------------------------------
+// Layers
+
+at::Tensor Linear::forward(const at::Tensor& x) const {
+    at::Tensor y = qweight.defined() ? nf4_linear(x, qweight, compute) : at::matmul(x, weight.t());
+    if (bias.defined()) y = y + bias;
+    if (has_lora()) {
+        at::Tensor h = lora_dropout > 0 ? at::dropout(x, lora_dropout, at::GradMode::is_enabled()) : x;
+        h = at::matmul(at::matmul(h, lora_a.t()), lora_b.t());
+        y = y + h * lora_scaling;
+    }
+    return y;
+}
+
+Model::Model(ModelConfig cfg, ModelOptions opt) : cfg_(std::move(cfg)), opt_(std::move(opt)) {
+    dtype_ = opt_.precision == Precision::Fp32 ? at::kFloat : at::kBFloat16;
+    inv_freq_ = cfg_.inv_freq();
+    const std::int64_t q = cfg_.heads * cfg_.head_dim, kv = cfg_.kv_heads * cfg_.head_dim;
+    layers_.resize(cfg_.layers);
+    for (std::int64_t i = 0; i < cfg_.layers; ++i) {
+        auto& L = layers_[i];
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        auto set = [&](Linear& l, const std::string& name, LinearRole role, std::int64_t in, std::int64_t out) {
+            l.name = p + name;
+            l.role = role;
+            l.in = in;
+            l.out = out;
+            l.compute = dtype_;
+        };
+        set(L.q, "self_attn.q_proj", LinearRole::Q, cfg_.hidden, q);
+        set(L.k, "self_attn.k_proj", LinearRole::K, cfg_.hidden, kv);
+        set(L.v, "self_attn.v_proj", LinearRole::V, cfg_.hidden, kv);
+        set(L.o, "self_attn.o_proj", LinearRole::O, q, cfg_.hidden);
+        set(L.gate, "mlp.gate_proj", LinearRole::Gate, cfg_.hidden, cfg_.intermediate);
+        set(L.up, "mlp.up_proj", LinearRole::Up, cfg_.hidden, cfg_.intermediate);
+        set(L.down, "mlp.down_proj", LinearRole::Down, cfg_.intermediate, cfg_.hidden);
+    }
+}
+
+void Model::build(const Source& source, std::uint64_t seed) {
+    at::NoGradGuard no_grad;
+    const bool full = opt_.method == Method::Full;
+    const bool qlora = opt_.method == Method::Qlora;
+    const Component base = full ? Component::TrainableWeights : Component::FrozenWeights;
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+
+    // Every tensor passes through here: read or drawn, then stored in the storage dtype.
+    auto make = [&](const std::string& name, std::vector<std::int64_t> shape, bool is_norm) -> at::Tensor {
+        at::Tensor t;
+        {
+            mem::Scope scope(Component::Activations);   // temporaries of the load
+            if (source) {
+                t = source(name, shape);
+            } else if (is_norm) {
+                t = at::ones(shape, at::kFloat);
+            } else {
+                t = at::normal(0.0, 0.02, shape, gen, at::TensorOptions().dtype(at::kFloat));
+            }
+        }
+        return t;
+    };
+    auto store = [&](const at::Tensor& t) {
+        mem::Scope scope(base);
+        at::Tensor s = t.to(dtype_, /*non_blocking=*/false, /*copy=*/true).contiguous();
+        retag(s, base);
+        return s;
+    };
+    auto dense = [&](const std::string& name, std::vector<std::int64_t> shape, bool is_norm = false) {
+        return store(make(name, std::move(shape), is_norm));
+    };
+
+    embed_ = dense("model.embed_tokens.weight", {cfg_.vocab, cfg_.hidden});
+    for (auto& L : layers_) {
+        const std::string p = L.q.name.substr(0, L.q.name.find("self_attn"));
+        L.input_norm = dense(p + "input_layernorm.weight", {cfg_.hidden}, true);
+        for (Linear* l : L.linears()) {
+            at::Tensor w = make(l->name + ".weight", {l->out, l->in}, false);
+            if (qlora) {
+                l->qweight = Nf4Weight::quantize(w);
+            } else {
+                l->weight = store(w);
+            }
+            w.reset();
+            const bool has_bias = ((l->role == LinearRole::Q || l->role == LinearRole::K || l->role == LinearRole::V) &&
+                                   cfg_.qkv_bias) ||
+                                  (l->role == LinearRole::O && cfg_.o_bias) ||
+                                  ((l->role == LinearRole::Gate || l->role == LinearRole::Up ||
+                                    l->role == LinearRole::Down) &&
+                                   cfg_.mlp_bias);
+            if (has_bias) {
+                at::Tensor b;
+                {
+                    mem::Scope scope(Component::Activations);
+                    b = source ? source(l->name + ".bias", {l->out}) : at::zeros({l->out}, at::kFloat);
+                }
+                l->bias = store(b);
+            }
+        }
+        L.post_norm = dense(p + "post_attention_layernorm.weight", {cfg_.hidden}, true);
+    }
+    final_norm_ = dense("model.norm.weight", {cfg_.hidden}, true);
+    if (!cfg_.tied) head_ = dense("lm_head.weight", {cfg_.vocab, cfg_.hidden});
+
+    if (full) {
+        for (auto& nt : tensors()) nt.tensor.set_requires_grad(true);
+    } else {
+        init_adapters(seed + 1);
+    }
+}
+
+void Model::init_adapters(std::uint64_t seed) {
+    at::NoGradGuard no_grad;
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    const double scaling = opt_.alpha / static_cast<double>(opt_.rank);
+    for (auto& L : layers_) {
+        for (Linear* l : L.linears()) {
+            if (!opt_.targets.count(l->role)) continue;
+            mem::Scope scope(Component::Adapters);
+            // Kaiming-uniform with a = sqrt(5), as nn.Linear and PEFT initialise A.
+            const double bound = 1.0 / std::sqrt(static_cast<double>(l->in));
+            at::Tensor a = at::empty({opt_.rank, l->in}, at::kFloat);
+            a.uniform_(-bound, bound, gen);
+            l->lora_a = a.to(dtype_).contiguous();
+            l->lora_b = at::zeros({l->out, opt_.rank}, dtype_);
+            retag(l->lora_a, Component::Adapters);
+            retag(l->lora_b, Component::Adapters);
+            l->lora_a.set_requires_grad(true);
+            l->lora_b.set_requires_grad(true);
+            l->lora_scaling = scaling;
+            l->lora_dropout = opt_.dropout;
+        }
+    }
+}
+
+std::vector<NamedTensor> Model::tensors() const {
+    std::vector<NamedTensor> out;
+    const bool full = opt_.method == Method::Full;
+    const Component base = full ? Component::TrainableWeights : Component::FrozenWeights;
+    out.push_back({"model.embed_tokens.weight", embed_, base, full});
+    for (const auto& L : layers_) {
+        const std::string p = L.q.name.substr(0, L.q.name.find("self_attn"));
+        out.push_back({p + "input_layernorm.weight", L.input_norm, base, full});
+        for (const Linear* l : L.linears()) {
+            if (l->qweight.defined()) {
+                out.push_back({l->name + ".weight.nf4_codes", l->qweight.codes, Component::FrozenWeights, false});
+                out.push_back({l->name + ".weight.nf4_block_codes", l->qweight.block_codes, Component::QuantConstants, false});
+                out.push_back({l->name + ".weight.nf4_group_scales", l->qweight.group_scales, Component::QuantConstants, false});
+                out.push_back({l->name + ".weight.nf4_mean", l->qweight.mean, Component::QuantConstants, false});
+            } else {
+                out.push_back({l->name + ".weight", l->weight, base, full});
+            }
+            if (l->bias.defined()) out.push_back({l->name + ".bias", l->bias, base, full});
+            if (l->has_lora()) {
+                const std::string peft = "base_model.model." + l->name;
+                out.push_back({peft + ".lora_A.weight", l->lora_a, Component::Adapters, true});
+                out.push_back({peft + ".lora_B.weight", l->lora_b, Component::Adapters, true});
+            }
+        }
+        out.push_back({p + "post_attention_layernorm.weight", L.post_norm, base, full});
+    }
+    out.push_back({"model.norm.weight", final_norm_, base, full});
+    if (!cfg_.tied) out.push_back({"lm_head.weight", head_, base, full});
+    return out;
+}
+
+std::vector<NamedTensor> Model::trainable() const {
+    std::vector<NamedTensor> out;
+    for (auto& t : tensors())
+        if (t.trainable) out.push_back(t);
+    return out;
+}
+
+std::int64_t Model::base_parameter_count() const {
+    std::int64_t n = 0;
+    for (const auto& [name, shape] : expected_tensors(cfg_)) {
+        std::int64_t e = 1;
+        for (auto d : shape) e *= d;
+        n += e;
+    }
+    return n;
+}
+
+std::int64_t Model::adapter_parameter_count() const {
+    std::int64_t n = 0;
+    for (const auto& L : layers_)
+        for (const Linear* l : L.linears())
+            if (l->has_lora()) n += l->lora_a.numel() + l->lora_b.numel();
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------
+// Forward
+
+at::Tensor Model::rms_norm(const at::Tensor& x, const at::Tensor& w) const {
+    at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
+    at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + cfg_.rms_eps);
+    if (y.scalar_type() != x.scalar_type()) y = y.to(x.scalar_type());
+    return y * w;
+}
+
+namespace {
+
+at::Tensor rotate_half(const at::Tensor& x) {
+    const std::int64_t h = x.size(-1) / 2;
+    return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+}
+
+}  // namespace
+
+at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& mask) const {
+    // q: [B, Hq, T, D]; k, v: [B, Hkv, T, D]. Query heads of one KV head are adjacent, so
+    // grouping them as [B, Hkv, g*T, D] shares K and V without copying them.
+    const std::int64_t B = q.size(0), Hq = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1);
+    const std::int64_t g = Hq / Hkv;
+    if (opt_.sdpa) {
+        at::Tensor kk = g > 1 ? k.repeat_interleave(g, 1) : k;
+        at::Tensor vv = g > 1 ? v.repeat_interleave(g, 1) : v;
+        auto out = std::get<0>(at::_scaled_dot_product_attention(q, kk, vv, {}, 0.0, false, true));
+        return out.transpose(1, 2).reshape({B, T, Hq * D});
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
+    at::Tensor scores = at::matmul(qg, k.transpose(-1, -2));          // [B, Hkv, g*T, T]
+    scores.view({B, Hkv, g, T, T}).add_(mask);
+    at::Tensor probs = at::softmax(scores, -1);
+    scores.reset();
+    at::Tensor out = at::matmul(probs, v);                              // [B, Hkv, g*T, D]
+    return out.view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
+}
+
+at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                const at::Tensor& mask) const {
+    const Layer& L = layers_[i];
+    const std::int64_t B = x.size(0), T = x.size(1), D = cfg_.head_dim;
+    at::Tensor h = rms_norm(x, L.input_norm);
+    at::Tensor q = L.q.forward(h).view({B, T, cfg_.heads, D}).transpose(1, 2);
+    at::Tensor k = L.k.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
+    at::Tensor v = L.v.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
+    h.reset();
+    q = q * cos + rotate_half(q) * sin;
+    k = k * cos + rotate_half(k) * sin;
+    at::Tensor a = attention(q, k, v.contiguous(), mask);
+    q.reset();
+    k.reset();
+    v.reset();
+    at::Tensor y = x + L.o.forward(a);
+    a.reset();
+    h = rms_norm(y, L.post_norm);
+    at::Tensor m = at::silu(L.gate.forward(h)) * L.up.forward(h);
+    h.reset();
+    return y + L.down.forward(m);
+}
+
+namespace {
+
+struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
+    static Variable forward(AutogradContext* ctx, const Variable& x, const Model* model, std::int64_t layer,
+                            const Variable& cos, const Variable& sin, const Variable& mask) {
+        ctx->save_for_backward({x, cos, sin, mask});
+        ctx->saved_data["model"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(model));
+        ctx->saved_data["layer"] = layer;
+        // Dropout masks must be the same when the layer is recomputed.
+        ctx->saved_data["rng"] = at::detail::getDefaultCPUGenerator().get_state();
+        return model->layer_forward(layer, x, cos, sin, mask);
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        auto saved = ctx->get_saved_variables();
+        const auto* model = reinterpret_cast<const Model*>(static_cast<std::intptr_t>(ctx->saved_data["model"].toInt()));
+        const std::int64_t layer = ctx->saved_data["layer"].toInt();
+        at::Tensor x = saved[0].detach().requires_grad_(true);
+        at::Generator gen = at::detail::getDefaultCPUGenerator();
+        at::Tensor rng_now = gen.get_state();
+        gen.set_state(ctx->saved_data["rng"].toTensor());
+        at::Tensor y;
+        {
+            at::AutoGradMode enable(true);
+            y = model->layer_forward(layer, x, saved[1], saved[2], saved[3]);
+        }
+        gen.set_state(rng_now);
+        torch::autograd::backward({y}, {grads[0]});
+        return {x.grad(), Variable(), Variable(), Variable(), Variable(), Variable()};
+    }
+};
+
+struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
+    static Variable forward(AutogradContext* ctx, const Variable& hidden, const Variable& weight,
+                            const Variable& labels) {
+        mem::Scope scope(Component::LogitsLoss);
+        at::Tensor valid = labels.ne(-100);
+        const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
+        at::Tensor safe = labels.clamp_min(0).unsqueeze(1);
+        at::Tensor logits = at::matmul(hidden, weight.t());
+        at::Tensor lf = logits.scalar_type() == at::kFloat ? logits : logits.to(at::kFloat);
+        logits.reset();
+        at::Tensor lse = at::logsumexp(lf, -1, /*keepdim=*/true);            // [N, 1]
+        at::Tensor picked = lf.gather(1, safe);
+        at::Tensor loss = ((lse - picked).squeeze(1) * valid).sum() / static_cast<double>(n_valid);
+        lf.sub_(lse).exp_();                                                 // probabilities, in place
+        ctx->save_for_backward({hidden, weight, lf, safe, valid});
+        ctx->saved_data["n_valid"] = n_valid;
+        return loss;
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        mem::Scope scope(Component::LogitsLoss);
+        auto s = ctx->get_saved_variables();
+        const at::Tensor& hidden = s[0];
+        const at::Tensor& weight = s[1];
+        at::Tensor d = s[2];   // probabilities, turned into d loss / d logits in place
+        const std::int64_t n_valid = ctx->saved_data["n_valid"].toInt();
+        d.scatter_add_(1, s[3], at::full({d.size(0), 1}, -1.0f, d.options()));
+        d.mul_((s[4].to(at::kFloat) * (grads[0].to(at::kFloat) / static_cast<double>(n_valid))).unsqueeze(1));
+        at::Tensor dl = d.scalar_type() == hidden.scalar_type() ? d : d.to(hidden.scalar_type());
+        at::Tensor dh, dw;
+        if (ctx->needs_input_grad(0)) {
+            mem::Scope act(Component::Activations);
+            dh = at::matmul(dl, weight);
+        }
+        if (ctx->needs_input_grad(1)) {
+            mem::Scope g(Component::Gradients);
+            dw = at::matmul(dl.t(), hidden);
+        }
+        return {dh, dw, Variable()};
+    }
+};
+
+}  // namespace
+
+at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels) {
+    return LmHeadLossFn::apply(hidden, weight, labels);
+}
+
+at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing) const {
+    const std::int64_t T = ids.size(1);
+    at::Tensor pos = at::arange(T, at::kDouble).unsqueeze(1);
+    at::Tensor freq = at::tensor(inv_freq_, at::kDouble).unsqueeze(0);
+    at::Tensor angles = pos * freq;                                        // [T, D/2]
+    angles = at::cat({angles, angles}, -1);
+    at::Tensor cos = angles.cos().to(dtype_), sin = angles.sin().to(dtype_);
+    at::Tensor mask = at::full({T, T}, -std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(dtype_))
+                          .triu(1);
+    at::Tensor x = at::embedding(embed_, ids);
+    for (std::int64_t i = 0; i < cfg_.layers; ++i) {
+        if (checkpointing && at::GradMode::is_enabled()) {
+            // The checkpointed function needs an input that requires grad to be in the graph.
+            if (!x.requires_grad()) x = x.detach().requires_grad_(true);
+            x = CheckpointFn::apply(x, this, i, cos, sin, mask);
+        } else {
+            x = layer_forward(i, x, cos, sin, mask);
+        }
+    }
+    return rms_norm(x, final_norm_);
+}
+
+at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const {
+    at::Tensor h = hidden_states(ids, checkpointing);
+    return lm_head_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}));
+}
+
+std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,
+                                          std::int64_t stop_id) const {
+    at::NoGradGuard no_grad;
+    std::vector<std::int64_t> seq = prompt, out;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        const std::int64_t start = std::max<std::int64_t>(0, static_cast<std::int64_t>(seq.size()) - cfg_.max_positions);
+        std::vector<std::int64_t> ctx(seq.begin() + start, seq.end());
+        at::Tensor ids = at::tensor(ctx, at::kLong).unsqueeze(0);
+        at::Tensor h = hidden_states(ids, false);
+        at::Tensor last = h.select(1, h.size(1) - 1);                    // [1, H]
+        at::Tensor logits = at::matmul(last, head_weight().t());
+        const std::int64_t next = logits.argmax(-1).item<std::int64_t>();
+        if (next == stop_id) break;
+        seq.push_back(next);
+        out.push_back(next);
+    }
+    return out;
+}
+
+}  // namespace wingspan::train

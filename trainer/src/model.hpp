@@ -1,0 +1,162 @@
+#pragma once
+// The Llama-family decoder on libtorch: RMSNorm, RoPE (theta, linear and llama3 scaling),
+// grouped-query attention, SwiGLU, tied or untied head, q/k/v biases; LoRA adapters and NF4
+// (double-quantized, 64-element blocks, core's nf4_layout) frozen weights.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "memory.hpp"
+#include "wingspan/architecture.hpp"
+#include "wingspan/setup.hpp"
+
+namespace wingspan::train {
+
+struct ModelConfig {
+    std::string model_type = "llama";
+    std::int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    std::int64_t intermediate = 0, vocab = 0, max_positions = 2048;
+    bool tied = false, qkv_bias = false, o_bias = false, mlp_bias = false;
+    double rms_eps = 1e-6;
+    double rope_theta = 10000.0;
+    std::string rope_type;                 // "", "default", "linear", "llama3"
+    double rope_factor = 1.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
+    std::int64_t original_max_positions = 8192;
+    std::vector<std::string> warnings;
+
+    // Reads a Hugging Face config.json; throws InputError naming a missing or bad field.
+    static ModelConfig from_hf(const nlohmann::json& config);
+    std::vector<double> inv_freq() const;  // RoPE frequencies after scaling
+};
+
+// The built-in architecture used when no --model is given (a Llama-style decoder of about
+// 3 M parameters; one step at sequence 128, batch 4 takes a fraction of a second on 2 cores).
+nlohmann::json default_model_config(std::int64_t vocab);
+
+// Storage bytes of a tensor (its storage, which the counting allocator tracks).
+std::int64_t storage_bytes(const at::Tensor& t);
+// Attributes a tensor's storage to a component (no-op for storages not from our allocator).
+void retag(const at::Tensor& t, Component c);
+
+// NF4 with double quantization, laid out exactly as wingspan::nf4_layout(n, true).
+struct Nf4Weight {
+    at::Tensor codes;         // uint8 [(n+1)/2]: two 4-bit codes per byte, first element in the high nibble
+    at::Tensor block_codes;   // uint8 [blocks]: absmax per 64-element block, 8-bit quantized
+    at::Tensor group_scales;  // fp32 [ceil(blocks/256)]: scale of each group of 256 block codes
+    at::Tensor mean;          // fp32 [1]: mean absmax, subtracted before the 8-bit quantization
+    std::vector<std::int64_t> shape;
+    std::int64_t numel = 0;
+
+    static Nf4Weight quantize(const at::Tensor& w);
+    at::Tensor dequantize(at::ScalarType dtype) const;   // full tensor of `shape`
+    at::Tensor absmax() const;                           // fp32 [blocks], as dequantization uses it
+    bool defined() const { return codes.defined(); }
+    std::int64_t data_bytes() const;                     // codes
+    std::int64_t constant_bytes() const;                 // block_codes + group_scales + mean
+};
+
+// y = x W^T with W dequantized from NF4 on the fly (forward and again in backward: no
+// dequantized copy outlives the op). Differentiable with respect to x only.
+at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType compute);
+
+struct Linear {
+    std::string name;                  // HF prefix, e.g. "model.layers.0.self_attn.q_proj"
+    LinearRole role = LinearRole::None;
+    std::int64_t in = 0, out = 0;
+    at::Tensor weight, bias;           // weight undefined when quantized
+    Nf4Weight qweight;
+    at::Tensor lora_a, lora_b;         // [r, in], [out, r]
+    double lora_scaling = 0, lora_dropout = 0;
+    at::ScalarType compute = at::kFloat;
+
+    at::Tensor forward(const at::Tensor& x) const;
+    bool has_lora() const { return lora_a.defined(); }
+};
+
+struct Layer {
+    at::Tensor input_norm, post_norm;
+    Linear q, k, v, o, gate, up, down;
+    std::vector<Linear*> linears() { return {&q, &k, &v, &o, &gate, &up, &down}; }
+    std::vector<const Linear*> linears() const { return {&q, &k, &v, &o, &gate, &up, &down}; }
+};
+
+struct ModelOptions {
+    Method method = Method::Lora;
+    Precision precision = Precision::Fp32;
+    std::int64_t rank = 8;
+    double alpha = 16;
+    double dropout = 0;
+    std::set<LinearRole> targets;
+    bool sdpa = false;                 // at::_scaled_dot_product_attention instead of eager
+};
+
+struct NamedTensor {
+    std::string name;                  // HF / PEFT name
+    at::Tensor tensor;
+    Component component;
+    bool trainable = false;
+};
+
+// Expected HF tensors of an architecture: name -> shape.
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected_tensors(const ModelConfig& c);
+
+class Model {
+public:
+    Model(ModelConfig cfg, ModelOptions opt);
+    // Supplies one HF tensor by name with the expected shape (any float dtype).
+    using Source = std::function<at::Tensor(const std::string& name, const std::vector<std::int64_t>& shape)>;
+    // Builds every tensor: from `source` or, when it is empty, random (normal, std 0.02, seeded).
+    // Tensors are attributed to their components as they are made.
+    void build(const Source& source, std::uint64_t seed);
+    // Fresh LoRA adapters (A: Kaiming-uniform, B: zeros), seeded.
+    void init_adapters(std::uint64_t seed);
+
+    // Mean cross-entropy over labels != -100 (ids and labels: int64 [B, T]).
+    at::Tensor loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const;
+    // Greedy continuation of `prompt` (no grad).
+    std::vector<std::int64_t> generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,
+                                       std::int64_t stop_id) const;
+
+    // Every stored tensor with its name and component (base, quantized parts, adapters).
+    std::vector<NamedTensor> tensors() const;
+    std::vector<NamedTensor> trainable() const;
+    std::int64_t base_parameter_count() const;
+    std::int64_t adapter_parameter_count() const;
+
+    const ModelConfig& config() const { return cfg_; }
+    const ModelOptions& options() const { return opt_; }
+    at::ScalarType storage_dtype() const { return dtype_; }
+    std::vector<Layer>& layers() { return layers_; }
+    const std::vector<Layer>& layers() const { return layers_; }
+    at::Tensor& embed() { return embed_; }
+
+    // One decoder layer (public for the checkpointing function).
+    at::Tensor layer_forward(std::int64_t i, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                             const at::Tensor& mask) const;
+    at::Tensor hidden_states(const at::Tensor& ids, bool checkpointing) const;
+
+private:
+    at::Tensor head_weight() const { return cfg_.tied ? embed_ : head_; }
+    at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const;
+    at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) const;
+
+    ModelConfig cfg_;
+    ModelOptions opt_;
+    at::ScalarType dtype_ = at::kFloat;
+    at::Tensor embed_, final_norm_, head_;
+    std::vector<Layer> layers_;
+    std::vector<double> inv_freq_;
+};
+
+// Cross-entropy of (hidden @ weight^T) against labels, with the logits, their fp32 upcast
+// and their gradient attributed to logits_loss. hidden: [N, H], labels: int64 [N].
+at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels);
+
+}  // namespace wingspan::train

@@ -1,0 +1,47 @@
+#pragma once
+// Tokenizers: a Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Llama 3,
+// Qwen2, SmolLM), or the built-in byte-level tokenizer (256 bytes + 4 special tokens).
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wingspan::train {
+
+class Tokenizer {
+public:
+    // The built-in tokenizer: ids 0..255 are bytes, then <|endoftext|>, <|im_start|>,
+    // <|im_end|>, <|pad|>.
+    static std::shared_ptr<Tokenizer> byte_level();
+    // Throws InputError naming what is unsupported or malformed.
+    static std::shared_ptr<Tokenizer> from_file(const std::filesystem::path& file);
+    static std::shared_ptr<Tokenizer> from_json_text(const std::string& text, const std::string& origin);
+
+    ~Tokenizer();
+    Tokenizer(const Tokenizer&) = delete;
+    Tokenizer& operator=(const Tokenizer&) = delete;
+
+    // Token ids of the text; added/special tokens written in the text map to their ids. No
+    // BOS/EOS is added.
+    std::vector<std::int32_t> encode(std::string_view text) const;
+    std::string decode(const std::vector<std::int32_t>& ids, bool skip_special = false) const;
+    // One more than the largest id.
+    std::int64_t vocab_size() const;
+    // Id of a token given by its text (added tokens first, then the vocabulary).
+    std::optional<std::int32_t> token_id(std::string_view content) const;
+    bool builtin() const;
+    std::string description() const;
+    // Warnings collected while reading the file (e.g. an ignored normalizer).
+    const std::vector<std::string>& warnings() const;
+
+    struct Impl;
+
+private:
+    explicit Tokenizer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wingspan::train

@@ -1,0 +1,855 @@
+// The training run: arguments -> model, data, optimizer -> steps, with protocol events.
+#include "train.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include "args.hpp"
+#include "data.hpp"
+#include "emit.hpp"
+#include "memory.hpp"
+#include "model.hpp"
+#include "tokenizer.hpp"
+#include "weights_io.hpp"
+#include "wingspan/errors.hpp"
+#include "wingspan/memory_model.hpp"
+#include "wingspan/profiles.hpp"
+#include "wingspan/protocol.hpp"
+
+#ifndef WINGSPAN_VERSION
+#define WINGSPAN_VERSION "0.0.0"
+#endif
+
+namespace wingspan::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using protocol::EventType;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_signal(int) { g_interrupted.store(true); }
+
+// A failure with its protocol error code.
+struct RunError : std::runtime_error {
+    RunError(std::string code_, const std::string& msg, json extra_ = json::object())
+        : std::runtime_error(msg), code(std::move(code_)), extra(std::move(extra_)) {}
+    std::string code;
+    json extra;
+};
+
+void set_threads(int n) {
+    at::set_num_threads(n);
+    // OpenBLAS keeps its own pool; libtorch's setting does not reach it.
+    using SetFn = void (*)(int);
+    if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+}
+
+json read_json_file(const fs::path& p, const char* code_if_bad) {
+    std::ifstream in(p);
+    if (!in) throw RunError("io", "cannot read " + p.string());
+    try {
+        json j;
+        in >> j;
+        return j;
+    } catch (const json::exception& e) {
+        throw RunError(code_if_bad, p.string() + " is not valid JSON: " + e.what());
+    }
+}
+
+std::string role_module(LinearRole r) {
+    switch (r) {
+        case LinearRole::Q: return "q_proj";
+        case LinearRole::K: return "k_proj";
+        case LinearRole::V: return "v_proj";
+        case LinearRole::O: return "o_proj";
+        case LinearRole::Gate: return "gate_proj";
+        case LinearRole::Up: return "up_proj";
+        case LinearRole::Down: return "down_proj";
+        default: return "";
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// AdamW, one tensor at a time, with no temporaries: m and v in fp32 (bf16 in pure bf16),
+// an fp32 master copy where the parameter is bf16 and mixed precision is on.
+
+struct ParamState {
+    std::string name;
+    at::Tensor param, master, m, v;
+};
+
+template <typename P, typename G, typename M>
+void adamw_kernel(P* p, float* master, const G* g, M* m, M* v, std::int64_t n, float lr, float b1, float b2,
+                  float eps, float wd, float bc1, float bc2_sqrt, float gscale) {
+    at::parallel_for(0, n, 4096, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+            const float gi = static_cast<float>(g[i]) * gscale;
+            const float mi = b1 * static_cast<float>(m[i]) + (1 - b1) * gi;
+            const float vi = b2 * static_cast<float>(v[i]) + (1 - b2) * gi * gi;
+            m[i] = static_cast<M>(mi);
+            v[i] = static_cast<M>(vi);
+            float w = master ? master[i] : static_cast<float>(p[i]);
+            w *= 1 - lr * wd;
+            w -= (lr / bc1) * mi / (std::sqrt(vi) / bc2_sqrt + eps);
+            if (master) master[i] = w;
+            p[i] = static_cast<P>(w);
+        }
+    });
+}
+
+void adamw_step(ParamState& s, const at::Tensor& grad, std::int64_t step, double lr, double wd, double gscale) {
+    const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    const float bc1 = 1.0f - std::pow(b1, static_cast<float>(step));
+    const float bc2s = std::sqrt(1.0f - std::pow(b2, static_cast<float>(step)));
+    at::Tensor g = grad.contiguous();
+    const std::int64_t n = s.param.numel();
+    float* master = s.master.defined() ? s.master.data_ptr<float>() : nullptr;
+    const auto pt = s.param.scalar_type();
+    if (pt == at::kFloat) {
+        adamw_kernel(s.param.data_ptr<float>(), master, g.data_ptr<float>(), s.m.data_ptr<float>(),
+                     s.v.data_ptr<float>(), n, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
+    } else if (s.m.scalar_type() == at::kFloat) {
+        adamw_kernel(s.param.data_ptr<c10::BFloat16>(), master, g.data_ptr<c10::BFloat16>(), s.m.data_ptr<float>(),
+                     s.v.data_ptr<float>(), n, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
+    } else {
+        adamw_kernel(s.param.data_ptr<c10::BFloat16>(), master, g.data_ptr<c10::BFloat16>(),
+                     s.m.data_ptr<c10::BFloat16>(), s.v.data_ptr<c10::BFloat16>(), n, lr, b1, b2, eps, wd, bc1,
+                     bc2s, gscale);
+    }
+}
+
+double grad_sumsq(const at::Tensor& grad) {
+    at::Tensor g = grad.contiguous();
+    const std::int64_t n = g.numel();
+    auto reduce = [&](auto* p) {
+        return at::parallel_reduce(
+            0, n, 1 << 15, 0.0,
+            [&](std::int64_t i0, std::int64_t i1, double acc) {
+                for (std::int64_t i = i0; i < i1; ++i) {
+                    const double x = static_cast<float>(p[i]);
+                    acc += x * x;
+                }
+                return acc;
+            },
+            std::plus<double>());
+    };
+    if (g.scalar_type() == at::kFloat) return reduce(g.data_ptr<float>());
+    return reduce(g.data_ptr<c10::BFloat16>());
+}
+
+double lr_at(std::int64_t step, std::int64_t total, std::int64_t warmup, double peak, double min_ratio) {
+    if (warmup > 0 && step <= warmup) return peak * static_cast<double>(step) / static_cast<double>(warmup);
+    const double span = std::max<std::int64_t>(1, total - warmup);
+    const double progress = std::clamp(static_cast<double>(step - warmup) / span, 0.0, 1.0);
+    const double cosine = 0.5 * (1 + std::cos(M_PI * progress));
+    return peak * (min_ratio + (1 - min_ratio) * cosine);
+}
+
+at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std::int64_t cols) {
+    at::Tensor t = at::empty({rows, cols}, at::kLong);
+    std::memcpy(t.data_ptr<std::int64_t>(), v.data(), v.size() * sizeof(std::int64_t));
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------
+
+class Run {
+public:
+    Run(Options o, std::string argv0) : opt_(std::move(o)), argv0_(std::move(argv0)) {}
+    int execute();
+
+private:
+    void load_inputs();
+    void announce();
+    void build_model();
+    void build_optimizer();
+    void resume();
+    void train_loop();
+    double train_step(std::int64_t step);
+    double evaluate();
+    const Batch& next_batch();
+    fs::path save(const fs::path& dir, bool final);
+    std::string sample();
+    void emit_done(const std::string& reason);
+
+    Options opt_;
+    std::string argv0_;
+    json hf_config_;
+    ModelConfig cfg_;
+    Architecture arch_;
+    TrainingSetup setup_;
+    std::shared_ptr<Tokenizer> tok_;
+    ChatFormat chat_;
+    Dataset data_;
+    fs::path data_path_;
+    std::optional<WeightReader> weights_;
+    std::unique_ptr<Model> model_;
+    std::vector<ParamState> states_;
+    double lr_ = 0;
+    std::int64_t warmup_ = 0;
+    std::int64_t total_steps_ = 0;
+    std::int64_t step_ = 0;            // completed optimizer steps
+    std::int64_t cursor_ = 0;          // micro-batches consumed since the start of training
+    std::int64_t batches_per_epoch_ = 0;
+    std::int64_t cached_epoch_ = -1;
+    std::vector<Batch> epoch_batches_;
+    std::vector<Batch> eval_batches_;
+    std::vector<double> losses_;
+    fs::path last_checkpoint_;
+    mem::Sampler sampler_;
+};
+
+void Run::load_inputs() {
+    // Model configuration and weights.
+    if (!opt_.model_dir.empty()) {
+        const fs::path dir = opt_.model_dir;
+        if (!fs::is_directory(dir)) throw RunError("io", "--model: " + dir.string() + " is not a folder");
+        const fs::path cfg = dir / "config.json";
+        if (!fs::exists(cfg)) throw RunError("io", "--model: " + cfg.string() + " does not exist");
+        hf_config_ = read_json_file(cfg, "bad_model");
+    }
+    // Tokenizer.
+    try {
+        fs::path tf = opt_.tokenizer_file;
+        if (tf.empty() && !opt_.model_dir.empty() && fs::exists(fs::path(opt_.model_dir) / "tokenizer.json"))
+            tf = fs::path(opt_.model_dir) / "tokenizer.json";
+        if (!tf.empty()) {
+            if (!fs::exists(tf)) throw RunError("io", "tokenizer file " + tf.string() + " does not exist");
+            tok_ = Tokenizer::from_file(tf);
+        } else {
+            tok_ = Tokenizer::byte_level();
+        }
+    } catch (const InputError& e) {
+        throw RunError("bad_model", e.what());
+    }
+    if (hf_config_.is_null()) hf_config_ = default_model_config(tok_->vocab_size());
+    try {
+        cfg_ = ModelConfig::from_hf(hf_config_);
+    } catch (const InputError& e) {
+        throw RunError("bad_model", e.what());
+    }
+    if (tok_->vocab_size() > cfg_.vocab)
+        throw RunError("bad_model", "the tokenizer has " + std::to_string(tok_->vocab_size()) +
+                                        " tokens but the model's vocab_size is " + std::to_string(cfg_.vocab));
+    try {
+        arch_ = Architecture::from_hf_config(hf_config_);
+    } catch (const std::exception& e) {
+        throw RunError("bad_model", std::string("config.json: ") + e.what());
+    }
+    if (!opt_.model_dir.empty()) {
+        try {
+            weights_ = WeightReader::open_dir(opt_.model_dir);
+        } catch (const InputError& e) {
+            throw RunError("bad_model", e.what());
+        }
+        if (weights_) {
+            std::vector<std::string> ignored;
+            try {
+                check_weights(*weights_, expected_tensors(cfg_), ignored);
+            } catch (const InputError& e) {
+                throw RunError("bad_model", e.what());
+            }
+        }
+    }
+    // The training setup, as the planner sees it.
+    setup_.method = opt_.method;
+    setup_.precision = opt_.precision;
+    setup_.optimizer = Optimizer::AdamW;
+    setup_.attention = opt_.attention == "sdpa" ? Attention::Sdpa : Attention::Eager;
+    setup_.seq_len = opt_.seq;
+    setup_.micro_batch = opt_.batch;
+    setup_.grad_accum = opt_.grad_accum;
+    setup_.grad_checkpointing = opt_.grad_checkpointing;
+    setup_.loss_chunk_tokens = 0;
+    setup_.lora_rank = opt_.rank;
+    setup_.lora_alpha = opt_.alpha;
+    setup_.lora_dropout = opt_.dropout;
+    setup_.lora_targets = opt_.targets;
+    setup_.quantization = opt_.method == Method::Qlora ? Quantization::Nf4DoubleQuant : Quantization::None;
+    setup_.devices = 1;
+    if (opt_.method != Method::Full && opt_.rank > std::min(cfg_.hidden, cfg_.intermediate))
+        throw RunError("bad_argument", "--rank " + std::to_string(opt_.rank) + " is larger than the model's width");
+
+    // Data.
+    data_path_ = opt_.data_file.empty() ? default_sample_data(argv0_) : fs::path(opt_.data_file);
+    chat_ = chat_format_for(*tok_);
+    try {
+        data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
+        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+                                      true, true);
+        if (!data_.eval.empty()) {
+            try {
+                eval_batches_ = make_batches(data_.eval, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+                                             false, false);
+            } catch (const DataError&) {
+                eval_batches_.clear();   // too little held-out text for one row: no eval
+            }
+            if (static_cast<std::int64_t>(eval_batches_.size()) > opt_.eval_batches)
+                eval_batches_.resize(opt_.eval_batches);
+        }
+    } catch (const DataError& e) {
+        json extra = json::object();
+        if (e.line > 0) extra["line"] = e.line;
+        throw RunError("bad_data", data_path_.string() + ": " + e.what(), extra);
+    } catch (const InputError& e) {
+        throw RunError("io", e.what());
+    }
+    cached_epoch_ = 0;
+    batches_per_epoch_ = static_cast<std::int64_t>(epoch_batches_.size());
+    const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, batches_per_epoch_ / opt_.grad_accum);
+    total_steps_ = opt_.steps > 0 ? opt_.steps : opt_.epochs > 0 ? opt_.epochs * steps_per_epoch : 100;
+    warmup_ = opt_.warmup_steps >= 0 ? opt_.warmup_steps : total_steps_ / 10;
+    const bool pretrained = weights_.has_value();
+    lr_ = opt_.lr ? *opt_.lr
+                  : opt_.method == Method::Full ? (pretrained ? 2e-5 : 1e-3) : (pretrained ? 2e-4 : 3e-3);
+}
+
+void Run::announce() {
+    std::int64_t adapter = 0;
+    if (opt_.method != Method::Full) {
+        const std::int64_t q = cfg_.heads * cfg_.head_dim, kv = cfg_.kv_heads * cfg_.head_dim;
+        auto dims = [&](LinearRole r) -> std::pair<std::int64_t, std::int64_t> {
+            switch (r) {
+                case LinearRole::Q: return {cfg_.hidden, q};
+                case LinearRole::K:
+                case LinearRole::V: return {cfg_.hidden, kv};
+                case LinearRole::O: return {q, cfg_.hidden};
+                case LinearRole::Gate:
+                case LinearRole::Up: return {cfg_.hidden, cfg_.intermediate};
+                case LinearRole::Down: return {cfg_.intermediate, cfg_.hidden};
+                default: return {0, 0};
+            }
+        };
+        for (auto r : opt_.targets) {
+            auto [in, out] = dims(r);
+            adapter += cfg_.layers * opt_.rank * (in + out);
+        }
+    }
+    std::int64_t base = 0;
+    for (const auto& [name, shape] : expected_tensors(cfg_)) {
+        std::int64_t e = 1;
+        for (auto d : shape) e *= d;
+        base += e;
+    }
+    json plan;
+    try {
+        plan = setup_.to_json();
+    } catch (const std::exception& e) {
+        plan = json::object();
+    }
+    emit(EventType::Hello,
+         {{"trainer", "wingspan-train"},
+          {"version", WINGSPAN_VERSION},
+          {"torch", TORCH_VERSION},
+          {"device", "cpu"},
+          {"threads", at::get_num_threads()},
+          {"plan", plan},
+          {"params", {{"total", base + adapter}, {"trainable", opt_.method == Method::Full ? base : adapter}}},
+          {"model", opt_.model_dir.empty() ? std::string("built-in default") : opt_.model_dir},
+          {"architecture", hf_config_},
+          {"tokenizer", tok_->description()},
+          {"data", data_path_.string()},
+          {"examples", {{"train", data_.train.size()}, {"eval", data_.eval.size()}}},
+          {"total_steps", total_steps_},
+          {"lr", lr_}});
+
+    // The planner's prediction for exactly this run.
+    FrameworkProfile fw;
+    fw.id = "libtorch-cpu";
+    try {
+        const ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv0_));
+        fw = lib.framework("libtorch-cpu");
+    } catch (const std::exception& e) {
+        log_warning(std::string("framework profile libtorch-cpu not loaded (") + e.what() + "); predicting without it");
+    }
+    try {
+        const MemoryEstimate est = estimate_memory(arch_, setup_, fw);
+        emit(EventType::Predicted, {{"components", protocol::components_to_json(est.components)},
+                                    {"peak_bytes", est.peak_allocated_bytes},
+                                    {"total_bytes", est.total_bytes},
+                                    {"peak_phase", est.peak_phase},
+                                    {"framework", fw.id}});
+    } catch (const std::exception& e) {
+        log_warning(std::string("the planner could not predict this run: ") + e.what());
+    }
+    for (const auto& w : cfg_.warnings) log_warning(w);
+    for (const auto& w : tok_->warnings()) log_warning(w);
+    for (const auto& a : arch_.assumptions) log_info("config.json: " + a);
+    log_info("data: " + std::to_string(data_.lines) + " lines (" + data_.formats + "), " +
+             std::to_string(data_.train.size()) + " train / " + std::to_string(data_.eval.size()) +
+             " eval examples, chat format " + chat_.name() + ", " + std::to_string(batches_per_epoch_) +
+             " micro-batches per epoch");
+}
+
+void Run::build_model() {
+    ModelOptions mo;
+    mo.method = opt_.method;
+    mo.precision = opt_.precision;
+    mo.rank = opt_.rank;
+    mo.alpha = opt_.alpha;
+    mo.dropout = opt_.dropout;
+    mo.targets = opt_.targets;
+    mo.sdpa = opt_.attention == "sdpa";
+    model_ = std::make_unique<Model>(cfg_, mo);
+
+    Model::Source source;
+    if (weights_) {
+        source = [this](const std::string& name, const std::vector<std::int64_t>&) { return weights_->read(name); };
+        log_info("weights: " + weights_->describe());
+    } else if (!opt_.model_dir.empty()) {
+        log_warning(opt_.model_dir + " has config.json but no weights: training from random weights "
+                                     "(useful for memory and speed, not for quality)");
+    }
+    // A full fine-tune resumes from its saved weights instead of the base.
+    std::optional<WeightReader> resumed;
+    if (!opt_.resume_dir.empty() && opt_.method == Method::Full) {
+        const fs::path f = fs::path(opt_.resume_dir) / "model.safetensors";
+        if (!fs::exists(f)) throw RunError("io", "--resume: " + f.string() + " does not exist");
+        resumed = WeightReader::open_file(f);
+        source = [&resumed](const std::string& name, const std::vector<std::int64_t>&) { return resumed->read(name); };
+    }
+    try {
+        model_->build(source, opt_.seed);
+    } catch (const InputError& e) {
+        throw RunError("bad_model", e.what());
+    }
+}
+
+void Run::build_optimizer() {
+    const bool mixed = opt_.precision == Precision::Bf16Mixed;
+    const bool pure_bf16 = opt_.precision == Precision::Bf16;
+    for (auto& nt : model_->trainable()) {
+        ParamState s;
+        s.name = nt.name;
+        s.param = nt.tensor;
+        if (mixed) {
+            mem::Scope scope(Component::MasterWeights);
+            s.master = nt.tensor.detach().to(at::kFloat, false, true);
+            retag(s.master, Component::MasterWeights);
+        }
+        {
+            mem::Scope scope(Component::OptimizerState);
+            const auto dt = pure_bf16 ? at::kBFloat16 : at::kFloat;
+            s.m = at::zeros(nt.tensor.sizes(), dt);
+            s.v = at::zeros(nt.tensor.sizes(), dt);
+        }
+        // Gradients are made during backward; attribute them as they arrive.
+        nt.tensor.register_hook([](const at::Tensor& g) {
+            retag(g, Component::Gradients);
+            return g;
+        });
+        states_.push_back(std::move(s));
+    }
+}
+
+void Run::resume() {
+    if (opt_.resume_dir.empty()) return;
+    const fs::path dir = opt_.resume_dir;
+    const json st = read_json_file(dir / "trainer_state.json", "bad_argument");
+    auto mismatch = [&](const char* what, const std::string& was, const std::string& now) {
+        if (was != now)
+            throw RunError("bad_argument", std::string("--resume: the checkpoint was made with ") + what + " " + was +
+                                               ", this run has " + now);
+    };
+    mismatch("--method", st.value("method", ""), method_name(opt_.method));
+    mismatch("--precision", st.value("precision", ""), precision_name(opt_.precision));
+    if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.value("rank", 0)), std::to_string(opt_.rank));
+    mismatch("--seq", std::to_string(st.value("seq", 0)), std::to_string(opt_.seq));
+    mismatch("--batch", std::to_string(st.value("batch", 0)), std::to_string(opt_.batch));
+    mismatch("--grad-accum", std::to_string(st.value("grad_accum", 0)), std::to_string(opt_.grad_accum));
+
+    at::NoGradGuard no_grad;
+    if (opt_.method != Method::Full) {
+        const fs::path f = dir / "adapter_model.safetensors";
+        if (!fs::exists(f)) throw RunError("io", "--resume: " + f.string() + " does not exist");
+        WeightReader r = WeightReader::open_file(f);
+        for (auto& nt : model_->trainable()) {
+            if (!r.contains(nt.name)) throw RunError("bad_model", "--resume: " + nt.name + " is missing from " + f.string());
+            mem::Scope scope(Component::Activations);
+            at::Tensor t = r.read(nt.name);
+            if (t.sizes() != nt.tensor.sizes())
+                throw RunError("bad_model", "--resume: " + nt.name + " has another shape in " + f.string());
+            nt.tensor.copy_(t);
+        }
+    }
+    const fs::path of = dir / "optimizer.safetensors";
+    if (!fs::exists(of)) throw RunError("io", "--resume: " + of.string() + " does not exist");
+    WeightReader r = WeightReader::open_file(of);
+    for (auto& s : states_) {
+        mem::Scope scope(Component::Activations);
+        s.m.copy_(r.read(s.name + ".exp_avg"));
+        s.v.copy_(r.read(s.name + ".exp_avg_sq"));
+        if (s.master.defined()) {
+            s.master.copy_(r.read(s.name + ".master"));
+            s.param.copy_(s.master);
+        }
+    }
+    if (r.contains("rng_state")) {
+        at::Generator gen = at::detail::getDefaultCPUGenerator();
+        gen.set_state(r.read("rng_state"));
+    }
+    step_ = st.value("step", std::int64_t{0});
+    cursor_ = st.value("micro_batches", std::int64_t{0});
+    losses_ = st.value("losses", std::vector<double>{});
+    log_info("resumed from " + dir.string() + " at step " + std::to_string(step_));
+}
+
+const Batch& Run::next_batch() {
+    const std::int64_t epoch = cursor_ / batches_per_epoch_;
+    if (epoch != cached_epoch_) {
+        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, epoch,
+                                      true, true);
+        cached_epoch_ = epoch;
+    }
+    const Batch& b = epoch_batches_[cursor_ % batches_per_epoch_];
+    ++cursor_;
+    return b;
+}
+
+double Run::train_step(std::int64_t step) {
+    double loss_sum = 0;
+    for (std::int64_t micro = 0; micro < opt_.grad_accum; ++micro) {
+        const Batch& b = next_batch();
+        mem::set_phase(mem::Phase::Forward);
+        at::Tensor ids = to_tensor(b.input, b.rows, b.cols);
+        at::Tensor labels = to_tensor(b.labels, b.rows, b.cols);
+        at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
+        const double l = loss.item<double>();
+        if (!std::isfinite(l))
+            throw RunError("nan_loss", "the loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " +
+                                           std::to_string(step) + " (try a lower --lr)");
+        loss_sum += l;
+        mem::set_phase(mem::Phase::Backward);
+        if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
+        torch::autograd::backward({loss});
+    }
+    mem::set_phase(mem::Phase::Optimizer);
+    {
+        at::NoGradGuard no_grad;
+        double sumsq = 0;
+        for (auto& s : states_) {
+            at::Tensor g = s.param.grad();
+            if (g.defined()) {
+                retag(g, Component::Gradients);
+                sumsq += grad_sumsq(g);
+            }
+        }
+        const double norm = std::sqrt(sumsq);
+        const double scale = opt_.max_grad_norm > 0 && norm > opt_.max_grad_norm ? opt_.max_grad_norm / (norm + 1e-6) : 1.0;
+        const double lr = lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio);
+        for (auto& s : states_) {
+            at::Tensor g = s.param.grad();
+            if (!g.defined()) continue;
+            adamw_step(s, g, step, lr, opt_.weight_decay, scale);
+            s.param.mutable_grad() = at::Tensor();   // gradients are freed after the step
+        }
+    }
+    return loss_sum / static_cast<double>(opt_.grad_accum);
+}
+
+double Run::evaluate() {
+    if (eval_batches_.empty()) return std::nan("");
+    mem::set_phase(mem::Phase::Eval);
+    at::NoGradGuard no_grad;
+    double sum = 0;
+    std::int64_t n = 0;
+    for (const auto& b : eval_batches_) {
+        if (b.target_tokens == 0) continue;
+        const double l = model_->loss(to_tensor(b.input, b.rows, b.cols), to_tensor(b.labels, b.rows, b.cols), false)
+                             .item<double>();
+        sum += l * static_cast<double>(b.target_tokens);
+        n += b.target_tokens;
+    }
+    mem::set_phase(mem::Phase::Idle);
+    return n ? sum / static_cast<double>(n) : std::nan("");
+}
+
+fs::path Run::save(const fs::path& target, bool final) {
+    at::NoGradGuard no_grad;
+    mem::Scope scope(Component::Activations);
+    std::error_code ec;
+    fs::path dir = target;
+    if (!final) {
+        // Built under a temporary name, renamed once complete.
+        dir = target.parent_path() / ("." + target.filename().string() + ".tmp");
+        fs::remove_all(dir, ec);
+    }
+    fs::create_directories(dir, ec);
+    if (ec) throw RunError("io", "cannot create " + dir.string() + ": " + ec.message());
+    try {
+        std::vector<std::pair<std::string, at::Tensor>> weights;
+        for (auto& nt : model_->trainable()) weights.push_back({nt.name, nt.tensor});
+        const std::map<std::string, std::string> meta = {{"format", "pt"}, {"producer", "wingspan-train"}};
+        if (opt_.method == Method::Full) {
+            save_safetensors(dir / "model.safetensors", weights, meta);
+            write_file_atomic(dir / "config.json", hf_config_.dump(2) + "\n");
+        } else {
+            save_safetensors(dir / "adapter_model.safetensors", weights, meta);
+            json targets = json::array();
+            for (auto r : opt_.targets) targets.push_back(role_module(r));
+            const json ac = {{"peft_type", "LORA"},
+                             {"task_type", "CAUSAL_LM"},
+                             {"r", opt_.rank},
+                             {"lora_alpha", opt_.alpha},
+                             {"lora_dropout", opt_.dropout},
+                             {"target_modules", targets},
+                             {"bias", "none"},
+                             {"base_model_name_or_path", opt_.model_dir},
+                             {"inference_mode", false}};
+            write_file_atomic(dir / "adapter_config.json", ac.dump(2) + "\n");
+        }
+        std::vector<std::pair<std::string, at::Tensor>> optim;
+        for (auto& s : states_) {
+            optim.push_back({s.name + ".exp_avg", s.m});
+            optim.push_back({s.name + ".exp_avg_sq", s.v});
+            if (s.master.defined()) optim.push_back({s.name + ".master", s.master});
+        }
+        optim.push_back({"rng_state", at::detail::getDefaultCPUGenerator().get_state()});
+        save_safetensors(dir / "optimizer.safetensors", optim, meta);
+        const json st = {{"step", step_},
+                         {"total_steps", total_steps_},
+                         {"micro_batches", cursor_},
+                         {"method", method_name(opt_.method)},
+                         {"precision", precision_name(opt_.precision)},
+                         {"rank", opt_.rank},
+                         {"alpha", opt_.alpha},
+                         {"seq", opt_.seq},
+                         {"batch", opt_.batch},
+                         {"grad_accum", opt_.grad_accum},
+                         {"seed", opt_.seed},
+                         {"lr", lr_},
+                         {"data", data_path_.string()},
+                         {"losses", losses_}};
+        write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
+    } catch (const InputError& e) {
+        throw RunError("io", e.what());
+    }
+    if (!final) {
+        fs::remove_all(target, ec);
+        fs::rename(dir, target, ec);
+        if (ec) throw RunError("io", "cannot rename " + dir.string() + " to " + target.string() + ": " + ec.message());
+    }
+    const fs::path abs = fs::absolute(target, ec);
+    last_checkpoint_ = abs;
+    emit(EventType::Checkpoint, {{"step", step_}, {"path", abs.string()}});
+    return abs;
+}
+
+std::string Run::sample() {
+    if (opt_.sample_tokens <= 0) return "";
+    mem::set_phase(mem::Phase::Eval);
+    // The prompt of a held-out example (everything before its first trained token).
+    const std::vector<Example>& pool = data_.eval.empty() ? data_.train : data_.eval;
+    std::vector<std::int64_t> prompt;
+    if (!pool.empty()) {
+        const Example& e = pool.front();
+        size_t end = 0;
+        while (end < e.ids.size() && !e.trained[end]) ++end;
+        if (end == 0) end = std::min<size_t>(8, e.ids.size());
+        prompt.assign(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(end));
+        if (prompt.size() > 96) prompt.erase(prompt.begin(), prompt.end() - 96);
+    }
+    if (prompt.empty()) prompt.push_back(chat_.bos >= 0 ? chat_.bos : 0);
+    std::int64_t stop = chat_.eos;
+    if (chat_.kind == ChatFormat::ChatML) stop = tok_->token_id("<|im_end|>").value_or(stop);
+    if (chat_.kind == ChatFormat::Llama3) stop = tok_->token_id("<|eot_id|>").value_or(stop);
+    const auto out = model_->generate(prompt, opt_.sample_tokens, stop);
+    mem::set_phase(mem::Phase::Idle);
+    return valid_utf8(tok_->decode(std::vector<std::int32_t>(out.begin(), out.end()), true));
+}
+
+void Run::emit_done(const std::string& reason) {
+    json d = {{"reason", reason},
+              {"steps", step_},
+              {"peak_bytes", mem::peak()},
+              {"rss_peak_bytes", mem::read_rss().hwm}};
+    if (!last_checkpoint_.empty()) d["checkpoint"] = last_checkpoint_.string();
+    if (reason != "error") {
+        try {
+            d["sample"] = sample();
+        } catch (const std::exception& e) {
+            log_warning(std::string("no sample: ") + e.what());
+        }
+    }
+    if (!losses_.empty()) d["final_loss"] = losses_.back();
+    emit(EventType::Done, d);
+}
+
+void Run::train_loop() {
+    const std::int64_t eval_every =
+        opt_.eval_every >= 0 ? opt_.eval_every : std::max<std::int64_t>(1, total_steps_ / 5);
+    while (step_ < total_steps_) {
+        const std::int64_t step = step_ + 1;
+        mem::set_step(step);
+        const auto t0 = std::chrono::steady_clock::now();
+        const double loss = train_step(step);
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        step_ = step;
+        losses_.push_back(loss);
+        mem::set_phase(mem::Phase::Idle);
+        const std::int64_t tokens = opt_.batch * opt_.seq * opt_.grad_accum;
+        emit(EventType::Step, {{"step", step},
+                               {"total_steps", total_steps_},
+                               {"loss", loss},
+                               {"lr", lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio)},
+                               {"tokens_per_s", dt > 0 ? static_cast<double>(tokens) / dt : 0.0},
+                               {"tokens", tokens},
+                               {"step_time_s", dt},
+                               {"epoch", static_cast<double>(cursor_) / static_cast<double>(batches_per_epoch_)}});
+        if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !g_interrupted.load()) {
+            const double el = evaluate();
+            if (std::isfinite(el)) emit(EventType::Eval, {{"step", step}, {"loss", el}});
+        }
+        if (g_interrupted.load()) return;
+        if (opt_.save_every > 0 && step % opt_.save_every == 0 && step < total_steps_ && !opt_.out_dir.empty())
+            save(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
+    }
+    const double el = evaluate();
+    if (std::isfinite(el)) emit(EventType::Eval, {{"step", step_}, {"loss", el}});
+}
+
+int Run::execute() {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const int threads = opt_.threads > 0 ? opt_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_threads(threads);
+    mem::install(opt_.memory_limit);
+    mem::set_phase(mem::Phase::Setup);
+    load_inputs();
+    announce();
+    sampler_.start(opt_.sample_every_ms);
+    build_model();
+    build_optimizer();
+    resume();
+    {
+        std::map<Component, std::int64_t> bytes;
+        for (const auto& nt : model_->tensors()) bytes[nt.component] += storage_bytes(nt.tensor);
+        for (const auto& s : states_) {
+            bytes[Component::OptimizerState] += storage_bytes(s.m) + storage_bytes(s.v);
+            if (s.master.defined()) bytes[Component::MasterWeights] += storage_bytes(s.master);
+        }
+        // The bytes of the trainer's own tensors, for checking the measured components.
+        emit(EventType::Log, {{"level", "info"},
+                              {"message", "model and optimizer tensors allocated"},
+                              {"tensor_bytes", protocol::components_to_json(bytes)}});
+    }
+    mem::set_phase(mem::Phase::Idle);
+    mem::Sampler::emit_now();
+    train_loop();
+    mem::set_phase(mem::Phase::Idle);
+    const bool interrupted = g_interrupted.load() && step_ < total_steps_;
+    if (!opt_.out_dir.empty()) {
+        if (interrupted) save(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step_)), false);
+        else save(opt_.out_dir, true);
+    } else if (interrupted) {
+        log_warning("interrupted without --out: nothing saved");
+    }
+    sampler_.stop();
+    mem::Sampler::emit_now();
+    emit_done(interrupted ? "interrupted" : "completed");
+    return 0;
+}
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& args, const std::string& argv0) {
+    Options opt;
+    bool help = false;
+    try {
+        opt = parse_options(args, help);
+    } catch (const ArgError& e) {
+        emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});
+        std::cerr << "wingspan-train: " << e.what() << "\n" << usage();
+        return 2;
+    }
+    if (help) {
+        std::cerr << usage();
+        return 0;
+    }
+    Run run(opt, argv0);
+    std::string code, message;
+    json extra = json::object();
+    try {
+        return run.execute();
+    } catch (const RunError& e) {
+        code = e.code;
+        message = e.what();
+        extra = e.extra;
+    } catch (const DataError& e) {
+        code = "bad_data";
+        message = e.what();
+        if (e.line > 0) extra["line"] = e.line;
+    } catch (const InputError& e) {
+        code = "bad_argument";
+        message = e.what();
+    } catch (const std::exception& e) {
+        code = "internal";
+        message = e.what();
+    }
+    const mem::OomRecord oom = mem::last_oom();
+    if (oom.hit) {
+        code = "out_of_memory";
+        message = "memory limit of " + std::to_string(oom.limit) + " bytes reached: " +
+                  std::string(component_name(oom.component)) + " asked for " + std::to_string(oom.bytes) +
+                  " bytes with " + std::to_string(oom.available) + " available";
+        extra = {{"component", component_name(oom.component)},
+                 {"bytes", oom.bytes},
+                 {"available_bytes", oom.available},
+                 {"limit_bytes", oom.limit}};
+        mem::set_limit(0);   // room for the last events
+    }
+    // First line of c10 messages only: the rest is a C++ backtrace.
+    if (const auto nl = message.find('\n'); code != "bad_data" && nl != std::string::npos) message.resize(nl);
+    json err = {{"code", code}, {"message", valid_utf8(message)}};
+    err.update(extra);
+    emit(EventType::Error, err);
+    std::cerr << "wingspan-train: " << message << "\n";
+    json done = {{"reason", "error"}, {"peak_bytes", mem::peak()}, {"rss_peak_bytes", mem::read_rss().hwm}};
+    emit(EventType::Done, done);
+    return code == "bad_argument" ? 2 : 1;
+}
+
+int run_tokenize(const std::vector<std::string>& args) {
+    std::string file;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--tokenizer" && i + 1 < args.size()) {
+            file = args[++i];
+        } else {
+            emit(EventType::Error, {{"code", "bad_argument"},
+                                    {"message", "tokenize: unknown argument \"" + valid_utf8(args[i]) + "\""}});
+            return 2;
+        }
+    }
+    std::shared_ptr<Tokenizer> tok;
+    try {
+        tok = file.empty() ? Tokenizer::byte_level() : Tokenizer::from_file(file);
+    } catch (const InputError& e) {
+        const bool missing = !file.empty() && !fs::exists(file);
+        emit(EventType::Error, {{"code", missing ? "io" : "bad_model"}, {"message", valid_utf8(e.what())}});
+        return 1;
+    }
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    const auto ids = tok->encode(text);
+    std::cout << json(ids).dump() << std::endl;
+    return 0;
+}
+
+}  // namespace wingspan::train
