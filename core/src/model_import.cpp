@@ -53,9 +53,14 @@ const std::set<std::string>& known_model_types() {
 }
 
 std::string with_commas(std::int64_t n) {
-    std::string s = std::to_string(n < 0 ? -n : n);
-    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-    return n < 0 ? "-" + s : s;
+    const std::string digits = std::to_string(n < 0 ? -n : n);
+    std::string out;
+    if (n < 0) out.push_back('-');
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+        out.push_back(digits[i]);
+    }
+    return out;
 }
 
 std::string read_small_file(const std::filesystem::path& p, const std::string& what) {
@@ -94,11 +99,27 @@ void read_config(ImportedModel& m, const std::string& config_text, const std::st
                        where + " must hold a JSON object (the model's configuration), not " +
                            std::string(j.type_name()) + ".");
     m.config = j;
+    m.arch_config = j;
     try {
         m.arch = Architecture::from_hf_config(j);
     } catch (const HubError&) {
         throw;
     } catch (const std::exception& e) {
+        // Multimodal models (Llava, Mllama, Gemma 3, ...) keep the language model's config in
+        // "text_config": plan that part, with a warning.
+        if (j.contains("text_config") && j["text_config"].is_object()) {
+            try {
+                m.arch = Architecture::from_hf_config(j["text_config"]);
+                m.arch_config = j["text_config"];
+                m.warnings.push_back(
+                    "config.json describes a multimodal model ('" +
+                    j.value("model_type", std::string("?")) +
+                    "'): only its language model (text_config) is planned; other towers count "
+                    "in the checkpoint's parameters only.");
+                return;
+            } catch (const std::exception&) {
+            }
+        }
         std::string why = plain_message(e);
         if (why.rfind("config.json: ", 0) == 0) why = why.substr(13);
         if (!why.empty() && why.back() != '.') why += '.';
@@ -446,7 +467,7 @@ nlohmann::json ImportedModel::profile_json() const {
     nlohmann::json j = {{"id", profile.id},
                         {"name", profile.name},
                         {"family", profile.family},
-                        {"config", config},
+                        {"config", arch_config.is_object() ? arch_config : config},
                         {"import", imp}};
     if (!profile.hf_repo.empty()) j["hf_repo"] = profile.hf_repo;
     return j;

@@ -374,6 +374,28 @@ private slots:
         QVERIFY(qm.quantized_checkpoint);
         QCOMPARE(qm.parameters, q.expected_params);
         QVERIFY(contains(all_warnings(qm), "quantized (bitsandbytes)"));
+
+        // Multimodal: the language model comes from text_config; the vision tower counts in
+        // the checkpoint only; the remembered profile holds the text config.
+        Fixture mm = dense_llama("TestOrg/tiny-llava", 1);
+        nlohmann::json text = mm.config;
+        mm.config = {{"architectures", {"LlavaForConditionalGeneration"}},
+                     {"model_type", "llava"},
+                     {"text_config", text},
+                     {"vision_config", {{"model_type", "clip_vision_model"}, {"hidden_size", 64}}}};
+        mm.tensors.push_back({"vision_tower.patch_embed.weight", "F32", {100, 64}});
+        serve(s, mm);
+        ImportedModel v = import_from_hub(mm.repo, options_for(s.url(), fresh_cache()));
+        QCOMPARE(v.architecture_parameters, mm.expected_params);
+        QCOMPARE(v.checkpoint_parameters, mm.expected_params + 6400);
+        QVERIFY2(contains(all_warnings(v), "multimodal"), all_warnings(v).c_str());
+        QCOMPARE(v.arch_config["hidden_size"].get<int>(), 64);
+        QCOMPARE(v.config["model_type"].get<std::string>(), std::string("llava"));
+        const fs::path user = root() / "user-mm";
+        save_imported_profile(v, user);
+        wingspan::ProfileLibrary lib;
+        lib.load_user_profiles(user);
+        QCOMPARE(lib.model(v.profile.id).arch.parameter_count(), mm.expected_params);
     }
 
     void rememberedProfileLoadsBack() {

@@ -115,6 +115,8 @@ struct ImportedModel {
     std::string endpoint;               // hub
     std::filesystem::path folder;       // folder import: the folder (usable by wingspan-train)
     nlohmann::json config;              // config.json as read
+    nlohmann::json arch_config;         // the part the architecture came from: config, or its
+                                        // "text_config" for a multimodal model
     Architecture arch;                  // Architecture::from_hf_config(config)
     ModelProfile profile;               // id from the repo/folder, family "imported", arch
     std::vector<std::string> weight_files;   // safetensors files whose headers were read
