@@ -24,6 +24,10 @@
 #include <utility>
 #include <vector>
 
+#ifndef MSG_NOSIGNAL   // macOS: SO_NOSIGPIPE per socket instead
+#define MSG_NOSIGNAL 0
+#endif
+
 namespace hubtest {
 
 struct Request {
@@ -105,7 +109,7 @@ public:
 
 private:
     void start() {
-        listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         if (listen_fd_ < 0) throw std::runtime_error("socket() failed");
         int one = 1;
         ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -127,8 +131,12 @@ private:
         while (!stop_) {
             pollfd p{listen_fd_, POLLIN, 0};
             if (::poll(&p, 1, 20) <= 0) continue;
-            int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            int fd = ::accept(listen_fd_, nullptr, nullptr);
             if (fd < 0) continue;
+#ifdef SO_NOSIGPIPE
+            int one = 1;
+            ::setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#endif
             std::lock_guard<std::mutex> lock(mu_);
             workers_.emplace_back([this, fd] {
                 serve(fd);
