@@ -48,11 +48,11 @@ struct HubOptions {
     std::filesystem::path cache_dir = default_cache_dir();  // empty: no disk cache
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds total_timeout{60'000};        // per file request, redirects included
-    std::uint64_t max_response_bytes = 64ull << 20;          // every response body, headers too
+    std::uint64_t max_response_bytes = 64ull << 20;          // every response body (and header JSON)
     int max_redirects = 10;
     bool offline = offline_from_environment();    // answer from the cache only, never connect
-    bool prefer_cache = false;                    // use a cached response without asking first
-    std::string ca_bundle = ca_bundle_from_environment();   // extra CA file; "" = system store
+    bool prefer_cache = false;                    // a cached import is used without asking the Hub
+    std::string ca_bundle = ca_bundle_from_environment();   // CA file to trust instead of the system store ("")
 };
 
 enum class HubErrorKind {
