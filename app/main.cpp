@@ -1,0 +1,110 @@
+// wingspan: the planner window; `wingspan export ...` renders charts without a display;
+// `wingspan plan|fit|table|...` are the command line of app/cli and never start Qt.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <QApplication>
+#include <QGuiApplication>
+#include <QTextStream>
+#include <QTimer>
+
+#include "cli.hpp"
+#include "wingspan/ui/export.hpp"
+#include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/widgets.hpp"
+
+namespace {
+
+// The real path of this program, so profiles next to it are found when it was started
+// from $PATH or through a symlink.
+std::string executable_path(const char* argv0) {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string(argv0) : self.string();
+}
+
+bool has_env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+}
+
+void set_identity() {
+    QCoreApplication::setOrganizationName("Wingspan");
+    QCoreApplication::setApplicationName("Wingspan");
+    QCoreApplication::setApplicationVersion(WINGSPAN_APP_VERSION);
+    QGuiApplication::setDesktopFileName("wingspan");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string exe = executable_path(argv[0]);
+    const std::vector<std::string> args(argv + 1, argv + argc);
+
+    if (!args.empty() && args[0] == "export") {
+        // Headless: no window is ever shown, so never depend on a display.
+        if (!has_env("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+        QGuiApplication app(argc, argv);
+        set_identity();
+        QStringList rest;
+        for (size_t i = 1; i < args.size(); ++i) rest << QString::fromStdString(args[i]);
+        QTextStream out(stdout), err(stderr);
+        return wingspan::ui::run_export_command(rest, out, err, QString::fromStdString(exe));
+    }
+    if (!args.empty() && wingspan::cli::is_cli_command(args[0]))
+        return wingspan::cli::run(args, std::cout, std::cerr, exe);
+
+    if (!has_env("DISPLAY") && !has_env("WAYLAND_DISPLAY") && !has_env("QT_QPA_PLATFORM")) {
+#ifdef __linux__
+        std::cerr << "wingspan: no display (DISPLAY and WAYLAND_DISPLAY are unset). Start it from a desktop session, "
+                     "or use the command line: `wingspan --help`.\n";
+        return wingspan::cli::kExitFailure;
+#endif
+    }
+
+    QApplication app(argc, argv);
+    set_identity();
+    wingspan::ui::init_resources();
+    wingspan::ui::apply_theme(wingspan::ui::Theme::System);
+
+    // What is left after Qt took its own options: a plan file to open, or --screenshot.
+    QString plan_file, screenshot;
+    int tab = 0;
+    const QStringList qargs = app.arguments();
+    for (int i = 1; i < qargs.size(); ++i) {
+        const QString& a = qargs[i];
+        if (a == "--screenshot" && i + 1 < qargs.size()) {
+            screenshot = qargs[++i];
+        } else if (a == "--tab" && i + 1 < qargs.size()) {
+            tab = qargs[++i].toInt();
+        } else if (!a.startsWith('-')) {
+            plan_file = a;
+        } else {
+            std::cerr << "wingspan: unknown option '" << a.toStdString() << "'; `wingspan --help` lists the commands\n";
+            return wingspan::cli::kExitBadInput;
+        }
+    }
+
+    wingspan::ui::MainWindow window(QString::fromStdString(exe));
+    if (!plan_file.isEmpty()) {
+        QString error;
+        if (!window.hasLibrary() || !window.openPlan(plan_file, &error))
+            std::cerr << "wingspan: cannot open " << plan_file.toStdString() << ": " << error.toStdString() << "\n";
+    }
+    if (window.tabs() && tab > 0) window.tabs()->setCurrentIndex(tab);
+    window.show();
+
+    if (!screenshot.isEmpty()) {
+        // The window photographs itself once it has been laid out and painted.
+        QTimer::singleShot(1200, &window, [&window, screenshot] {
+            const QPixmap shot = window.grab();
+            const bool ok = shot.save(screenshot, "PNG");
+            std::cerr << (ok ? "wrote " : "cannot write ") << screenshot.toStdString() << "\n";
+            QApplication::exit(ok ? 0 : 1);
+        });
+    }
+    return app.exec();
+}

@@ -1,0 +1,59 @@
+#pragma once
+// Exports for course material: charts to PNG/SVG/PDF, tables to CSV/Markdown, the lessons'
+// "course pack", and the headless `wingspan export` command. The same ChartPainter draws
+// the window and every file.
+#include <QImage>
+#include <QString>
+#include <QStringList>
+
+#include "wingspan/ui/chart.hpp"
+#include "wingspan/ui/plan.hpp"
+
+class QTextStream;
+
+namespace wingspan::ui {
+
+struct ImageOptions {
+    int width = 1600;     // pixels (PDF: points at `dpi`)
+    int height = 900;
+    double dpi = 144;     // text and lines scale with dpi / 96
+    bool dark = false;
+};
+
+// Renders into an image of exactly width × height pixels.
+QImage render_chart(const ChartData& data, const ImageOptions& options);
+// Format from the suffix: .png, .svg, .pdf. Returns false with a message on failure.
+bool export_chart(const ChartData& data, const QString& path, const ImageOptions& options, QString* error = nullptr);
+// Format from the suffix: .csv (exact numbers), .md / .markdown (rounded, as in the lessons).
+bool export_table(const Table& table, const QString& path, QString* error = nullptr);
+
+// The chart's series as a table: one row per bar, bytes per component (exact), the total,
+// the ceiling, the margin and the verdict.
+Table chart_table(const ChartData& data);
+
+struct ExportResult {
+    QStringList files;
+    QStringList errors;
+    bool ok() const { return errors.isEmpty(); }
+};
+
+// formats: any of png, svg, pdf (charts) and csv, md (tables).
+ExportResult export_plan(const ProfileLibrary& lib, const Plan& plan, const QString& dir, const QStringList& formats,
+                         const ImageOptions& options, ByteUnit unit, const QString& prefix = "plan");
+ExportResult export_scenario(const ProfileLibrary& lib, const std::string& scenario_id, const QString& dir,
+                             const QStringList& formats, const ImageOptions& options, ByteUnit unit);
+// Every lesson scenario (ids starting "lesson-"), the plan's charts and tables, and an
+// index.md listing what was written.
+ExportResult export_course_pack(const ProfileLibrary& lib, const Plan& plan, const QString& dir,
+                                const QStringList& formats, const ImageOptions& options, ByteUnit unit);
+
+// Charts a scenario draws (verdict grids and machine winners: a machine chart per case;
+// size tables: one grouped chart). Empty for table-only kinds.
+std::vector<std::pair<QString, ChartData>> scenario_charts(const ProfileLibrary& lib, const nlohmann::json& scenario,
+                                                           ByteUnit unit);
+
+// `wingspan export --scenario ID|--plan FILE|--course-pack --out DIR --format png,svg,pdf,csv`
+// Needs a QGuiApplication (offscreen is fine). Exit codes as the CLI: 0, 2 bad input, 1 failure.
+int run_export_command(const QStringList& args, QTextStream& out, QTextStream& err, const QString& executable);
+
+}  // namespace wingspan::ui

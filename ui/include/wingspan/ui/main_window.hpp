@@ -1,0 +1,199 @@
+#pragma once
+// The planner window: inputs on the left, the charts and tables in the middle, the machines
+// with their verdicts on the right. Every number on screen comes from core.
+#include <optional>
+
+#include <QMainWindow>
+#include <QPointer>
+
+#include "wingspan/ui/chart.hpp"
+#include "wingspan/ui/plan.hpp"
+#include "wingspan/ui/widgets.hpp"
+
+class QAbstractButton;
+class QActionGroup;
+class QButtonGroup;
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+class QStackedWidget;
+class QTabWidget;
+class QTableView;
+class QTimer;
+class QToolButton;
+class QTreeWidget;
+class QTreeWidgetItem;
+class QWidget;
+
+namespace wingspan::ui {
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    struct Options {
+        bool restore_settings = true;   // the last plan, unit, theme and geometry from QSettings
+        bool save_settings = true;
+    };
+    // Loads the bundled profiles (next to `executable`, or $WINGSPAN_PROFILES) and the user's
+    // own machines. When the profiles cannot be loaded the window shows why, and how to fix it.
+    explicit MainWindow(const QString& executable, Options options, QWidget* parent = nullptr);
+    explicit MainWindow(const QString& executable = {}, QWidget* parent = nullptr)
+        : MainWindow(executable, Options{}, parent) {}
+    ~MainWindow() override;
+
+    bool hasLibrary() const { return lib_.has_value(); }
+    const ProfileLibrary& library() const { return *lib_; }
+    QString loadError() const { return load_error_; }
+
+    const Plan& plan() const { return plan_; }
+    void setPlan(const Plan& plan);            // controls follow, everything recomputes
+    const Evaluation& evaluation() const { return eval_; }
+    const ChartData& machineChart() const;
+    ChartData methodsChart() const;
+    ByteUnit unit() const { return unit_; }
+    void setUnit(ByteUnit unit);
+    void setTheme(Theme theme);
+    Theme theme() const { return theme_; }
+
+    // Tables, brought up to date first (the window refreshes them lazily, off the slider path).
+    const Table& machineTable();
+    const Table& methodTable();
+    const Table& sizeTable();
+
+    bool openPlan(const QString& path, QString* error = nullptr);
+    bool savePlan(const QString& path, QString* error = nullptr);
+    QString planPath() const { return plan_path_; }
+
+    // Reloads the user's machines from their config folder (after the dialog saved one).
+    void reloadUserMachines();
+    // The user's config folder (machines/ lives there); tests point it elsewhere.
+    void setUserDir(const std::filesystem::path& dir);
+    std::filesystem::path userDir() const { return user_dir_; }
+
+    // For a run panel (issue 5): adds a tab beside the charts and returns its index.
+    int addRunTab(QWidget* widget, const QString& title);
+    QTabWidget* tabs() const { return tabs_; }
+    MemoryChartWidget* machineChartWidget() const { return machine_chart_; }
+
+    // Recomputes the plan and redraws the main chart now; the tables follow lazily.
+    void recompute();
+
+signals:
+    // "Train ▶": a run panel connects here and launches wingspan-train with this plan.
+    void trainRequested(const wingspan::ui::Plan& plan);
+    void planChanged();
+
+public slots:
+    void openPlanDialog();
+    void savePlanDialog();
+    void savePlanAsDialog();
+    void exportChartDialog();
+    void exportTableDialog();
+    void exportCoursePackDialog();
+    void addMachineDialog();
+    void editMachineDialog();
+    void removeUserMachine();
+    void requestTrain();
+
+protected:
+    void closeEvent(QCloseEvent* e) override;
+    void connectNotify(const QMetaMethod& signal) override;
+
+private:
+    void buildUi();
+    void buildErrorPage();
+    void buildMenus();
+    QWidget* buildInputs();
+    QWidget* buildMachinesPanel();
+    void populateModels();
+    void populateMachines();
+    void syncControls();          // plan_ -> controls
+    void readControls();          // controls -> plan_, then recompute
+    void updateSizeSlider();
+    void updateMachineVerdicts();
+    void updateSummary();
+    void markTablesDirty();
+    void refreshVisibleTables();
+    void refreshTable(int which);
+    void saveSettings();
+    void restoreSettings();
+    void setModel(const std::string& id);
+    void onSizeSlider(int pos);
+    void onModelActivated(int index);
+    void importConfigDialog();
+    QString currentChartName() const;
+
+    std::optional<ProfileLibrary> lib_;
+    QString load_error_;
+    QString executable_;
+    Options options_;
+    std::filesystem::path user_dir_;
+    Plan plan_;
+    Evaluation eval_;
+    ChartData machines_data_;
+    ByteUnit unit_ = ByteUnit::GB;
+    Theme theme_ = Theme::System;
+    QString plan_path_;
+    bool syncing_ = false;
+    bool train_connected_ = false;
+    FamilyRange family_;
+
+    // Lazily refreshed tables: 0 methods, 1 sizes, 2 machines.
+    bool dirty_[3] = {true, true, true};
+    TableModel* table_models_[3] = {};
+    QTimer* table_timer_ = nullptr;
+    QTimer* settings_timer_ = nullptr;
+
+    // Inputs.
+    QComboBox* model_ = nullptr;
+    QLabel* model_info_ = nullptr;
+    QSlider* size_ = nullptr;
+    QLabel* size_label_ = nullptr;
+    QButtonGroup* method_ = nullptr;
+    QSlider* rank_ = nullptr;
+    QLabel* rank_label_ = nullptr;
+    QWidget* lora_box_ = nullptr;
+    QCheckBox* targets_[7] = {};
+    QComboBox* quant_ = nullptr;
+    QWidget* quant_row_ = nullptr;
+    QSlider* seq_ = nullptr;
+    QSpinBox* seq_spin_ = nullptr;
+    QSpinBox* batch_ = nullptr;
+    QSpinBox* accum_ = nullptr;
+    QCheckBox* ckpt_ = nullptr;
+    QComboBox* precision_ = nullptr;
+    QComboBox* optimizer_ = nullptr;
+    QComboBox* attention_ = nullptr;
+    QSpinBox* devices_ = nullptr;
+    QComboBox* sharding_ = nullptr;
+    QCheckBox* offload_ = nullptr;
+    QSpinBox* loss_chunk_ = nullptr;
+    QCheckBox* train_embeddings_ = nullptr;
+    QComboBox* framework_ = nullptr;
+    QToolButton* advanced_toggle_ = nullptr;
+    QWidget* advanced_box_ = nullptr;
+    QSpinBox* examples_ = nullptr;
+    QSpinBox* tokens_ = nullptr;
+    QSpinBox* epochs_ = nullptr;
+
+    // Middle and right.
+    QStackedWidget* stack_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    MemoryChartWidget* machine_chart_ = nullptr;
+    MemoryChartWidget* methods_chart_ = nullptr;
+    MemoryChartWidget* sizes_chart_ = nullptr;
+    QTableView* table_views_[3] = {};
+    QLabel* dataset_total_ = nullptr;
+    QTreeWidget* machines_ = nullptr;
+    QPushButton* edit_machine_ = nullptr;
+    QPushButton* remove_machine_ = nullptr;
+    QLabel* summary_ = nullptr;
+    QPushButton* train_ = nullptr;
+    QActionGroup* unit_group_ = nullptr;
+    QActionGroup* theme_group_ = nullptr;
+};
+
+}  // namespace wingspan::ui

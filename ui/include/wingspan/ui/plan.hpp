@@ -1,0 +1,129 @@
+#pragma once
+// A plan as the window holds it (model choice + TrainingSetup + machines + data set), its
+// `.wingspan.json` form, and the evaluation that core computes for it. No arithmetic on
+// memory happens here: every number comes from core (estimate_memory, evaluate, solve,
+// estimate_run, build_table).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "wingspan/memory_model.hpp"
+#include "wingspan/profiles.hpp"
+#include "wingspan/scenario.hpp"
+#include "wingspan/setup.hpp"
+#include "wingspan/units.hpp"
+#include "wingspan/verdict.hpp"
+
+namespace wingspan::ui {
+
+// What the model is: a bundled profile, a point on a family's size slider, or an imported
+// Hugging Face config.json.
+struct ModelChoice {
+    std::string model_id;             // a bundled (or user) profile id
+    std::string family;               // size slider: the family walked...
+    std::int64_t target_params = 0;   // ...and the size asked for (0: use model_id)
+    nlohmann::json config;            // imported config.json (object), else null
+    std::string config_name;          // a label for the imported config
+
+    bool operator==(const ModelChoice&) const = default;
+};
+
+// The data set a run trains on, for time and cost: examples × tokens × epochs.
+struct Dataset {
+    std::int64_t examples = 1000;
+    std::int64_t tokens_per_example = 512;
+    std::int64_t epochs = 1;
+    double tokens() const { return double(examples) * double(tokens_per_example) * double(epochs); }
+    bool operator==(const Dataset&) const = default;
+};
+
+struct Plan {
+    ModelChoice model;
+    TrainingSetup setup;
+    std::vector<std::string> machines;   // machine ids, in display order
+    Dataset dataset;
+    std::string framework;               // forced framework id; empty: each machine's default
+
+    // The lessons' example: Llama 3.1 8B, LoRA r16, seq 1024, batch 1, checkpointing on,
+    // on the RTX 4090, Mac Studio M3 Ultra, T4, A100 80GB, a CPU laptop and this machine.
+    static Plan lesson_default();
+
+    // `.wingspan.json`: {"format":"wingspan-plan","version":1,"model":{...},"setup":{...},
+    // "machines":[...],"dataset":{...}}. from_json throws InputError naming the field.
+    nlohmann::json to_json() const;
+    static Plan from_json(const nlohmann::json& j);
+};
+
+inline constexpr const char* kPlanFormat = "wingspan-plan";
+inline constexpr const char* kPlanSuffix = ".wingspan.json";
+
+// Reads / writes a plan file; errors are InputError with the path in the message.
+Plan read_plan_file(const std::string& path);
+void write_plan_file(const Plan& plan, const std::string& path);
+
+// The model a choice names, resolved against the library.
+struct ResolvedModel {
+    std::string id;
+    std::string name;
+    std::string family;
+    Architecture arch;
+    bool interpolated = false;   // a synthetic point between two real family members
+};
+ResolvedModel resolve_model(const ProfileLibrary& lib, const ModelChoice& choice);
+
+// The size range a family's slider walks (smallest and largest real member).
+struct FamilyRange {
+    std::string family;
+    std::vector<const ModelProfile*> members;   // by size
+    std::int64_t min_params() const;
+    std::int64_t max_params() const;
+};
+FamilyRange family_range(const ProfileLibrary& lib, const std::string& family);
+
+// What core says about a plan. `error` is set (and the rest empty) when the plan is
+// impossible (sequence 0, rank above the hidden size, an unknown model, ...).
+struct Evaluation {
+    ResolvedModel model;
+    TrainingSetup setup;
+    MemoryEstimate reference;                 // with the reference framework (PyTorch + CUDA)
+    const FrameworkProfile* reference_framework = nullptr;
+    std::vector<MachineVerdict> verdicts;     // one per plan machine found in the library
+    std::vector<std::string> missing_machines;// plan machine ids the library does not have
+    std::string error;
+    bool ok() const { return error.empty(); }
+};
+// Reference framework: the plan's forced one, else "pytorch-cuda" (what the lessons assume).
+const FrameworkProfile& reference_framework(const ProfileLibrary& lib, const Plan& plan);
+const FrameworkProfile& framework_for(const ProfileLibrary& lib, const Plan& plan, const MachineProfile& m);
+Evaluation evaluate_plan(const ProfileLibrary& lib, const Plan& plan);
+
+// ---- tables (wingspan::Table, so the window, the exports and the CLI share one form) ----
+
+// "Which machine trains what": per selected machine, fit and margin, the largest micro-batch
+// and sequence length that fit (core's solver), tokens/s, time and cost for the data set.
+Table machine_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation& eval, ByteUnit unit);
+// Full vs LoRA vs QLoRA for the same model and setup: a row per method, a column per
+// component, the total, and the verdict on each selected machine.
+Table method_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation& eval, ByteUnit unit);
+// The lesson's per-size table (1B–70B × full/LoRA/QLoRA), computed by core with this plan's
+// setup (sequence, batch, checkpointing, ...) as the defaults. Uses the `lesson-sizes`
+// scenario's rows and columns when the library has it.
+Table size_table(const ProfileLibrary& lib, const Plan& plan, ByteUnit unit);
+nlohmann::json size_scenario(const ProfileLibrary& lib, const Plan& plan);
+
+// The three methods the comparison shows, as setups derived from the plan's.
+std::vector<std::pair<std::string, TrainingSetup>> method_variants(const TrainingSetup& base);
+
+// ---- text helpers (rendering only) ----
+std::string short_machine_name(const MachineProfile& m);   // "RTX 4090", "Mac Studio M3 Ultra"
+std::string describe_setup(const TrainingSetup& s);         // "LoRA r16 · seq 1,024 × batch 1 · ..."
+std::string method_label(Method m);                         // "Full fine-tune", "LoRA", ...
+std::string verdict_text(const MachineVerdict& v, ByteUnit unit);   // "fits · 4.0 GB free"
+std::string format_duration(double seconds);
+std::string unit_name(ByteUnit u);                          // "GB" / "GiB"
+double unit_bytes(ByteUnit u);                              // 1e9 / 2^30
+
+}  // namespace wingspan::ui

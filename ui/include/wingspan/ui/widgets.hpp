@@ -1,0 +1,66 @@
+#pragma once
+// Small pieces the window is made of: the table model over core's Table, light and dark
+// palettes, the application icon, and the export dialog.
+#include <QAbstractTableModel>
+#include <QDialog>
+#include <QIcon>
+#include <QPalette>
+
+#include "wingspan/scenario.hpp"
+#include "wingspan/ui/export.hpp"
+
+class QSpinBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QCheckBox;
+class QLabel;
+
+namespace wingspan::ui {
+
+// Registers the bundled resources (icon, stylesheet); safe to call more than once.
+void init_resources();
+QIcon app_icon();
+
+enum class Theme { System, Light, Dark };
+QString theme_id(Theme t);              // "system", "light", "dark"
+Theme parse_theme(const QString& id);   // unknown: System
+QPalette light_palette();
+QPalette dark_palette();
+// Fusion style with the chosen palette on the whole application.
+void apply_theme(Theme t);
+
+// A read-only view of a core Table: the rounded text, the exact value in the tooltip,
+// verdict cells coloured.
+class TableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    using QAbstractTableModel::QAbstractTableModel;
+    void setTable(Table t);
+    const Table& table() const { return table_; }
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+private:
+    Table table_;
+};
+
+// File, size and DPI for a chart export; the format follows the file's suffix.
+class ExportDialog : public QDialog {
+    Q_OBJECT
+public:
+    ExportDialog(const QString& what, const QString& suggested_path, bool chart, QWidget* parent = nullptr);
+    QString path() const;
+    ImageOptions options() const;
+
+private:
+    QLineEdit* path_;
+    QSpinBox* width_ = nullptr;
+    QSpinBox* height_ = nullptr;
+    QSpinBox* dpi_ = nullptr;
+    QCheckBox* dark_ = nullptr;
+    bool chart_;
+};
+
+}  // namespace wingspan::ui

@@ -1,0 +1,450 @@
+#include "wingspan/ui/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "wingspan/errors.hpp"
+
+namespace wingspan::ui {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- plan and its file ----
+
+Plan Plan::lesson_default() {
+    Plan p;
+    p.model.model_id = "llama-3.1-8b";
+    p.setup.method = Method::Lora;
+    p.setup.seq_len = 1024;
+    p.setup.micro_batch = 1;
+    p.setup.serve_batch = 1;
+    p.setup.grad_checkpointing = true;
+    p.setup.lora_rank = 16;
+    p.setup.lora_alpha = 32;
+    p.machines = {"rtx-4090", "mac-studio-m3-ultra-96gb", "t4", "a100-80gb", "cpu-laptop-8gb", "this-machine"};
+    return p;
+}
+
+json Plan::to_json() const {
+    json m = json::object();
+    if (!model.config.is_null()) {
+        m["config"] = model.config;
+        m["name"] = model.config_name;
+    } else {
+        if (!model.model_id.empty()) m["id"] = model.model_id;
+        if (model.target_params > 0) {
+            m["family"] = model.family;
+            m["params"] = model.target_params;
+        }
+    }
+    json j = {{"format", kPlanFormat},
+              {"version", 1},
+              {"model", m},
+              {"setup", setup.to_json()},
+              {"machines", machines},
+              {"dataset",
+               {{"examples", dataset.examples},
+                {"tokens_per_example", dataset.tokens_per_example},
+                {"epochs", dataset.epochs}}}};
+    if (!framework.empty()) j["framework"] = framework;
+    return j;
+}
+
+Plan Plan::from_json(const json& j) {
+    if (!j.is_object()) throw InputError("plan: expected a JSON object");
+    if (j.contains("format") && j["format"] != kPlanFormat)
+        throw InputError("plan: 'format' is " + j["format"].dump() + ", expected \"" + kPlanFormat + "\"");
+    if (j.contains("version") && (!j["version"].is_number_integer() || j["version"].get<int>() > 1))
+        throw InputError("plan: 'version' " + j["version"].dump() + " is newer than this Wingspan understands (1)");
+    Plan p;
+    p.machines.clear();
+    if (!j.contains("model") || !j["model"].is_object())
+        throw InputError("plan: 'model' is required: {\"id\": \"llama-3.1-8b\"}, {\"family\": ..., \"params\": ...} "
+                         "or {\"config\": {config.json}}");
+    const json& m = j["model"];
+    auto string_field = [](const json& o, const char* k, const std::string& where) -> std::string {
+        if (!o.contains(k)) return {};
+        if (!o[k].is_string()) throw InputError(where + ": '" + k + "' must be a string");
+        return o[k].get<std::string>();
+    };
+    if (m.contains("config")) {
+        if (!m["config"].is_object()) throw InputError("plan model: 'config' must be a config.json object");
+        p.model.config = m["config"];
+        p.model.config_name = string_field(m, "name", "plan model");
+        if (p.model.config_name.empty()) p.model.config_name = "imported config";
+    } else {
+        p.model.model_id = string_field(m, "id", "plan model");
+        if (m.contains("params")) {
+            if (!m["params"].is_number_integer() || m["params"].get<std::int64_t>() <= 0)
+                throw InputError("plan model: 'params' must be a positive integer");
+            p.model.target_params = m["params"].get<std::int64_t>();
+            p.model.family = string_field(m, "family", "plan model");
+            if (p.model.family.empty()) throw InputError("plan model: 'params' needs a 'family'");
+        }
+        if (p.model.model_id.empty() && p.model.target_params == 0)
+            throw InputError("plan model: give 'id', or 'family' and 'params', or 'config'");
+    }
+    if (j.contains("setup")) p.setup = TrainingSetup::from_json(j["setup"]);
+    if (j.contains("machines")) {
+        if (!j["machines"].is_array()) throw InputError("plan: 'machines' must be a list of machine ids");
+        for (const auto& id : j["machines"]) {
+            if (!id.is_string()) throw InputError("plan: 'machines' must be a list of machine ids");
+            p.machines.push_back(id.get<std::string>());
+        }
+    }
+    if (j.contains("dataset")) {
+        const json& d = j["dataset"];
+        if (!d.is_object()) throw InputError("plan: 'dataset' must be an object");
+        auto positive = [&](const char* k, std::int64_t& out) {
+            if (!d.contains(k)) return;
+            if (!d[k].is_number_integer() || d[k].get<std::int64_t>() < 1)
+                throw InputError(std::string("plan dataset: '") + k + "' must be a positive integer");
+            out = d[k].get<std::int64_t>();
+        };
+        positive("examples", p.dataset.examples);
+        positive("tokens_per_example", p.dataset.tokens_per_example);
+        positive("epochs", p.dataset.epochs);
+    }
+    p.framework = string_field(j, "framework", "plan");
+    return p;
+}
+
+Plan read_plan_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw InputError("cannot open plan file '" + path + "'");
+    json j = json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw InputError("'" + path + "' is not valid JSON");
+    try {
+        return Plan::from_json(j);
+    } catch (const InputError& e) {
+        throw InputError(path + ": " + e.what());
+    }
+}
+
+void write_plan_file(const Plan& plan, const std::string& path) {
+    std::ofstream out(path);
+    if (!out) throw InputError("cannot write plan file '" + path + "'");
+    out << plan.to_json().dump(2) << "\n";
+    if (!out) throw InputError("writing '" + path + "' failed");
+}
+
+// ------------------------------------------------------------------------- models ----
+
+std::int64_t FamilyRange::min_params() const {
+    return members.empty() ? 0 : members.front()->arch.parameter_count();
+}
+std::int64_t FamilyRange::max_params() const {
+    return members.empty() ? 0 : members.back()->arch.parameter_count();
+}
+
+FamilyRange family_range(const ProfileLibrary& lib, const std::string& family) {
+    FamilyRange r;
+    r.family = family;
+    for (const auto* m : lib.family(family))
+        if (!m->arch.is_moe()) r.members.push_back(m);
+    return r;
+}
+
+ResolvedModel resolve_model(const ProfileLibrary& lib, const ModelChoice& c) {
+    ResolvedModel r;
+    if (!c.config.is_null()) {
+        r.id = "imported";
+        r.name = c.config_name.empty() ? "Imported config" : c.config_name;
+        r.family = "imported";
+        r.arch = Architecture::from_hf_config(c.config);
+        return r;
+    }
+    if (c.target_params > 0) {
+        const FamilyRange range = family_range(lib, c.family);
+        if (range.members.empty()) throw InputError("no bundled models in family '" + c.family + "'");
+        std::vector<Architecture> archs;
+        for (const auto* m : range.members) archs.push_back(m->arch);
+        r.arch = interpolate_family(archs, c.target_params);
+        r.family = c.family;
+        const std::int64_t n = r.arch.parameter_count();
+        for (const auto* m : range.members)
+            if (m->arch.parameter_count() == n) {
+                r.id = m->id;
+                r.name = m->name;
+                return r;
+            }
+        r.interpolated = true;
+        r.id = c.family + "-" + format_params_short(n);
+        r.name = c.family + " family at " + format_params_short(n);
+        return r;
+    }
+    const ModelProfile& m = lib.model(c.model_id);
+    r.id = m.id;
+    r.name = m.name;
+    r.family = m.family;
+    r.arch = m.arch;
+    return r;
+}
+
+// --------------------------------------------------------------------- evaluation ----
+
+const FrameworkProfile& reference_framework(const ProfileLibrary& lib, const Plan& plan) {
+    return lib.framework(plan.framework.empty() ? std::string("pytorch-cuda") : plan.framework);
+}
+
+const FrameworkProfile& framework_for(const ProfileLibrary& lib, const Plan& plan, const MachineProfile& m) {
+    return plan.framework.empty() ? lib.framework_for(m) : lib.framework(plan.framework);
+}
+
+Evaluation evaluate_plan(const ProfileLibrary& lib, const Plan& plan) {
+    Evaluation e;
+    try {
+        e.model = resolve_model(lib, plan.model);
+        e.setup = plan.setup;
+        e.setup.validate(e.model.arch);
+        e.reference_framework = &reference_framework(lib, plan);
+        e.reference = estimate_memory(e.model.arch, e.setup, *e.reference_framework);
+        e.verdicts.reserve(plan.machines.size());
+        for (const auto& id : plan.machines) {
+            const MachineProfile* m = nullptr;
+            for (const auto& candidate : lib.machines())
+                if (candidate.id == id) m = &candidate;
+            if (!m) {
+                e.missing_machines.push_back(id);
+                continue;
+            }
+            e.verdicts.push_back(evaluate(e.model.arch, e.setup, *m, framework_for(lib, plan, *m)));
+        }
+    } catch (const std::exception& ex) {
+        e.verdicts.clear();
+        e.error = ex.what();
+    }
+    return e;
+}
+
+// ------------------------------------------------------------------------- tables ----
+
+namespace {
+
+std::string fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+TableCell bytes_cell(double bytes, ByteUnit unit) { return {format_bytes(bytes, unit), bytes, {}}; }
+TableCell text_cell(std::string s) { return {std::move(s), {}, {}}; }
+
+}  // namespace
+
+std::string unit_name(ByteUnit u) { return u == ByteUnit::GiB ? "GiB" : "GB"; }
+double unit_bytes(ByteUnit u) { return u == ByteUnit::GiB ? kGiB : kGB; }
+
+std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "—";
+    if (seconds < 120) return fixed(seconds, 0) + " s";
+    if (seconds < 7200) return fixed(seconds / 60, 0) + " min";
+    if (seconds < 3 * 86400) return fixed(seconds / 3600, 1) + " h";
+    return fixed(seconds / 86400, 1) + " days";
+}
+
+std::string method_label(Method m) {
+    switch (m) {
+        case Method::Full: return "Full fine-tune";
+        case Method::Lora: return "LoRA";
+        case Method::Qlora: return "QLoRA";
+        case Method::Serve: return "Serve";
+    }
+    return "?";
+}
+
+std::string short_machine_name(const MachineProfile& m) {
+    std::string n = m.name;
+    for (const char* prefix : {"NVIDIA GeForce ", "NVIDIA Tesla ", "NVIDIA ", "Apple "})
+        if (n.rfind(prefix, 0) == 0) {
+            n = n.substr(std::string(prefix).size());
+            break;
+        }
+    // "Mac Studio M3 Ultra (80-core GPU, 96 GB)" -> "Mac Studio M3 Ultra"; keep "(2 cores...)"
+    // for this machine short as "This machine".
+    if (auto paren = n.find(" ("); paren != std::string::npos) n = n.substr(0, paren);
+    for (const char* suffix : {"-SXM4-80GB", "-SXM4-40GB"})
+        if (auto pos = n.find(suffix); pos != std::string::npos)
+            n = n.substr(0, pos) + " " + std::string(suffix).substr(6);
+    if (auto pos = n.find(" 80GB HBM3"); pos != std::string::npos) n = n.substr(0, pos);
+    if (auto pos = n.find("-PCIE-16GB"); pos != std::string::npos) n = n.substr(0, pos);
+    if (auto comma = n.find(", "); comma != std::string::npos) n = n.substr(0, comma);
+    return n;
+}
+
+std::string describe_setup(const TrainingSetup& s) {
+    std::ostringstream d;
+    d << method_label(s.method);
+    if (s.method == Method::Lora || s.method == Method::Qlora) d << " r" << s.lora_rank;
+    if (s.effective_quantization() != Quantization::None) d << " (" << to_string(s.effective_quantization()) << ")";
+    d << " · " << to_string(s.precision);
+    if (s.trains()) d << " · " << to_string(s.optimizer);
+    d << " · seq " << format_count(s.seq_len) << " × batch " << (s.trains() ? s.micro_batch : s.serve_batch);
+    if (s.trains() && s.grad_accum > 1) d << " × accum " << s.grad_accum;
+    if (s.trains()) d << " · checkpointing " << (s.grad_checkpointing ? "on" : "off");
+    d << " · " << to_string(s.attention);
+    if (s.devices > 1) d << " · " << s.devices << " devices " << to_string(s.sharding);
+    if (s.offload) d << " · offload";
+    return d.str();
+}
+
+std::string verdict_text(const MachineVerdict& v, ByteUnit unit) {
+    const double margin = double(v.margin_bytes);
+    if (v.fit == Fit::No) {
+        if (margin >= 0) return "does not fit (host RAM)";
+        return "does not fit · short " + format_bytes(-margin, unit);
+    }
+    return std::string(v.fit == Fit::Tight ? "tight" : "fits") + " · " + format_bytes(margin, unit) + " free";
+}
+
+std::vector<std::pair<std::string, TrainingSetup>> method_variants(const TrainingSetup& base) {
+    std::vector<std::pair<std::string, TrainingSetup>> out;
+    TrainingSetup full = base, lora = base, qlora = base;
+    full.method = Method::Full;
+    full.quantization = Quantization::None;
+    lora.method = Method::Lora;
+    lora.quantization = Quantization::None;
+    qlora.method = Method::Qlora;
+    if (base.method != Method::Qlora) qlora.quantization = Quantization::None;   // NF4 + double quant
+    out.emplace_back("Full fine-tune", full);
+    out.emplace_back("LoRA (16-bit base)", lora);
+    out.emplace_back("QLoRA (4-bit base)", qlora);
+    return out;
+}
+
+Table machine_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation& eval, ByteUnit unit) {
+    Table t;
+    t.id = "which-machine";
+    t.title = "Which machine trains what: " + eval.model.name;
+    t.headers = {"Machine", "Framework", "Needs", "Usable", "Verdict", "Margin", "Largest batch",
+                 "Longest sequence", "Tokens/s", "Time", "Cost"};
+    const double tokens = plan.dataset.tokens();
+    t.caption = describe_setup(eval.setup) + ". Time and cost for " + format_count(std::int64_t(tokens)) +
+                " tokens (" + format_count(plan.dataset.examples) + " examples × " +
+                format_count(plan.dataset.tokens_per_example) + " tokens × " + std::to_string(plan.dataset.epochs) +
+                " epochs). " + unit_name(unit) + (unit == ByteUnit::GiB ? " = 2^30 bytes." : " = 10^9 bytes.");
+    if (!eval.ok()) return t;
+    for (const auto& v : eval.verdicts) {
+        const FrameworkProfile& fw = *v.framework;
+        std::vector<TableCell> row;
+        row.push_back(text_cell(short_machine_name(*v.machine)));
+        row.push_back(text_cell(fw.name.substr(0, fw.name.find(" ("))));
+        row.push_back(bytes_cell(double(v.needed_bytes), unit));
+        row.push_back(bytes_cell(double(v.usable_bytes), unit));
+        row.push_back({v.fit == Fit::No ? "does not fit" : to_string(v.fit), double(v.margin_bytes), v.fit});
+        row.push_back(bytes_cell(double(v.margin_bytes), unit));
+        for (SolveFor what : {SolveFor::Batch, SolveFor::Seq}) {
+            const Solution s = solve(what, eval.model.arch, eval.setup, *v.machine, fw, &lib, eval.model.family);
+            std::string text = s.value == 0 ? "none fits" : format_count(s.value);
+            if (s.unbounded) text = "≥ " + text;
+            row.push_back({text, double(s.value), {}});
+        }
+        row.push_back({fixed(v.speed.tokens_per_s, v.speed.tokens_per_s < 10 ? 1 : 0), v.speed.tokens_per_s, {}});
+        const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+        row.push_back({format_duration(cost.seconds), std::isfinite(cost.seconds) ? std::optional<double>(cost.seconds)
+                                                                                  : std::nullopt, {}});
+        if (cost.dollars) row.push_back({"$" + fixed(*cost.dollars, *cost.dollars < 10 ? 2 : 0), *cost.dollars, {}});
+        else row.push_back(text_cell("—"));
+        t.rows.push_back(std::move(row));
+    }
+    return t;
+}
+
+Table method_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation& eval, ByteUnit unit) {
+    Table t;
+    t.id = "methods";
+    t.title = "Full vs LoRA vs QLoRA: " + eval.model.name;
+    if (!eval.ok()) return t;
+    const FrameworkProfile& ref = *eval.reference_framework;
+    struct Row {
+        std::string label;
+        TrainingSetup setup;
+        MemoryEstimate est;
+    };
+    std::vector<Row> rows;
+    for (auto& [label, setup] : method_variants(eval.setup)) {
+        Row r{label, setup, {}};
+        try {
+            setup.validate(eval.model.arch);
+            r.est = estimate_memory(eval.model.arch, setup, ref);
+        } catch (const std::exception&) {
+            continue;
+        }
+        rows.push_back(std::move(r));
+    }
+    std::vector<Component> shown;
+    for (Component c : kAllComponents)
+        for (const auto& r : rows) {
+            auto it = r.est.components.find(c);
+            if (it != r.est.components.end() && it->second > 0) {
+                shown.push_back(c);
+                break;
+            }
+        }
+    t.headers = {"Method", "Trainable parameters"};
+    for (Component c : shown) t.headers.emplace_back(component_label(c));
+    t.headers.push_back("Total");
+    for (const auto& v : eval.verdicts) t.headers.push_back(short_machine_name(*v.machine));
+    for (const auto& r : rows) {
+        std::vector<TableCell> row{text_cell(r.label),
+                                   {format_count(r.est.params.trainable), double(r.est.params.trainable), {}}};
+        for (Component c : shown) {
+            auto it = r.est.components.find(c);
+            const double b = it == r.est.components.end() ? 0.0 : double(it->second);
+            row.push_back(b > 0 ? bytes_cell(b, unit) : TableCell{"—", 0.0, {}});
+        }
+        row.push_back(bytes_cell(double(r.est.total_bytes), unit));
+        for (const auto& v : eval.verdicts) {
+            const MachineVerdict mv = evaluate(eval.model.arch, r.setup, *v.machine, framework_for(lib, plan, *v.machine));
+            row.push_back({verdict_text(mv, unit), double(mv.margin_bytes), mv.fit});
+        }
+        t.rows.push_back(std::move(row));
+    }
+    t.caption = describe_setup(eval.setup) + "; components at each method's peak phase with " + ref.name +
+                "; verdicts use each machine's own framework.";
+    return t;
+}
+
+json size_scenario(const ProfileLibrary& lib, const Plan& plan) {
+    json s;
+    if (lib.scenarios().count("lesson-sizes") && lib.scenario("lesson-sizes").value("kind", "") == "size_table") {
+        s = lib.scenario("lesson-sizes");
+    } else {
+        s = {{"id", "sizes"}, {"kind", "size_table"}, {"row_header", "Model size"}};
+        json rows = json::array();
+        for (const char* size : {"1B", "4B", "8B", "14B", "32B", "70B"}) {
+            const ModelProfile& m = lib.nearest_model(parse_param_count(size));
+            rows.push_back({{"label", size}, {"model", m.id}});
+        }
+        s["rows"] = rows;
+        s["columns"] = json::array({{{"label", "Full fine-tune"}, {"setup", {{"method", "full"}}}},
+                                    {{"label", "LoRA (16-bit)"}, {"setup", {{"method", "lora"}}}},
+                                    {{"label", "QLoRA (4-bit)"}, {"setup", {{"method", "qlora"}}}}});
+    }
+    // This plan's settings become the defaults; each column still picks its method.
+    json defaults = s.value("defaults", json::object());
+    json mine = plan.setup.to_json();
+    mine.erase("method");
+    mine.erase("quantization");
+    for (auto& [k, v] : mine.items()) defaults[k] = v;
+    s["defaults"] = defaults;
+    if (!plan.framework.empty()) s["framework"] = plan.framework;
+    s["title"] = "Memory by model size and method (this plan's settings)";
+    TrainingSetup shown = plan.setup;
+    s["caption"] = "Each cell is what the device holds at the peak with " +
+                   (s.contains("framework") ? lib.framework(s["framework"].get<std::string>()).name
+                                            : lib.framework("pytorch-cuda").name) +
+                   ": seq " + format_count(shown.seq_len) + " × batch " + std::to_string(shown.micro_batch) +
+                   ", checkpointing " + (shown.grad_checkpointing ? "on" : "off") + ", " +
+                   to_string(shown.optimizer) + ", LoRA r" + std::to_string(shown.lora_rank) + ".";
+    return s;
+}
+
+Table size_table(const ProfileLibrary& lib, const Plan& plan, ByteUnit unit) {
+    return build_table(lib, size_scenario(lib, plan), unit);
+}
+
+}  // namespace wingspan::ui

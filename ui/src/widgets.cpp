@@ -1,0 +1,238 @@
+#include "wingspan/ui/widgets.hpp"
+
+#include <cmath>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStyleFactory>
+
+static void wingspan_init_qrc() { Q_INIT_RESOURCE(wingspan); }
+
+namespace wingspan::ui {
+
+void init_resources() {
+    static bool done = false;
+    if (!done) {
+        wingspan_init_qrc();
+        done = true;
+    }
+}
+
+QIcon app_icon() {
+    init_resources();
+    return QIcon(":/wingspan/wingspan.svg");
+}
+
+QString theme_id(Theme t) {
+    switch (t) {
+        case Theme::Light: return "light";
+        case Theme::Dark: return "dark";
+        case Theme::System: break;
+    }
+    return "system";
+}
+
+Theme parse_theme(const QString& id) {
+    if (id == "light") return Theme::Light;
+    if (id == "dark") return Theme::Dark;
+    return Theme::System;
+}
+
+QPalette light_palette() {
+    QPalette p;
+    p.setColor(QPalette::Window, QColor("#f3f4f6"));
+    p.setColor(QPalette::WindowText, QColor("#1d1f23"));
+    p.setColor(QPalette::Base, QColor("#ffffff"));
+    p.setColor(QPalette::AlternateBase, QColor("#f6f7f9"));
+    p.setColor(QPalette::Text, QColor("#1d1f23"));
+    p.setColor(QPalette::Button, QColor("#eceef1"));
+    p.setColor(QPalette::ButtonText, QColor("#1d1f23"));
+    p.setColor(QPalette::ToolTipBase, QColor("#ffffff"));
+    p.setColor(QPalette::ToolTipText, QColor("#1d1f23"));
+    p.setColor(QPalette::PlaceholderText, QColor("#80868b"));
+    p.setColor(QPalette::Highlight, QColor("#0072B2"));
+    p.setColor(QPalette::HighlightedText, QColor("#ffffff"));
+    p.setColor(QPalette::Link, QColor("#0063a0"));
+    p.setColor(QPalette::Mid, QColor("#c4c7cc"));
+    p.setColor(QPalette::Dark, QColor("#9aa0a6"));
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor("#9aa0a6"));
+    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor("#9aa0a6"));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor("#9aa0a6"));
+    return p;
+}
+
+QPalette dark_palette() {
+    QPalette p;
+    p.setColor(QPalette::Window, QColor("#2a2d33"));
+    p.setColor(QPalette::WindowText, QColor("#e8eaed"));
+    p.setColor(QPalette::Base, QColor("#1f2126"));
+    p.setColor(QPalette::AlternateBase, QColor("#262930"));
+    p.setColor(QPalette::Text, QColor("#e8eaed"));
+    p.setColor(QPalette::Button, QColor("#353840"));
+    p.setColor(QPalette::ButtonText, QColor("#e8eaed"));
+    p.setColor(QPalette::ToolTipBase, QColor("#353840"));
+    p.setColor(QPalette::ToolTipText, QColor("#e8eaed"));
+    p.setColor(QPalette::PlaceholderText, QColor("#8a9099"));
+    p.setColor(QPalette::Highlight, QColor("#56B4E9"));
+    p.setColor(QPalette::HighlightedText, QColor("#111111"));
+    p.setColor(QPalette::Link, QColor("#7cc7f2"));
+    p.setColor(QPalette::Light, QColor("#4a4e57"));
+    p.setColor(QPalette::Midlight, QColor("#3c4048"));
+    p.setColor(QPalette::Mid, QColor("#50545c"));
+    p.setColor(QPalette::Dark, QColor("#18191d"));
+    p.setColor(QPalette::Shadow, QColor("#000000"));
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor("#7a7f87"));
+    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor("#7a7f87"));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor("#7a7f87"));
+    return p;
+}
+
+void apply_theme(Theme t) {
+    if (auto* fusion = QStyleFactory::create("Fusion")) QApplication::setStyle(fusion);
+    // The platform's own palette, as it was before any theme was applied.
+    static const QPalette system = QGuiApplication::palette();
+    bool dark = t == Theme::Dark;
+    if (t == Theme::System) dark = system.color(QPalette::Window).lightness() < 128;
+    QApplication::setPalette(dark ? dark_palette() : light_palette());
+}
+
+// ------------------------------------------------------------------------- tables ----
+
+void TableModel::setTable(Table t) {
+    const bool same_shape = t.headers == table_.headers && t.rows.size() == table_.rows.size();
+    if (same_shape) {
+        table_ = std::move(t);
+        if (!table_.rows.empty())
+            emit dataChanged(index(0, 0), index(int(table_.rows.size()) - 1, int(table_.headers.size()) - 1));
+        return;
+    }
+    beginResetModel();
+    table_ = std::move(t);
+    endResetModel();
+}
+
+int TableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(table_.rows.size()); }
+int TableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(table_.headers.size()); }
+
+QVariant TableModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= int(table_.rows.size())) return {};
+    const auto& row = table_.rows[size_t(index.row())];
+    if (index.column() >= int(row.size())) return {};
+    const TableCell& c = row[size_t(index.column())];
+    switch (role) {
+        case Qt::DisplayRole: return QString::fromStdString(c.text);
+        case Qt::ToolTipRole: {
+            if (!c.value) return QString::fromStdString(c.text);
+            const double v = *c.value;
+            const QString header = QString::fromStdString(table_.headers[size_t(index.column())]);
+            if (std::fabs(v) >= 1e6 && std::fabs(v - std::round(v)) < 1e-6)
+                return QString("%1\n%2 (exact: %3)").arg(header, QString::fromStdString(c.text),
+                                                         QString::fromStdString(format_count(std::int64_t(std::llround(v)))));
+            return QString("%1\n%2 (exact: %3)").arg(header, QString::fromStdString(c.text), QString::number(v, 'g', 12));
+        }
+        case Qt::ForegroundRole:
+            if (c.fit) {
+                const bool dark = QApplication::palette().color(QPalette::Base).lightness() < 128;
+                switch (*c.fit) {
+                    case Fit::Fits: return QColor(dark ? "#3ccf9f" : "#007a5a");
+                    case Fit::Tight: return QColor(dark ? "#f5b342" : "#b36b00");
+                    case Fit::No: return QColor(dark ? "#ff7a45" : "#c2410c");
+                }
+            }
+            return {};
+        case Qt::TextAlignmentRole:
+            return c.value && !c.fit ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
+        case Qt::UserRole: return c.value ? QVariant(*c.value) : QVariant();
+        default: return {};
+    }
+}
+
+QVariant TableModel::headerData(int section, Qt::Orientation o, int role) const {
+    if (o == Qt::Horizontal && section < int(table_.headers.size()) &&
+        (role == Qt::DisplayRole || role == Qt::ToolTipRole))
+        return QString::fromStdString(table_.headers[size_t(section)]);
+    if (o == Qt::Vertical && role == Qt::DisplayRole) return section + 1;
+    return {};
+}
+
+// ------------------------------------------------------------------- export dialog ----
+
+ExportDialog::ExportDialog(const QString& what, const QString& suggested, bool chart, QWidget* parent)
+    : QDialog(parent), chart_(chart) {
+    setWindowTitle("Export " + what);
+    auto* form = new QFormLayout;
+    path_ = new QLineEdit(suggested);
+    path_->setObjectName("exportPath");
+    path_->setMinimumWidth(380);
+    auto* browse = new QPushButton("&Browse…");
+    auto* row = new QHBoxLayout;
+    row->addWidget(path_, 1);
+    row->addWidget(browse);
+    form->addRow("&File:", row);
+    const QString filters = chart ? "PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"
+                                  : "CSV, exact numbers (*.csv);;Markdown, rounded as in the lessons (*.md)";
+    connect(browse, &QPushButton::clicked, this, [this, filters] {
+        const QString p = QFileDialog::getSaveFileName(this, windowTitle(), path_->text(), filters);
+        if (!p.isEmpty()) path_->setText(p);
+    });
+    if (chart) {
+        width_ = new QSpinBox;
+        width_->setRange(16, 20000);
+        width_->setValue(1600);
+        width_->setSuffix(" px");
+        height_ = new QSpinBox;
+        height_->setRange(16, 20000);
+        height_->setValue(900);
+        height_->setSuffix(" px");
+        dpi_ = new QSpinBox;
+        dpi_->setRange(24, 1200);
+        dpi_->setValue(144);
+        dpi_->setToolTip("Text and lines scale with DPI / 96: 192 DPI at 1600 × 900 px gives a chart laid out\n"
+                         "like an 800 × 450 window, drawn twice as sharp. PDF pages are width / DPI inches wide.");
+        dark_ = new QCheckBox("Dark background");
+        auto* size = new QHBoxLayout;
+        size->addWidget(width_);
+        size->addWidget(new QLabel("×"));
+        size->addWidget(height_);
+        size->addStretch();
+        auto* size_label = new QLabel("&Size:");
+        size_label->setBuddy(width_);
+        form->addRow(size_label, size);
+        form->addRow("&DPI:", dpi_);
+        form->addRow(QString(), dark_);
+    }
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel);
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    auto* hint = new QLabel(chart ? "The format follows the file's suffix: .png, .svg or .pdf."
+                                  : "The format follows the file's suffix: .csv (exact numbers) or .md (rounded).");
+    hint->setWordWrap(true);
+    layout->addWidget(hint);
+    layout->addWidget(buttons);
+}
+
+QString ExportDialog::path() const { return path_->text(); }
+
+ImageOptions ExportDialog::options() const {
+    ImageOptions o;
+    if (chart_) {
+        o.width = width_->value();
+        o.height = height_->value();
+        o.dpi = dpi_->value();
+        o.dark = dark_->isChecked();
+    }
+    return o;
+}
+
+}  // namespace wingspan::ui
