@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/hub.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/run_record.hpp"
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
 #include "wingspan/verdict.hpp"
@@ -37,9 +39,13 @@ Commands:
   machines  bundled machine profiles
   frameworks, scenarios   the other bundled profiles
   export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
+  runs      the run history (runs launched from the window)
+  calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
 
 plan / fit options:
   --model ID | --size 8b [--family F] | --config config.json
+  --hf OWNER/NAME [--revision R] [--offline]   any model on the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT)
+  --model-dir DIR                              a local folder with config.json and safetensors
   --method full|lora|qlora|serve   --seq N   --batch N   --grad-accum N
   --rank R  --alpha A  --targets q,k,v,o,gate,up,down|all   --train-embeddings
   --quant nf4|nf4-dq|int8   --grad-checkpointing on|off   --loss-chunk TOKENS
@@ -83,8 +89,8 @@ const std::set<std::string> kValueOptions = {
     "--rank", "--alpha", "--dropout", "--targets", "--quant", "--grad-checkpointing",
     "--loss-chunk", "--precision", "--optimizer", "--attention", "--devices", "--sharding",
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
-    "--solve", "--scenario", "--format", "--profiles"};
-const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help"};
+    "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision"};
+const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
     Options o;
@@ -156,9 +162,25 @@ struct ModelChoice {
     Architecture arch;
 };
 
-ModelChoice choose_model(const ProfileLibrary& lib, const Options& o) {
-    const int given = int(o.has("--model")) + int(o.has("--size")) + int(o.has("--config"));
-    if (given > 1) throw InputError("give one of --model, --size or --config");
+// Imports print their warnings (fields that were missing and what was assumed) to stderr.
+ModelChoice imported(const hub::ImportedModel& m, std::ostream& err) {
+    for (const auto& w : m.warnings) err << "wingspan: warning: " << w << "\n";
+    return {m.profile.id, m.profile.name, m.profile.family, m.arch};
+}
+
+ModelChoice choose_model(const ProfileLibrary& lib, const Options& o, std::ostream& err) {
+    const int given = int(o.has("--model")) + int(o.has("--size")) + int(o.has("--config")) + int(o.has("--hf")) +
+                      int(o.has("--model-dir"));
+    if (given > 1) throw InputError("give one of --model, --size, --config, --hf or --model-dir");
+    if (auto repo = o.get("--hf")) {
+        hub::HubOptions options;
+        if (auto rev = o.get("--revision")) options.revision = *rev;
+        if (o.has("--offline")) options.offline = true;
+        const hub::ImportedModel m = hub::import_from_hub(*repo, options);
+        hub::save_imported_profile(m, ProfileLibrary::user_dir());
+        return imported(m, err);
+    }
+    if (auto dir = o.get("--model-dir")) return imported(hub::import_from_folder(*dir), err);
     if (auto cfg = o.get("--config")) {
         std::ifstream in(*cfg);
         if (!in) throw InputError("cannot read config file '" + *cfg + "'");
@@ -277,8 +299,8 @@ const FrameworkProfile* explicit_framework(const ProfileLibrary& lib, const Opti
     return id ? &lib.framework(*id) : nullptr;
 }
 
-int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
-    const ModelChoice model = choose_model(lib, o);
+int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
+    const ModelChoice model = choose_model(lib, o, err);
     const TrainingSetup setup = build_setup(o, model.arch);
     const FrameworkProfile* forced = explicit_framework(lib, o);
     const FrameworkProfile& top_fw = forced ? *forced : lib.framework("pytorch-cuda");
@@ -350,8 +372,8 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
     return kExitOk;
 }
 
-int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
-    const ModelChoice model = choose_model(lib, o);
+int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
+    const ModelChoice model = choose_model(lib, o, err);
     const TrainingSetup setup = build_setup(o, model.arch);
     auto what_text = o.get("--solve");
     if (!what_text) throw InputError("fit needs --solve batch|seq|rank|size");
@@ -405,6 +427,52 @@ int cmd_table(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
     return kExitOk;
 }
 
+int cmd_runs(std::ostream& out) {
+    const RunStore store;
+    const auto runs = store.list();
+    if (runs.empty()) {
+        out << "no runs yet in " << store.root().string() << " (press Train in the window)\n";
+        return kExitOk;
+    }
+    for (const auto& dir : runs) {
+        const RunRecord r = RunStore::load(dir);
+        const RunSummary s = r.summary();
+        out << pad(dir.filename().string(), 44) << pad(r.status_text().substr(0, 40), 42) << " peak "
+            << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
+            << " predicted\n";
+    }
+    return kExitOk;
+}
+
+int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out) {
+    if (o.positional.empty()) throw InputError("calibrate needs one or more run folders (see `wingspan runs`)");
+    std::vector<RunRecord> runs;
+    for (const auto& p : o.positional) runs.push_back(RunStore::load(p));
+    const FrameworkProfile& base = lib.framework(o.get("--framework").value_or("libtorch-cpu"));
+    const Calibration cal = calibrate(base, runs);
+    const std::filesystem::path dir = ProfileLibrary::user_dir() / "frameworks";
+    std::filesystem::create_directories(dir);
+    const std::filesystem::path file = dir / (cal.profile.id + ".json");
+    std::ofstream(file) << framework_profile_to_json(cal.profile).dump(2) << "\n";
+    if (o.has("--json")) {
+        out << json{{"framework", cal.profile.id}, {"file", file.string()}, {"runs", cal.runs},
+                    {"context_bytes", cal.profile.context_bytes}, {"allocator_slack", cal.profile.allocator_slack},
+                    {"error_before_percent", cal.error_before_percent}, {"error_after_percent", cal.error_after_percent}}
+                   .dump(2)
+            << "\n";
+        return kExitOk;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "calibrated %s from %zu runs: context %s, allocator slack %.1f %%\n"
+                  "mean error of the predicted total: %.1f %% before, %.1f %% after\n",
+                  base.id.c_str(), cal.runs, format_bytes(double(cal.profile.context_bytes)).c_str(),
+                  100 * cal.profile.allocator_slack, cal.error_before_percent, cal.error_after_percent);
+    out << line << "saved as framework '" << cal.profile.id << "' in " << file.string()
+        << " (use it with --framework " << cal.profile.id << ")\n";
+    return kExitOk;
+}
+
 int cmd_models(const ProfileLibrary& lib, std::ostream& out) {
     out << pad("id", 22) << pad("name", 26) << pad("family", 12) << pad("parameters", 18, true) << "\n";
     for (const auto& m : lib.models())
@@ -426,7 +494,7 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
-                                                    "scenarios", "help", "--help", "-h", "version", "--version"};
+                                                    "scenarios", "runs", "calibrate", "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
 
@@ -445,16 +513,19 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
             out << kUsage;
             return kExitOk;
         }
-        if (!o.positional.empty()) throw InputError("unexpected argument '" + o.positional.front() + "'");
+        if (!o.positional.empty() && args[0] != "calibrate")
+            throw InputError("unexpected argument '" + o.positional.front() + "'");
         const auto dir = o.get("--profiles").value_or(ProfileLibrary::default_dir(executable).string());
         ProfileLibrary lib = ProfileLibrary::load(dir);
         lib.add_machine(detect_this_machine());
         lib.load_user_profiles(ProfileLibrary::user_dir());
         const std::string& cmd = args[0];
-        if (cmd == "plan") return cmd_plan(lib, o, out);
-        if (cmd == "fit") return cmd_fit(lib, o, out);
+        if (cmd == "plan") return cmd_plan(lib, o, out, err);
+        if (cmd == "fit") return cmd_fit(lib, o, out, err);
         if (cmd == "table") return cmd_table(lib, o, out);
         if (cmd == "models") return cmd_models(lib, out);
+        if (cmd == "runs") return cmd_runs(out);
+        if (cmd == "calibrate") return cmd_calibrate(lib, o, out);
         if (cmd == "machines") return cmd_machines(lib, out);
         if (cmd == "frameworks") {
             for (const auto& f : lib.frameworks()) out << pad(f.id, 16) << f.name << "\n";

@@ -307,6 +307,16 @@ void ProfileLibrary::load_user_profiles(const fs::path& dir) {
         add_machine(std::move(m));
     }
     for (const auto& f : json_files(dir / "models")) add_model(parse_model_profile(read_json_file(f), f.string()));
+    for (const auto& f : json_files(dir / "frameworks")) add_framework(parse_framework_profile(read_json_file(f), f.string()));
+}
+
+void ProfileLibrary::add_framework(FrameworkProfile f) {
+    for (auto& existing : frameworks_)
+        if (existing.id == f.id) {
+            existing = std::move(f);
+            return;
+        }
+    frameworks_.push_back(std::move(f));
 }
 
 const ModelProfile& ProfileLibrary::model(const std::string& id) const { return find_by_id(models_, id, "model"); }

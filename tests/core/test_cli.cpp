@@ -122,6 +122,20 @@ private slots:
         QVERIFY2(r.err.find(message.toStdString()) != std::string::npos, r.err.c_str());
     }
 
+    void modelFromFolderAndHub() {
+        const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-folder-" + std::to_string(::getpid()));
+        fs::create_directories(dir);
+        std::ofstream(dir / "config.json") << wingspan::test::library().model("smollm2-135m").arch.to_hf_config().dump();
+        const Result r = run({"plan", "--model-dir", dir.string(), "--method", "lora", "--json"});
+        fs::remove_all(dir);
+        QCOMPARE(r.code, 0);
+        QCOMPARE(json::parse(r.out)["params"]["total"].get<std::int64_t>(), 134'515'008);
+        // Offline with nothing cached: a clear answer, exit 2, never a network call.
+        const Result hub = run({"plan", "--hf", "nobody/not-cached-model", "--offline"});
+        QCOMPARE(hub.code, 2);
+        QVERIFY2(hub.err.find("nobody/not-cached-model") != std::string::npos, hub.err.c_str());
+    }
+
     void brokenProfileNamesFileAndField() {
         const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-test-" + std::to_string(::getpid()));
         fs::remove_all(dir);

@@ -69,7 +69,8 @@ public:
     // The bundled profiles: $WINGSPAN_PROFILES, then next to the executable
     // (../share/wingspan/profiles, ../profiles), then the source tree.
     static std::filesystem::path default_dir(const std::filesystem::path& executable = {});
-    // The user's own machines and models: $XDG_CONFIG_HOME/wingspan (or ~/.config/wingspan).
+    // The user's own machines, models and calibrated frameworks: $XDG_CONFIG_HOME/wingspan
+    // (or ~/.config/wingspan), in machines/, models/ and frameworks/.
     static std::filesystem::path user_dir();
     void load_user_profiles(const std::filesystem::path& user_dir);
 
@@ -91,6 +92,7 @@ public:
 
     void add_model(ModelProfile m);
     void add_machine(MachineProfile m);   // replaces one with the same id
+    void add_framework(FrameworkProfile f);
 
 private:
     std::vector<ModelProfile> models_;

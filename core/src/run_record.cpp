@@ -1,0 +1,319 @@
+#include "wingspan/run_record.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include "wingspan/errors.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan {
+
+double ComponentComparison::error_percent() const {
+    if (measured == 0) return predicted == 0 ? 0.0 : 100.0;
+    return 100.0 * double(predicted - measured) / double(measured);
+}
+
+double RunSummary::peak_error_percent() const {
+    return measured_peak ? 100.0 * double(predicted_peak - measured_peak) / double(measured_peak) : 0.0;
+}
+
+double RunSummary::total_error_percent() const {
+    return measured_rss_peak ? 100.0 * double(predicted_total - measured_rss_peak) / double(measured_rss_peak) : 0.0;
+}
+
+const char* to_string(RunStatus s) {
+    switch (s) {
+        case RunStatus::Running: return "running";
+        case RunStatus::Completed: return "completed";
+        case RunStatus::Interrupted: return "interrupted";
+        case RunStatus::Failed: return "failed";
+    }
+    return "failed";
+}
+
+RunRecord::RunRecord(size_t max_memory_samples) : max_samples_(std::max<size_t>(16, max_memory_samples)) {}
+
+std::optional<protocol::Event> RunRecord::ingest_line(const std::string& line) {
+    if (line.find_first_not_of(" \t\r\n") == std::string::npos) return std::nullopt;
+    auto parsed = protocol::parse_line(line);
+    if (!parsed.event) {
+        ++malformed_;
+        logs_.push_back("ignored: " + parsed.error);
+        return std::nullopt;
+    }
+    ingest(*parsed.event);
+    return parsed.event;
+}
+
+void RunRecord::add_memory(MemorySample s) {
+    memory_.push_back(std::move(s));
+    if (memory_.size() <= max_samples_) return;
+    // Halve the history: of each neighbouring pair keep the sample with more bytes, so the
+    // chart keeps its peaks however long the run.
+    std::vector<MemorySample> merged;
+    merged.reserve(memory_.size() / 2 + 1);
+    for (size_t i = 0; i + 1 < memory_.size(); i += 2)
+        merged.push_back(memory_[i].allocated_bytes >= memory_[i + 1].allocated_bytes ? memory_[i] : memory_[i + 1]);
+    if (memory_.size() % 2) merged.push_back(memory_.back());
+    memory_ = std::move(merged);
+}
+
+void RunRecord::ingest(const protocol::Event& e) {
+    using protocol::EventType;
+    switch (e.type) {
+        case EventType::Hello:
+            hello_ = e.body;
+            if (e.body.contains("plan")) plan_ = e.body["plan"];
+            break;
+        case EventType::Predicted: {
+            predicted_ = e.components();
+            predicted_peak_ = e.int_field("peak_bytes");
+            predicted_total_ = e.int_field("total_bytes");
+            predicted_maxima_.clear();
+            if (auto it = e.body.find("component_maxima"); it != e.body.end() && it->is_object())
+                for (const auto& [name, v] : it->items())
+                    if (auto c = component_from_name(name); c && v.is_number()) predicted_maxima_[*c] = v.get<std::int64_t>();
+            if (predicted_maxima_.empty()) predicted_maxima_ = predicted_;
+            break;
+        }
+        case EventType::Memory: {
+            ++memory_events_;
+            MemorySample s;
+            s.t = e.t;
+            s.step = e.int_field("step");
+            s.phase = e.string_field("phase");
+            s.components = e.components();
+            s.allocated_bytes = e.int_field("allocated_bytes");
+            s.peak_bytes = e.int_field("peak_bytes");
+            s.rss_bytes = e.int_field("rss_bytes");
+            measured_peak_ = std::max({measured_peak_, s.peak_bytes, s.allocated_bytes});
+            rss_peak_ = std::max({rss_peak_, s.rss_bytes, e.int_field("rss_peak_bytes")});
+            for (const auto& [c, b] : s.components) measured_maxima_[c] = std::max(measured_maxima_[c], b);
+            add_memory(std::move(s));
+            break;
+        }
+        case EventType::Step:
+            steps_.push_back({e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"),
+                              e.number_field("lr"), e.number_field("tokens_per_s")});
+            break;
+        case EventType::Eval: evals_.emplace_back(e.int_field("step"), e.number_field("loss")); break;
+        case EventType::Checkpoint: checkpoints_.push_back(e.string_field("path")); break;
+        case EventType::Log:
+            logs_.push_back(e.string_field("level", "info") + ": " + e.string_field("message"));
+            break;
+        case EventType::Error:
+            last_error_ = e;
+            logs_.push_back("error: " + e.string_field("code") + ": " + e.string_field("message"));
+            break;
+        case EventType::Done:
+            done_ = e;
+            measured_peak_ = std::max(measured_peak_, e.int_field("peak_bytes"));
+            rss_peak_ = std::max(rss_peak_, e.int_field("rss_peak_bytes"));
+            if (!e.string_field("checkpoint").empty() &&
+                std::find(checkpoints_.begin(), checkpoints_.end(), e.string_field("checkpoint")) == checkpoints_.end())
+                checkpoints_.push_back(e.string_field("checkpoint"));
+            break;
+    }
+}
+
+void RunRecord::finish(int exit_code, int signal) {
+    exit_code_ = exit_code;
+    exit_signal_ = signal;
+    const std::string reason = done_ ? done_->string_field("reason") : "";
+    if (signal == 0 && exit_code == 0 && reason == "completed")
+        status_ = RunStatus::Completed;
+    else if (reason == "interrupted" && exit_code == 0)
+        status_ = RunStatus::Interrupted;
+    else
+        status_ = RunStatus::Failed;
+}
+
+std::string RunRecord::status_text() const {
+    std::string s = to_string(status_);
+    if (status_ == RunStatus::Failed) {
+        if (exit_signal_) {
+            const char* name = strsignal(exit_signal_);
+            s += ": killed by signal " + std::to_string(exit_signal_) + (name ? std::string(" (") + name + ")" : "");
+        } else {
+            s += ": exit code " + std::to_string(exit_code_);
+        }
+        if (last_error_) s += " — " + last_error_->string_field("code") + ": " + last_error_->string_field("message");
+        else if (!done_) s += " — no `done` event";
+    }
+    return s;
+}
+
+RunSummary RunRecord::summary() const {
+    RunSummary s;
+    for (Component c : kAllComponents) {
+        if (c == Component::FrameworkOverhead) continue;
+        const auto p = predicted_maxima_.find(c);
+        const auto m = measured_maxima_.find(c);
+        const std::int64_t pv = p == predicted_maxima_.end() ? 0 : p->second;
+        const std::int64_t mv = m == measured_maxima_.end() ? 0 : m->second;
+        if (pv == 0 && mv == 0) continue;
+        s.components.push_back({c, pv, mv});
+    }
+    s.predicted_peak = predicted_peak_;
+    s.measured_peak = measured_peak_;
+    s.predicted_total = predicted_total_;
+    s.measured_rss_peak = rss_peak_;
+    return s;
+}
+
+// ---- the run history ----
+
+RunStore::RunStore(fs::path root) : root_(std::move(root)) {}
+
+fs::path RunStore::default_root() {
+    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return fs::path(xdg) / "wingspan" / "runs";
+    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".local/share/wingspan/runs";
+    return fs::temp_directory_path() / "wingspan-runs";
+}
+
+fs::path RunStore::create(const json& plan, const std::string& label) {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    std::string safe;
+    for (char c : label) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '-';
+    fs::create_directories(root_);
+    fs::path dir = root_ / (std::string(stamp) + "-" + safe);
+    for (int i = 2; fs::exists(dir); ++i) dir = root_ / (std::string(stamp) + "-" + safe + "-" + std::to_string(i));
+    fs::create_directories(dir);
+    std::ofstream(dir / "plan.json") << plan.dump(2) << "\n";
+    return dir;
+}
+
+void RunStore::append_line(const fs::path& run, const std::string& line) {
+    std::ofstream out(run / "events.jsonl", std::ios::app);
+    out << line << "\n";
+}
+
+void RunStore::write_result(const fs::path& run, const RunRecord& r) {
+    const RunSummary s = r.summary();
+    json comps = json::array();
+    for (const auto& c : s.components)
+        comps.push_back({{"component", component_name(c.component)},
+                         {"predicted", c.predicted},
+                         {"measured", c.measured},
+                         {"error_percent", c.error_percent()}});
+    const json result = {{"status", to_string(r.status())},
+                         {"status_text", r.status_text()},
+                         {"exit_code", r.exit_code()},
+                         {"signal", r.exit_signal()},
+                         {"predicted_peak_bytes", s.predicted_peak},
+                         {"measured_peak_bytes", s.measured_peak},
+                         {"predicted_total_bytes", s.predicted_total},
+                         {"measured_rss_peak_bytes", s.measured_rss_peak},
+                         {"components", comps},
+                         {"checkpoints", r.checkpoints()},
+                         {"malformed_lines", r.malformed_lines()}};
+    const fs::path tmp = run / "result.json.tmp";
+    std::ofstream(tmp) << result.dump(2) << "\n";
+    fs::rename(tmp, run / "result.json");
+}
+
+std::vector<fs::path> RunStore::list() const {
+    std::vector<fs::path> runs;
+    std::error_code ec;
+    if (!fs::is_directory(root_, ec)) return runs;
+    for (const auto& e : fs::directory_iterator(root_, ec))
+        if (e.is_directory() && fs::exists(e.path() / "plan.json")) runs.push_back(e.path());
+    std::sort(runs.rbegin(), runs.rend());
+    return runs;
+}
+
+RunRecord RunStore::load(const fs::path& run) {
+    std::ifstream in(run / "events.jsonl");
+    if (!fs::exists(run / "plan.json")) throw InputError("'" + run.string() + "' is not a Wingspan run folder (no plan.json)");
+    RunRecord r;
+    std::string line;
+    while (std::getline(in, line)) r.ingest_line(line);
+    std::ifstream result_file(run / "result.json");
+    json result = json::parse(result_file, nullptr, false);
+    if (result.is_object())
+        r.finish(result.value("exit_code", 1), result.value("signal", 0));
+    else
+        r.finish(-1, 0);
+    return r;
+}
+
+// ---- calibration ----
+
+Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>& runs) {
+    Calibration cal;
+    cal.profile = base;
+    std::vector<std::pair<double, double>> points;   // (measured peak allocated, measured RSS peak)
+    std::vector<double> predicted_peaks;
+    double before = 0;
+    for (const auto& r : runs) {
+        if (r.measured_peak() <= 0 || r.measured_rss_peak() <= 0 || r.predicted_total() <= 0) continue;
+        points.emplace_back(double(r.measured_peak()), double(r.measured_rss_peak()));
+        predicted_peaks.push_back(double(r.predicted_peak()));
+        before += std::fabs(double(r.predicted_total() - r.measured_rss_peak())) / double(r.measured_rss_peak());
+    }
+    cal.runs = points.size();
+    if (points.empty()) throw InputError("calibration needs at least one finished run with memory measurements");
+    before /= double(points.size());
+    double slope = 1.0 + base.allocator_slack, intercept = double(base.context_bytes + base.workspace_bytes);
+    if (points.size() >= 2) {
+        double mx = 0, my = 0;
+        for (auto [x, y] : points) mx += x, my += y;
+        mx /= double(points.size());
+        my /= double(points.size());
+        double sxx = 0, sxy = 0;
+        for (auto [x, y] : points) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+        if (sxx > 0) {
+            slope = std::clamp(sxy / sxx, 1.0, 2.0);   // slack is never negative
+            intercept = my - slope * mx;
+        }
+    } else {
+        intercept = points[0].second - slope * points[0].first;
+    }
+    cal.profile.allocator_slack = slope - 1.0;
+    cal.profile.context_bytes = std::max<std::int64_t>(0, std::llround(intercept) - base.workspace_bytes);
+    cal.profile.id = base.id + "-calibrated";
+    cal.profile.name = base.name + " (calibrated from " + std::to_string(points.size()) + " runs)";
+    cal.profile.sources["context_bytes"] = "calibrated: least squares over measured RSS peaks";
+    cal.profile.sources["allocator_slack"] = "calibrated: least squares over measured RSS peaks";
+    // The error after is the planner's: the new overheads on top of its predicted peak.
+    double after = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+        const double predicted = double(cal.profile.context_bytes + cal.profile.workspace_bytes) +
+                                 (1.0 + cal.profile.allocator_slack) * predicted_peaks[i];
+        after += std::fabs(predicted - points[i].second) / points[i].second;
+    }
+    cal.error_before_percent = 100.0 * before;
+    cal.error_after_percent = 100.0 * after / double(points.size());
+    return cal;
+}
+
+json framework_profile_to_json(const FrameworkProfile& f) {
+    return {{"id", f.id},
+            {"name", f.name},
+            {"context_bytes", f.context_bytes},
+            {"workspace_bytes", f.workspace_bytes},
+            {"allocator_slack", f.allocator_slack},
+            {"activation_factor", f.activation_factor},
+            {"mfu", f.mfu},
+            {"quantized_speed_factor", f.quantized_speed_factor},
+            {"working_set_fraction", f.working_set_fraction},
+            {"optimizer_step", f.optimizer_step},
+            {"fused_loss", f.fused_loss},
+            {"technique_lead", f.technique_lead},
+            {"sources", f.sources}};
+}
+
+}  // namespace wingspan

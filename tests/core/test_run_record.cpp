@@ -1,0 +1,158 @@
+#include <QtTest>
+#include <filesystem>
+
+#include "test_support.hpp"
+#include "wingspan/errors.hpp"
+#include "wingspan/run_record.hpp"
+
+using namespace wingspan;
+using namespace wingspan::protocol;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+std::string memory_line(double t, std::int64_t activations, std::int64_t weights, std::int64_t rss) {
+    return encode(EventType::Memory, t,
+                  {{"step", 1},
+                   {"phase", "forward"},
+                   {"components", components_to_json({{Component::Activations, activations}, {Component::FrozenWeights, weights}})},
+                   {"allocated_bytes", activations + weights},
+                   {"peak_bytes", activations + weights},
+                   {"rss_bytes", rss}});
+}
+
+RunRecord synthetic_run(std::int64_t predicted_peak, std::int64_t measured_peak, std::int64_t rss, std::int64_t predicted_total) {
+    RunRecord r;
+    r.ingest_line(encode(EventType::Predicted, 0,
+                         {{"components", components_to_json({{Component::FrozenWeights, predicted_peak}})},
+                          {"peak_bytes", predicted_peak},
+                          {"total_bytes", predicted_total}}));
+    r.ingest_line(memory_line(0.1, 0, measured_peak, rss));
+    r.ingest_line(encode(EventType::Done, 1, {{"reason", "completed"}, {"steps", 1}}));
+    r.finish(0);
+    return r;
+}
+}  // namespace
+
+class RunRecordTest : public QObject {
+    Q_OBJECT
+private slots:
+    void summaryComparesPredictedAndMeasured() {
+        RunRecord r;
+        r.ingest_line(encode(EventType::Hello, 0, {{"plan", {{"method", "lora"}}}}));
+        r.ingest_line(encode(EventType::Predicted, 0.01,
+                             {{"components", components_to_json({{Component::Activations, 1100}, {Component::FrozenWeights, 4000}})},
+                              {"peak_bytes", 5100},
+                              {"total_bytes", 9000}}));
+        r.ingest_line(memory_line(0.1, 200, 4000, 8000));
+        r.ingest_line(memory_line(0.2, 1000, 4000, 8500));
+        r.ingest_line(memory_line(0.3, 100, 4000, 8200));
+        r.ingest_line(encode(EventType::Step, 0.4, {{"step", 1}, {"loss", 2.5}, {"lr", 1e-4}, {"tokens_per_s", 900}}));
+        r.ingest_line(encode(EventType::Done, 0.5, {{"reason", "completed"}, {"checkpoint", "/tmp/ckpt"}}));
+        r.finish(0);
+        QCOMPARE(r.status(), RunStatus::Completed);
+        QCOMPARE(r.plan()["method"].get<std::string>(), std::string("lora"));
+        const RunSummary s = r.summary();
+        QCOMPARE(s.measured_peak, 5000);
+        QCOMPARE(s.measured_rss_peak, 8500);
+        QCOMPARE(s.peak_error_percent(), 2.0);
+        QCOMPARE(s.components.size(), size_t(2));
+        for (const auto& c : s.components) {
+            if (c.component == Component::Activations) {
+                QCOMPARE(c.measured, 1000);
+                QCOMPARE(c.error_percent(), 10.0);
+            } else {
+                QCOMPARE(c.error_percent(), 0.0);
+            }
+        }
+        QCOMPARE(r.steps().size(), size_t(1));
+        QCOMPARE(r.checkpoints().front(), std::string("/tmp/ckpt"));
+    }
+
+    void malformedLinesAreCountedNotFatal() {
+        RunRecord r;
+        QVERIFY(!r.ingest_line("Traceback (most recent call last):"));
+        QVERIFY(!r.ingest_line("{\"v\":1,\"event\":\"party\",\"t\":0}"));
+        QVERIFY(!r.ingest_line(""));
+        QVERIFY(r.ingest_line(memory_line(0, 1, 1, 1)));
+        QCOMPARE(r.malformed_lines(), 2);
+        QCOMPARE(r.memory_events(), 1);
+    }
+
+    void floodsStayBoundedAndKeepThePeak() {
+        RunRecord r(256);
+        for (int i = 0; i < 100'000; ++i) r.ingest(*parse_line(memory_line(i * 1e-3, i == 73'421 ? 1'000'000 : i % 100, 10, 10)).event);
+        QVERIFY(r.memory().size() <= 256);
+        QCOMPARE(r.memory_events(), 100'000);
+        std::int64_t highest = 0;
+        for (const auto& s : r.memory()) highest = std::max(highest, s.allocated_bytes);
+        QCOMPARE(highest, 1'000'010);
+        for (size_t i = 1; i < r.memory().size(); ++i) QVERIFY(r.memory()[i].t > r.memory()[i - 1].t);
+    }
+
+    void statuses() {
+        RunRecord crashed;
+        crashed.ingest_line(encode(EventType::Error, 1, {{"code", "out_of_memory"}, {"message", "activations: 64 MB asked, 3 MB left"}}));
+        crashed.finish(3);
+        QCOMPARE(crashed.status(), RunStatus::Failed);
+        QVERIFY(crashed.status_text().find("exit code 3") != std::string::npos);
+        QVERIFY(crashed.status_text().find("out_of_memory") != std::string::npos);
+        RunRecord killed;
+        killed.finish(-1, 9);
+        QVERIFY(killed.status_text().find("signal 9") != std::string::npos);
+        RunRecord stopped;
+        stopped.ingest_line(encode(EventType::Done, 1, {{"reason", "interrupted"}}));
+        stopped.finish(0);
+        QCOMPARE(stopped.status(), RunStatus::Interrupted);
+    }
+
+    void storeRoundTrip() {
+        const fs::path root = fs::temp_directory_path() / ("wingspan-runs-" + std::to_string(::getpid()));
+        fs::remove_all(root);
+        RunStore store(root);
+        const fs::path run = store.create({{"method", "qlora"}}, "default model/qlora");
+        QVERIFY(run.filename().string().find("default-model-qlora") != std::string::npos);
+        RunRecord live;
+        for (const std::string& line : {encode(EventType::Predicted, 0, {{"peak_bytes", 10}, {"total_bytes", 20}}),
+                                        memory_line(0.1, 5, 3, 100), std::string("garbage")}) {
+            RunStore::append_line(run, line);
+            live.ingest_line(line);
+        }
+        // A crash before result.json: the replay says failed, with everything kept.
+        RunRecord crashed = RunStore::load(run);
+        QCOMPARE(crashed.status(), RunStatus::Failed);
+        QCOMPARE(crashed.memory().size(), size_t(1));
+        QCOMPARE(crashed.malformed_lines(), 1);
+        live.finish(0);
+        RunStore::write_result(run, live);
+        QCOMPARE(store.list().size(), size_t(1));
+        const RunRecord again = RunStore::load(run);
+        QCOMPARE(again.measured_peak(), 8);
+        QCOMPARE(again.predicted_peak(), 10);
+        fs::remove_all(root);
+    }
+
+    void calibrationFitsContextAndSlack() {
+        // Runs whose RSS is exactly 150 MB + 1.1 × allocated; the base profile assumes 100 MB, 5 %.
+        FrameworkProfile base = test::bare_framework();
+        base.id = "libtorch-cpu";
+        base.context_bytes = 100'000'000;
+        base.allocator_slack = 0.05;
+        std::vector<RunRecord> runs;
+        for (std::int64_t peak : {50'000'000LL, 200'000'000LL, 800'000'000LL}) {
+            const auto rss = 150'000'000 + peak + peak / 10;
+            runs.push_back(synthetic_run(peak, peak, rss, base.context_bytes + peak + peak / 20));
+        }
+        const Calibration cal = calibrate(base, runs);
+        QCOMPARE(cal.runs, size_t(3));
+        QVERIFY(std::llabs(cal.profile.context_bytes - 150'000'000) < 1000);
+        QVERIFY(std::abs(cal.profile.allocator_slack - 0.10) < 1e-6);
+        QVERIFY(cal.error_before_percent > 5);
+        QVERIFY(cal.error_after_percent < 0.01);
+        QCOMPARE(QString::fromStdString(cal.profile.id), QString("libtorch-cpu-calibrated"));
+        QVERIFY_THROWS_EXCEPTION(InputError, calibrate(base, {}));
+    }
+};
+
+QTEST_APPLESS_MAIN(RunRecordTest)
+#include "test_run_record.moc"
