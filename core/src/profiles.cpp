@@ -310,15 +310,6 @@ void ProfileLibrary::load_user_profiles(const fs::path& dir) {
     for (const auto& f : json_files(dir / "frameworks")) add_framework(parse_framework_profile(read_json_file(f), f.string()));
 }
 
-void ProfileLibrary::add_framework(FrameworkProfile f) {
-    for (auto& existing : frameworks_)
-        if (existing.id == f.id) {
-            existing = std::move(f);
-            return;
-        }
-    frameworks_.push_back(std::move(f));
-}
-
 const ModelProfile& ProfileLibrary::model(const std::string& id) const { return find_by_id(models_, id, "model"); }
 const MachineProfile& ProfileLibrary::machine(const std::string& id) const {
     return find_by_id(machines_, id, "machine");
@@ -367,23 +358,22 @@ const ModelProfile& ProfileLibrary::nearest_model(std::int64_t params, const std
     return *best;
 }
 
-void ProfileLibrary::add_model(ModelProfile m) {
-    for (auto& existing : models_)
-        if (existing.id == m.id) {
-            existing = std::move(m);
+namespace {
+// Profiles are keyed by id: a later one (the user's) replaces a bundled one.
+template <typename T>
+void upsert(std::vector<T>& items, T item) {
+    for (auto& existing : items)
+        if (existing.id == item.id) {
+            existing = std::move(item);
             return;
         }
-    models_.push_back(std::move(m));
+    items.push_back(std::move(item));
 }
+}  // namespace
 
-void ProfileLibrary::add_machine(MachineProfile m) {
-    for (auto& existing : machines_)
-        if (existing.id == m.id) {
-            existing = std::move(m);
-            return;
-        }
-    machines_.push_back(std::move(m));
-}
+void ProfileLibrary::add_model(ModelProfile m) { upsert(models_, std::move(m)); }
+void ProfileLibrary::add_machine(MachineProfile m) { upsert(machines_, std::move(m)); }
+void ProfileLibrary::add_framework(FrameworkProfile f) { upsert(frameworks_, std::move(f)); }
 
 MachineProfile detect_this_machine() {
     MachineProfile m;

@@ -1,4 +1,7 @@
 // wingspan-train: the native trainer. Everything lives in wingspan_trainer_lib.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -6,6 +9,14 @@
 #include "train.hpp"
 
 int main(int argc, char** argv) {
+    // libgomp reads its wait policy before main(). Its default (spinning threads) collapses
+    // when the cores are shared with other processes or with OpenBLAS's own threads; a
+    // passive policy keeps steps fast on a busy laptop. Set it once and start again.
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("WINGSPAN_NO_REEXEC")) {
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        setenv("WINGSPAN_NO_REEXEC", "1", 1);
+        execv("/proc/self/exe", argv);   // returns only on failure: carry on as we are
+    }
     // Before any tensor exists, so every allocation is counted.
     wingspan::train::mem::install();
     std::vector<std::string> args(argv + 1, argv + argc);

@@ -297,6 +297,8 @@ at::Tensor Nf4Weight::dequantize(at::ScalarType dtype) const {
     if (dtype == at::kFloat) dequant_kernel<float>(*this, am.data_ptr<float>(), out.data_ptr<float>());
     else if (dtype == at::kBFloat16)
         dequant_kernel<c10::BFloat16>(*this, am.data_ptr<float>(), out.data_ptr<c10::BFloat16>());
+    else if (dtype == at::kDouble)   // for gradient checks
+        dequant_kernel<double>(*this, am.data_ptr<float>(), out.data_ptr<double>());
     else
         throw std::runtime_error("nf4: unsupported dequantization dtype");
     return out;
@@ -618,7 +620,8 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
         at::Tensor safe = labels.clamp_min(0).unsqueeze(1);
         at::Tensor logits = at::matmul(hidden, weight.t());
-        at::Tensor lf = logits.scalar_type() == at::kFloat ? logits : logits.to(at::kFloat);
+        const bool low = logits.scalar_type() == at::kBFloat16 || logits.scalar_type() == at::kHalf;
+        at::Tensor lf = low ? logits.to(at::kFloat) : logits;   // fp32 upcast of 16-bit logits
         logits.reset();
         at::Tensor lse = at::logsumexp(lf, -1, /*keepdim=*/true);            // [N, 1]
         at::Tensor picked = lf.gather(1, safe);
@@ -635,8 +638,8 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         const at::Tensor& weight = s[1];
         at::Tensor d = s[2];   // probabilities, turned into d loss / d logits in place
         const std::int64_t n_valid = ctx->saved_data["n_valid"].toInt();
-        d.scatter_add_(1, s[3], at::full({d.size(0), 1}, -1.0f, d.options()));
-        d.mul_((s[4].to(at::kFloat) * (grads[0].to(at::kFloat) / static_cast<double>(n_valid))).unsqueeze(1));
+        d.scatter_add_(1, s[3], at::full({d.size(0), 1}, -1.0, d.options()));
+        d.mul_((s[4].to(d.scalar_type()) * (grads[0].to(d.scalar_type()) / static_cast<double>(n_valid))).unsqueeze(1));
         at::Tensor dl = d.scalar_type() == hidden.scalar_type() ? d : d.to(hidden.scalar_type());
         at::Tensor dh, dw;
         if (ctx->needs_input_grad(0)) {
