@@ -777,6 +777,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         opt = parse_options(args, help);
     } catch (const ArgError& e) {
         emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});
+        emit(EventType::Done, {{"reason", "error"}, {"peak_bytes", mem::peak()}, {"rss_peak_bytes", mem::read_rss().hwm}});
         std::cerr << "wingspan-train: " << e.what() << "\n" << usage();
         return 2;
     }
