@@ -1,0 +1,249 @@
+#include "accuracy_grid.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "wingspan/units.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan::accuracy {
+
+std::string GridPoint::label() const {
+    return arch + " " + method + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
+           (grad_checkpointing ? " ckpt" : "");
+}
+
+fs::path write_135m_config(const fs::path& dir) {
+    fs::create_directories(dir);
+    const json config = {{"model_type", "llama"},
+                         {"architectures", {"LlamaForCausalLM"}},
+                         {"hidden_size", 576},
+                         {"intermediate_size", 1536},
+                         {"num_hidden_layers", 30},
+                         {"num_attention_heads", 9},
+                         {"num_key_value_heads", 3},
+                         {"vocab_size", 49152},
+                         {"max_position_embeddings", 8192},
+                         {"rope_theta", 100000.0},
+                         {"rms_norm_eps", 1e-5},
+                         {"tie_word_embeddings", true}};
+    std::ofstream(dir / "config.json") << config.dump(2) << "\n";
+    return dir;
+}
+
+std::vector<GridPoint> full_grid(const fs::path& work_dir) {
+    const fs::path m135 = write_135m_config(work_dir / "smollm2-135m-shaped");
+    std::vector<GridPoint> grid;
+    for (const auto& [arch, dir] : std::vector<std::pair<std::string, fs::path>>{{"default", {}}, {"135m", m135}})
+        for (const char* method : {"full", "lora", "qlora"})
+            for (int seq : {128, 512})
+                for (int batch : {1, 4})
+                    for (bool ckpt : {false, true}) grid.push_back({arch, dir, method, seq, batch, ckpt});
+    return grid;
+}
+
+std::vector<GridPoint> quick_grid() {
+    return {{"default", {}, "full", 128, 2, false},
+            {"default", {}, "lora", 128, 4, false},
+            {"default", {}, "qlora", 128, 2, true}};
+}
+
+bool is_static(Component c) {
+    switch (c) {
+        case Component::FrozenWeights:
+        case Component::QuantConstants:
+        case Component::Adapters:
+        case Component::TrainableWeights:
+        case Component::Gradients:
+        case Component::MasterWeights: return true;
+        default: return false;
+    }
+}
+
+double error_percent(std::int64_t predicted, std::int64_t measured) {
+    if (measured == 0) return predicted == 0 ? 0.0 : 100.0;
+    return 100.0 * double(predicted - measured) / double(measured);
+}
+
+namespace {
+std::string quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::map<Component, std::int64_t> components_of(const json& j) {
+    std::map<Component, std::int64_t> out;
+    if (!j.is_object()) return out;
+    for (const auto& [name, v] : j.items())
+        if (auto c = component_from_name(name); c && v.is_number()) out[*c] = v.get<std::int64_t>();
+    return out;
+}
+}  // namespace
+
+PointResult run_point(const fs::path& trainer, const GridPoint& p, int steps, const fs::path& scratch) {
+    PointResult r;
+    r.point = p;
+    fs::create_directories(scratch);
+    std::string cmd = quote(trainer.string()) + " --method " + p.method + " --seq " + std::to_string(p.seq) +
+                      " --batch " + std::to_string(p.batch) + " --steps " + std::to_string(steps) +
+                      " --eval-every 1000000 --sample-tokens 0 --threads 2 --out " + quote((scratch / "out").string());
+    if (p.grad_checkpointing) cmd += " --grad-checkpointing";
+    if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
+    cmd += " 2>" + quote((scratch / "stderr.txt").string());
+    const auto start = std::chrono::steady_clock::now();
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) {
+        r.failure = "could not start " + trainer.string();
+        return r;
+    }
+    std::string line;
+    char buf[65536];
+    while (fgets(buf, sizeof buf, pipe)) {
+        line += buf;
+        if (line.empty() || line.back() != '\n') continue;
+        r.record.ingest_line(line);
+        line.clear();
+    }
+    const int status = pclose(pipe);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.record.finish(WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (r.record.status() != RunStatus::Completed) r.failure = r.record.status_text();
+    r.predicted = r.record.predicted_maxima();
+    r.measured = r.record.measured_maxima();
+    // The trainer's exact per-component peaks, where it reports them, beat the sampled maxima.
+    if (r.record.done())
+        for (const auto& [c, b] : components_of(r.record.done()->body.value("component_peaks", json())))
+            r.measured[c] = b;
+    return r;
+}
+
+namespace {
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+double worst(const std::vector<double>& v) {
+    double w = 0;
+    for (double x : v) w = std::max(w, std::fabs(x));
+    return w;
+}
+std::int64_t get(const std::map<Component, std::int64_t>& m, Component c) {
+    auto it = m.find(c);
+    return it == m.end() ? 0 : it->second;
+}
+std::string pct(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%+.1f %%", v);
+    return b;
+}
+std::string mb(std::int64_t v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", double(v) / 1e6);
+    return b;
+}
+}  // namespace
+
+ReportStats stats(const std::vector<PointResult>& results) {
+    ReportStats s;
+    std::vector<double> act, peak, total;
+    for (const auto& r : results) {
+        ++s.runs;
+        if (!r.failure.empty()) {
+            ++s.failed;
+            continue;
+        }
+        for (Component c : kAllComponents) {
+            if (!is_static(c)) continue;
+            const auto p = get(r.predicted, c), m = get(r.measured, c);
+            if (p == 0 && m == 0) continue;
+            ++s.static_checked;
+            s.static_exact += p == m;
+        }
+        act.push_back(std::fabs(error_percent(get(r.predicted, Component::Activations), get(r.measured, Component::Activations))));
+        const RunSummary sum = r.record.summary();
+        peak.push_back(std::fabs(sum.peak_error_percent()));
+        total.push_back(std::fabs(sum.total_error_percent()));
+    }
+    s.activations_median = median(act);
+    s.activations_worst = worst(act);
+    s.peak_median = median(peak);
+    s.peak_worst = worst(peak);
+    s.total_median = median(total);
+    s.total_worst = worst(total);
+    return s;
+}
+
+std::string markdown_report(const std::vector<PointResult>& results, const std::string& command) {
+    const ReportStats s = stats(results);
+    std::ostringstream o;
+    char line[512];
+    o << "# Prediction accuracy: planner vs wingspan-train (libtorch on CPU)\n\n"
+      << "Reproduce with `" << command << "`. Bytes are MB (10^6). \"Measured\" is the trainer's counting "
+         "allocator (live tensor bytes, exact) and the process RSS high-water mark; \"predicted\" is the "
+         "`predicted` event the same run emitted from core before it started.\n\n";
+    std::snprintf(line, sizeof line,
+                  "| | result | target |\n|---|---|---|\n"
+                  "| runs | %d (%d failed) | all complete |\n"
+                  "| static components exact to the byte | %d of %d | all |\n"
+                  "| activations error, median / worst | %.1f %% / %.1f %% | 5 %% / 10 %% |\n"
+                  "| peak allocated error, median / worst | %.1f %% / %.1f %% | 5 %% / 10 %% |\n"
+                  "| process total (RSS) error, median / worst | %.1f %% / %.1f %% | (framework overhead; calibrate) |\n\n",
+                  s.runs, s.failed, s.static_exact, s.static_checked, s.activations_median, s.activations_worst,
+                  s.peak_median, s.peak_worst, s.total_median, s.total_worst);
+    o << line;
+    o << "| run | static (pred = meas) | activations pred / meas | err | logits pred / meas | peak pred / meas | err | "
+         "RSS pred / meas | err | s |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& r : results) {
+        if (!r.failure.empty()) {
+            o << "| " << r.point.label() << " | failed: " << r.failure << " |||||||||\n";
+            continue;
+        }
+        int exact = 0, checked = 0;
+        for (Component c : kAllComponents)
+            if (is_static(c) && (get(r.predicted, c) || get(r.measured, c))) {
+                ++checked;
+                exact += get(r.predicted, c) == get(r.measured, c);
+            }
+        const RunSummary sum = r.record.summary();
+        const auto pa = get(r.predicted, Component::Activations), ma = get(r.measured, Component::Activations);
+        o << "| " << r.point.label() << " | " << exact << "/" << checked << " | " << mb(pa) << " / " << mb(ma) << " | "
+          << pct(error_percent(pa, ma)) << " | " << mb(get(r.predicted, Component::LogitsLoss)) << " / "
+          << mb(get(r.measured, Component::LogitsLoss)) << " | " << mb(sum.predicted_peak) << " / " << mb(sum.measured_peak)
+          << " | " << pct(sum.peak_error_percent()) << " | " << mb(sum.predicted_total) << " / "
+          << mb(sum.measured_rss_peak) << " | " << pct(sum.total_error_percent()) << " | ";
+        std::snprintf(line, sizeof line, "%.0f |\n", r.seconds);
+        o << line;
+    }
+    return o.str();
+}
+
+std::string csv_report(const std::vector<PointResult>& results) {
+    std::ostringstream o;
+    o << "arch,method,seq,batch,grad_checkpointing,status,component,predicted_bytes,measured_bytes,error_percent\n";
+    for (const auto& r : results) {
+        const std::string head = r.point.arch + "," + r.point.method + "," + std::to_string(r.point.seq) + "," +
+                                 std::to_string(r.point.batch) + "," + (r.point.grad_checkpointing ? "on" : "off") + "," +
+                                 (r.failure.empty() ? "completed" : "failed");
+        for (Component c : kAllComponents) {
+            const auto p = get(r.predicted, c), m = get(r.measured, c);
+            if (p == 0 && m == 0) continue;
+            o << head << "," << component_name(c) << "," << p << "," << m << "," << error_percent(p, m) << "\n";
+        }
+        const RunSummary sum = r.record.summary();
+        o << head << ",peak_allocated," << sum.predicted_peak << "," << sum.measured_peak << "," << sum.peak_error_percent() << "\n";
+        o << head << ",process_total," << sum.predicted_total << "," << sum.measured_rss_peak << "," << sum.total_error_percent()
+          << "\n";
+    }
+    return o.str();
+}
+
+}  // namespace wingspan::accuracy
