@@ -1244,11 +1244,13 @@ void MainWindow::setTheme(Theme t) {
     apply_theme(t);
     if (theme_group_)
         for (QAction* a : theme_group_->actions()) a->setChecked(parse_theme(a->data().toString()) == t);
-    if (lib_) {
+    // Widgets receive the new palette through posted events: recolour once they have it.
+    QTimer::singleShot(0, this, [this] {
+        if (!lib_) return;
         updateMachineVerdicts();
         markTablesDirty();
         refreshVisibleTables();
-    }
+    });
     if (options_.save_settings) settings_timer_->start();
 }
 

@@ -1,0 +1,606 @@
+// The planner window: every control changes the chart's series to exactly what core computes,
+// the ceilings and verdicts, the tables, save/open, settings, the train hook, keyboard use,
+// and the user machine dialog's validation. Runs offscreen.
+#include <QtTest>
+
+#include <QApplication>
+#include <QButtonGroup>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QToolTip>
+#include <QTreeWidget>
+
+#include <fstream>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/ui/machine_dialog.hpp"
+#include "wingspan/ui/main_window.hpp"
+
+using namespace wingspan;
+using namespace wingspan::ui;
+
+namespace {
+
+MainWindow::Options quiet() { return {false, false}; }
+
+// Radio buttons and check boxes take clicks on their indicator and label, not their whole width.
+void click(QAbstractButton* b) { QTest::mouseClick(b, Qt::LeftButton, {}, QPoint(8, b->height() / 2)); }
+
+template <typename T>
+T* child(QWidget* w, const char* name) {
+    T* c = w->findChild<T*>(name);
+    if (!c) qFatal("no child %s", name);
+    return c;
+}
+
+// What core says a machine's bar must hold, computed here without the window.
+std::map<Component, std::int64_t> core_components(const ProfileLibrary& lib, const Architecture& arch,
+                                                  const TrainingSetup& setup, const std::string& machine_id) {
+    const MachineProfile& m = lib.machine(machine_id);
+    const TrainingSetup adapted = adapt_setup(setup, m);
+    std::map<Component, std::int64_t> out;
+    for (const auto& [c, b] : estimate_memory(arch, adapted, lib.framework_for(m)).components)
+        if (b > 0) out[c] = b;
+    return out;
+}
+
+std::map<Component, std::int64_t> bar_components(const ChartBar& bar) {
+    std::map<Component, std::int64_t> out;
+    for (const auto& s : bar.segments)
+        if (s.component) out[*s.component] += s.bytes;
+    return out;
+}
+
+const ChartBar& bar_of(const MainWindow& w, const char* id) {
+    const ChartBar* b = w.machineChart().bar(id);
+    if (!b) qFatal("no bar %s", id);
+    return *b;
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<MainWindow> w;
+    QTemporaryDir home;
+
+    // The setup the window should now hold, kept independently of it.
+    TrainingSetup expected;
+
+    void checkChartIsCore(const Architecture& arch) {
+        QCOMPARE(w->plan().setup.to_json().dump(), expected.to_json().dump());
+        QVERIFY(w->evaluation().ok());
+        for (const char* id : {"rtx-4090", "t4", "mac-studio-m3-ultra-96gb", "cpu-laptop-8gb"}) {
+            const auto want = core_components(w->library(), arch, expected, id);
+            auto got = bar_components(bar_of(*w, id));
+            if (want != got) {
+                for (const auto& [c, b] : want) qWarning() << id << component_name(c).data() << b << got[c];
+                QFAIL("the chart's segments differ from estimate_memory");
+            }
+        }
+    }
+    const Architecture& llama8b() { return w->library().model("llama-3.1-8b").arch; }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName("WingspanTests");
+        QCoreApplication::setApplicationName("WingspanUiTests");
+        QVERIFY(home.isValid());
+    }
+
+    void init() {
+        w = std::make_unique<MainWindow>(QString(), quiet());
+        QVERIFY2(w->hasLibrary(), qPrintable(w->loadError()));
+        w->setUserDir((home.path() + "/config").toStdString());
+        w->setPlan(Plan::lesson_default());
+        w->resize(1500, 950);
+        w->show();
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        expected = Plan::lesson_default().setup;
+    }
+
+    void cleanup() { w.reset(); }
+
+    void opensOnTheLessonsExample() {
+        QCOMPARE(w->plan().model.model_id, std::string("llama-3.1-8b"));
+        QCOMPARE(w->evaluation().reference.params.total, std::int64_t(8'030'261'248));
+        const auto& bars = w->machineChart().bars;
+        QCOMPARE(int(bars.size()), 6);
+        const QStringList ids{"rtx-4090", "mac-studio-m3-ultra-96gb", "t4", "a100-80gb", "cpu-laptop-8gb", "this-machine"};
+        for (int i = 0; i < 6; ++i) QCOMPARE(bars[size_t(i)].id, ids[i]);
+        QCOMPARE(w->plan().setup.seq_len, std::int64_t(1024));
+        QVERIFY(w->plan().setup.grad_checkpointing);
+        checkChartIsCore(llama8b());
+        // Segments sum to what the device holds.
+        for (const auto& b : bars) {
+            std::int64_t sum = 0;
+            for (const auto& s : b.segments) sum += s.bytes;
+            QCOMPARE(sum, b.total);
+        }
+    }
+
+    void seqSliderAndSpin() {
+        auto* slider = child<QSlider>(w.get(), "seqSlider");
+        slider->setValue(slider->value() + 2);   // 1024 -> 2048
+        expected.seq_len = 2048;
+        checkChartIsCore(llama8b());
+        auto* spin = child<QSpinBox>(w.get(), "seqSpin");
+        spin->setFocus();
+        spin->selectAll();
+        QTest::keyClicks(spin, "3000");
+        QTest::keyClick(spin, Qt::Key_Enter);
+        expected.seq_len = 3000;
+        checkChartIsCore(llama8b());
+        QCOMPARE(slider->value(), 9);   // nearest step: 3072
+    }
+
+    void batchAccumAndCheckpointing() {
+        auto* batch = child<QSpinBox>(w.get(), "batchSpin");
+        batch->setFocus();
+        QTest::keyClick(batch, Qt::Key_Up);
+        QTest::keyClick(batch, Qt::Key_Up);
+        expected.micro_batch = 3;
+        expected.serve_batch = 3;
+        checkChartIsCore(llama8b());
+        child<QSpinBox>(w.get(), "gradAccumSpin")->setValue(8);
+        expected.grad_accum = 8;
+        checkChartIsCore(llama8b());
+        auto* ckpt = child<QCheckBox>(w.get(), "gradCheckpointing");
+        click(ckpt);
+        expected.grad_checkpointing = false;
+        checkChartIsCore(llama8b());
+    }
+
+    void methods() {
+        click(child<QRadioButton>(w.get(), "methodFull"));
+        expected.method = Method::Full;
+        checkChartIsCore(llama8b());
+        QVERIFY(!child<QSlider>(w.get(), "rankSlider")->isEnabled());
+        click(child<QRadioButton>(w.get(), "methodQlora"));
+        expected.method = Method::Qlora;
+        expected.quantization = Quantization::Nf4DoubleQuant;
+        checkChartIsCore(llama8b());
+        QVERIFY(bar_components(bar_of(*w, "t4")).count(Component::QuantConstants));
+        auto* quant = child<QComboBox>(w.get(), "quantization");
+        quant->setCurrentIndex(quant->findData("nf4"));
+        expected.quantization = Quantization::Nf4;
+        checkChartIsCore(llama8b());
+        click(child<QRadioButton>(w.get(), "methodServe"));
+        expected.method = Method::Serve;
+        checkChartIsCore(llama8b());
+        QVERIFY(bar_components(bar_of(*w, "rtx-4090")).count(Component::KvCache));
+    }
+
+    void loraRankAndTargets() {
+        child<QSlider>(w.get(), "rankSlider")->setValue(6);   // 64
+        expected.lora_rank = 64;
+        expected.lora_alpha = 128;
+        checkChartIsCore(llama8b());
+        click(child<QCheckBox>(w.get(), "target_gate"));
+        click(child<QCheckBox>(w.get(), "target_up"));
+        expected.lora_targets.erase(LinearRole::Gate);
+        expected.lora_targets.erase(LinearRole::Up);
+        checkChartIsCore(llama8b());
+        child<QCheckBox>(w.get(), "trainEmbeddings")->setChecked(true);
+        expected.train_embeddings = true;
+        checkChartIsCore(llama8b());
+    }
+
+    void advancedControls() {
+        auto* precision = child<QComboBox>(w.get(), "precision");
+        precision->setCurrentIndex(precision->findData("fp32"));
+        expected.precision = Precision::Fp32;
+        checkChartIsCore(llama8b());
+        auto* optimizer = child<QComboBox>(w.get(), "optimizer");
+        optimizer->setCurrentIndex(optimizer->findData("adamw8bit"));
+        expected.optimizer = Optimizer::AdamW8bit;
+        checkChartIsCore(llama8b());
+        auto* attention = child<QComboBox>(w.get(), "attention");
+        attention->setCurrentIndex(attention->findData("eager"));
+        expected.attention = Attention::Eager;
+        checkChartIsCore(llama8b());
+        child<QSpinBox>(w.get(), "lossChunk")->setValue(1024);
+        expected.loss_chunk_tokens = 1024;
+        checkChartIsCore(llama8b());
+        child<QSpinBox>(w.get(), "devices")->setValue(4);   // several devices pick DDP
+        expected.devices = 4;
+        expected.sharding = Sharding::Ddp;
+        checkChartIsCore(llama8b());
+        auto* sharding = child<QComboBox>(w.get(), "sharding");
+        sharding->setCurrentIndex(sharding->findData("zero3"));
+        expected.sharding = Sharding::Zero3;
+        checkChartIsCore(llama8b());
+        child<QCheckBox>(w.get(), "offload")->setChecked(true);
+        expected.offload = true;
+        checkChartIsCore(llama8b());
+        // Unified memory counts offloaded state in the same pool: the bar grows by it.
+        const auto& mac = bar_of(*w, "mac-studio-m3-ultra-96gb");
+        const auto& verdict = w->evaluation().verdicts[1];
+        QCOMPARE(mac.total, verdict.needed_bytes);
+    }
+
+    void frameworkOverride() {
+        auto* fw = child<QComboBox>(w.get(), "framework");
+        fw->setCurrentIndex(fw->findData("unsloth"));
+        QCOMPARE(w->plan().framework, std::string("unsloth"));
+        const auto& lib = w->library();
+        const MachineProfile& m = lib.machine("rtx-4090");
+        const auto want = estimate_memory(llama8b(), adapt_setup(expected, m), lib.framework("unsloth")).components;
+        std::map<Component, std::int64_t> nonzero;
+        for (const auto& [c, b] : want)
+            if (b > 0) nonzero[c] = b;
+        QVERIFY(bar_components(bar_of(*w, "rtx-4090")) == nonzero);
+    }
+
+    void modelSearchAndSizeSlider() {
+        auto* model = child<QComboBox>(w.get(), "modelSearch");
+        const int i = model->findData("qwen2.5-7b");
+        QVERIFY(i >= 0);
+        model->setCurrentIndex(i);
+        emit model->activated(i);
+        QCOMPARE(w->evaluation().reference.params.total, std::int64_t(7'615'616'512));
+        checkChartIsCore(w->library().model("qwen2.5-7b").arch);
+
+        // The slider walks Qwen2.5 with interpolated architectures between real members.
+        auto* size = child<QSlider>(w.get(), "sizeSlider");
+        QVERIFY(size->isEnabled());
+        size->setValue(size->value() + 60);
+        const Plan& p = w->plan();
+        QCOMPARE(p.model.family, std::string("qwen2.5"));
+        QVERIFY(p.model.target_params > 7'615'616'512);
+        std::vector<Architecture> family;
+        for (const auto* m : w->library().family("qwen2.5")) family.push_back(m->arch);
+        const Architecture arch = interpolate_family(family, p.model.target_params);
+        QVERIFY(w->evaluation().model.interpolated);
+        QCOMPARE(w->evaluation().reference.params.total, arch.parameter_count());
+        QVERIFY(arch.parameter_count() < 14'770'033'664);
+        checkChartIsCore(arch);
+        QVERIFY(child<QLabel>(w.get(), "sizeLabel")->text().contains("interpolated"));
+        // The ends land on real models.
+        size->setValue(size->maximum());
+        QCOMPARE(w->plan().model.model_id, std::string("qwen2.5-72b"));
+        QCOMPARE(w->evaluation().reference.params.total, std::int64_t(72'706'203'648));
+        // 72B LoRA does not fit a 4090.
+        QCOMPARE(*bar_of(*w, "rtx-4090").fit, Fit::No);
+    }
+
+    void ceilingsAndVerdicts() {
+        const auto& lib = w->library();
+        for (const auto& b : w->machineChart().bars) {
+            const MachineProfile& m = lib.machine(b.id.toStdString());
+            const MachineVerdict v = evaluate(llama8b(), expected, m, lib.framework_for(m));
+            QVERIFY(b.ceiling.has_value());
+            QCOMPARE(*b.ceiling, usable_bytes(m, lib.framework_for(m)));
+            QCOMPARE(*b.fit, v.fit);
+            QCOMPARE(b.margin, v.margin_bytes);
+            QCOMPARE(b.verdict.toStdString(), verdict_text(v, ByteUnit::GB));
+        }
+        // The lessons: a 7-8B LoRA fits a 24 GB card, not a 16 GB T4.
+        QCOMPARE(*bar_of(*w, "rtx-4090").fit, Fit::Fits);
+        QCOMPARE(*bar_of(*w, "t4").fit, Fit::No);
+        QVERIFY(bar_of(*w, "t4").verdict.contains("short"));
+        // The machine list says the same beside each ticked machine.
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        const auto t4 = list->findItems("T4", Qt::MatchExactly, 0);
+        QCOMPARE(t4.size(), 1);
+        QVERIFY(t4.front()->text(1).startsWith("✗ short"));
+        // QLoRA fits the T4.
+        click(child<QRadioButton>(w.get(), "methodQlora"));
+        QCOMPARE(*bar_of(*w, "t4").fit, Fit::Fits);
+        QVERIFY(t4.front()->text(1).startsWith("✓"));
+        // The painter put each ceiling marker at its value on the axis.
+        w->machineChartWidget()->repaint();
+        const auto& painter = w->machineChartWidget()->painter();
+        for (int i = 0; i < int(w->machineChart().bars.size()); ++i)
+            QVERIFY(painter.bar_rect(i).isValid());
+    }
+
+    void unitSetting() {
+        w->setUnit(ByteUnit::GiB);
+        QCOMPARE(w->machineChart().unit, ByteUnit::GiB);
+        QVERIFY(bar_of(*w, "rtx-4090").verdict.contains("GiB"));
+        QVERIFY(w->machineTable().caption.find("GiB") != std::string::npos);
+        // Exact bytes do not change with the unit.
+        checkChartIsCore(llama8b());
+    }
+
+    void machineSelectionAndEmptyState() {
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        auto items = list->findItems("H100", Qt::MatchExactly, 0);
+        QCOMPARE(items.size(), 1);
+        items.front()->setCheckState(0, Qt::Checked);
+        QCOMPARE(w->plan().machines.back(), std::string("h100"));
+        QCOMPARE(int(w->machineChart().bars.size()), 7);
+        for (int i = 0; i < list->topLevelItemCount(); ++i) list->topLevelItem(i)->setCheckState(0, Qt::Unchecked);
+        QVERIFY(w->machineChart().bars.empty());
+        QVERIFY(!w->machineChart().is_error);
+        QVERIFY(w->machineChart().empty_message.contains("Tick machines"));
+        w->machineChartWidget()->repaint();   // the empty state draws
+    }
+
+    void errorState() {
+        // Every LoRA target unticked: core refuses the plan, the chart says why.
+        for (const char* t : {"target_q", "target_k", "target_v", "target_o", "target_gate", "target_up", "target_down"})
+            child<QCheckBox>(w.get(), t)->setChecked(false);
+        QVERIFY(!w->evaluation().ok());
+        QVERIFY(w->machineChart().is_error);
+        QVERIFY(w->machineChart().empty_message.contains("target"));
+        QVERIFY(child<QLabel>(w.get(), "summary")->text().contains("cannot be computed"));
+        w->machineChartWidget()->repaint();
+        child<QCheckBox>(w.get(), "target_q")->setChecked(true);
+        QVERIFY(w->evaluation().ok());
+        QCOMPARE(int(w->machineChart().bars.size()), 6);
+    }
+
+    void tables() {
+        const auto& lib = w->library();
+        const Table& mt = w->machineTable();
+        QCOMPARE(int(mt.rows.size()), 6);
+        const Plan& plan = w->plan();
+        for (size_t i = 0; i < mt.rows.size(); ++i) {
+            const MachineVerdict& v = w->evaluation().verdicts[i];
+            const Solution batch = solve(SolveFor::Batch, llama8b(), expected, *v.machine, *v.framework, &lib, "llama-3");
+            const Solution seq = solve(SolveFor::Seq, llama8b(), expected, *v.machine, *v.framework, &lib, "llama-3");
+            QCOMPARE(*mt.rows[i][6].value, double(batch.value));
+            QCOMPARE(*mt.rows[i][7].value, double(seq.value));
+            QCOMPARE(*mt.rows[i][4].fit, v.fit);
+            const RunCost cost = estimate_run(v.speed, *v.machine, plan.dataset.tokens());
+            if (std::isfinite(cost.seconds)) QCOMPARE(*mt.rows[i][9].value, cost.seconds);
+            if (cost.dollars) QCOMPARE(*mt.rows[i][10].value, *cost.dollars);
+        }
+        // The data set changes time, never memory.
+        const double before = *w->machineTable().rows[0][9].value;
+        child<QSpinBox>(w.get(), "epochs")->setValue(3);
+        QCOMPARE(*w->machineTable().rows[0][9].value, 3 * before);
+        checkChartIsCore(llama8b());
+
+        const Table& methods = w->methodTable();
+        QCOMPARE(int(methods.rows.size()), 3);
+        const auto variants = method_variants(expected);
+        const std::string total_header = "Total";
+        const size_t total_col = size_t(std::find(methods.headers.begin(), methods.headers.end(), total_header) - methods.headers.begin());
+        for (size_t i = 0; i < 3; ++i) {
+            const auto est = estimate_memory(llama8b(), variants[i].second, lib.framework("pytorch-cuda"));
+            QCOMPARE(*methods.rows[i][total_col].value, double(est.total_bytes));
+        }
+        const ChartData mc = w->methodsChart();
+        QCOMPARE(int(mc.bars.size()), 3);
+        QCOMPARE(int(mc.lines.size()), 6);
+
+        const Table& sizes = w->sizeTable();
+        const Table want = build_table(lib, size_scenario(lib, w->plan()), ByteUnit::GB);
+        QCOMPARE(sizes.to_csv(), want.to_csv());
+        QCOMPARE(int(sizes.rows.size()), 6);
+        // Live: a longer sequence changes the size table.
+        child<QSpinBox>(w.get(), "seqSpin")->setValue(4096);
+        QVERIFY(w->sizeTable().to_csv() != want.to_csv());
+    }
+
+    void saveOpenRoundTrip() {
+        child<QSpinBox>(w.get(), "seqSpin")->setValue(2048);
+        click(child<QRadioButton>(w.get(), "methodQlora"));
+        child<QSpinBox>(w.get(), "examples")->setValue(5000);
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        list->findItems("L4", Qt::MatchExactly, 0).front()->setCheckState(0, Qt::Checked);
+        QTemporaryDir dir;
+        const QString path = dir.filePath("course.wingspan.json");
+        QString error;
+        QVERIFY2(w->savePlan(path, &error), qPrintable(error));
+        const nlohmann::json saved = w->plan().to_json();
+        {
+            std::ifstream in(path.toStdString());
+            const auto j = nlohmann::json::parse(in);
+            QCOMPARE(j["format"].get<std::string>(), std::string("wingspan-plan"));
+            QCOMPARE(j["model"]["id"].get<std::string>(), std::string("llama-3.1-8b"));
+            QCOMPARE(j["machines"].size(), size_t(7));
+        }
+        MainWindow other(QString(), quiet());
+        QVERIFY(other.openPlan(path, &error));
+        QCOMPARE(other.plan().to_json().dump(), saved.dump());
+        QCOMPARE(child<QSpinBox>(&other, "seqSpin")->value(), 2048);
+        QVERIFY(child<QRadioButton>(&other, "methodQlora")->isChecked());
+        QCOMPARE(child<QSpinBox>(&other, "examples")->value(), 5000);
+        QCOMPARE(other.machineChart().bars.size(), w->machineChart().bars.size());
+        // A broken file is refused with the reason, and the window keeps its plan.
+        const QString bad = dir.filePath("bad.wingspan.json");
+        std::ofstream(bad.toStdString()) << R"({"format":"wingspan-plan","model":{"id":"no-such-model"}})";
+        QVERIFY(!other.openPlan(bad, &error));
+        QVERIFY(error.contains("no-such-model"));
+        QCOMPARE(other.plan().to_json().dump(), saved.dump());
+        std::ofstream(bad.toStdString()) << "{ not json";
+        QVERIFY(!other.openPlan(bad, &error));
+        QVERIFY(error.contains("not valid JSON"));
+    }
+
+    void remembersTheLastPlan() {
+        QSettings().clear();
+        {
+            MainWindow first(QString(), MainWindow::Options{true, true});
+            child<QSpinBox>(&first, "seqSpin")->setValue(4096);
+            first.setUnit(ByteUnit::GiB);
+            first.close();
+        }
+        MainWindow second(QString(), MainWindow::Options{true, false});
+        QCOMPARE(second.plan().setup.seq_len, std::int64_t(4096));
+        QCOMPARE(second.unit(), ByteUnit::GiB);
+        QSettings().clear();
+    }
+
+    void trainHook() {
+        auto* train = child<QPushButton>(w.get(), "trainButton");
+        QVERIFY(!train->isVisible());   // nothing to run it yet
+        QSignalSpy spy(w.get(), &MainWindow::trainRequested);
+        Plan received;
+        connect(w.get(), &MainWindow::trainRequested, this, [&](const Plan& p) { received = p; });
+        QVERIFY(train->isVisible());
+        QTest::mouseClick(train, Qt::LeftButton);
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(received.to_json().dump(), w->plan().to_json().dump());
+        QLabel tab("run panel");
+        QCOMPARE(w->addRunTab(&tab, "Run"), 4);
+        w->tabs()->removeTab(4);
+    }
+
+    void hoverShowsBytesAndFormula() {
+        auto* chart = w->machineChartWidget();
+        chart->repaint();
+        const QRectF bar = chart->painter().bar_rect(0);
+        const QPoint inside = QPoint(int(bar.center().x()), int(bar.bottom() - 5));   // frozen weights
+        const auto hit = chart->painter().hit(inside);
+        QVERIFY(hit.has_value());
+        QCOMPARE(hit->bar, 0);
+        QVERIFY(hit->segment >= 0);
+        const QString tip = hit_tooltip(chart->data(), *hit, ByteUnit::GB);
+        QVERIFY(tip.contains("Frozen weights"));
+        QVERIFY(tip.contains("16,060,522,496 bytes"));
+        QVERIFY(tip.contains("8,030,261,248"));   // the formula's inputs
+        QHelpEvent help(QEvent::ToolTip, inside, chart->mapToGlobal(inside));
+        QApplication::sendEvent(chart, &help);
+        QTRY_VERIFY(QToolTip::isVisible());
+        QVERIFY(QToolTip::text().contains("Frozen weights"));
+        QToolTip::hideText();
+    }
+
+    void keyboardNavigation() {
+        auto* chart = w->machineChartWidget();
+        chart->setFocus(Qt::TabFocusReason);
+        QTRY_VERIFY(chart->hasFocus());
+        QCOMPARE(chart->focusedBar(), 0);
+        QTest::keyClick(chart, Qt::Key_Right);
+        QTest::keyClick(chart, Qt::Key_Right);
+        QCOMPARE(chart->focusedBar(), 2);
+        QTest::keyClick(chart, Qt::Key_End);
+        QCOMPARE(chart->focusedBar(), 5);
+        // Tab reaches the inputs; Ctrl+3 opens the Sizes tab.
+        auto* model = child<QComboBox>(w.get(), "modelSearch");
+        model->setFocus(Qt::TabFocusReason);
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_Tab);
+        QVERIFY(QApplication::focusWidget() != nullptr);
+        QTest::keyClick(w.get(), Qt::Key_3, Qt::ControlModifier);
+        QCOMPARE(w->tabs()->currentIndex(), 2);
+        // Space toggles a machine in the list.
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        list->setFocus();
+        list->setCurrentItem(list->findItems("H200", Qt::MatchExactly, 0).front());
+        QTest::keyClick(list, Qt::Key_Space);
+        QCOMPARE(w->plan().machines.back(), std::string("h200"));
+    }
+
+    void darkPalette() {
+        w->setTheme(Theme::Dark);
+        QVERIFY(QApplication::palette().color(QPalette::Base).lightness() < 100);
+        QTRY_VERIFY(w->machineChartWidget()->palette().color(QPalette::Base).lightness() < 100);
+        const QImage img = w->machineChartWidget()->grab().toImage();
+        QVERIFY(img.pixelColor(5, 5).lightness() < 100);
+        w->setTheme(Theme::Light);
+        QVERIFY(QApplication::palette().color(QPalette::Base).lightness() > 200);
+    }
+};
+
+class MachineDialogTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir;
+
+private slots:
+    void validation() {
+        MainWindow w(QString(), quiet());
+        MachineDialog d(w.library(), nullptr);
+        auto* save = d.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Save);
+        QVERIFY(!save->isEnabled());
+        auto* status = d.findChild<QLabel*>("machineStatus");
+
+        d.idEdit()->setText("my-card");
+        QVERIFY(!save->isEnabled());
+        QVERIFY(status->text().contains("Memory is required"));
+        d.memoryEdit()->setText("lots");
+        QVERIFY(status->text().contains("Memory"));
+        d.memoryEdit()->setText("10 GB");
+        // No compute at all: core's validation names the field.
+        QVERIFY(!save->isEnabled());
+        QVERIFY(status->text().contains("tflops"));
+        d.tflopsEdit()->setText("29.8");
+        d.usableEdit()->setText("12 GB");   // more than it has
+        QVERIFY(!save->isEnabled());
+        QVERIFY(status->text().contains("usable_bytes"));
+        d.usableEdit()->setText("9.5 GB");
+        d.priceEdit()->setText("cheap");
+        QVERIFY(!save->isEnabled());
+        QVERIFY(status->text().contains("Price"));
+        d.priceEdit()->clear();
+        QVERIFY(save->isEnabled());
+        QVERIFY(status->text().contains("ready to save"));
+        // Bundled ids are not yours to replace.
+        d.idEdit()->setText("rtx-4090");
+        QVERIFY(!save->isEnabled());
+        QVERIFY(status->text().contains("bundled"));
+    }
+
+    void saveLoadAndChart() {
+        MainWindow w(QString(), quiet());
+        const std::filesystem::path user = (dir.path() + "/cfg").toStdString();
+        w.setUserDir(user);
+        MachineDialog d(w.library(), nullptr);
+        d.idEdit()->setText("my-3080");
+        d.nameEdit()->setText("My RTX 3080 10 GB");
+        d.memoryEdit()->setText("10 GiB");
+        d.usableEdit()->setText("9.5 GiB");
+        d.tflopsEdit()->setText("59.5");
+        d.priceEdit()->setText("0.2");
+        const auto m = d.machine();
+        QVERIFY2(m.has_value(), qPrintable(d.error()));
+        QCOMPARE(m->memory_bytes, std::int64_t(10) << 30);
+        QVERIFY(d.save(user));
+        const auto file = user / "machines" / "my-3080.json";
+        QVERIFY(std::filesystem::exists(file));
+        std::ifstream in(file);
+        const MachineProfile back = parse_machine_profile(nlohmann::json::parse(in), file.string());
+        QCOMPARE(back.usable_bytes, std::int64_t(9.5 * (1 << 30)));
+        QVERIFY(back.user_defined);
+
+        w.reloadUserMachines();
+        auto* list = w.findChild<QTreeWidget*>("machineList");
+        const auto items = list->findItems("My RTX 3080 10 GB  (yours)", Qt::MatchExactly, 0);
+        QCOMPARE(items.size(), 1);
+        items.front()->setCheckState(0, Qt::Checked);
+        const ChartBar* bar = w.machineChart().bar("my-3080");
+        QVERIFY(bar);
+        QCOMPARE(*bar->ceiling, std::int64_t(9.5 * (1 << 30)));
+        QCOMPARE(*bar->fit, Fit::No);   // an 8B LoRA needs ~21 GB
+
+        // Editing keeps the id and re-validates.
+        MachineDialog edit(w.library(), &w.library().machine("my-3080"));
+        QVERIFY(edit.idEdit()->isReadOnly());
+        QCOMPARE(edit.memoryEdit()->text(), QString("10 GiB"));
+        QVERIFY(edit.machine().has_value());
+    }
+};
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    int status = 0;
+    {
+        MainWindowTest t;
+        status |= QTest::qExec(&t, argc, argv);
+    }
+    {
+        MachineDialogTest t;
+        status |= QTest::qExec(&t, argc, argv);
+    }
+    return status;
+}
+
+#include "test_main_window.moc"
