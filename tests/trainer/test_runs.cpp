@@ -449,7 +449,7 @@ private slots:
         QCOMPARE(r.events.back().type, EventType::Done);
         QCOMPARE(r.events.back().string_field("reason"), std::string("error"));
         if (kind == "bad_json_line") QCOMPARE(e->int_field("line"), 3);
-        if (kind == "bad_argument") QCOMPARE(r.exit_code, 2);
+        if (code == "bad_argument") QCOMPARE(r.exit_code, 2);
         if (code == "out_of_memory") {
             const std::string comp = e->string_field("component");
             QVERIFY2(comp == "activations" || comp == "logits_loss", comp.c_str());
