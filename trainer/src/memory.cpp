@@ -30,6 +30,7 @@ struct Header {
 static_assert(sizeof(Header) <= kHeaderBytes);
 
 std::atomic<std::int64_t> g_by_component[kComponents];
+std::atomic<std::int64_t> g_component_peak[kComponents];
 std::atomic<std::int64_t> g_live{0};
 std::atomic<std::int64_t> g_peak{0};
 std::atomic<std::int64_t> g_count{0};
@@ -41,12 +42,15 @@ std::mutex g_oom_mutex;
 OomRecord g_oom;
 c10::Allocator* g_inner = nullptr;
 
-void add_bytes(int c, std::int64_t n) {
-    g_by_component[c].fetch_add(n, std::memory_order_relaxed);
-    const std::int64_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
-    std::int64_t p = g_peak.load(std::memory_order_relaxed);
-    while (now > p && !g_peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t now) {
+    std::int64_t p = peak.load(std::memory_order_relaxed);
+    while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
     }
+}
+
+void add_bytes(int c, std::int64_t n) {
+    raise_peak(g_component_peak[c], g_by_component[c].fetch_add(n, std::memory_order_relaxed) + n);
+    raise_peak(g_peak, g_live.fetch_add(n, std::memory_order_relaxed) + n);
 }
 
 void count_delete(void* ptr) {
@@ -123,7 +127,7 @@ std::int64_t retag(const void* data, Component c) {
     const int from = h->component.exchange(to);
     if (from != to) {
         g_by_component[from].fetch_sub(h->bytes);
-        g_by_component[to].fetch_add(h->bytes);
+        raise_peak(g_component_peak[to], g_by_component[to].fetch_add(h->bytes) + h->bytes);
     }
     return h->bytes;
 }
@@ -142,6 +146,7 @@ Snapshot snapshot() {
         const Component c = kAllComponents[i];
         if (c == Component::FrameworkOverhead || c == Component::KvCache) continue;
         s.components[c] = g_by_component[i].load(std::memory_order_relaxed);
+        s.component_peaks[c] = g_component_peak[i].load(std::memory_order_relaxed);
     }
     s.allocated = g_live.load();
     s.peak = g_peak.load();
@@ -152,6 +157,9 @@ Snapshot snapshot() {
 std::int64_t allocated() { return g_live.load(); }
 std::int64_t peak() { return g_peak.load(); }
 void reset_peak() { g_peak.store(g_live.load()); }
+void reset_component_peaks() {
+    for (int i = 0; i < kComponents; ++i) g_component_peak[i].store(g_by_component[i].load());
+}
 
 OomRecord last_oom() {
     std::lock_guard<std::mutex> lock(g_oom_mutex);

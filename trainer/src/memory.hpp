@@ -48,6 +48,7 @@ bool lookup(const void* storage_data, Component& c, std::int64_t& bytes);
 
 struct Snapshot {
     std::map<Component, std::int64_t> components;   // live bytes per component
+    std::map<Component, std::int64_t> component_peaks;   // each component's own peak (not simultaneous)
     std::int64_t allocated = 0;                     // live bytes now
     std::int64_t peak = 0;                          // peak of live bytes since start / reset
     std::int64_t allocations = 0;                   // live allocation count
@@ -56,6 +57,9 @@ Snapshot snapshot();
 std::int64_t allocated();
 std::int64_t peak();
 void reset_peak();
+// Component peaks start again from the live bytes (after setup: load temporaries are not part
+// of a training step).
+void reset_component_peaks();
 
 // The allocation that hit the limit (the allocator throws c10::Error after recording it).
 struct OomRecord {

@@ -390,7 +390,8 @@ void Model::build(const Source& source, std::uint64_t seed) {
     };
     auto store = [&](const at::Tensor& t) {
         mem::Scope scope(base);
-        at::Tensor s = t.to(dtype_, /*non_blocking=*/false, /*copy=*/true).contiguous();
+        // Fresh tensors of the right type are kept as they are (no second copy while loading).
+        at::Tensor s = t.scalar_type() == dtype_ && t.is_contiguous() ? t : t.to(dtype_).contiguous();
         retag(s, base);
         return s;
     };

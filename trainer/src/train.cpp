@@ -682,6 +682,8 @@ void Run::emit_done(const std::string& reason) {
               {"peak_bytes", mem::peak()},
               {"rss_peak_bytes", mem::read_rss().hwm}};
     if (!last_checkpoint_.empty()) d["checkpoint"] = last_checkpoint_.string();
+    // Each component's own peak, exact from the allocator (the sampled events can miss one).
+    d["component_peaks"] = protocol::components_to_json(mem::snapshot().component_peaks);
     if (reason != "error") {
         try {
             d["sample"] = sample();
@@ -752,6 +754,7 @@ int Run::execute() {
                               {"tensor_bytes", protocol::components_to_json(bytes)}});
     }
     mem::set_phase(mem::Phase::Idle);
+    mem::reset_component_peaks();
     mem::Sampler::emit_now();
     train_loop();
     mem::set_phase(mem::Phase::Idle);
