@@ -124,6 +124,7 @@ ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& 
 MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
                                const FrameworkProfile& fw) {
     MemoryEstimate est;
+    const std::vector<TensorGroup> groups = arch.tensor_groups();
     est.params = count_parameters(arch, setup);
     const bool trains = setup.trains();
     const bool lora = setup.method == Method::Lora || setup.method == Method::Qlora;
@@ -157,7 +158,7 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         optimizer += count * optimizer_bytes(setup.optimizer, st.moment, rows, cols);
         largest_trainable = std::max(largest_trainable, rows * cols);
     };
-    for (const auto& g : arch.tensor_groups()) {
+    for (const auto& g : groups) {
         if (g.name.rfind("layers.", 0) == 0) layer_param_elems += g.total_elements() / arch.layers;
         const bool trainable =
             setup.method == Method::Full ||
@@ -295,7 +296,7 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         (arch.is_moe() ? bs * arch.experts * 4 : 0);
     std::int64_t lora_saved = 0;
     if (lora) {
-        for (const auto& g : arch.tensor_groups()) {
+        for (const auto& g : groups) {
             if (g.kind != TensorKind::Linear || !setup.lora_targets.count(g.role)) continue;
             if (g.name.rfind("layers.", 0) != 0) continue;
             const std::int64_t per_layer = g.count / L;

@@ -44,35 +44,46 @@ TrainingSetup adapt_setup(const TrainingSetup& s, const MachineProfile& m, std::
     return out;
 }
 
-double training_flops_per_token(const Architecture& arch, const TrainingSetup& setup) {
+namespace {
+struct Flops {
+    double forward = 0, training = 0;
+};
+
+Flops flops_per_token(const Architecture& arch, const TrainingSetup& setup) {
     // Matmul FLOPs: 2 per weight per token forward. The embedding lookup is free; the head
     // is a matmul even when tied.
-    std::int64_t embedding = 0;
-    for (const auto& g : arch.tensor_groups())
-        if (g.kind == TensorKind::Embedding || g.kind == TensorKind::PositionEmbedding)
-            embedding += g.total_elements();
+    const double embedding = double(arch.vocab) * double(arch.hidden) +
+                             (arch.learned_positions ? double(arch.max_positions) * double(arch.hidden) : 0.0);
     const double head = arch.tied_embeddings ? double(arch.vocab) * arch.hidden : 0.0;
-    const double matmul_params = double(arch.active_parameter_count() - embedding) + head;
+    const double matmul_params = double(arch.active_parameter_count()) - embedding + head;
     const double attention = 2.0 * arch.layers * setup.seq_len * arch.q_dim();   // causal QKᵀ and PV
-    const ParameterCounts p = count_parameters(arch, setup);
-    const double forward = 2.0 * matmul_params + attention + 2.0 * p.adapter;
-    if (!setup.trains()) return forward;
-    const double trainable_matmul = setup.method == Method::Full ? matmul_params : double(p.adapter);
-    double total = forward                    // forward
-                   + forward                  // gradients of activations (every layer)
-                   + 2.0 * trainable_matmul   // gradients of trainable weights
-                   + attention;               // attention backward is twice its forward
-    if (setup.grad_checkpointing) total += forward;
-    return total;
+    const double adapter = double(count_parameters(arch, setup).adapter);
+    Flops f;
+    f.forward = 2.0 * matmul_params + attention + 2.0 * adapter;
+    if (!setup.trains()) {
+        f.training = f.forward;
+        return f;
+    }
+    const double trainable_matmul = setup.method == Method::Full ? matmul_params : adapter;
+    f.training = f.forward                  // forward
+                 + f.forward                // gradients of activations (every layer)
+                 + 2.0 * trainable_matmul   // gradients of trainable weights
+                 + attention;               // attention backward is twice its forward
+    if (setup.grad_checkpointing) f.training += f.forward;
+    return f;
+}
+}  // namespace
+
+double training_flops_per_token(const Architecture& arch, const TrainingSetup& setup) {
+    return flops_per_token(arch, setup).training;
 }
 
 SpeedEstimate estimate_speed(const Architecture& arch, const TrainingSetup& setup,
                              const MachineProfile& m, const FrameworkProfile& f) {
     SpeedEstimate s;
-    s.flops_per_token = training_flops_per_token(arch, setup);
-    TrainingSetup forward_only = setup;
-    forward_only.method = Method::Serve;
-    s.forward_flops_per_token = training_flops_per_token(arch, forward_only);
+    const Flops flops = flops_per_token(arch, setup);
+    s.flops_per_token = flops.training;
+    s.forward_flops_per_token = flops.forward;
     double peak = 0;
     const char* which = "";
     switch (setup.precision) {

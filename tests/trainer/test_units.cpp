@@ -209,6 +209,27 @@ private Q_SLOTS:
         QVERIFY(std::abs(eager.loss(ids, labels, false).item<double>() - sdpa.loss(ids, labels, false).item<double>()) < 1e-5);
     }
 
+    void kvCacheMatchesFullForward() {
+        ModelOptions o;
+        o.method = Method::Lora;
+        o.rank = 2;
+        o.targets = {LinearRole::Q, LinearRole::K, LinearRole::V};
+        Model m(ModelConfig::from_hf(tiny_config()), o);
+        m.build({}, 5);
+        at::NoGradGuard ng;
+        for (auto& t : m.trainable()) t.tensor.normal_(0, 0.1);
+        at::Tensor ids = at::randint(0, 32, {1, 7}, at::kLong);
+        at::Tensor full = m.hidden_states(ids, false);
+        Model::KvCache cache;
+        at::Tensor first = m.hidden_states(ids.narrow(1, 0, 4), false, &cache);
+        QVERIFY(max_abs(first - full.narrow(1, 0, 4)) < 1e-5);
+        for (int t = 4; t < 7; ++t) {
+            at::Tensor step = m.hidden_states(ids.narrow(1, t, 1), false, &cache);
+            QVERIFY(max_abs(step.select(1, 0) - full.select(1, t)) < 1e-5);
+        }
+        QCOMPARE(cache.length, std::int64_t(7));
+    }
+
     void safetensorsRoundTrip() {
         const fs::path dir = temp_dir("st");
         std::vector<std::pair<std::string, at::Tensor>> t = {

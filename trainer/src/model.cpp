@@ -539,11 +539,12 @@ at::Tensor rotate_half(const at::Tensor& x) {
 
 at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const at::Tensor& mask) const {
-    // q: [B, Hq, T, D]; k, v: [B, Hkv, T, D]. Query heads of one KV head are adjacent, so
-    // grouping them as [B, Hkv, g*T, D] shares K and V without copying them.
+    // q: [B, Hq, Tq, D]; k, v: [B, Hkv, Tk, D]. Query heads of one KV head are adjacent, so
+    // grouping them as [B, Hkv, g*Tq, D] shares K and V without copying them.
     const std::int64_t B = q.size(0), Hq = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1);
+    const std::int64_t Tk = k.size(2);
     const std::int64_t g = Hq / Hkv;
-    if (opt_.sdpa) {
+    if (opt_.sdpa && Tk == T) {
         at::Tensor kk = g > 1 ? k.repeat_interleave(g, 1) : k;
         at::Tensor vv = g > 1 ? v.repeat_interleave(g, 1) : v;
         auto out = std::get<0>(at::_scaled_dot_product_attention(q, kk, vv, {}, 0.0, false, true));
@@ -551,16 +552,16 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
     at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
-    at::Tensor scores = at::matmul(qg, k.transpose(-1, -2));          // [B, Hkv, g*T, T]
-    scores.view({B, Hkv, g, T, T}).add_(mask);
+    at::Tensor scores = at::matmul(qg, k.transpose(-1, -2));          // [B, Hkv, g*Tq, Tk]
+    scores.view({B, Hkv, g, T, Tk}).add_(mask);
     at::Tensor probs = at::softmax(scores, -1);
     scores.reset();
-    at::Tensor out = at::matmul(probs, v);                              // [B, Hkv, g*T, D]
+    at::Tensor out = at::matmul(probs, v);                              // [B, Hkv, g*Tq, D]
     return out.view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
 }
 
 at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                const at::Tensor& mask) const {
+                                const at::Tensor& mask, KvCache* cache) const {
     const Layer& L = layers_[i];
     const std::int64_t B = x.size(0), T = x.size(1), D = cfg_.head_dim;
     at::Tensor h = rms_norm(x, L.input_norm);
@@ -570,6 +571,14 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     h.reset();
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
+    if (cache) {
+        if (cache->k[i].defined()) {
+            k = at::cat({cache->k[i], k}, 2);
+            v = at::cat({cache->v[i], v}, 2);
+        }
+        cache->k[i] = k;
+        cache->v[i] = v;
+    }
     at::Tensor a = attention(q, k, v.contiguous(), mask);
     q.reset();
     k.reset();
@@ -661,25 +670,32 @@ at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, cons
     return LmHeadLossFn::apply(hidden, weight, labels);
 }
 
-at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing) const {
+at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCache* cache) const {
     const std::int64_t T = ids.size(1);
-    at::Tensor pos = at::arange(T, at::kDouble).unsqueeze(1);
+    const std::int64_t past = cache ? cache->length : 0;
+    at::Tensor pos = at::arange(past, past + T, at::kDouble).unsqueeze(1);
     at::Tensor freq = at::tensor(inv_freq_, at::kDouble).unsqueeze(0);
     at::Tensor angles = pos * freq;                                        // [T, D/2]
     angles = at::cat({angles, angles}, -1);
     at::Tensor cos = angles.cos().to(dtype_), sin = angles.sin().to(dtype_);
-    at::Tensor mask = at::full({T, T}, -std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(dtype_))
-                          .triu(1);
+    // Query t (absolute past + t) sees keys 0 .. past + t.
+    at::Tensor mask = at::full({T, past + T}, -std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(dtype_))
+                          .triu(past + 1);
+    if (cache && cache->k.empty()) {
+        cache->k.resize(cfg_.layers);
+        cache->v.resize(cfg_.layers);
+    }
     at::Tensor x = at::embedding(embed_, ids);
     for (std::int64_t i = 0; i < cfg_.layers; ++i) {
-        if (checkpointing && at::GradMode::is_enabled()) {
+        if (checkpointing && !cache && at::GradMode::is_enabled()) {
             // The checkpointed function needs an input that requires grad to be in the graph.
             if (!x.requires_grad()) x = x.detach().requires_grad_(true);
             x = CheckpointFn::apply(x, this, i, cos, sin, mask);
         } else {
-            x = layer_forward(i, x, cos, sin, mask);
+            x = layer_forward(i, x, cos, sin, mask, cache);
         }
     }
+    if (cache) cache->length += T;
     return rms_norm(x, final_norm_);
 }
 
@@ -691,18 +707,20 @@ at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool che
 std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,
                                           std::int64_t stop_id) const {
     at::NoGradGuard no_grad;
-    std::vector<std::int64_t> seq = prompt, out;
+    std::vector<std::int64_t> out;
+    if (prompt.empty() || tokens <= 0) return out;
+    KvCache cache;
+    std::vector<std::int64_t> ctx = prompt;
+    if (static_cast<std::int64_t>(ctx.size()) > cfg_.max_positions - tokens)
+        ctx.erase(ctx.begin(), ctx.end() - std::max<std::int64_t>(1, cfg_.max_positions - tokens));
+    at::Tensor ids = at::tensor(ctx, at::kLong).unsqueeze(0);
     for (std::int64_t t = 0; t < tokens; ++t) {
-        const std::int64_t start = std::max<std::int64_t>(0, static_cast<std::int64_t>(seq.size()) - cfg_.max_positions);
-        std::vector<std::int64_t> ctx(seq.begin() + start, seq.end());
-        at::Tensor ids = at::tensor(ctx, at::kLong).unsqueeze(0);
-        at::Tensor h = hidden_states(ids, false);
+        at::Tensor h = hidden_states(ids, false, &cache);
         at::Tensor last = h.select(1, h.size(1) - 1);                    // [1, H]
-        at::Tensor logits = at::matmul(last, head_weight().t());
-        const std::int64_t next = logits.argmax(-1).item<std::int64_t>();
+        const std::int64_t next = at::matmul(last, head_weight().t()).argmax(-1).item<std::int64_t>();
         if (next == stop_id) break;
-        seq.push_back(next);
         out.push_back(next);
+        ids = at::full({1, 1}, next, at::kLong);
     }
     return out;
 }

@@ -137,10 +137,16 @@ public:
     const std::vector<Layer>& layers() const { return layers_; }
     at::Tensor& embed() { return embed_; }
 
-    // One decoder layer (public for the checkpointing function).
+    // Keys and values of earlier positions, per layer (generation only).
+    struct KvCache {
+        std::vector<at::Tensor> k, v;
+        std::int64_t length = 0;
+    };
+    // One decoder layer (public for the checkpointing function). mask: [Tq, Tk] additive.
     at::Tensor layer_forward(std::int64_t i, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                             const at::Tensor& mask) const;
-    at::Tensor hidden_states(const at::Tensor& ids, bool checkpointing) const;
+                             const at::Tensor& mask, KvCache* cache = nullptr) const;
+    // Final-norm hidden states of ids [B, T] (positions continue after the cache, if given).
+    at::Tensor hidden_states(const at::Tensor& ids, bool checkpointing, KvCache* cache = nullptr) const;
 
 private:
     at::Tensor head_weight() const { return cfg_.tied ? embed_ : head_; }

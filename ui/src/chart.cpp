@@ -11,6 +11,9 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <QPalette>
+#include <QPaintEngine>
+#include <QStaticText>
+#include <QHash>
 #include <QToolTip>
 
 namespace wingspan::ui {
@@ -306,30 +309,58 @@ QString tick_text(double value_units, double step) {
     return QString::number(value_units, 'f', decimals);
 }
 
-// Wraps text into at most `max_lines` lines of `width`, eliding the last.
-QStringList wrap(const QString& text, const QFontMetricsF& fm, double width, int max_lines) {
+// Wraps text into at most `max_lines` lines of `width`, eliding the last. Each word is measured
+// once (a line's width is its words plus spaces), so long subtitles stay cheap to wrap.
+QStringList wrap_text(const QString& text, const QFontMetricsF& fm, double width, int max_lines) {
     QStringList lines;
     const QStringList words = text.split(' ', Qt::SkipEmptyParts);
+    const double space = fm.horizontalAdvance(' ');
     QString line;
+    double line_w = 0;
     for (int i = 0; i < words.size(); ++i) {
-        const QString candidate = line.isEmpty() ? words[i] : line + ' ' + words[i];
-        if (fm.horizontalAdvance(candidate) <= width || line.isEmpty()) {
-            line = candidate;
+        const double w = fm.horizontalAdvance(words[i]);
+        if (line.isEmpty() || line_w + space + w <= width) {
+            line_w = line.isEmpty() ? w : line_w + space + w;
+            line = line.isEmpty() ? words[i] : line + ' ' + words[i];
         } else {
             lines << line;
-            line = words[i];
             if (lines.size() == max_lines - 1) {
                 line = QStringList(words.mid(i)).join(' ');
+                line_w = width + 1;   // elide below if it is too long
                 break;
             }
+            line = words[i];
+            line_w = w;
         }
     }
     if (!line.isEmpty()) lines << line;
-    for (auto& l : lines) l = fm.elidedText(l, Qt::ElideRight, width);
+    for (auto& l : lines)
+        if (fm.horizontalAdvance(l) > width) l = fm.elidedText(l, Qt::ElideRight, width);
     return lines;
 }
 
+// Framework overhead: black diagonal hatching on white. Vector lines for SVG and PDF; a tiled
+// texture on raster devices (the window, PNG), which is far cheaper to fill.
 void draw_hatch(QPainter& p, const QRectF& r, const QColor& line_color) {
+    const bool raster = p.paintEngine() && p.paintEngine()->type() == QPaintEngine::Raster;
+    if (raster) {
+        static const QBrush tile = [] {
+            QImage img(6, 6, QImage::Format_ARGB32_Premultiplied);
+            img.fill(Qt::white);
+            QPainter tp(&img);
+            tp.setRenderHint(QPainter::Antialiasing, true);
+            tp.setPen(QPen(Qt::black, 1.2));
+            tp.drawLine(QPointF(-1, 7), QPointF(7, -1));
+            tp.drawLine(QPointF(5, 7), QPointF(7, 5));
+            tp.drawLine(QPointF(-1, 1), QPointF(1, -1));
+            tp.end();
+            return QBrush(img);
+        }();
+        if (line_color == QColor(Qt::black)) {
+            p.fillRect(r, tile);
+            return;
+        }
+    }
     p.save();
     p.setClipRect(r, Qt::IntersectClip);
     p.fillRect(r, QColor("#ffffff"));
@@ -342,8 +373,82 @@ void draw_hatch(QPainter& p, const QRectF& r, const QColor& line_color) {
 
 }  // namespace
 
+
+// Text measured, wrapped and laid out once and reused on every repaint: shaping text is most
+// of what drawing a chart costs, and between slider moves most labels stay the same.
+struct TextCache {
+    QHash<QString, double> width;
+    QHash<QString, QStringList> wraps;
+    QHash<QString, QStaticText> text;
+    qsizetype size() const { return width.size() + wraps.size() + text.size(); }
+    void clear() {
+        width.clear();
+        wraps.clear();
+        text.clear();
+    }
+};
+
+namespace {
+
+struct TextOps {
+    QPainter& p;
+    TextCache& c;
+
+    // Fonts here differ only in pixel size and weight (one family per chart): a cheap key.
+    static QString key(const QFont& f, const QString& s) {
+        return QString::number(f.pixelSize() * 2 + (f.bold() ? 1 : 0)) + QChar(0x1f) + s;
+    }
+
+    double adv(const QFont& f, const QString& s) {
+        const QString k = key(f, s);
+        auto it = c.width.constFind(k);
+        if (it != c.width.constEnd()) return *it;
+        const double w = QFontMetricsF(f).horizontalAdvance(s);
+        c.width.insert(k, w);
+        return w;
+    }
+    QString elide(const QFont& f, const QString& s, double w) {
+        if (adv(f, s) <= w) return s;
+        return wrap(s, f, w, 1).value(0);
+    }
+    QStringList wrap(const QString& s, const QFont& f, double w, int lines) {
+        const QString k = key(f, s) + QChar(0x1f) + QString::number(int(w)) + "/" + QString::number(lines);
+        auto it = c.wraps.constFind(k);
+        if (it != c.wraps.constEnd()) return *it;
+        const QStringList out = wrap_text(s, QFontMetricsF(f), w, lines);
+        c.wraps.insert(k, out);
+        return out;
+    }
+    // Like QPainter::drawText(rect, flags, text) for one line, through a cached QStaticText.
+    void draw(const QRectF& r, int align, const QString& s) {
+        if (s.isEmpty()) return;
+        const QFont& f = p.font();
+        const QString k = key(f, s);
+        auto it = c.text.find(k);
+        if (it == c.text.end()) {
+            QStaticText st(s);
+            st.setTextFormat(Qt::PlainText);
+            st.setPerformanceHint(QStaticText::AggressiveCaching);
+            st.prepare(QTransform(), f);
+            it = c.text.insert(k, st);
+        }
+        const double w = adv(f, s), h = QFontMetricsF(f).height();
+        double x = r.left(), y = r.top();
+        if (align & Qt::AlignHCenter) x = r.center().x() - w / 2;
+        else if (align & Qt::AlignRight) x = r.right() - w;
+        if (align & Qt::AlignVCenter) y = r.center().y() - h / 2;
+        else if (align & Qt::AlignBottom) y = r.bottom() - h;
+        p.drawStaticText(QPointF(x, y), *it);
+    }
+};
+
+}  // namespace
+
 void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, const ChartStyle& st) {
     geo_.clear();
+    if (!cache_) cache_ = std::make_shared<TextCache>();
+    if (cache_->size() > 6000) cache_->clear();
+    TextOps tx{p, *cache_};
     p.save();
     p.setRenderHint(QPainter::Antialiasing, true);
     p.setRenderHint(QPainter::TextAntialiasing, true);
@@ -359,16 +464,15 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     p.setFont(title_font);
     p.setPen(d.is_error ? st.no : st.text);
     QFontMetricsF tfm(title_font);
-    p.drawText(QRectF(left, y, width, tfm.height()), Qt::AlignLeft | Qt::AlignVCenter,
-               tfm.elidedText(d.title, Qt::ElideRight, width));
+    tx.draw(QRectF(left, y, width, tfm.height()), Qt::AlignLeft | Qt::AlignVCenter, tx.elide(title_font, d.title, width));
     y += tfm.height() + 3;
     if (!d.subtitle.isEmpty()) {
         QFont sf = font_px(st, 12.5);
         QFontMetricsF sfm(sf);
         p.setFont(sf);
         p.setPen(st.muted);
-        for (const QString& line : wrap(d.subtitle, sfm, width, 2)) {
-            p.drawText(QRectF(left, y, width, sfm.height()), Qt::AlignLeft | Qt::AlignVCenter, line);
+        for (const QString& line : tx.wrap(d.subtitle, sf, width, 2)) {
+            tx.draw(QRectF(left, y, width, sfm.height()), Qt::AlignLeft | Qt::AlignVCenter, line);
             y += sfm.height();
         }
     }
@@ -413,7 +517,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
             if (both_green && c == Component::TrainableWeights) continue;
             QString label = QString::fromUtf8(component_label(c).data(), int(component_label(c).size()));
             if (both_green && c == Component::Adapters) label = "Trainable weights / LoRA adapters";
-            const double w = 14 + 5 + lfm.horizontalAdvance(label);
+            const double w = 14 + 5 + tx.adv(lf, label);
             const double at = place(w);
             QRectF sw(at, y + (row_h - 5 - 12) / 2 + 1, 14, 12);
             if (c == Component::FrameworkOverhead) {
@@ -425,13 +529,13 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
                 p.fillRect(sw, component_qcolor(c));
             }
             p.setPen(st.text);
-            p.drawText(QRectF(at + 19, y, w, row_h - 5), Qt::AlignLeft | Qt::AlignVCenter, label);
+            tx.draw(QRectF(at + 19, y, w, row_h - 5), Qt::AlignLeft | Qt::AlignVCenter, label);
         }
         bool has_ceiling = false;
         for (const auto& b : d.bars) has_ceiling |= b.ceiling.has_value();
         if (has_ceiling || !d.lines.empty()) {
             const QString label = has_ceiling ? "usable ceiling" : "machine ceilings";
-            const double w = 22 + 5 + lfm.horizontalAdvance(label);
+            const double w = 22 + 5 + tx.adv(lf, label);
             const double at = place(w);
             QPen pen(st.ceiling, 2, Qt::CustomDashLine);
             pen.setDashPattern({3, 2});
@@ -439,7 +543,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
             const double ly = y + (row_h - 5) / 2;
             p.drawLine(QPointF(at, ly), QPointF(at + 22, ly));
             p.setPen(st.text);
-            p.drawText(QRectF(at + 27, y, w, row_h - 5), Qt::AlignLeft | Qt::AlignVCenter, label);
+            tx.draw(QRectF(at + 27, y, w, row_h - 5), Qt::AlignLeft | Qt::AlignVCenter, label);
         }
         y += row_h + 6;
     }
@@ -449,13 +553,13 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     if (!d.footnote.isEmpty()) {
         QFont ff = font_px(st, 11);
         QFontMetricsF ffm(ff);
-        const QStringList lines = wrap(d.footnote, ffm, width, 2);
+        const QStringList lines = tx.wrap(d.footnote, ff, width, 2);
         bottom -= ffm.height() * lines.size();
         p.setFont(ff);
         p.setPen(st.muted);
         double fy = bottom;
         for (const QString& line : lines) {
-            p.drawText(QRectF(left, fy, width, ffm.height()), Qt::AlignLeft | Qt::AlignVCenter, line);
+            tx.draw(QRectF(left, fy, width, ffm.height()), Qt::AlignLeft | Qt::AlignVCenter, line);
             fy += ffm.height();
         }
         bottom -= 6;
@@ -490,7 +594,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
         double slots_guess = double(d.bars.size());
         const double w_guess = (width * 0.85) / std::max(1.0, slots_guess);
         for (const auto& b : d.bars)
-            if (!grouped) label_lines = std::max(label_lines, int(wrap(b.label, lfm, w_guess - 4, 2).size()));
+            if (!grouped) label_lines = std::max(label_lines, int(tx.wrap(b.label, label_font, w_guess - 4, 2).size()));
     }
     const double caption_h = lfm.height() * label_lines + (any_sub ? sfm.height() : 0) + (grouped ? gfm.height() + 4 : 0) + 8;
 
@@ -501,7 +605,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     if (!d.lines.empty()) {
         double w = 0;
         for (const auto& l : d.lines)
-            w = std::max(w, linefm.horizontalAdvance(l.label + "  " + qs(format_bytes(double(l.bytes), d.unit))));
+            w = std::max(w, tx.adv(line_font, l.label + "  " + qs(format_bytes(double(l.bytes), d.unit))));
         right_pad = std::min(std::max(80.0, w + 12), width * 0.32);
     }
 
@@ -514,7 +618,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     const double step_units = nice_step(axis_max_ / ub, std::max(3, int(plot_h / 55)));
     double axis_w = 0;
     for (double v = 0; v * ub <= axis_max_; v += step_units)
-        axis_w = std::max(axis_w, afm.horizontalAdvance(tick_text(v, step_units) + " " + unit));
+        axis_w = std::max(axis_w, tx.adv(axis_font, tick_text(v, step_units) + " " + unit));
     const double plot_left = left + axis_w + 10;
     const double plot_right = right - right_pad;
     plot_ = QRectF(plot_left, plot_top, plot_right - plot_left, plot_bottom - plot_top);
@@ -527,7 +631,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
         p.setPen(QPen(v == 0 ? st.muted : st.grid, 1));
         p.drawLine(QPointF(plot_.left(), yy), QPointF(plot_.right(), yy));
         p.setPen(st.muted);
-        p.drawText(QRectF(left, yy - afm.height() / 2, axis_w, afm.height()), Qt::AlignRight | Qt::AlignVCenter,
+        tx.draw(QRectF(left, yy - afm.height() / 2, axis_w, afm.height()), Qt::AlignRight | Qt::AlignVCenter,
                    tick_text(v, step_units) + " " + unit);
     }
 
@@ -557,8 +661,8 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
         p.setFont(line_font);
         p.setPen(st.text);
         for (const auto& l : labels)
-            p.drawText(QRectF(plot_.right() + 6, l.y - linefm.height() / 2, right_pad - 6, linefm.height()),
-                       Qt::AlignLeft | Qt::AlignVCenter, linefm.elidedText(l.text, Qt::ElideRight, right_pad - 6));
+            tx.draw(QRectF(plot_.right() + 6, l.y - linefm.height() / 2, right_pad - 6, linefm.height()),
+                    Qt::AlignLeft | Qt::AlignVCenter, tx.elide(line_font, l.text, right_pad - 6));
     }
 
     // Bar slot_count: groups get a gap between them.
@@ -585,28 +689,27 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     QFont lf_fit = label_font;
     if (grouped) {
         double widest = 0;
-        for (const auto& b : d.bars) widest = std::max(widest, lfm.horizontalAdvance(b.label));
+        for (const auto& b : d.bars) widest = std::max(widest, tx.adv(label_font, b.label));
         for (double px = 12; px > 7.5 && widest > slot_w - 2; px -= 0.5) {
             lf_fit = font_px(st, px, false);
             widest = 0;
-            for (const auto& b : d.bars) widest = std::max(widest, QFontMetricsF(lf_fit).horizontalAdvance(b.label));
+            for (const auto& b : d.bars) widest = std::max(widest, tx.adv(lf_fit, b.label));
         }
     }
     bool totals_with_unit = true;
     for (const auto& b : d.bars)
-        if (!b.fit && marfm.horizontalAdvance(compact_bytes(double(b.total), d.unit, true)) > slot_w - 2) totals_with_unit = false;
+        if (!b.fit && tx.adv(margin_font, compact_bytes(double(b.total), d.unit, true)) > slot_w - 2) totals_with_unit = false;
     QFont total_font = margin_font;
     {
         double widest = 0;
         for (const auto& b : d.bars)
-            if (!b.fit) widest = std::max(widest, marfm.horizontalAdvance(compact_bytes(double(b.total), d.unit, totals_with_unit)));
+            if (!b.fit) widest = std::max(widest, tx.adv(margin_font, compact_bytes(double(b.total), d.unit, totals_with_unit)));
         for (double px = 11; px > 7.5 && widest > slot_w - 1; px -= 0.5) {
             total_font = font_px(st, px);
             widest = 0;
             for (const auto& b : d.bars)
                 if (!b.fit)
-                    widest = std::max(widest, QFontMetricsF(total_font).horizontalAdvance(
-                                                  compact_bytes(double(b.total), d.unit, totals_with_unit)));
+                    widest = std::max(widest, tx.adv(total_font, compact_bytes(double(b.total), d.unit, totals_with_unit)));
         }
     }
 
@@ -645,11 +748,11 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
             }
             // The value inside the segment when it has room.
             if (s.component && *s.component != Component::FrameworkOverhead && r.height() >= vfm.height() + 2 &&
-                bar_w >= vfm.horizontalAdvance("888.8") + 6) {
+                bar_w >= tx.adv(value_font, "888.8") + 6) {
                 const QColor fill = component_qcolor(*s.component);
                 p.setFont(value_font);
                 p.setPen(is_dark(fill) ? QColor("#ffffff") : QColor("#111111"));
-                p.drawText(r, Qt::AlignCenter, short_value(double(s.bytes), d.unit));
+                tx.draw(r, Qt::AlignCenter, short_value(double(s.bytes), d.unit));
             }
         }
         const double top_bytes = std::min(double(b.total), limit);
@@ -689,8 +792,8 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
             QString line1, line2;
             QColor c1 = st.text;
             if (b.fit) {
-                const double w_long = verfm.horizontalAdvance("✗ does not fit");
-                const bool wide = slot_w >= w_long + 6, medium = slot_w >= verfm.horizontalAdvance("✗ too big") + 4;
+                const double w_long = tx.adv(verdict_font, "✗ does not fit");
+                const bool wide = slot_w >= w_long + 6, medium = slot_w >= tx.adv(verdict_font, "✗ too big") + 4;
                 switch (*b.fit) {
                     case Fit::Fits: line1 = medium ? "✓ fits" : "✓"; c1 = st.fits; break;
                     case Fit::Tight: line1 = medium ? "! tight" : "!"; c1 = st.tight; break;
@@ -698,7 +801,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
                 }
                 const QString amount = short_value(std::fabs(double(b.margin)), d.unit) + " " + unit;
                 const QString long2 = b.margin >= 0 ? amount + " free" : amount + " short";
-                line2 = marfm.horizontalAdvance(long2) <= slot_w - 2 ? long2 : (b.margin >= 0 ? "+" : "−") + amount;
+                line2 = tx.adv(margin_font, long2) <= slot_w - 2 ? long2 : (b.margin >= 0 ? "+" : "−") + amount;
                 if (b.fit == Fit::No && b.margin >= 0) line2 = "host RAM";
             } else {
                 line2 = compact_bytes(double(b.total), d.unit, totals_with_unit);
@@ -711,21 +814,21 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
                 QColor halo = st.background;
                 halo.setAlphaF(0.85f);
                 p.setFont(b.fit ? margin_font : total_font);
-                const double w2 = QFontMetricsF(p.font()).horizontalAdvance(line2) + 4;
+                const double w2 = tx.adv(p.font(), line2) + 4;
                 p.fillRect(QRectF(cx - w2 / 2, r2.top() + 1, w2, r2.height() - 1), halo);
                 if (!line1.isEmpty()) {
-                    const double w1 = verfm.horizontalAdvance(line1) + 4;
+                    const double w1 = tx.adv(verdict_font, line1) + 4;
                     p.fillRect(QRectF(cx - w1 / 2, r1.top() + 1, w1, r1.height()), halo);
                 }
             }
             if (!line1.isEmpty()) {
                 p.setFont(verdict_font);
                 p.setPen(c1);
-                p.drawText(r1, Qt::AlignHCenter | Qt::AlignBottom, line1);
+                tx.draw(r1, Qt::AlignHCenter | Qt::AlignBottom, line1);
             }
             p.setFont(b.fit ? margin_font : total_font);
             p.setPen(b.fit ? c1 : st.text);
-            p.drawText(r2, Qt::AlignHCenter | Qt::AlignBottom, line2);
+            tx.draw(r2, Qt::AlignHCenter | Qt::AlignBottom, line2);
             g.verdict = r1.united(r2);
         }
         // Captions under the plot.
@@ -734,17 +837,17 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
             const QFontMetricsF lfit(lf_fit);
             p.setFont(lf_fit);
             p.setPen(st.text);
-            const QStringList lines = wrap(b.label, lfit, slot_w - (grouped ? 0 : 4), grouped ? 1 : 2);
+            const QStringList lines = tx.wrap(b.label, lf_fit, slot_w - (grouped ? 0 : 4), grouped ? 1 : 2);
             for (const QString& l : lines) {
-                p.drawText(QRectF(cx - slot_w / 2, cy, slot_w, lfm.height()), Qt::AlignHCenter | Qt::AlignTop, l);
+                tx.draw(QRectF(cx - slot_w / 2, cy, slot_w, lfm.height()), Qt::AlignHCenter | Qt::AlignTop, l);
                 cy += lfm.height();
             }
             if (!grouped) cy = plot_.bottom() + 5 + lfm.height() * label_lines;
             if (!b.sublabel.isEmpty()) {
                 p.setFont(sub_font);
                 p.setPen(st.muted);
-                p.drawText(QRectF(cx - slot_w / 2, cy, slot_w, sfm.height()), Qt::AlignHCenter | Qt::AlignTop,
-                           sfm.elidedText(b.sublabel, Qt::ElideRight, slot_w - 2));
+                tx.draw(QRectF(cx - slot_w / 2, cy, slot_w, sfm.height()), Qt::AlignHCenter | Qt::AlignTop,
+                        tx.elide(sub_font, b.sublabel, slot_w - 2));
             }
             g.caption = QRectF(cx - slot_w / 2, plot_.bottom(), slot_w, caption_h);
         }
@@ -761,8 +864,8 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
             while (j + 1 < d.bars.size() && d.bars[j + 1].group == d.bars[i].group) ++j;
             const double x0 = plot_.left() + slot_x[i] * slot_w, x1 = plot_.left() + (slot_x[j] + 1) * slot_w;
             const double gy = plot_.bottom() + caption_h - gfm.height() - 4;
-            p.drawText(QRectF(x0, gy, x1 - x0, gfm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
-                       gfm.elidedText(d.bars[i].group, Qt::ElideRight, x1 - x0));
+            tx.draw(QRectF(x0, gy, x1 - x0, gfm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
+                    tx.elide(group_font, d.bars[i].group, x1 - x0));
             p.setPen(QPen(st.grid, 1));
             p.drawLine(QPointF(x0 + 6, gy - 1), QPointF(x1 - 6, gy - 1));
             p.setPen(st.text);

@@ -323,6 +323,7 @@ QWidget* MainWindow::buildInputs() {
     mf->addWidget(model_);
     model_info_ = new QLabel;
     model_info_->setObjectName("modelInfo");
+    model_info_->setTextFormat(Qt::PlainText);
     model_info_->setWordWrap(true);
     mf->addWidget(model_info_);
     size_ = new QSlider(Qt::Horizontal);
@@ -335,6 +336,7 @@ QWidget* MainWindow::buildInputs() {
     size_caption->setBuddy(size_);
     size_label_ = new QLabel;
     size_label_->setObjectName("sizeLabel");
+    size_label_->setTextFormat(Qt::PlainText);
     size_label_->setWordWrap(true);
     mf->addWidget(size_caption);
     mf->addWidget(size_);
@@ -588,7 +590,9 @@ QWidget* MainWindow::buildMachinesPanel() {
     machines_->setRootIsDecorated(false);
     machines_->setUniformRowHeights(true);
     machines_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
-    machines_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    // A fixed verdict column: measuring every row's text on each slider move costs a frame.
+    machines_->header()->setSectionResizeMode(1, QHeaderView::Fixed);
+    machines_->header()->resizeSection(1, machines_->fontMetrics().horizontalAdvance("✗ short 1,234.5 GB") + 14);
     machines_->header()->setStretchLastSection(false);
     machines_->setToolTip("Tick the machines to compare. Space toggles the selected row.");
     connect(machines_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int column) {
@@ -1102,8 +1106,9 @@ void MainWindow::updateMachineVerdicts() {
         for (const auto& candidate : eval_.verdicts)
             if (candidate.machine->id == id) v = &candidate;
         if (!v) {
-            item->setText(1, item->checkState(0) == Qt::Checked && !eval_.ok() ? "—" : "");
-            item->setToolTip(1, {});
+            const QString text = item->checkState(0) == Qt::Checked && !eval_.ok() ? "—" : "";
+            if (item->text(1) != text) item->setText(1, text);
+            if (!item->toolTip(1).isEmpty()) item->setToolTip(1, {});
             continue;
         }
         const double margin = double(v->margin_bytes);
@@ -1113,12 +1118,13 @@ void MainWindow::updateMachineVerdicts() {
             case Fit::Tight: text = "! tight, " + qs(format_bytes(margin, unit_)) + " free"; break;
             case Fit::No: text = margin < 0 ? "✗ short " + qs(format_bytes(-margin, unit_)) : "✗ host RAM"; break;
         }
-        item->setText(1, text);
-        item->setForeground(1, v->fit == Fit::Fits ? fits : v->fit == Fit::Tight ? tight : no);
+        if (item->text(1) != text) item->setText(1, text);
+        const QColor colour = v->fit == Fit::Fits ? fits : v->fit == Fit::Tight ? tight : no;
+        if (item->foreground(1).color() != colour) item->setForeground(1, colour);
         QString tip = qs(verdict_text(*v, unit_)) + "\nneeds " + qs(format_count(v->needed_bytes)) + " bytes of " +
                       qs(format_count(v->usable_bytes)) + " usable";
         for (const auto& n : v->notes) tip += "\n" + qs(n);
-        item->setToolTip(1, tip);
+        if (item->toolTip(1) != tip) item->setToolTip(1, tip);
     }
     machines_->blockSignals(false);
     syncing_ = was;
@@ -1126,8 +1132,9 @@ void MainWindow::updateMachineVerdicts() {
 
 void MainWindow::updateSummary() {
     if (!eval_.ok()) {
-        summary_->setText("<b style='color:#c2410c'>This plan cannot be computed</b><br>" + qs(eval_.error).toHtmlEscaped() +
-                          "<br><small>Change the highlighted setting and the chart comes back.</small>");
+        summary_->setTextFormat(Qt::PlainText);
+        summary_->setText("This plan cannot be computed:\n" + qs(eval_.error) +
+                          "\nChange that setting and the chart comes back.");
         model_info_->setText({});
         return;
     }
@@ -1144,28 +1151,31 @@ void MainWindow::updateSummary() {
                 if (m->arch.parameter_count() < pc.total) below = m;
                 if (!above && m->arch.parameter_count() > pc.total) above = m;
             }
-            size_text = "<b>" + qs(format_params_short(pc.total)) + "</b> — interpolated";
+            size_text = qs(format_params_short(pc.total)) + " — interpolated";
             if (below && above) size_text += " between " + qs(below->name) + " and " + qs(above->name);
         } else {
-            size_text = "<b>" + qs(format_params_short(pc.total)) + "</b> — " + qs(eval_.model.name) + ", a real model";
+            size_text = qs(format_params_short(pc.total)) + " — " + qs(eval_.model.name) + ", a real model";
         }
-        size_text += "<br><small>" + qs(format_params_short(family_.min_params())) + " … " +
-                     qs(format_params_short(family_.max_params())) + " in " + qs(eval_.model.family) + "</small>";
+        size_text += "\n(" + qs(eval_.model.family) + ": " + qs(format_params_short(family_.min_params())) + " to " +
+                     qs(format_params_short(family_.max_params())) + ")";
         size_label_->setText(size_text);
     } else {
-        size_label_->setText(plan_.model.config.is_null() ? "<small>the only bundled model of its family</small>"
-                                                          : "<small>imported config: no family to walk</small>");
+        size_label_->setText(plan_.model.config.is_null() ? "the only bundled model of its family"
+                                                          : "imported config: no family to walk");
     }
-    QString html = "<b>" + qs(eval_.model.name).toHtmlEscaped() + "</b><br>" + qs(format_count(pc.total)) + " parameters";
+    // Plain text: this label changes on every slider move, and rich text costs a frame.
+    QString text = qs(eval_.model.name) + "\n" + qs(format_count(pc.total)) + " parameters";
     if (eval_.setup.trains())
-        html += "<br>" + qs(format_count(pc.trainable)) + " trainable (" +
+        text += ", " + qs(format_count(pc.trainable)) + " trainable (" +
                 QString::number(100.0 * double(pc.trainable) / double(std::max<std::int64_t>(1, pc.total)), 'f', 2) + " %)";
-    html += "<br>With " + qs(eval_.reference_framework->name).toHtmlEscaped() + ": peak " +
-            qs(format_bytes(double(eval_.reference.peak_allocated_bytes), unit_)) + " allocated (" +
+    const std::string& fw = eval_.reference_framework->name;
+    text += "\nWith " + qs(fw.substr(0, fw.find(" ("))) + ": " +
+            qs(format_bytes(double(eval_.reference.peak_allocated_bytes), unit_)) + " allocated at the peak (" +
             qs(eval_.reference.peak_phase) + "), " + qs(format_bytes(double(eval_.reference.total_bytes), unit_)) +
-            " held";
-    for (const auto& a : eval_.model.arch.assumptions) html += "<br><small><i>" + qs(a).toHtmlEscaped() + "</i></small>";
-    summary_->setText(html);
+            " held by the device";
+    for (const auto& a : eval_.model.arch.assumptions) text += "\nNote: " + qs(a);
+    summary_->setTextFormat(Qt::PlainText);
+    summary_->setText(text);
 }
 
 void MainWindow::markTablesDirty() {

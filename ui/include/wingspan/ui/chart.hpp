@@ -2,6 +2,7 @@
 // The stacked memory bar chart: a plain description of what to draw (ChartData, built from
 // core's results), one painter that draws it into any QPainter (window, PNG, SVG, PDF), and
 // the widget that shows it with hover tooltips.
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -84,6 +85,8 @@ struct ChartStyle {
 
 QColor component_qcolor(Component c);
 
+struct TextCache;
+
 // Draws a ChartData; remembers where everything went for hit tests.
 class ChartPainter {
 public:
@@ -111,6 +114,7 @@ private:
     std::vector<BarGeometry> geo_;
     QRectF plot_;
     double axis_max_ = 1;
+    std::shared_ptr<TextCache> cache_;
 };
 
 // Tooltip HTML for a hit (bytes exact, formula with its numbers).
