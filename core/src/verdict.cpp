@@ -184,23 +184,35 @@ SolveFor parse_solve_for(const std::string& s) {
 namespace {
 
 // Largest v in [1, cap] with fits(v), for a predicate that holds up to some point and not
-// after. Doubling brackets the edge, bisection finds it: O(log v) evaluations.
-std::int64_t largest_fitting(std::int64_t cap, const std::function<bool(std::int64_t)>& fits, bool* unbounded) {
+// after. Starting from a hint (the current setting), doubling or halving brackets the edge
+// and bisection finds it: O(log) evaluations.
+std::int64_t largest_fitting(std::int64_t cap, std::int64_t hint, const std::function<bool(std::int64_t)>& fits,
+                             bool* unbounded) {
     *unbounded = false;
-    if (!fits(1)) return 0;
-    std::int64_t good = 1, bad = 2;
-    while (true) {
+    hint = std::clamp<std::int64_t>(hint, 1, cap);
+    std::int64_t good = 0, bad = 0;
+    if (fits(hint)) {
+        good = hint;
+        bad = hint * 2;
+        while (bad <= cap && fits(bad)) {
+            good = bad;
+            bad *= 2;
+        }
         if (bad > cap) {
-            if (fits(cap)) {
+            if (good == cap || fits(cap)) {
                 *unbounded = true;
                 return cap;
             }
             bad = cap;
-            break;
         }
-        if (!fits(bad)) break;
-        good = bad;
-        bad *= 2;
+    } else {
+        bad = hint;
+        good = hint / 2;
+        while (good >= 1 && !fits(good)) {
+            bad = good;
+            good /= 2;
+        }
+        if (good < 1) return 0;
     }
     while (bad - good > 1) {
         const std::int64_t mid = good + (bad - good) / 2;
@@ -227,7 +239,7 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
                 s.serve_batch = v;
                 return fits_with(arch, s);
             };
-            sol.value = largest_fitting(cap, fits, &sol.unbounded);
+            sol.value = largest_fitting(cap, setup.micro_batch, fits, &sol.unbounded);
             s.micro_batch = s.serve_batch = std::max<std::int64_t>(1, sol.value);
             break;
         }
@@ -237,7 +249,7 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
                 s.seq_len = v;
                 return fits_with(arch, s);
             };
-            sol.value = largest_fitting(cap, fits, &sol.unbounded);
+            sol.value = largest_fitting(cap, setup.seq_len, fits, &sol.unbounded);
             s.seq_len = std::max<std::int64_t>(1, sol.value);
             break;
         }
@@ -248,7 +260,7 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
                 s.lora_rank = v;
                 return fits_with(arch, s);
             };
-            sol.value = largest_fitting(arch.hidden, fits, &sol.unbounded);
+            sol.value = largest_fitting(arch.hidden, setup.lora_rank, fits, &sol.unbounded);
             s.lora_rank = std::max<std::int64_t>(1, sol.value);
             break;
         }

@@ -90,6 +90,23 @@ private slots:
         QCOMPARE(with(sol.value + 1), Fit::No);
     }
 
+    void solverSearchesDownFromASettingThatDoesNotFit() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.1-8b").arch;
+        const MachineProfile& m = lib.machine("rtx-4090");
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.seq_len = 1 << 18;
+        QCOMPARE(evaluate(a, s, m, lib.framework_for(m)).fit, Fit::No);
+        const Solution sol = solve(SolveFor::Seq, a, s, m, lib.framework_for(m));
+        QVERIFY(sol.value > 1024 && sol.value < (1 << 18));
+        TrainingSetup edge = s;
+        edge.seq_len = sol.value;
+        QVERIFY(evaluate(a, edge, m, lib.framework_for(m)).fit != Fit::No);
+        edge.seq_len = sol.value + 1;
+        QCOMPARE(evaluate(a, edge, m, lib.framework_for(m)).fit, Fit::No);
+    }
+
     void solverForModelSize() {
         const auto& lib = test::library();
         TrainingSetup s;
