@@ -59,6 +59,10 @@ struct Result {
 Result run(QStringList args, const std::function<bool(const Event&)>& stop_when = {}, int timeout_ms = 180000) {
     if (!args.contains("--threads")) args << "--threads" << "2";
     QProcess p;
+    // Set here, the trainer does not need to re-execute itself to get it (half a second a run).
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
+    p.setProcessEnvironment(env);
     p.start(WINGSPAN_TRAIN_BIN, args);
     Result r;
     if (!p.waitForStarted()) return r;
