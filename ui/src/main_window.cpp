@@ -133,6 +133,10 @@ MainWindow::MainWindow(const QString& executable, Options options, QWidget* pare
     settings_timer_->setSingleShot(true);
     settings_timer_->setInterval(1500);
     connect(settings_timer_, &QTimer::timeout, this, &MainWindow::saveSettings);
+    side_timer_ = new QTimer(this);
+    side_timer_->setSingleShot(true);
+    side_timer_->setInterval(90);
+    connect(side_timer_, &QTimer::timeout, this, &MainWindow::updateSidePanels);
 
     if (!lib_) {
         buildErrorPage();
@@ -416,7 +420,11 @@ QWidget* MainWindow::buildInputs() {
                        "block; double quantization stores those constants in 8 bits too. int8 is 1 byte per parameter.");
     lf->addRow("&Base:", quant_);
     mg->addWidget(lora_box_);
-    connect(rank_, &QSlider::valueChanged, this, &MainWindow::readControls);
+    connect(rank_, &QSlider::valueChanged, this, [this] {
+        from_slider_ = true;
+        readControls();
+        from_slider_ = false;
+    });
     connect(quant_, &QComboBox::currentIndexChanged, this, &MainWindow::readControls);
     v->addWidget(method_box);
 
@@ -465,7 +473,9 @@ QWidget* MainWindow::buildInputs() {
         syncing_ = true;
         seq_spin_->setValue(int(kSeqSteps[std::clamp(pos, 0, kSeqStepCount - 1)]));
         syncing_ = false;
+        from_slider_ = true;
         readControls();
+        from_slider_ = false;
     });
     connect(seq_spin_, &QSpinBox::valueChanged, this, [this](int value) {
         if (syncing_) return;
@@ -1003,6 +1013,11 @@ void MainWindow::updateSizeSlider() {
 
 void MainWindow::onSizeSlider(int pos) {
     if (syncing_ || family_.members.size() < 2) return;
+    from_slider_ = true;
+    struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+    } reset{from_slider_};
     const double lo = std::log(double(family_.min_params())), hi = std::log(double(family_.max_params()));
     const std::int64_t target = std::int64_t(std::llround(std::exp(lo + (hi - lo) * double(pos) / kSizeSteps)));
     // Land exactly on a real member when the slider is close to one.
@@ -1081,8 +1096,15 @@ void MainWindow::recompute() {
     eval_ = evaluate_plan(*lib_, plan_);
     machines_data_ = machines_chart(eval_, unit_);
     machine_chart_->setData(machines_data_);
-    updateMachineVerdicts();
-    updateSummary();
+    updateSizeLabel();
+    // While a slider moves, the chart follows every step and the panels beside it at most
+    // ~11 times a second; everything else updates them at once.
+    if (from_slider_) {
+        if (!side_timer_->isActive()) side_timer_->start();
+    } else {
+        side_timer_->stop();
+        updateSidePanels();
+    }
     markTablesDirty();
     const QString name = plan_path_.isEmpty() ? "untitled plan" : QFileInfo(plan_path_).fileName();
     setWindowTitle("Wingspan — " + qs(eval_.ok() ? eval_.model.name : std::string("plan")) + " — " + name);
@@ -1092,6 +1114,38 @@ void MainWindow::recompute() {
 const ChartData& MainWindow::machineChart() const { return machines_data_; }
 
 ChartData MainWindow::methodsChart() const { return methods_chart(*lib_, plan_, eval_, unit_); }
+
+// The size the slider stands on: follows every step, as the slider itself does.
+void MainWindow::updateSizeLabel() {
+    if (!eval_.ok()) return;
+    const ParameterCounts& pc = eval_.reference.params;
+    if (family_.members.size() >= 2) {
+        QString size_text;
+        if (eval_.model.interpolated) {
+            const ModelProfile* below = nullptr;
+            const ModelProfile* above = nullptr;
+            for (const auto* m : family_.members) {
+                if (m->arch.parameter_count() < pc.total) below = m;
+                if (!above && m->arch.parameter_count() > pc.total) above = m;
+            }
+            size_text = qs(format_params_short(pc.total)) + " — interpolated";
+            if (below && above) size_text += " between " + qs(below->name) + " and " + qs(above->name);
+        } else {
+            size_text = qs(format_params_short(pc.total)) + " — " + qs(eval_.model.name) + ", a real model";
+        }
+        size_text += "\n(" + qs(eval_.model.family) + ": " + qs(format_params_short(family_.min_params())) + " to " +
+                     qs(format_params_short(family_.max_params())) + ")";
+        size_label_->setText(size_text);
+    } else {
+        size_label_->setText(plan_.model.config.is_null() ? "the only bundled model of its family"
+                                                          : "imported config: no family to walk");
+    }
+}
+
+void MainWindow::updateSidePanels() {
+    updateMachineVerdicts();
+    updateSummary();
+}
 
 void MainWindow::updateMachineVerdicts() {
     const bool dark = palette().color(QPalette::Base).lightness() < 128;
@@ -1142,27 +1196,7 @@ void MainWindow::updateSummary() {
     QString info = qs(format_count(pc.total)) + " parameters";
     if (!eval_.model.family.empty() && plan_.model.config.is_null()) info += " · family " + qs(eval_.model.family);
     model_info_->setText(info);
-    if (family_.members.size() >= 2) {
-        QString size_text;
-        if (eval_.model.interpolated) {
-            const ModelProfile* below = nullptr;
-            const ModelProfile* above = nullptr;
-            for (const auto* m : family_.members) {
-                if (m->arch.parameter_count() < pc.total) below = m;
-                if (!above && m->arch.parameter_count() > pc.total) above = m;
-            }
-            size_text = qs(format_params_short(pc.total)) + " — interpolated";
-            if (below && above) size_text += " between " + qs(below->name) + " and " + qs(above->name);
-        } else {
-            size_text = qs(format_params_short(pc.total)) + " — " + qs(eval_.model.name) + ", a real model";
-        }
-        size_text += "\n(" + qs(eval_.model.family) + ": " + qs(format_params_short(family_.min_params())) + " to " +
-                     qs(format_params_short(family_.max_params())) + ")";
-        size_label_->setText(size_text);
-    } else {
-        size_label_->setText(plan_.model.config.is_null() ? "the only bundled model of its family"
-                                                          : "imported config: no family to walk");
-    }
+
     // Plain text: this label changes on every slider move, and rich text costs a frame.
     QString text = qs(eval_.model.name) + "\n" + qs(format_count(pc.total)) + " parameters";
     if (eval_.setup.trains())

@@ -115,6 +115,8 @@ private:
     void updateSizeSlider();
     void updateMachineVerdicts();
     void updateSummary();
+    void updateSidePanels();
+    void updateSizeLabel();
     void markTablesDirty();
     void refreshVisibleTables();
     void refreshTable(int which);
@@ -146,6 +148,8 @@ private:
     TableModel* table_models_[3] = {};
     QTimer* table_timer_ = nullptr;
     QTimer* settings_timer_ = nullptr;
+    QTimer* side_timer_ = nullptr;   // verdict list and summary while a slider moves
+    bool from_slider_ = false;
 
     // Inputs.
     QComboBox* model_ = nullptr;

@@ -1,0 +1,479 @@
+#pragma once
+// The run panel (issue 5): launches wingspan-train with a plan's settings, shows what it
+// really uses while it runs (memory per component against the prediction and a machine's
+// ceiling, the process RSS sampled independently, loss, tokens/s, progress, stderr), stops it
+// cleanly, compares predicted and measured at the end and keeps every run in the history.
+//
+// Three layers, each usable alone:
+//   RunOptions / trainer_arguments / find_trainer   what to launch and where the trainer is
+//   RunSession                                       one trainer process (QProcess), its
+//                                                    RunRecord and run folder; no widgets
+//   TimeChartData / TimeChartPainter / RunPanel      the charts and the panel
+// Nothing here computes memory: the prediction comes from the trainer's `predicted` event
+// (core linked into the trainer), the measurements from its `memory` events and /proc.
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QPointF>
+#include <QPointer>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <nlohmann/json.hpp>
+
+#include "wingspan/run_record.hpp"
+#include "wingspan/ui/chart.hpp"
+#include "wingspan/ui/export.hpp"
+#include "wingspan/ui/plan.hpp"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QSplitter;
+class QTabWidget;
+class QTableView;
+class QTimer;
+class QToolButton;
+class QTreeWidget;
+
+namespace wingspan::ui {
+
+class MainWindow;
+class TableModel;
+
+// ------------------------------------------------------------------ launching ----
+
+// What one run trains: the plan's setup as wingspan-train understands it, plus the things a
+// plan does not say (model weights, data, steps, output folder, memory cap).
+struct RunOptions {
+    enum class ModelSource { BuiltIn, Folder, PlanArchitecture };
+    ModelSource model_source = ModelSource::BuiltIn;
+    QString model_dir;                 // Folder: a Hugging Face folder (config.json + safetensors)
+    nlohmann::json model_config;       // PlanArchitecture: config.json written into the run folder
+    QString model_label = "built-in"; // for the run's name and the history
+    QString data_file;                 // empty: the bundled sample data
+    Method method = Method::Lora;
+    std::int64_t rank = 16;
+    double alpha = 32;
+    Precision precision = Precision::Fp32;
+    std::int64_t seq = 128;
+    std::int64_t batch = 4;
+    std::int64_t grad_accum = 1;
+    std::int64_t steps = 60;
+    bool grad_checkpointing = false;
+    QString out_dir;                   // empty: <run folder>/output
+    std::int64_t memory_limit = 0;     // bytes; 0: none (--memory-limit)
+    int threads = 0;                   // 0: the trainer's default
+    QStringList extra_args;            // appended as given (advanced use, tests)
+    // For the charts only: the machine whose ceiling is drawn.
+    QString machine_id;
+    QString machine_name;
+    std::int64_t machine_ceiling = 0;
+
+    nlohmann::json to_json() const;
+    static RunOptions from_json(const nlohmann::json& j);   // missing fields keep defaults
+};
+
+// The plan's setup as wingspan-train can run it: Serve becomes LoRA, precisions the trainer
+// lacks (fp16-mixed) become fp32, sequence/batch/rank/accumulation/checkpointing are kept.
+// The ceiling is this plan's "this-machine" (else its first machine) when `lib` has it.
+RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib);
+
+// wingspan-train's command line for `o` (model folder, data file and output folder resolved).
+QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, const QString& data_file,
+                              const QString& out_dir);
+
+// Where wingspan-train is: $WINGSPAN_TRAINER, else next to `executable` (the wingspan
+// program), else on $PATH. `problem` says what is wrong and how to build it.
+struct TrainerLocation {
+    QString path;
+    QString problem;
+    bool ok() const { return problem.isEmpty(); }
+};
+TrainerLocation find_trainer(const QString& executable);
+TrainerLocation check_trainer(const QString& path);
+// The bundled sample data, found the way wingspan-train finds its default.
+QString find_sample_data(const QString& executable);
+
+// Resident bytes of a process, read independently of what it reports (Linux /proc/<pid>/statm,
+// macOS proc_pid_rusage); -1 when unknown.
+std::int64_t process_rss_bytes(qint64 pid);
+
+// ------------------------------------------------------------------ one run ----
+
+// One trainer process and what it said. Reads stdout line by line into a RunRecord (bounded),
+// appends every line to the run folder as it arrives, keeps the last stderr lines, samples the
+// process RSS from outside, and stops it with SIGTERM, then SIGKILL after a timeout.
+class RunSession : public QObject {
+    Q_OBJECT
+public:
+    enum class State { Idle, Running, Stopping, Finished };
+    enum class StopOutcome { None, Saved, ExitedAfterTerm, Killed };
+
+    explicit RunSession(QObject* parent = nullptr);
+    ~RunSession() override;   // a live trainer is stopped (SIGTERM, wait, SIGKILL)
+
+    // Creates the run folder in `store`, writes plan.json and launches. False with a message
+    // when the trainer or the data cannot be used (nothing is created then).
+    bool start(const QString& trainer, const RunOptions& options, const nlohmann::json& plan,
+               const std::filesystem::path& store_root, const QString& sample_data, QString* error = nullptr);
+    // SIGTERM; SIGKILL when it has not exited after `kill_after_ms`.
+    void stop(int kill_after_ms);
+    void killNow();
+    bool waitForFinished(int ms);
+
+    State state() const { return state_; }
+    bool isActive() const { return state_ == State::Running || state_ == State::Stopping; }
+    StopOutcome stopOutcome() const { return stop_outcome_; }
+    QString stopMessage() const { return stop_message_; }   // what the panel says about the stop
+    QString launchError() const { return launch_error_; }
+    const RunRecord& record() const { return record_; }
+    const RunOptions& options() const { return options_; }
+    const std::filesystem::path& folder() const { return folder_; }
+    QString outDir() const { return out_dir_; }
+    QStringList arguments() const { return arguments_; }
+    qint64 pid() const { return pid_; }
+    double elapsedSeconds() const;
+    double stopDeadlineSeconds() const;     // seconds until SIGKILL while stopping, else 0
+    // (seconds since launch, resident bytes) read by Wingspan from /proc every 200 ms.
+    const std::vector<QPointF>& rssSamples() const { return rss_; }
+    std::int64_t rssPeak() const { return rss_peak_; }
+    // The last stderr lines (at most kStderrKept) and new ones since the last take.
+    const std::deque<QString>& stderrTail() const { return stderr_tail_; }
+    QStringList takeNewStderr();
+    std::int64_t stderrDropped() const { return stderr_dropped_; }
+    std::int64_t linesReceived() const { return lines_; }
+    // Set whenever something arrived; the panel clears it when it repaints.
+    bool dirty() const { return dirty_; }
+    void clearDirty() { dirty_ = false; }
+
+    static constexpr size_t kMemorySamples = 2048;
+    static constexpr size_t kStderrKept = 2000;
+    static constexpr size_t kRssSamples = 2048;
+    static constexpr qint64 kMaxLineBytes = 4 << 20;
+    static constexpr qint64 kMaxStderrFileBytes = 16 << 20;
+
+signals:
+    void started();
+    void stateChanged();
+    void finished();
+
+private:
+    void onStdout();
+    void onStderr();
+    void ingestStderr(const QByteArray& chunk, bool flush);
+    void onFinished(int code, QProcess::ExitStatus status);
+    void onError(QProcess::ProcessError error);
+    void sampleRss();
+    void ingestLines(const QByteArray& chunk, bool flush);
+    void finishRun(int code, int signal);
+
+    QProcess* process_ = nullptr;
+    QTimer* rss_timer_ = nullptr;
+    QTimer* kill_timer_ = nullptr;
+    RunRecord record_;
+    RunOptions options_;
+    std::filesystem::path folder_;
+    QString out_dir_;
+    QStringList arguments_;
+    QByteArray stdout_buf_, stderr_buf_;
+    bool skipping_long_line_ = false;
+    std::deque<QString> stderr_tail_;
+    QStringList stderr_new_;
+    std::int64_t stderr_dropped_ = 0, stderr_file_bytes_ = 0, lines_ = 0;
+    std::vector<QPointF> rss_;
+    std::int64_t rss_peak_ = 0;
+    QElapsedTimer clock_, stop_clock_;
+    int kill_after_ms_ = 0;
+    qint64 pid_ = 0;
+    State state_ = State::Idle;
+    StopOutcome stop_outcome_ = StopOutcome::None;
+    bool stop_requested_ = false, killed_ = false, finished_ = false;
+    QString stop_message_, launch_error_;
+    bool dirty_ = false;
+};
+
+// ------------------------------------------------------------------ charts ----
+
+// A chart over time (or steps): stacked areas bottom first, then lines and points, plus
+// horizontal reference lines. Markers far above the data are listed as "off scale" instead of
+// squashing the chart.
+struct TimeSeries {
+    enum class Kind { Area, Line, Points };
+    QString label;
+    QColor color;
+    Kind kind = Kind::Line;
+    Qt::PenStyle style = Qt::SolidLine;
+    double width = 1.8;
+    std::vector<QPointF> points;     // x ascending; areas of one chart share their x values
+    std::optional<Component> component;
+};
+
+struct TimeMarker {
+    QString label;
+    double value = 0;
+    QColor color;
+    Qt::PenStyle style = Qt::DashLine;
+};
+
+struct TimeChartData {
+    QString title;
+    QString subtitle;
+    QString footnote;
+    QString x_title;                  // "time" or "step"
+    bool x_is_time = true;            // ticks read 0:30, 1:00 ...
+    bool y_bytes = true;              // ticks in `unit`
+    ByteUnit unit = ByteUnit::GB;
+    QString y_title;
+    bool y_from_zero = true;
+    std::vector<TimeSeries> series;
+    std::vector<TimeMarker> markers;
+    QString empty_message = "No data yet";
+    double off_scale_factor = 3.0;    // markers above this × the data's maximum are listed, not drawn
+
+    const TimeSeries* find(const QString& label) const;
+};
+
+// The panel's charts for a run (live or loaded). `rss` is what the GUI sampled; `overlay`
+// (optional) a second run drawn as dotted lines, labelled `overlay_label`.
+struct RunChartInputs {
+    const RunRecord* record = nullptr;
+    const std::vector<QPointF>* rss = nullptr;
+    const RunOptions* options = nullptr;
+    QString title;
+    const RunRecord* overlay = nullptr;
+    const std::vector<QPointF>* overlay_rss = nullptr;
+    QString overlay_label;
+    ByteUnit unit = ByteUnit::GB;
+    size_t max_points = 1200;
+};
+TimeChartData run_memory_chart(const RunChartInputs& in);
+TimeChartData run_loss_chart(const RunChartInputs& in);
+TimeChartData run_throughput_chart(const RunChartInputs& in);
+// Predicted vs measured at the peak as two stacked bars (the planner's chart), framework
+// overhead on top of each (predicted: the trainer's own estimate; measured: RSS − tensors).
+ChartData run_summary_chart(const RunRecord& record, const RunOptions* options, const QString& title, ByteUnit unit);
+// The summary as a table: a row per component, the peak of all tensors and the process total.
+Table run_summary_table(const RunRecord& record, ByteUnit unit);
+
+class TimeChartPainter {
+public:
+    void paint(QPainter& p, const QRectF& area, const TimeChartData& data, const ChartStyle& style);
+    // Values of every series at the point nearest `pos` (tooltip HTML); empty off the plot.
+    QString tooltip(const QPointF& pos, const TimeChartData& data) const;
+    QRectF plotRect() const { return plot_; }
+
+private:
+    QRectF plot_;
+    double x0_ = 0, x1_ = 1, y0_ = 0, y1_ = 1;
+    bool y_bytes_ = true;
+    ByteUnit unit_ = ByteUnit::GB;
+};
+
+QImage render_time_chart(const TimeChartData& data, const ImageOptions& options);
+// PNG, SVG or PDF from the suffix, like export_chart.
+bool export_time_chart(const TimeChartData& data, const QString& path, const ImageOptions& options,
+                       QString* error = nullptr);
+
+class TimeChartWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimeChartWidget(QWidget* parent = nullptr);
+    void setData(TimeChartData data);
+    const TimeChartData& data() const { return data_; }
+    QSize sizeHint() const override { return {640, 360}; }
+    QSize minimumSizeHint() const override { return {280, 180}; }
+    int paintCount() const { return paints_; }
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+    bool event(QEvent*) override;
+
+private:
+    TimeChartData data_;
+    TimeChartPainter painter_;
+    int paints_ = 0;
+};
+
+// ------------------------------------------------------------------ the panel ----
+
+class RunPanel : public QWidget {
+    Q_OBJECT
+public:
+    // `executable`: the wingspan program (the trainer and sample data are found beside it).
+    explicit RunPanel(const QString& executable, const ProfileLibrary* lib = nullptr, QWidget* parent = nullptr);
+    ~RunPanel() override;
+
+    // Fills the launch settings from a plan (does not start).
+    void setPlan(const Plan& plan);
+    RunOptions options() const;                // the settings as the form shows them
+    void setOptions(const RunOptions& options);
+    // The "Train ▶" slot: settings from the plan, then start (asks first if a run is live).
+    void trainPlan(const Plan& plan);
+    bool start(QString* error = nullptr);      // launches with the form's settings
+    void stop();                                // SIGTERM, SIGKILL after killTimeout()
+    void killNow();
+    bool isRunning() const;
+
+    void setTrainerPath(const QString& path);  // overrides the search (tests, odd installs)
+    TrainerLocation trainer() const { return trainer_; }
+    void setStoreRoot(const std::filesystem::path& root);
+    std::filesystem::path storeRoot() const { return store_root_; }
+    void setKillTimeout(int ms) { kill_timeout_ms_ = ms; }
+    int killTimeout() const { return kill_timeout_ms_; }
+    void setUnit(ByteUnit unit);
+
+    RunSession* session() const { return session_; }
+    // The run the charts show: the live one, or one opened from the history.
+    const RunRecord* shownRecord() const;
+    std::filesystem::path shownFolder() const;
+    bool showingHistory() const { return bool(loaded_); }
+    const TimeChartData& memoryChart() const;
+    const TimeChartData& lossChart() const;
+    const TimeChartData& throughputChart() const;
+    ChartData summaryChart() const;
+    Table summaryTable() const;
+    QString statusText() const;                // the line under the buttons
+    QString stopMessage() const;
+    QString logText() const;
+    QString sampleText() const;
+    QString checkpointText() const;
+    int repaintCount() const { return repaints_; }
+
+    // History.
+    void refreshHistory();
+    std::vector<std::filesystem::path> historyRuns() const;
+    bool openRun(const std::filesystem::path& folder, QString* error = nullptr);
+    void showLive();
+    bool overlayRun(const std::filesystem::path& folder, QString* error = nullptr);
+    void clearOverlay();
+    bool hasOverlay() const { return bool(overlay_); }
+    // Writes the shown run's charts (png/svg/pdf) and summary table (csv/md) into `dir`.
+    ExportResult exportCharts(const QString& dir, const QStringList& formats, const ImageOptions& options);
+
+    // Closing `window` during a run asks, then stops the trainer and closes once it exited.
+    void guardClose(QWidget* window);
+    // True when the window may close now; otherwise a stop may have been started.
+    bool confirmClose(QWidget* window);
+
+signals:
+    void runStarted();
+    void runFinished();
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    struct Loaded {
+        std::filesystem::path folder;
+        RunRecord record;
+        RunOptions options;
+        std::vector<QPointF> rss;
+        QString log;
+        QString label;
+    };
+    void buildUi();
+    QWidget* buildForm();
+    QWidget* buildCharts();
+    QWidget* buildBottom();
+    void populateModelSources();
+    void updateTrainerBanner();
+    void updateFormEnabled();
+    void onSessionFinished();
+    void refresh(bool force = false);       // rebuilds charts and texts from the shown run
+    void refreshSummary();
+    void appendLog();
+    void exportMenu(int which);
+    void exportAllDialog();
+    RunChartInputs chartInputs() const;
+    std::optional<Loaded> loadRun(const std::filesystem::path& folder, QString* error) const;
+    void chooseModelFolder();
+    void chooseDataFile();
+    void chooseOutDir();
+
+    QString executable_;
+    const ProfileLibrary* lib_ = nullptr;
+    Plan plan_;
+    bool has_plan_ = false;
+    TrainerLocation trainer_;
+    QString trainer_override_;
+    QString sample_data_;
+    std::filesystem::path store_root_;
+    int kill_timeout_ms_ = 60000;
+    ByteUnit unit_ = ByteUnit::GB;
+    RunSession* session_ = nullptr;
+    std::optional<Loaded> loaded_;
+    std::optional<Loaded> overlay_;
+    size_t logs_seen_ = 0;
+    int repaints_ = 0;
+    QPointer<QWidget> closing_window_;
+    QString last_model_dir_;
+
+    TimeChartData memory_data_, loss_data_, throughput_data_;
+
+    // Form.
+    QComboBox* model_ = nullptr;
+    QPushButton* model_browse_ = nullptr;
+    QLabel* model_note_ = nullptr;
+    QComboBox* method_ = nullptr;
+    QSpinBox* rank_ = nullptr;
+    QSpinBox* seq_ = nullptr;
+    QSpinBox* batch_ = nullptr;
+    QSpinBox* accum_ = nullptr;
+    QSpinBox* steps_ = nullptr;
+    QComboBox* precision_ = nullptr;
+    QCheckBox* ckpt_ = nullptr;
+    QLineEdit* data_ = nullptr;
+    QLineEdit* out_ = nullptr;
+    QComboBox* machine_ = nullptr;
+    QComboBox* cap_mode_ = nullptr;
+    QDoubleSpinBox* cap_gb_ = nullptr;
+    QPushButton* start_ = nullptr;
+    QPushButton* stop_ = nullptr;
+    QLabel* banner_ = nullptr;
+    QWidget* form_ = nullptr;
+
+    // Status.
+    QLabel* status_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* view_banner_ = nullptr;
+    QPushButton* back_live_ = nullptr;
+
+    // Charts.
+    TimeChartWidget* memory_chart_ = nullptr;
+    TimeChartWidget* loss_chart_ = nullptr;
+    TimeChartWidget* throughput_chart_ = nullptr;
+
+    // Bottom.
+    QTabWidget* bottom_ = nullptr;
+    QTableView* summary_view_ = nullptr;
+    TableModel* summary_model_ = nullptr;
+    MemoryChartWidget* summary_chart_ = nullptr;
+    QLabel* summary_text_ = nullptr;
+    QPlainTextEdit* sample_ = nullptr;
+    QPlainTextEdit* log_ = nullptr;
+    QTreeWidget* history_ = nullptr;
+    QToolButton* export_ = nullptr;
+    QTimer* repaint_timer_ = nullptr;
+};
+
+// Adds the run panel as a tab of the planner window, connects "Train ▶" to it and guards
+// closing the window during a run. Returns the panel (owned by the window).
+RunPanel* install_run_panel(MainWindow& window, const QString& executable);
+
+}  // namespace wingspan::ui

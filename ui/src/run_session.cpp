@@ -1,0 +1,547 @@
+// Launching wingspan-train: options from a plan, its command line, finding it and its sample
+// data, one process with its record and run folder, and RSS measured from outside.
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QProcessEnvironment>
+#include <QStandardPaths>
+#include <QTimer>
+
+#ifdef __APPLE__
+#include <libproc.h>
+#include <sys/resource.h>
+#endif
+#include <unistd.h>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/ui/run_panel.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan::ui {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+const char* trainer_precision(Precision p) {
+    switch (p) {
+        case Precision::Fp32: return "fp32";
+        case Precision::Bf16Mixed: return "bf16-mixed";
+        case Precision::Bf16: return "bf16";
+        case Precision::Fp16Mixed: return "bf16-mixed";
+    }
+    return "fp32";
+}
+
+QString how_to_build() {
+    return "Build it with `./dev.sh run` in the Wingspan source folder (it installs libtorch and builds "
+           "both programs), or `cmake --build build --target wingspan-train`; set WINGSPAN_TRAINER to use "
+           "one elsewhere.";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ options ----
+
+json RunOptions::to_json() const {
+    const char* source = model_source == ModelSource::Folder             ? "folder"
+                         : model_source == ModelSource::PlanArchitecture ? "plan-architecture"
+                                                                         : "built-in";
+    json j = {{"model_source", source},
+              {"model_dir", model_dir.toStdString()},
+              {"model_label", model_label.toStdString()},
+              {"data_file", data_file.toStdString()},
+              {"method", to_string(method)},
+              {"rank", rank},
+              {"alpha", alpha},
+              {"precision", to_string(precision)},
+              {"seq", seq},
+              {"batch", batch},
+              {"grad_accum", grad_accum},
+              {"steps", steps},
+              {"grad_checkpointing", grad_checkpointing},
+              {"out_dir", out_dir.toStdString()},
+              {"memory_limit", memory_limit},
+              {"threads", threads},
+              {"machine_id", machine_id.toStdString()},
+              {"machine_name", machine_name.toStdString()},
+              {"machine_ceiling", machine_ceiling}};
+    if (!model_config.is_null()) j["model_config"] = model_config;
+    json extra = json::array();
+    for (const QString& a : extra_args) extra.push_back(a.toStdString());
+    j["extra_args"] = extra;
+    return j;
+}
+
+RunOptions RunOptions::from_json(const json& j) {
+    RunOptions o;
+    if (!j.is_object()) return o;
+    auto str = [&](const char* k, const QString& d) {
+        auto it = j.find(k);
+        return it != j.end() && it->is_string() ? qs(it->get<std::string>()) : d;
+    };
+    auto num = [&](const char* k, std::int64_t d) {
+        auto it = j.find(k);
+        return it != j.end() && it->is_number() ? it->get<std::int64_t>() : d;
+    };
+    const QString source = str("model_source", "built-in");
+    o.model_source = source == "folder"              ? ModelSource::Folder
+                     : source == "plan-architecture" ? ModelSource::PlanArchitecture
+                                                     : ModelSource::BuiltIn;
+    o.model_dir = str("model_dir", {});
+    o.model_label = str("model_label", o.model_label);
+    o.data_file = str("data_file", {});
+    try {
+        o.method = parse_method(str("method", "lora").toStdString());
+        o.precision = parse_precision(str("precision", "fp32").toStdString());
+    } catch (const std::exception&) {
+    }
+    o.rank = num("rank", o.rank);
+    if (auto it = j.find("alpha"); it != j.end() && it->is_number()) o.alpha = it->get<double>();
+    o.seq = num("seq", o.seq);
+    o.batch = num("batch", o.batch);
+    o.grad_accum = num("grad_accum", o.grad_accum);
+    o.steps = num("steps", o.steps);
+    if (auto it = j.find("grad_checkpointing"); it != j.end() && it->is_boolean()) o.grad_checkpointing = it->get<bool>();
+    o.out_dir = str("out_dir", {});
+    o.memory_limit = num("memory_limit", 0);
+    o.threads = int(num("threads", 0));
+    o.machine_id = str("machine_id", {});
+    o.machine_name = str("machine_name", {});
+    o.machine_ceiling = num("machine_ceiling", 0);
+    if (auto it = j.find("model_config"); it != j.end() && it->is_object()) o.model_config = *it;
+    if (auto it = j.find("extra_args"); it != j.end() && it->is_array())
+        for (const auto& a : *it)
+            if (a.is_string()) o.extra_args << qs(a.get<std::string>());
+    return o;
+}
+
+RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib) {
+    RunOptions o;
+    const TrainingSetup& s = plan.setup;
+    o.method = s.method == Method::Serve ? Method::Lora : s.method;
+    o.rank = std::max<std::int64_t>(1, s.lora_rank);
+    o.alpha = s.lora_alpha > 0 ? s.lora_alpha : 2.0 * double(o.rank);
+    o.precision = s.precision == Precision::Fp16Mixed ? Precision::Bf16Mixed : s.precision;
+    o.seq = std::max<std::int64_t>(8, s.seq_len);
+    o.batch = std::max<std::int64_t>(1, s.trains() ? s.micro_batch : s.serve_batch);
+    o.grad_accum = std::max<std::int64_t>(1, s.grad_accum);
+    o.grad_checkpointing = s.grad_checkpointing;
+    if (lib) {
+        // The ceiling drawn: this machine when the plan lists it (that is where it runs),
+        // else the plan's first machine.
+        std::vector<std::string> ids = plan.machines;
+        auto here = std::find(ids.begin(), ids.end(), "this-machine");
+        if (here != ids.end()) std::rotate(ids.begin(), here, here + 1);
+        for (const auto& id : ids) {
+            try {
+                const MachineProfile& m = lib->machine(id);
+                o.machine_id = qs(m.id);
+                o.machine_name = qs(short_machine_name(m));
+                o.machine_ceiling = m.usable_bytes;
+                break;
+            } catch (const std::exception&) {
+            }
+        }
+    }
+    return o;
+}
+
+QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, const QString& data_file,
+                              const QString& out_dir) {
+    QStringList a;
+    if (!model_dir.isEmpty()) a << "--model" << model_dir;
+    if (!data_file.isEmpty()) a << "--data" << data_file;
+    a << "--method" << to_string(o.method == Method::Serve ? Method::Lora : o.method);
+    if (o.method != Method::Full) {
+        a << "--rank" << QString::number(o.rank);
+        a << "--alpha" << QString::number(o.alpha, 'g', 6);
+    }
+    a << "--precision" << trainer_precision(o.precision);
+    a << "--seq" << QString::number(o.seq) << "--batch" << QString::number(o.batch);
+    if (o.grad_accum > 1) a << "--grad-accum" << QString::number(o.grad_accum);
+    a << "--steps" << QString::number(std::max<std::int64_t>(1, o.steps));
+    if (o.grad_checkpointing) a << "--grad-checkpointing";
+    if (!out_dir.isEmpty()) a << "--out" << out_dir;
+    if (o.memory_limit > 0) a << "--memory-limit" << QString::number(o.memory_limit);
+    if (o.threads > 0) a << "--threads" << QString::number(o.threads);
+    a << o.extra_args;
+    return a;
+}
+
+TrainerLocation check_trainer(const QString& path) {
+    TrainerLocation t;
+    t.path = path;
+    const QFileInfo fi(path);
+    if (path.isEmpty() || !fi.exists())
+        t.problem = "wingspan-train was not found" + (path.isEmpty() ? QString() : " at " + path) + ". " + how_to_build();
+    else if (fi.isDir() || !fi.isExecutable())
+        t.problem = path + " is not an executable program (chmod +x it, or rebuild). " + how_to_build();
+    return t;
+}
+
+TrainerLocation find_trainer(const QString& executable) {
+    const QString env = qEnvironmentVariable("WINGSPAN_TRAINER");
+    if (!env.isEmpty()) return check_trainer(env);
+    QString beside;
+    if (!executable.isEmpty()) {
+        beside = QFileInfo(executable).absoluteDir().filePath("wingspan-train");
+        if (QFileInfo::exists(beside)) return check_trainer(beside);
+    }
+    const QString on_path = QStandardPaths::findExecutable("wingspan-train");
+    if (!on_path.isEmpty()) return check_trainer(on_path);
+    TrainerLocation t = check_trainer(beside);
+    if (beside.isEmpty()) t.problem = "wingspan-train was not found on $PATH. " + how_to_build();
+    return t;
+}
+
+QString find_sample_data(const QString& executable) {
+    const QString env = qEnvironmentVariable("WINGSPAN_SAMPLE_DATA");
+    if (!env.isEmpty()) return env;
+    QStringList candidates;
+    if (!executable.isEmpty()) {
+        const QDir dir = QFileInfo(QFileInfo(executable).absoluteFilePath()).absoluteDir();
+        candidates << dir.filePath("../share/wingspan/sample-data/chat.jsonl")
+                   << dir.filePath("../resources/sample-data/chat.jsonl")
+                   << dir.filePath("../../resources/sample-data/chat.jsonl");
+    }
+#ifdef WINGSPAN_SOURCE_RESOURCES_DIR
+    candidates << QString(WINGSPAN_SOURCE_RESOURCES_DIR) + "/sample-data/chat.jsonl";
+#endif
+    for (const QString& c : candidates)
+        if (QFileInfo::exists(c)) return QFileInfo(c).canonicalFilePath();
+    return {};
+}
+
+std::int64_t process_rss_bytes(qint64 pid) {
+    if (pid <= 0) return -1;
+#if defined(__linux__)
+    FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/statm").c_str(), "r");
+    if (!f) return -1;
+    long long size = 0, resident = 0;
+    const int n = std::fscanf(f, "%lld %lld", &size, &resident);
+    std::fclose(f);
+    if (n != 2) return -1;
+    return std::int64_t(resident) * std::int64_t(sysconf(_SC_PAGESIZE));
+#elif defined(__APPLE__)
+    rusage_info_v2 ri{};
+    if (proc_pid_rusage(int(pid), RUSAGE_INFO_V2, reinterpret_cast<rusage_info_t*>(&ri)) != 0) return -1;
+    return std::int64_t(ri.ri_resident_size);
+#else
+    return -1;
+#endif
+}
+
+// ------------------------------------------------------------------ session ----
+
+RunSession::RunSession(QObject* parent) : QObject(parent), record_(kMemorySamples) {}
+
+RunSession::~RunSession() {
+    if (process_ && process_->state() != QProcess::NotRunning) {
+        // The window is going away with a live trainer: let it save, then make sure it is gone.
+        stop(std::max(kill_after_ms_, 1000));
+        if (!process_->waitForFinished(std::max(kill_after_ms_, 1000))) {
+            process_->kill();
+            process_->waitForFinished(3000);
+        }
+    }
+}
+
+double RunSession::elapsedSeconds() const { return clock_.isValid() ? double(clock_.elapsed()) / 1000.0 : 0.0; }
+
+double RunSession::stopDeadlineSeconds() const {
+    if (state_ != State::Stopping || !stop_clock_.isValid() || killed_) return 0;
+    return std::max(0.0, double(kill_after_ms_ - stop_clock_.elapsed()) / 1000.0);
+}
+
+bool RunSession::start(const QString& trainer, const RunOptions& options, const json& plan, const fs::path& store_root,
+                       const QString& sample_data, QString* error) {
+    auto fail = [&](const QString& message) {
+        if (error) *error = message;
+        return false;
+    };
+    if (state_ != State::Idle) return fail("this session already ran; start a new one");
+    const TrainerLocation t = check_trainer(trainer);
+    if (!t.ok()) return fail(t.problem);
+    QString data = options.data_file.isEmpty() ? sample_data : options.data_file;
+    if (data.isEmpty())
+        return fail("the bundled sample data (sample-data/chat.jsonl) was not found next to Wingspan; choose a data file");
+    if (!QFileInfo(data).isFile()) return fail("the data file " + data + " does not exist");
+    if (options.model_source == RunOptions::ModelSource::Folder &&
+        !QFileInfo(QDir(options.model_dir).filePath("config.json")).isFile())
+        return fail("the model folder " + (options.model_dir.isEmpty() ? QString("(none chosen)") : options.model_dir) +
+                    " has no config.json; choose a Hugging Face model folder");
+
+    options_ = options;
+    options_.data_file = data;
+    try {
+        RunStore store(store_root);
+        QString label = options.model_label + "-" + to_string(options.method);
+        json saved = {{"format", "wingspan-run"}, {"version", 1}, {"planner", plan}, {"options", options_.to_json()},
+                      {"trainer", trainer.toStdString()}};
+        folder_ = store.create(saved, label.toStdString());
+        QString model_dir;
+        if (options.model_source == RunOptions::ModelSource::Folder) model_dir = options.model_dir;
+        if (options.model_source == RunOptions::ModelSource::PlanArchitecture) {
+            const fs::path dir = folder_ / "model";
+            fs::create_directories(dir);
+            std::ofstream(dir / "config.json") << options.model_config.dump(2) << "\n";
+            model_dir = qs(dir.string());
+        }
+        out_dir_ = options.out_dir.isEmpty() ? qs((folder_ / "output").string()) : options.out_dir;
+        arguments_ = trainer_arguments(options_, model_dir, data, out_dir_);
+        saved["arguments"] = json::array();
+        for (const QString& a : arguments_) saved["arguments"].push_back(a.toStdString());
+        std::ofstream(folder_ / "plan.json") << saved.dump(2) << "\n";
+    } catch (const std::exception& e) {
+        return fail(QString("cannot create the run folder: ") + e.what());
+    }
+
+    process_ = new QProcess(this);
+    process_->setProgram(trainer);
+    process_->setArguments(arguments_);
+    process_->setWorkingDirectory(qs(folder_.string()));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    // wingspan-train re-executes itself once to set this; setting it here keeps one process
+    // (and one clock) from the start.
+    if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
+    process_->setProcessEnvironment(env);
+    connect(process_, &QProcess::readyReadStandardOutput, this, &RunSession::onStdout);
+    connect(process_, &QProcess::readyReadStandardError, this, &RunSession::onStderr);
+    connect(process_, &QProcess::finished, this, &RunSession::onFinished);
+    connect(process_, &QProcess::errorOccurred, this, &RunSession::onError);
+    connect(process_, &QProcess::started, this, [this] {
+        pid_ = process_->processId();
+        sampleRss();
+        emit started();
+    });
+
+    rss_timer_ = new QTimer(this);
+    rss_timer_->setInterval(200);
+    connect(rss_timer_, &QTimer::timeout, this, &RunSession::sampleRss);
+    kill_timer_ = new QTimer(this);
+    kill_timer_->setSingleShot(true);
+    connect(kill_timer_, &QTimer::timeout, this, [this] {
+        if (process_ && process_->state() != QProcess::NotRunning) {
+            killed_ = true;
+            process_->kill();
+        }
+    });
+
+    state_ = State::Running;
+    clock_.start();
+    process_->start(QIODevice::ReadOnly);
+    rss_timer_->start();
+    dirty_ = true;
+    emit stateChanged();
+    return true;
+}
+
+void RunSession::stop(int kill_after_ms) {
+    if (!process_ || state_ != State::Running || process_->state() == QProcess::NotRunning) return;
+    stop_requested_ = true;
+    kill_after_ms_ = std::max(0, kill_after_ms);
+    state_ = State::Stopping;
+    stop_clock_.start();
+    process_->terminate();   // SIGTERM: the trainer finishes its step, saves and says `done`
+    kill_timer_->start(kill_after_ms_);
+    dirty_ = true;
+    emit stateChanged();
+}
+
+void RunSession::killNow() {
+    if (!process_ || process_->state() == QProcess::NotRunning) return;
+    if (state_ == State::Running) {
+        stop_requested_ = true;
+        state_ = State::Stopping;
+        stop_clock_.start();
+    }
+    killed_ = true;
+    process_->kill();
+}
+
+bool RunSession::waitForFinished(int ms) {
+    if (!process_ || finished_) return true;
+    if (process_->state() != QProcess::NotRunning) process_->waitForFinished(ms);
+    return finished_;
+}
+
+void RunSession::sampleRss() {
+    if (!process_ || process_->state() != QProcess::Running) return;
+    const std::int64_t rss = process_rss_bytes(pid_);
+    if (rss < 0) return;
+    rss_peak_ = std::max(rss_peak_, rss);
+    const double t = elapsedSeconds();
+    rss_.push_back({t, double(rss)});
+    if (rss_.size() > kRssSamples) {
+        // Halve, keeping the larger of each pair so the peaks survive.
+        std::vector<QPointF> merged;
+        merged.reserve(rss_.size() / 2 + 1);
+        for (size_t i = 0; i + 1 < rss_.size(); i += 2) merged.push_back(rss_[i].y() >= rss_[i + 1].y() ? rss_[i] : rss_[i + 1]);
+        if (rss_.size() % 2) merged.push_back(rss_.back());
+        rss_ = std::move(merged);
+    }
+    if (!folder_.empty()) {
+        std::ofstream out(folder_ / "rss.csv", std::ios::app);
+        out << t << "," << rss << "\n";
+    }
+    dirty_ = true;
+}
+
+void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
+    stdout_buf_ += chunk;
+    std::string batch;   // every complete line of this chunk, appended to the run in one write
+    qsizetype begin = 0;
+    for (;;) {
+        const qsizetype nl = stdout_buf_.indexOf('\n', begin);
+        if (nl < 0) break;
+        QByteArray line = stdout_buf_.mid(begin, nl - begin);
+        begin = nl + 1;
+        if (skipping_long_line_) {   // the tail of a line already counted as too long
+            skipping_long_line_ = false;
+            continue;
+        }
+        if (line.endsWith('\r')) line.chop(1);
+        std::string s = line.toStdString();
+        ++lines_;
+        try {
+            record_.ingest_line(s);
+        } catch (const std::exception&) {
+            // The record never throws on bad input; this is only a belt for the GUI's sake.
+        }
+        if (!batch.empty()) batch += '\n';
+        batch += s;
+    }
+    stdout_buf_.remove(0, begin);
+    if (stdout_buf_.size() > kMaxLineBytes || (flush && !stdout_buf_.isEmpty())) {
+        // A line with no end (or the last line, unterminated): take what there is, once.
+        std::string s = stdout_buf_.left(kMaxLineBytes).toStdString();
+        if (!skipping_long_line_) {
+            ++lines_;
+            try {
+                record_.ingest_line(s);
+            } catch (const std::exception&) {
+            }
+            if (!batch.empty()) batch += '\n';
+            batch += s;
+        }
+        skipping_long_line_ = !flush;
+        stdout_buf_.clear();
+    }
+    if (!batch.empty() && !folder_.empty()) RunStore::append_line(folder_, batch);
+    dirty_ = true;
+}
+
+void RunSession::onStdout() { ingestLines(process_->readAllStandardOutput(), false); }
+
+void RunSession::onStderr() { ingestStderr(process_->readAllStandardError(), false); }
+
+void RunSession::ingestStderr(const QByteArray& chunk, bool flush) {
+    if (chunk.isEmpty() && !(flush && !stderr_buf_.isEmpty())) return;
+    if (!folder_.empty() && stderr_file_bytes_ < kMaxStderrFileBytes) {
+        QFile f(qs((folder_ / "stderr.log").string()));
+        if (f.open(QIODevice::Append)) {
+            const QByteArray part = chunk.left(kMaxStderrFileBytes - stderr_file_bytes_);
+            f.write(part);
+            stderr_file_bytes_ += part.size();
+            if (stderr_file_bytes_ >= kMaxStderrFileBytes) f.write("\n[wingspan: stderr.log cut at 16 MiB]\n");
+        }
+    }
+    stderr_buf_ += chunk;
+    if (flush && !stderr_buf_.isEmpty() && !stderr_buf_.endsWith('\n')) stderr_buf_ += '\n';
+    qsizetype begin = 0;
+    for (;;) {
+        qsizetype nl = stderr_buf_.indexOf('\n', begin);
+        if (nl < 0 && stderr_buf_.size() - begin > 8192) nl = begin + 8192;   // an endless line
+        if (nl < 0) break;
+        QString line = QString::fromUtf8(stderr_buf_.mid(begin, nl - begin));
+        begin = nl + (stderr_buf_.size() > nl && stderr_buf_[nl] == '\n' ? 1 : 0);
+        if (line.endsWith('\r')) line.chop(1);
+        stderr_tail_.push_back(line);
+        if (stderr_tail_.size() > kStderrKept) stderr_tail_.pop_front();
+        stderr_new_ << line;
+        if (qsizetype(stderr_new_.size()) > qsizetype(kStderrKept)) {
+            stderr_new_.removeFirst();
+            ++stderr_dropped_;
+        }
+    }
+    stderr_buf_.remove(0, begin);
+    dirty_ = true;
+}
+
+QStringList RunSession::takeNewStderr() {
+    QStringList out;
+    out.swap(stderr_new_);
+    return out;
+}
+
+void RunSession::onError(QProcess::ProcessError error) {
+    if (error != QProcess::FailedToStart || finished_) return;
+    launch_error_ = "wingspan-train could not be started: " + process_->errorString();
+    finishRun(127, 0);
+}
+
+void RunSession::onFinished(int code, QProcess::ExitStatus status) {
+    if (finished_) return;
+    ingestLines(process_->readAllStandardOutput(), true);
+    ingestStderr(process_->readAllStandardError(), true);
+    // On Unix a crash exit's code is the signal that ended the process.
+    if (status == QProcess::CrashExit) finishRun(0, code > 0 ? code : SIGKILL);
+    else finishRun(code, 0);
+}
+
+void RunSession::finishRun(int code, int signal) {
+    finished_ = true;
+    if (rss_timer_) rss_timer_->stop();
+    if (kill_timer_) kill_timer_->stop();
+    record_.finish(code, signal);
+    if (stop_requested_) {
+        const QString ckpt = record_.checkpoints().empty() ? QString() : qs(record_.checkpoints().back());
+        const double waited = stop_clock_.isValid() ? double(stop_clock_.elapsed()) / 1000.0 : 0.0;
+        if (killed_) {
+            stop_outcome_ = StopOutcome::Killed;
+            stop_message_ = QString("Stopped: the trainer had not exited %1 s after SIGTERM, so Wingspan killed it (SIGKILL). "
+                                    "Nothing was saved after the last checkpoint.")
+                                .arg(waited, 0, 'f', 1);
+        } else if (record_.done() && record_.done()->string_field("reason") == "interrupted" && !ckpt.isEmpty()) {
+            stop_outcome_ = StopOutcome::Saved;
+            stop_message_ = QString("Stopped cleanly: SIGTERM, the trainer finished its step, saved %1 and exited (%2 s).")
+                                .arg(ckpt)
+                                .arg(waited, 0, 'f', 1);
+        } else {
+            stop_outcome_ = StopOutcome::ExitedAfterTerm;
+            stop_message_ = QString("Stopped: SIGTERM; the trainer exited after %1 s (%2) without reporting a checkpoint.")
+                                .arg(waited, 0, 'f', 1)
+                                .arg(signal ? QString("signal %1").arg(signal) : QString("exit code %1").arg(code));
+        }
+    }
+    if (!folder_.empty()) {
+        try {
+            RunStore::write_result(folder_, record_);
+            if (!stop_message_.isEmpty() || !launch_error_.isEmpty()) {
+                // The launcher's own words about the end, beside core's result.json.
+                json notes = {{"stop_message", stop_message_.toStdString()},
+                              {"launch_error", launch_error_.toStdString()},
+                              {"gui_rss_peak_bytes", rss_peak_}};
+                std::ofstream(folder_ / "launcher.json") << notes.dump(2) << "\n";
+            } else {
+                json notes = {{"gui_rss_peak_bytes", rss_peak_}};
+                std::ofstream(folder_ / "launcher.json") << notes.dump(2) << "\n";
+            }
+        } catch (const std::exception&) {
+        }
+    }
+    state_ = State::Finished;
+    dirty_ = true;
+    emit stateChanged();
+    emit finished();
+}
+
+}  // namespace wingspan::ui
