@@ -189,6 +189,10 @@ void MainWindow::buildUi() {
     inputs_scroll->setFrameShape(QFrame::NoFrame);
     QWidget* inputs = buildInputs();
     inputs_scroll->setWidget(inputs);
+    // A fixed-size label: its text follows the size slider on every step, and a label that can
+    // change size would make the whole panel lay itself out again each time.
+    size_label_->setWordWrap(false);
+    size_label_->setFixedSize(inputs->sizeHint().width() - 40, size_label_->fontMetrics().lineSpacing() * 2 + 4);
     inputs_scroll->setMinimumWidth(inputs->sizeHint().width() + 14);
     inputs_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
 
