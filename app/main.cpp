@@ -35,7 +35,7 @@ void set_identity() {
     QCoreApplication::setOrganizationName("Wingspan");
     QCoreApplication::setApplicationName("Wingspan");
     QCoreApplication::setApplicationVersion(WINGSPAN_APP_VERSION);
-    QGuiApplication::setDesktopFileName("wingspan");
+    QGuiApplication::setDesktopFileName("io.wingspan.Wingspan");
 }
 
 }  // namespace
