@@ -511,10 +511,11 @@ std::int64_t Model::base_parameter_count() const {
 }
 
 std::int64_t Model::adapter_parameter_count() const {
+    if (opt_.method == Method::Full) return 0;
     std::int64_t n = 0;
     for (const auto& L : layers_)
         for (const Linear* l : L.linears())
-            if (l->has_lora()) n += l->lora_a.numel() + l->lora_b.numel();
+            if (opt_.targets.count(l->role)) n += opt_.rank * (l->in + l->out);
     return n;
 }
 

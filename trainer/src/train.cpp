@@ -323,32 +323,17 @@ void Run::load_inputs() {
 }
 
 void Run::announce() {
-    std::int64_t adapter = 0;
-    if (opt_.method != Method::Full) {
-        const std::int64_t q = cfg_.heads * cfg_.head_dim, kv = cfg_.kv_heads * cfg_.head_dim;
-        auto dims = [&](LinearRole r) -> std::pair<std::int64_t, std::int64_t> {
-            switch (r) {
-                case LinearRole::Q: return {cfg_.hidden, q};
-                case LinearRole::K:
-                case LinearRole::V: return {cfg_.hidden, kv};
-                case LinearRole::O: return {q, cfg_.hidden};
-                case LinearRole::Gate:
-                case LinearRole::Up: return {cfg_.hidden, cfg_.intermediate};
-                case LinearRole::Down: return {cfg_.intermediate, cfg_.hidden};
-                default: return {0, 0};
-            }
-        };
-        for (auto r : opt_.targets) {
-            auto [in, out] = dims(r);
-            adapter += cfg_.layers * opt_.rank * (in + out);
-        }
-    }
-    std::int64_t base = 0;
-    for (const auto& [name, shape] : expected_tensors(cfg_)) {
-        std::int64_t e = 1;
-        for (auto d : shape) e *= d;
-        base += e;
-    }
+    ModelOptions mo;
+    mo.method = opt_.method;
+    mo.precision = opt_.precision;
+    mo.rank = opt_.rank;
+    mo.alpha = opt_.alpha;
+    mo.dropout = opt_.dropout;
+    mo.targets = opt_.targets;
+    mo.sdpa = opt_.attention == "sdpa";
+    model_ = std::make_unique<Model>(cfg_, mo);   // shapes only: build_model() allocates
+    const std::int64_t base = model_->base_parameter_count();
+    const std::int64_t adapter = model_->adapter_parameter_count();
     json plan;
     try {
         plan = setup_.to_json();
@@ -400,16 +385,6 @@ void Run::announce() {
 }
 
 void Run::build_model() {
-    ModelOptions mo;
-    mo.method = opt_.method;
-    mo.precision = opt_.precision;
-    mo.rank = opt_.rank;
-    mo.alpha = opt_.alpha;
-    mo.dropout = opt_.dropout;
-    mo.targets = opt_.targets;
-    mo.sdpa = opt_.attention == "sdpa";
-    model_ = std::make_unique<Model>(cfg_, mo);
-
     Model::Source source;
     if (weights_) {
         source = [this](const std::string& name, const std::vector<std::int64_t>&) { return weights_->read(name); };
