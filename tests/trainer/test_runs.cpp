@@ -445,6 +445,8 @@ private slots:
         const Result r = run(args, {}, 60000);
         QVERIFY2(r.bad_lines.empty(), r.bad_lines.empty() ? "" : r.bad_lines.front().c_str());
         QVERIFY2(r.exit_code > 0, qPrintable(QString("exit %1").arg(r.exit_code)));
+        QVERIFY(!r.events.empty());
+        QCOMPARE(r.events.front().type, EventType::Hello);   // first line of every run
         const Event* e = r.first(EventType::Error);
         QVERIFY2(e, qPrintable(r.err));
         QCOMPARE(QString::fromStdString(e->string_field("code")), code);

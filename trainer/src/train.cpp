@@ -44,6 +44,18 @@ using protocol::EventType;
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+bool g_hello_sent = false;
+
+// `hello` is the first line of every run, failed ones included.
+void emit_minimal_hello() {
+    if (g_hello_sent) return;
+    g_hello_sent = true;
+    emit(EventType::Hello, {{"trainer", "wingspan-train"},
+                            {"version", WINGSPAN_VERSION},
+                            {"torch", TORCH_VERSION},
+                            {"device", "cpu"},
+                            {"threads", at::get_num_threads()}});
+}
 
 extern "C" void on_signal(int) { g_interrupted.store(true); }
 
@@ -340,6 +352,7 @@ void Run::announce() {
     } catch (const std::exception& e) {
         plan = json::object();
     }
+    g_hello_sent = true;
     emit(EventType::Hello,
          {{"trainer", "wingspan-train"},
           {"version", WINGSPAN_VERSION},
@@ -754,6 +767,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     try {
         opt = parse_options(args, help);
     } catch (const ArgError& e) {
+        emit_minimal_hello();
         emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});
         emit(EventType::Done, {{"reason", "error"}, {"peak_bytes", mem::peak()}, {"rss_peak_bytes", mem::read_rss().hwm}});
         std::cerr << "wingspan-train: " << e.what() << "\n" << usage();
@@ -799,6 +813,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     if (const auto nl = message.find('\n'); code != "bad_data" && nl != std::string::npos) message.resize(nl);
     json err = {{"code", code}, {"message", valid_utf8(message)}};
     err.update(extra);
+    emit_minimal_hello();
     emit(EventType::Error, err);
     std::cerr << "wingspan-train: " << message << "\n";
     json done = {{"reason", "error"}, {"peak_bytes", mem::peak()}, {"rss_peak_bytes", mem::read_rss().hwm}};
