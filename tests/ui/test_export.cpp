@@ -143,7 +143,7 @@ private slots:
         QVERIFY(export_table(t, dir.filePath("machines.csv")));
         QVERIFY(export_table(t, dir.filePath("machines.md")));
         const QString csv = QString::fromUtf8(read_all(dir.filePath("machines.csv")));
-        QVERIFY(csv.startsWith("Machine,Framework,Needs,Usable,Verdict,Margin,Largest batch,Longest sequence"));
+        QVERIFY(csv.startsWith("Machine,Framework,Needs,Usable,Verdict,Margin,Max batch,Max sequence,Tokens/s,Time,Cost"));
         QCOMPARE(csv.count('\n'), 7);
         const QString md = QString::fromUtf8(read_all(dir.filePath("machines.md")));
         QVERIFY(md.contains("| Machine | Framework |"));

@@ -127,6 +127,9 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
         b.id = qs(v.machine->id);
         b.label = qs(short_machine_name(*v.machine));
         b.sublabel = qs(format_bytes(double(v.usable_bytes), unit)) + " usable";
+        if (v.setup.precision != eval.setup.precision)
+            b.note = "runs in " + qs(std::string(to_string(v.setup.precision))).section('-', 0, 0) +
+                     (v.machine->kind == MachineKind::Cpu ? "" : " (no bf16)");
         b.segments = segments_of(v.estimate);
         b.total = v.estimate.total_bytes;
         if (v.needed_bytes > v.estimate.total_bytes) {
@@ -153,7 +156,10 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
     }
     if (d.bars.empty()) {
         d.empty_message = eval.missing_machines.empty()
-                              ? "No machine selected. Tick machines in the list on the right to see where this plan fits."
+                              ? "No machine selected. This plan needs " +
+                                    qs(format_bytes(double(eval.reference.total_bytes), unit)) + " with " +
+                                    qs(eval.reference_framework->name.substr(0, eval.reference_framework->name.find(" ("))) +
+                                    ".\nTick machines in the list on the right to see where it fits."
                               : "None of this plan's machines are known here: " +
                                     qs([&] {
                                         std::string s;
@@ -323,6 +329,11 @@ QStringList wrap_text(const QString& text, const QFontMetricsF& fm, double width
             line_w = line.isEmpty() ? w : line_w + space + w;
             line = line.isEmpty() ? words[i] : line + ' ' + words[i];
         } else {
+            if (lines.size() == max_lines - 1) {   // the last line takes the rest, elided
+                line = QStringList(words.mid(i - (line.count(' ') + 1))).join(' ');
+                line_w = width + 1;
+                break;
+            }
             lines << line;
             if (lines.size() == max_lines - 1) {
                 line = QStringList(words.mid(i)).join(' ');
@@ -430,7 +441,11 @@ struct TextOps {
     }
     QString elide(const QFont& f, const QString& s, double w) {
         if (adv(f, s) <= w) return s;
-        return wrap(s, f, w, 1).value(0);
+        const QString k = key(f, s) + QChar(0x1e) + QString::number(int(w));
+        if (const QStringList* found = TextCache::find(c.young.wraps, c.old.wraps, k)) return found->value(0);
+        const QString out = QFontMetricsF(f).elidedText(s, Qt::ElideRight, w);
+        c.young.wraps.insert(k, QStringList{out});
+        return out;
     }
     QStringList wrap(const QString& s, const QFont& f, double w, int lines) {
         const QString k = key(f, s) + QChar(0x1f) + QString::number(int(w)) + "/" + QString::number(lines);
@@ -610,8 +625,11 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     const QFont sub_font = font_px(st, 11);
     const QFont group_font = font_px(st, 12, true);
     const QFontMetricsF lfm(label_font), sfm(sub_font), gfm(group_font);
-    bool any_sub = false;
-    for (const auto& b : d.bars) any_sub |= !b.sublabel.isEmpty();
+    bool any_sub = false, any_note = false;
+    for (const auto& b : d.bars) {
+        any_sub |= !b.sublabel.isEmpty();
+        any_note |= !b.note.isEmpty();
+    }
     int label_lines = 1;
     {
         double slots_guess = double(d.bars.size());
@@ -619,18 +637,7 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
         for (const auto& b : d.bars)
             if (!grouped) label_lines = std::max(label_lines, int(tx.wrap(b.label, label_font, w_guess - 4, 2).size()));
     }
-    const double caption_h = lfm.height() * label_lines + (any_sub ? sfm.height() : 0) + (grouped ? gfm.height() + 4 : 0) + 8;
-
-    // Right margin for reference line labels.
-    double right_pad = 8;
-    const QFont line_font = font_px(st, 10.5);
-    const QFontMetricsF linefm(line_font);
-    if (!d.lines.empty()) {
-        double w = 0;
-        for (const auto& l : d.lines)
-            w = std::max(w, tx.adv(line_font, l.label + "  " + qs(format_bytes(double(l.bytes), d.unit))));
-        right_pad = std::min(std::max(80.0, w + 12), width * 0.32);
-    }
+    const double caption_h = lfm.height() * label_lines + (any_sub ? sfm.height() : 0) + (any_note ? sfm.height() : 0) + (grouped ? gfm.height() + 4 : 0) + 8;
 
     const double verdict_room = 36;
     const double plot_top = y;
@@ -638,6 +645,34 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
     const double plot_h = std::max(40.0, plot_bottom - plot_top);
     const double px_per_byte = std::max(1e-3, plot_h - verdict_room) / top_value;
     axis_max_ = plot_h / px_per_byte;
+
+    // Reference line labels, merged when they would collide, and the right margin they need.
+    const QFont line_font = font_px(st, 10.5);
+    const QFontMetricsF linefm(line_font);
+    struct LineLabel {
+        double y;
+        QString names;
+        std::int64_t bytes;
+    };
+    std::vector<LineLabel> line_labels;
+    std::vector<ChartLine> lines = d.lines;
+    std::sort(lines.begin(), lines.end(), [](const ChartLine& a, const ChartLine& b) { return a.bytes < b.bytes; });
+    for (const auto& l : lines) {
+        const double yy = plot_bottom - double(l.bytes) * px_per_byte;
+        if (yy < plot_top) continue;
+        if (!line_labels.empty() && std::fabs(line_labels.back().y - yy) < linefm.height()) {
+            line_labels.back().names += ", " + l.label;
+            continue;
+        }
+        line_labels.push_back({yy, l.label, l.bytes});
+    }
+    for (auto& l : line_labels) l.names += "  " + qs(format_bytes(double(l.bytes), d.unit));
+    double right_pad = 8;
+    if (!line_labels.empty()) {
+        double w = 0;
+        for (const auto& l : line_labels) w = std::max(w, tx.adv(line_font, l.names));
+        right_pad = std::min(std::max(80.0, w + 12), width * 0.34);
+    }
     const double step_units = nice_step(axis_max_ / ub, std::max(3, int(plot_h / 55)));
     double axis_w = 0;
     for (double v = 0; v * ub <= axis_max_; v += step_units)
@@ -657,32 +692,18 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
                    tick_text(v, step_units) + " " + unit);
     }
 
-    // Horizontal reference lines (drawn under the bars), labels merged when they collide.
-    if (!d.lines.empty()) {
-        std::vector<ChartLine> lines = d.lines;
-        std::sort(lines.begin(), lines.end(), [](const ChartLine& a, const ChartLine& b) { return a.bytes < b.bytes; });
+    // Horizontal reference lines (drawn under the bars) and their labels in the right margin.
+    if (!lines.empty()) {
         const QColor line_colour = blend(st.ceiling, st.background, 0.25);
-        struct Label {
-            double y;
-            QString text;
-        };
-        std::vector<Label> labels;
         for (const auto& l : lines) {
             const double yy = ymap(double(l.bytes));
-            if (yy < plot_.top()) continue;
-            dashed_hline(p, plot_.left(), plot_.right(), yy, 1.5, 7.5, 4.5, line_colour);
-            if (!labels.empty() && std::fabs(labels.back().y - yy) < linefm.height()) {
-                if (labels.back().text.count(',') < 2) labels.back().text = labels.back().text.section("  ", 0, 0) + ", " + l.label + "  " +
-                                                               qs(format_bytes(double(l.bytes), d.unit));
-                continue;
-            }
-            labels.push_back({yy, l.label + "  " + qs(format_bytes(double(l.bytes), d.unit))});
+            if (yy >= plot_.top()) dashed_hline(p, plot_.left(), plot_.right(), yy, 1.5, 7.5, 4.5, line_colour);
         }
         p.setFont(line_font);
         p.setPen(st.text);
-        for (const auto& l : labels)
+        for (const auto& l : line_labels)
             tx.draw(QRectF(plot_.right() + 6, l.y - linefm.height() / 2, right_pad - 6, linefm.height()),
-                    Qt::AlignLeft | Qt::AlignVCenter, tx.elide(line_font, l.text, right_pad - 6));
+                    Qt::AlignLeft | Qt::AlignVCenter, tx.elide(line_font, l.names, right_pad - 6));
     }
 
     // Bar slot_count: groups get a gap between them.
@@ -861,6 +882,13 @@ void ChartPainter::paint(QPainter& p, const QRectF& area, const ChartData& d, co
                 p.setPen(st.muted);
                 tx.draw(QRectF(cx - slot_w / 2, cy, slot_w, sfm.height()), Qt::AlignHCenter | Qt::AlignTop,
                         tx.elide(sub_font, b.sublabel, slot_w - 2));
+                cy += sfm.height();
+            }
+            if (!b.note.isEmpty()) {
+                p.setFont(sub_font);
+                p.setPen(st.tight);
+                tx.draw(QRectF(cx - slot_w / 2, cy, slot_w, sfm.height()), Qt::AlignHCenter | Qt::AlignTop,
+                        tx.elide(sub_font, b.note, slot_w - 2));
             }
             g.caption = QRectF(cx - slot_w / 2, plot_.bottom(), slot_w, caption_h);
         }

@@ -284,7 +284,7 @@ void MainWindow::buildUi() {
         data_row->addStretch();
         layout->addLayout(data_row);
         layout->addWidget(make_table(TableMachines, "machineTable"), 1);
-        layout->addWidget(hint_label("Largest batch and longest sequence: the biggest values that still fit each machine, "
+        layout->addWidget(hint_label("Max batch and max sequence: the largest values that still fit each machine, "
                                      "found by core's solver with everything else as above. Time and cost use the "
                                      "machine's estimated tokens/s and its rental price where it has one."));
         tabs_->addTab(page, "&Which machine trains what");
@@ -1121,8 +1121,10 @@ ChartData MainWindow::methodsChart() const { return methods_chart(*lib_, plan_, 
 
 // The size the slider stands on: follows every step, as the slider itself does.
 void MainWindow::updateSizeLabel() {
-    if (!eval_.ok()) return;
-    const ParameterCounts& pc = eval_.reference.params;
+    // The model resolves even when the setup does not validate: keep showing its size.
+    if (eval_.model.arch.layers == 0) return;
+    ParameterCounts pc;
+    pc.total = eval_.model.arch.parameter_count();
     if (family_.members.size() >= 2) {
         QString size_text;
         if (eval_.model.interpolated) {
@@ -1166,6 +1168,7 @@ void MainWindow::updateMachineVerdicts() {
         if (!v) {
             const QString text = item->checkState(0) == Qt::Checked && !eval_.ok() ? "—" : "";
             if (item->text(1) != text) item->setText(1, text);
+            item->setData(1, Qt::ForegroundRole, QVariant());
             if (!item->toolTip(1).isEmpty()) item->setToolTip(1, {});
             continue;
         }
@@ -1190,10 +1193,12 @@ void MainWindow::updateMachineVerdicts() {
 
 void MainWindow::updateSummary() {
     if (!eval_.ok()) {
+        if (eval_.model.arch.layers > 0)
+            model_info_->setText(qs(format_count(eval_.model.arch.parameter_count())) + " parameters · family " +
+                                 qs(eval_.model.family));
         summary_->setTextFormat(Qt::PlainText);
         summary_->setText("This plan cannot be computed:\n" + qs(eval_.error) +
                           "\nChange that setting and the chart comes back.");
-        model_info_->setText({});
         return;
     }
     const ParameterCounts& pc = eval_.reference.params;

@@ -319,8 +319,8 @@ Table machine_table(const ProfileLibrary& lib, const Plan& plan, const Evaluatio
     Table t;
     t.id = "which-machine";
     t.title = "Which machine trains what: " + eval.model.name;
-    t.headers = {"Machine", "Framework", "Needs", "Usable", "Verdict", "Margin", "Largest batch",
-                 "Longest sequence", "Tokens/s", "Time", "Cost"};
+    t.headers = {"Machine", "Framework", "Needs", "Usable", "Verdict", "Margin", "Max batch",
+                 "Max sequence", "Tokens/s", "Time", "Cost"};
     const double tokens = plan.dataset.tokens();
     t.caption = describe_setup(eval.setup) + ". Time and cost for " + format_count(std::int64_t(tokens)) +
                 " tokens (" + format_count(plan.dataset.examples) + " examples × " +

@@ -13,7 +13,10 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QPainter>
+#include <QProxyStyle>
 #include <QStyleFactory>
+#include <QStyleOption>
 
 static void wingspan_init_qrc() { Q_INIT_RESOURCE(wingspan); }
 
@@ -96,8 +99,66 @@ QPalette dark_palette() {
     return p;
 }
 
+namespace {
+
+// Fusion, with check boxes and radio buttons drawn from the palette's text colour so they stay
+// visible on dark backgrounds (Fusion outlines them in a darker shade of the window colour,
+// which disappears there).
+class WingspanStyle : public QProxyStyle {
+public:
+    WingspanStyle() : QProxyStyle(QStyleFactory::create("Fusion")) {}
+
+    void drawPrimitive(PrimitiveElement pe, const QStyleOption* opt, QPainter* p, const QWidget* w) const override {
+        const bool check = pe == PE_IndicatorCheckBox || pe == PE_IndicatorItemViewItemCheck;
+        const bool radio = pe == PE_IndicatorRadioButton;
+        if (!check && !radio) return QProxyStyle::drawPrimitive(pe, opt, p, w);
+        const QPalette& pal = opt->palette;
+        const bool enabled = opt->state & State_Enabled;
+        const QColor text = pal.color(enabled ? QPalette::Active : QPalette::Disabled, QPalette::Text);
+        const QColor base = pal.color(QPalette::Base);
+        auto mix = [](const QColor& a, const QColor& b, double t) {
+            return QColor::fromRgbF(float(a.redF() * (1 - t) + b.redF() * t), float(a.greenF() * (1 - t) + b.greenF() * t),
+                                    float(a.blueF() * (1 - t) + b.blueF() * t));
+        };
+        const QColor border = mix(text, base, enabled ? 0.45 : 0.65);
+        const QColor mark = enabled ? pal.color(QPalette::Highlight) : border;
+        const int side = std::min(opt->rect.width(), opt->rect.height()) - 2;
+        const QRectF box(opt->rect.x() + (opt->rect.width() - side) / 2.0 + 0.5,
+                         opt->rect.y() + (opt->rect.height() - side) / 2.0 + 0.5, side - 1, side - 1);
+        p->save();
+        p->setRenderHint(QPainter::Antialiasing, true);
+        p->setPen(QPen(opt->state & State_HasFocus && !(opt->state & State_Item) ? pal.color(QPalette::Highlight) : border, 1.2));
+        p->setBrush(base);
+        if (radio) {
+            p->drawEllipse(box);
+            if (opt->state & State_On) {
+                p->setPen(Qt::NoPen);
+                p->setBrush(mark);
+                p->drawEllipse(box.adjusted(side * 0.27, side * 0.27, -side * 0.27, -side * 0.27));
+            }
+        } else {
+            p->drawRoundedRect(box, 2, 2);
+            if (opt->state & State_On) {
+                QPen pen(mark, std::max(1.6, side / 7.0), Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin);
+                p->setPen(pen);
+                p->setBrush(Qt::NoBrush);
+                QPolygonF tick;
+                tick << QPointF(box.left() + box.width() * 0.22, box.top() + box.height() * 0.52)
+                     << QPointF(box.left() + box.width() * 0.42, box.top() + box.height() * 0.72)
+                     << QPointF(box.left() + box.width() * 0.78, box.top() + box.height() * 0.28);
+                p->drawPolyline(tick);
+            } else if (opt->state & State_NoChange) {
+                p->fillRect(box.adjusted(side * 0.25, side * 0.45, -side * 0.25, -side * 0.45), mark);
+            }
+        }
+        p->restore();
+    }
+};
+
+}  // namespace
+
 void apply_theme(Theme t) {
-    if (auto* fusion = QStyleFactory::create("Fusion")) QApplication::setStyle(fusion);
+    if (!dynamic_cast<WingspanStyle*>(QApplication::style())) QApplication::setStyle(new WingspanStyle);
     // The platform's own palette, as it was before any theme was applied.
     static const QPalette system = QGuiApplication::palette();
     bool dark = t == Theme::Dark;

@@ -31,6 +31,7 @@ struct ChartBar {
     QString id;                            // machine id, method name, ...
     QString label;                         // under the bar
     QString sublabel;                      // second line under the bar ("24.9 GB usable")
+    QString note;                          // third line, when it matters ("runs in fp32")
     QString group;                         // grouped charts: the group this bar belongs to
     std::vector<ChartSegment> segments;    // bottom to top
     std::int64_t total = 0;                // sum of segments

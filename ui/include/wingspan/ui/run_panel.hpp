@@ -386,6 +386,7 @@ private:
         std::vector<QPointF> rss;
         QString log;
         QString label;
+        QString stop_message;
     };
     void buildUi();
     QWidget* buildForm();
@@ -423,6 +424,8 @@ private:
     int repaints_ = 0;
     QPointer<QWidget> closing_window_;
     QString last_model_dir_;
+    QStringList extra_args_;
+    int threads_ = 0;
 
     TimeChartData memory_data_, loss_data_, throughput_data_;
 
