@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "wingspan/nf4.hpp"
+#include "wingspan/protocol.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan {
@@ -16,6 +17,14 @@ std::int64_t Phase::total() const {
     std::int64_t t = 0;
     for (const auto& [c, b] : bytes) t += b;
     return t;
+}
+
+std::map<Component, std::int64_t> MemoryEstimate::component_maxima() const {
+    std::map<Component, std::int64_t> out;
+    for (const auto& p : phases)
+        for (const auto& [c, b] : p.bytes) out[c] = std::max(out[c], b);
+    out[Component::FrameworkOverhead] = framework_overhead_bytes;
+    return out;
 }
 
 const MemoryTerm* MemoryEstimate::term(Component c) const {
@@ -473,6 +482,7 @@ nlohmann::json MemoryEstimate::to_json() const {
               {"quantized", params.quantized},
               {"adapter", params.adapter}}},
             {"components", comps},
+            {"component_maxima", protocol::components_to_json(component_maxima())},
             {"peak_phase", peak_phase},
             {"peak_allocated_bytes", peak_allocated_bytes},
             {"framework_overhead_bytes", framework_overhead_bytes},

@@ -381,6 +381,7 @@ void Run::announce() {
     try {
         const MemoryEstimate est = estimate_memory(arch_, setup_, fw);
         emit(EventType::Predicted, {{"components", protocol::components_to_json(est.components)},
+                                    {"component_maxima", protocol::components_to_json(est.component_maxima())},
                                     {"peak_bytes", est.peak_allocated_bytes},
                                     {"total_bytes", est.total_bytes},
                                     {"peak_phase", est.peak_phase},

@@ -51,6 +51,9 @@ struct MemoryEstimate {
     // Components at the peak phase, plus framework_overhead; sums to total_bytes.
     std::map<Component, std::int64_t> components;
 
+    // The largest bytes each component reaches in any phase (plus framework_overhead): what
+    // a measurement of that component's own peak should be compared with.
+    std::map<Component, std::int64_t> component_maxima() const;
     const MemoryTerm* term(Component c) const;   // first term of a component, or nullptr
     // Formula text for a component: its terms joined, for tooltips.
     std::string explain(Component c) const;
