@@ -500,6 +500,20 @@ private slots:
         QCOMPARE(w->plan().machines.back(), std::string("h200"));
     }
 
+    void missingProfilesPage() {
+        const QByteArray saved = qgetenv("WINGSPAN_PROFILES");
+        qputenv("WINGSPAN_PROFILES", "/nonexistent/wingspan-profiles");
+        MainWindow broken(QString(), quiet());
+        qputenv("WINGSPAN_PROFILES", saved);
+        QVERIFY(!broken.hasLibrary());
+        QVERIFY(broken.loadError().contains("/nonexistent/wingspan-profiles"));
+        auto* text = broken.findChild<QLabel*>("loadError");
+        QVERIFY(text);
+        QVERIFY(text->text().contains("WINGSPAN_PROFILES"));
+        broken.show();   // draws without a library
+        QVERIFY(QTest::qWaitForWindowExposed(&broken));
+    }
+
     void darkPalette() {
         w->setTheme(Theme::Dark);
         QVERIFY(QApplication::palette().color(QPalette::Base).lightness() < 100);
