@@ -113,7 +113,6 @@ void install(std::int64_t limit_bytes) {
     set_limit(limit_bytes);
 }
 
-bool installed() { return g_inner != nullptr; }
 void set_limit(std::int64_t b) { g_limit.store(b); }
 std::int64_t limit() { return g_limit.load(); }
 Component current() { return kAllComponents[g_current.load(std::memory_order_relaxed)]; }
@@ -156,7 +155,6 @@ Snapshot snapshot() {
 
 std::int64_t allocated() { return g_live.load(); }
 std::int64_t peak() { return g_peak.load(); }
-void reset_peak() { g_peak.store(g_live.load()); }
 void reset_component_peaks() {
     for (int i = 0; i < kComponents; ++i) g_component_peak[i].store(g_by_component[i].load());
 }

@@ -16,7 +16,6 @@ namespace wingspan::train::mem {
 // Installs the counting allocator as libtorch's CPU allocator (once; later calls only
 // change the limit). limit_bytes 0: no limit.
 void install(std::int64_t limit_bytes = 0);
-bool installed();
 void set_limit(std::int64_t limit_bytes);
 std::int64_t limit();
 
@@ -56,7 +55,6 @@ struct Snapshot {
 Snapshot snapshot();
 std::int64_t allocated();
 std::int64_t peak();
-void reset_peak();
 // Component peaks start again from the live bytes (after setup: load temporaries are not part
 // of a training step).
 void reset_component_peaks();

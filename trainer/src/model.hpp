@@ -130,13 +130,6 @@ public:
     std::int64_t base_parameter_count() const;
     std::int64_t adapter_parameter_count() const;
 
-    const ModelConfig& config() const { return cfg_; }
-    const ModelOptions& options() const { return opt_; }
-    at::ScalarType storage_dtype() const { return dtype_; }
-    std::vector<Layer>& layers() { return layers_; }
-    const std::vector<Layer>& layers() const { return layers_; }
-    at::Tensor& embed() { return embed_; }
-
     // Keys and values of earlier positions, per layer (generation only).
     struct KvCache {
         std::vector<at::Tensor> k, v;

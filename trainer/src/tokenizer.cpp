@@ -552,7 +552,6 @@ std::string Tokenizer::decode(const std::vector<std::int32_t>& ids, bool skip_sp
     return impl_->decode(ids, skip_special);
 }
 std::int64_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
-bool Tokenizer::builtin() const { return impl_->builtin; }
 std::string Tokenizer::description() const { return impl_->origin; }
 const std::vector<std::string>& Tokenizer::warnings() const { return impl_->warnings; }
 

@@ -32,7 +32,6 @@ public:
     std::int64_t vocab_size() const;
     // Id of a token given by its text (added tokens first, then the vocabulary).
     std::optional<std::int32_t> token_id(std::string_view content) const;
-    bool builtin() const;
     std::string description() const;
     // Warnings collected while reading the file (e.g. an ignored normalizer).
     const std::vector<std::string>& warnings() const;
