@@ -545,11 +545,11 @@ private slots:
         d.memoryEdit()->setText("10 GB");
         // No compute at all: core's validation names the field.
         QVERIFY(!save->isEnabled());
-        QVERIFY(status->text().contains("tflops"));
+        QVERIFY(status->text().contains("TFLOPS"));
         d.tflopsEdit()->setText("29.8");
         d.usableEdit()->setText("12 GB");   // more than it has
         QVERIFY(!save->isEnabled());
-        QVERIFY(status->text().contains("usable_bytes"));
+        QVERIFY(status->text().contains("Usable: must be positive and at most memory"));
         d.usableEdit()->setText("9.5 GB");
         d.priceEdit()->setText("cheap");
         QVERIFY(!save->isEnabled());

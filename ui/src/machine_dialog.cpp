@@ -211,7 +211,21 @@ std::optional<MachineProfile> MachineDialog::machine() const {
             self->error_.clear();
             return m;
         } catch (const ProfileError& e) {
-            error = QString::fromStdString(e.field()) + ": " + QString::fromStdString(e.what());
+            // Core names the JSON field; say it with the form's words.
+            static const std::pair<const char*, const char*> kLabels[] = {
+                {"usable_bytes", "Usable"},       {"memory_bytes", "Memory"},      {"host_memory_bytes", "Host RAM"},
+                {"tflops_fp32", "TFLOPS"},        {"tflops_bf16", "16-bit TFLOPS"}, {"tflops_fp16", "16-bit TFLOPS"},
+                {"bandwidth_gb_s", "Bandwidth"},  {"price_per_hour", "Price"},      {"power_w", "Power"},
+                {"default_framework", "Framework"}, {"id", "Id"},                   {"kind", "Kind"}};
+            QString field = QString::fromStdString(e.field());
+            QString what = QString::fromStdString(e.what());
+            if (const int at = what.indexOf("': "); at >= 0) what = what.mid(at + 3);
+            for (const auto& [name, label] : kLabels) {
+                if (field == name) field = label;
+                what.replace(name, QString(label).toLower());
+            }
+            if (what.contains("at least one of")) what = "give the 16-bit or fp32 TFLOPS (the speed estimate needs one)";
+            error = field + ": " + what;
         } catch (const std::exception& e) {
             error = QString::fromStdString(e.what());
         }

@@ -238,7 +238,9 @@ ExportDialog::ExportDialog(const QString& what, const QString& suggested, bool c
     auto* row = new QHBoxLayout;
     row->addWidget(path_, 1);
     row->addWidget(browse);
-    form->addRow("&File:", row);
+    auto* file_label = new QLabel("&File:");
+    file_label->setBuddy(path_);
+    form->addRow(file_label, row);
     const QString filters = chart ? "PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"
                                   : "CSV, exact numbers (*.csv);;Markdown, rounded as in the lessons (*.md)";
     connect(browse, &QPushButton::clicked, this, [this, filters] {
@@ -257,6 +259,7 @@ ExportDialog::ExportDialog(const QString& what, const QString& suggested, bool c
         dpi_ = new QSpinBox;
         dpi_->setRange(24, 1200);
         dpi_->setValue(144);
+        dpi_->setMaximumWidth(width_->sizeHint().width());
         dpi_->setToolTip("Text and lines scale with DPI / 96: 192 DPI at 1600 × 900 px gives a chart laid out\n"
                          "like an 800 × 450 window, drawn twice as sharp. PDF pages are width / DPI inches wide.");
         dark_ = new QCheckBox("Dark background");
