@@ -381,13 +381,16 @@ void draw_hatch(QPainter& p, const QRectF& r, const QColor& line_color) {
             return;
         }
     }
+    // Each 45° line is cut to the rectangle here: SVG output does not keep clip paths.
     p.save();
-    p.setClipRect(r, Qt::IntersectClip);
     p.fillRect(r, QColor("#ffffff"));
-    QPen pen(line_color, 1.3);
-    p.setPen(pen);
-    const double step = 5.0;
-    for (double x = r.left() - r.height(); x < r.right(); x += step) p.drawLine(QPointF(x, r.bottom()), QPointF(x + r.height(), r.top()));
+    p.setPen(QPen(line_color, 1.3));
+    const double step = 5.0, h = r.height();
+    for (double x = r.left() - h + step; x < r.right(); x += step) {
+        const double x0 = std::max(x, r.left()), x1 = std::min(x + h, r.right());
+        if (x1 <= x0) continue;
+        p.drawLine(QPointF(x0, r.bottom() - (x0 - x)), QPointF(x1, r.bottom() - (x1 - x)));
+    }
     p.restore();
 }
 
