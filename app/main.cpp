@@ -14,6 +14,7 @@
 #include "cli.hpp"
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/run_panel.hpp"
 #include "wingspan/ui/widgets.hpp"
 
 namespace {
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     // What is left after Qt took its own options: a plan file to open, or --screenshot.
     QString plan_file, screenshot;
     int tab = 0;
+    bool train = false;   // --train: start a run of the plan right away (as "Train ▶" does)
     const QStringList qargs = app.arguments();
     for (int i = 1; i < qargs.size(); ++i) {
         const QString& a = qargs[i];
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
             screenshot = qargs[++i];
         } else if (a == "--tab" && i + 1 < qargs.size()) {
             tab = qargs[++i].toInt();
+        } else if (a == "--train") {
+            train = true;
         } else if (!a.startsWith('-')) {
             plan_file = a;
         } else {
@@ -94,8 +98,11 @@ int main(int argc, char** argv) {
         if (!window.hasLibrary() || !window.openPlan(plan_file, &error))
             std::cerr << "wingspan: cannot open " << plan_file.toStdString() << ": " << error.toStdString() << "\n";
     }
+    // The run panel: a "Run" tab that "Train ▶" opens; closing during a run asks first.
+    wingspan::ui::install_run_panel(window, QString::fromStdString(exe));
     if (window.tabs() && tab > 0) window.tabs()->setCurrentIndex(tab);
     window.show();
+    if (train) QTimer::singleShot(300, &window, [&window] { window.requestTrain(); });
 
     if (!screenshot.isEmpty()) {
         // The window photographs itself once it has been laid out and painted.

@@ -24,13 +24,29 @@ namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
-const QColor kRssColor("#882255");        // measured process RSS and its prediction
+const QColor kRssColor("#332288");        // measured process RSS and its prediction (not a component hue)
 const QColor kOverlayColor("#6b6b6b");    // the second run of a comparison
 const QColor kLossColor("#0072B2");
 const QColor kEvalColor("#E69F00");
 const QColor kSpeedColor("#009E73");
 
-QString bytes_text(double b, ByteUnit unit, int decimals = 1) { return qs(format_bytes(b, unit, decimals)); }
+QString bytes_text(double b, ByteUnit unit, int = 1) { return format_run_bytes(b, unit); }
+
+}  // namespace
+
+// Bytes the way a run's scale reads: MB for small runs, GB with two decimals for big ones.
+QString format_run_bytes(double b, ByteUnit unit) {
+    const bool bin = unit == ByteUnit::GiB;
+    const double k = bin ? 1024.0 : 1000.0;
+    auto fmt = [](double v, const char* suffix) {
+        return QLocale().toString(v, 'f', v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + suffix;
+    };
+    if (b >= 0.95 * k * k * k) return fmt(b / (k * k * k), bin ? "GiB" : "GB");
+    if (b >= 0.95 * k * k) return fmt(b / (k * k), bin ? "MiB" : "MB");
+    return fmt(b / k, bin ? "KiB" : "kB");
+}
+
+namespace {
 
 // Keeps at most `max` points: in each bucket of neighbours, the point `pick` prefers.
 template <typename T, typename Better>
@@ -109,7 +125,11 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
     d.x_title = "time since launch";
     d.unit = in.unit;
     d.empty_message = "Waiting for the trainer's first memory sample…";
-    if (!in.record) return d;
+    if (!in.record) {
+        d.empty_message = "No run yet. Start ▶ launches wingspan-train; the memory it uses appears here as it trains, "
+                          "per component, beside the prediction.";
+        return d;
+    }
     const RunRecord& r = *in.record;
 
     // Stacked areas: live tensor bytes per component, as the trainer's allocator counts them.
@@ -144,16 +164,22 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
         ts.label = "Process RSS (read by Wingspan from /proc)";
         ts.color = kRssColor;
         ts.width = 2.2;
+        ts.fit = in.whole_process;
         ts.points = thin_points(*in.rss, in.max_points);
+        // Before t = 0 the trainer was still loading libtorch; its clock had not started.
+        std::erase_if(ts.points, [](const QPointF& p) { return p.x() < 0; });
         d.series.push_back(std::move(ts));
     }
     if (in.overlay) {
         TimeSeries ts;
         ts.label = in.overlay_label + ": all tensors";
-        ts.color = kOverlayColor;
+        ts.color = QColor("#1d1f23");
         ts.style = Qt::DotLine;
         ts.width = 2.4;
-        ts.points = allocated_series(*in.overlay, in.max_points);
+        ts.halo = true;
+        // The comparison run as its peak envelope (about two points a second of run time at most):
+        // a second jagged line over the areas would be unreadable.
+        ts.points = allocated_series(*in.overlay, std::min<size_t>(in.max_points, 90));
         if (!ts.points.empty()) d.series.push_back(std::move(ts));
         if (in.overlay_rss && !in.overlay_rss->empty()) {
             TimeSeries rs;
@@ -161,7 +187,10 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
             rs.color = kRssColor;
             rs.style = Qt::DotLine;
             rs.width = 2.2;
+            rs.halo = true;
+            rs.fit = in.whole_process;
             rs.points = thin_points(*in.overlay_rss, in.max_points);
+            std::erase_if(rs.points, [](const QPointF& p) { return p.x() < 0; });
             d.series.push_back(std::move(rs));
         }
     }
@@ -171,7 +200,7 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
                              double(r.predicted_peak()), QColor(), Qt::DashDotLine});
     if (r.predicted_total() > 0)
         d.markers.push_back({"Predicted process total " + bytes_text(double(r.predicted_total()), in.unit),
-                             double(r.predicted_total()), kRssColor, Qt::DashLine});
+                             double(r.predicted_total()), kRssColor, Qt::DashLine, in.whole_process});
     if (in.options && in.options->machine_ceiling > 0)
         d.markers.push_back({(in.options->machine_name.isEmpty() ? QString("Machine") : in.options->machine_name) +
                                  " ceiling " + bytes_text(double(in.options->machine_ceiling), in.unit),
@@ -181,17 +210,18 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
                              double(in.options->memory_limit), QColor("#c2410c"), Qt::SolidLine});
 
     QStringList sub;
-    if (r.measured_peak() > 0) sub << "peak " + bytes_text(double(r.measured_peak()), in.unit, 2) + " in tensors";
-    if (r.measured_rss_peak() > 0) sub << "RSS peak " + bytes_text(double(r.measured_rss_peak()), in.unit, 2) + " (trainer)";
+    if (r.measured_peak() > 0) sub << "tensor peak " + bytes_text(double(r.measured_peak()), in.unit);
+    QString rss_text;
+    if (r.measured_rss_peak() > 0) rss_text = "RSS peak " + bytes_text(double(r.measured_rss_peak()), in.unit) + " by itself";
     if (in.rss && !in.rss->empty()) {
         double m = 0;
         for (const auto& p : *in.rss) m = std::max(m, p.y());
-        sub << bytes_text(m, in.unit, 2) + " (Wingspan's own reading)";
+        rss_text += (rss_text.isEmpty() ? QString("RSS peak ") : QString(" / ")) + bytes_text(m, in.unit) + " by Wingspan";
     }
-    d.subtitle = sub.isEmpty() ? QString("Live tensor bytes per component, from the trainer's memory events")
-                               : "Live tensor bytes per component · " + sub.join(" · ");
-    d.footnote = "Areas: tensors the trainer's counting allocator holds, by component. Lines: the trainer's own prediction "
-                 "(dashed) and the process's resident memory as Wingspan reads it, independently.";
+    if (!rss_text.isEmpty()) sub << rss_text;
+    d.subtitle = sub.isEmpty() ? QString("Live tensor bytes per component, from the trainer's memory events") : sub.join(" · ");
+    d.footnote = "Areas: live tensors by component (the trainer's counting allocator). Dashed: the trainer's prediction. "
+                 "Solid line: the process's resident memory, read by Wingspan itself.";
     return d;
 }
 
@@ -202,7 +232,7 @@ TimeChartData run_loss_chart(const RunChartInputs& in) {
     d.x_is_time = false;
     d.y_bytes = false;
     d.y_from_zero = false;
-    d.empty_message = "Waiting for the first step…";
+    d.empty_message = in.record ? "Waiting for the first step…" : "The training loss, step by step";
     if (!in.record) return d;
     const RunRecord& r = *in.record;
     TimeSeries train;
@@ -240,7 +270,7 @@ TimeChartData run_throughput_chart(const RunChartInputs& in) {
     d.x_is_time = false;
     d.y_bytes = false;
     d.y_title = "tokens/s";
-    d.empty_message = "Waiting for the first step…";
+    d.empty_message = in.record ? "Waiting for the first step…" : "Tokens per second, step by step";
     if (!in.record) return d;
     const RunRecord& r = *in.record;
     TimeSeries ts;
@@ -266,11 +296,13 @@ TimeChartData run_throughput_chart(const RunChartInputs& in) {
     return d;
 }
 
-ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const QString& title, ByteUnit unit) {
+ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const QString& title, ByteUnit unit,
+                            bool whole_process) {
     ChartData d;
-    d.title = title.isEmpty() ? QString("Predicted vs measured at the peak") : title;
+    d.title = title.isEmpty() ? QString("Predicted vs measured, at the peak") : title;
     d.unit = unit;
-    d.subtitle = "Tensors per component at the peak; on top, what the process holds beyond its tensors";
+    d.subtitle = whole_process ? "Tensors per component at the peak; on top, what the process holds beyond its tensors"
+                               : "Tensors per component at the peak";
     d.footnote = "Predicted: the trainer's `predicted` event (core's memory model for this exact run). Measured: the memory "
                  "sample with the most live tensor bytes, and the RSS peak.";
     d.empty_message = "No prediction or measurement yet";
@@ -283,7 +315,7 @@ ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const
         if (it == r.predicted().end() || it->second <= 0) continue;
         pred.segments.push_back({c, it->second, qs(component_label(c)), "from the trainer's `predicted` event"});
     }
-    if (r.predicted_total() > r.predicted_peak() && r.predicted_peak() > 0)
+    if (whole_process && r.predicted_total() > r.predicted_peak() && r.predicted_peak() > 0)
         pred.segments.push_back({Component::FrameworkOverhead, r.predicted_total() - r.predicted_peak(),
                                  "Framework overhead (predicted)", "predicted process total − predicted tensor peak"});
     ChartBar meas;
@@ -299,7 +331,7 @@ ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const
     }
     std::int64_t tensors = 0;
     for (const auto& seg : meas.segments) tensors += seg.bytes;
-    if (r.measured_rss_peak() > tensors && tensors > 0)
+    if (whole_process && r.measured_rss_peak() > tensors && tensors > 0)
         meas.segments.push_back({Component::FrameworkOverhead, r.measured_rss_peak() - tensors,
                                  "Framework overhead (RSS − tensors)", "measured RSS peak − tensors at the peak"});
     for (ChartBar* b : {&pred, &meas}) {
@@ -343,7 +375,7 @@ Table run_summary_table(const RunRecord& r, ByteUnit unit) {
     };
     auto bytes_cell = [&](std::int64_t b) {
         TableCell c;
-        c.text = b > 0 ? format_bytes(double(b), unit, 2) : "—";
+        c.text = b > 0 ? format_run_bytes(double(b), unit).toStdString() : "—";
         c.value = double(b);
         return c;
     };
@@ -409,6 +441,12 @@ QString number_text(double v, double step) {
     return QLocale().toString(v, 'f', decimals);
 }
 
+QString bytes_axis_text(double b, ByteUnit unit) {
+    const auto [scale, name] = byte_scale(b, unit);
+    const double v = b / scale;
+    return QLocale().toString(v, 'f', v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + name;
+}
+
 struct LegendItem {
     QString label;
     QColor color;
@@ -445,7 +483,7 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
         top += sfm.height() + 2;
     }
 
-    // Data range.
+    // Data range: what fits sets the axis; the rest is drawn clipped or listed above it.
     double xmin = std::numeric_limits<double>::max(), xmax = std::numeric_limits<double>::lowest();
     double ymin = std::numeric_limits<double>::max(), ymax = 0;
     bool any = false;
@@ -457,7 +495,7 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
         if (s.kind == TimeSeries::Kind::Area) {
             if (stack.size() < s.points.size()) stack.resize(s.points.size(), 0.0);
             for (size_t i = 0; i < s.points.size(); ++i) stack[i] += s.points[i].y();
-        } else {
+        } else if (s.fit) {
             for (const auto& pt : s.points) ymax = std::max(ymax, pt.y()), ymin = std::min(ymin, pt.y());
         }
     }
@@ -465,11 +503,32 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
     const double data_max = ymax;
     std::vector<const TimeMarker*> drawn, off;
     for (const auto& m : d.markers) {
-        if (m.value <= 0) continue;
+        if (m.value <= 0 || !m.fit) continue;
         if (any && data_max > 0 && m.value > d.off_scale_factor * data_max) off.push_back(&m);
         else drawn.push_back(&m);
     }
     for (const TimeMarker* m : drawn) ymax = std::max(ymax, m->value), ymin = std::min(ymin, m->value);
+    const double fit_max = ymax;
+    for (const auto& m : d.markers) {
+        if (m.value <= 0 || m.fit) continue;
+        if (m.value <= fit_max * 1.08) drawn.push_back(&m), ymax = std::max(ymax, m.value);
+        else off.push_back(&m);
+    }
+    QStringList off_lines;   // series that leave the axis: "Process RSS up to 346 MB" (not drawn)
+    std::vector<const TimeSeries*> hidden;
+    for (const auto& s : d.series) {
+        if (s.fit || s.kind == TimeSeries::Kind::Area || s.points.empty()) continue;
+        double m = 0;
+        for (const auto& pt : s.points) m = std::max(m, pt.y());
+        if (m > ymax * 1.08 && ymax > 0) {
+            off_lines << s.label.section(" (", 0, 0) + " up to " +
+                             (d.y_bytes ? bytes_axis_text(m, d.unit) : QLocale().toString(m, 'f', 0));
+            hidden.push_back(&s);
+        } else {
+            ymax = std::max(ymax, m);
+        }
+    }
+    auto is_hidden = [&](const TimeSeries& s) { return std::find(hidden.begin(), hidden.end(), &s) != hidden.end(); };
     if (!any && drawn.empty()) {
         p.setFont(font_px(st, 13));
         p.setPen(st.muted);
@@ -485,20 +544,38 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
     if (!(xmax > xmin)) xmax = xmin + 1;
 
     // Off-scale markers: one muted line above the plot.
-    if (!off.empty()) {
-        QStringList names;
+    if (!off.empty() || !off_lines.isEmpty()) {
+        QStringList names = off_lines;
         for (const TimeMarker* m : off) names << m->label;
         p.setFont(small);
         p.setPen(st.muted);
-        p.drawText(QRectF(r.left(), top, r.width(), lfm.height()), Qt::AlignLeft | Qt::AlignVCenter,
-                   lfm.elidedText("↑ above this scale: " + names.join(" · "), Qt::ElideRight, r.width()));
-        top += lfm.height() + 2;
+        // At most two lines: as many names as fit on the first, the rest (elided) on the second.
+        QStringList out;
+        QString cur = "↑ above this scale: ";
+        bool fresh = true;
+        for (const QString& name : names) {
+            const QString candidate = cur + (fresh ? "" : " · ") + name;
+            if (!fresh && out.isEmpty() && lfm.horizontalAdvance(candidate) > r.width()) {
+                out << cur;
+                cur = "    " + name;
+            } else {
+                cur = candidate;
+            }
+            fresh = false;
+        }
+        out << cur;
+        for (const QString& l : out) {
+            p.drawText(QRectF(r.left(), top, r.width(), lfm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                       lfm.elidedText(l, Qt::ElideRight, r.width()));
+            top += lfm.height();
+        }
+        top += 2;
     }
 
     // Legend and footnote at the bottom.
     std::vector<LegendItem> legend;
     for (const auto& s : d.series)
-        if (!s.points.empty()) legend.push_back({s.label, s.color, s.kind, s.style, s.width});
+        if (!s.points.empty() && !is_hidden(s)) legend.push_back({s.label, s.color, s.kind, s.style, s.width});
     for (const TimeMarker* m : drawn)
         legend.push_back({m->label, m->color.isValid() ? m->color : st.ceiling, TimeSeries::Kind::Line, m->style, 1.6});
     const double sw = 22, gap = 14, row_h = lfm.height() + 4;
@@ -548,7 +625,9 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
     y1_ = std::ceil(ymax / ystep) * ystep;
     if (y1_ <= ymax + 1e-12 * std::fabs(ymax) && !d.y_from_zero) y1_ += 0;   // keep the top line on the data
     if (!(y1_ > y0_)) y1_ = y0_ + ystep;
-    const double xstep = d.x_is_time ? time_step(xmax - xmin, 6) : std::max(1.0, nice_step(xmax - xmin, 6));
+    double xstep = d.x_is_time ? time_step(xmax - xmin, 6) : std::max(1.0, nice_step(xmax - xmin, 6));
+    if (!d.x_is_time && std::fmod(xstep, 1.0) != 0) xstep = std::ceil(xstep);   // steps are whole
+    if (!d.x_is_time && xstep >= 2 && xstep < 10 && std::fmod(xstep, 5.0) != 0 && xstep != 2) xstep = 5;
     x0_ = xmin;
     x1_ = xmax;
 
@@ -622,7 +701,7 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
     }
     // Lines and points.
     for (const auto& s : d.series) {
-        if (s.kind == TimeSeries::Kind::Area || s.points.empty()) continue;
+        if (s.kind == TimeSeries::Kind::Area || s.points.empty() || is_hidden(s)) continue;
         QPolygonF poly;
         poly.reserve(qsizetype(s.points.size()));
         for (const auto& pt : s.points) poly << QPointF(X(pt.x()), Y(pt.y()));
@@ -632,6 +711,12 @@ void TimeChartPainter::paint(QPainter& p, const QRectF& area, const TimeChartDat
             for (const auto& q : poly) p.drawEllipse(q, 3.2, 3.2);
             p.setBrush(Qt::NoBrush);
         } else {
+            if (s.halo && poly.size() > 1) {
+                QPen halo(st.background, s.width + 3.0);
+                halo.setJoinStyle(Qt::RoundJoin);
+                p.setPen(halo);
+                p.drawPolyline(poly);
+            }
             QPen pen(s.color, s.width, s.style);
             pen.setCapStyle(Qt::FlatCap);
             pen.setJoinStyle(Qt::RoundJoin);

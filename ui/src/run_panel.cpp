@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -116,6 +117,7 @@ RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget
     updateTrainerBanner();
     refreshHistory();
     refresh(true);
+    if (!historyRuns().empty()) bottom_->setCurrentIndex(bottom_->count() - 1);   // past runs, until there is a new one
 }
 
 RunPanel::~RunPanel() {
@@ -132,7 +134,7 @@ RunPanel::~RunPanel() {
 void RunPanel::buildUi() {
     auto* root = new QVBoxLayout(this);
     root->setContentsMargins(6, 6, 6, 6);
-    root->setSpacing(6);
+    root->setSpacing(5);
 
     banner_ = new QLabel;
     banner_->setObjectName("trainerBanner");
@@ -140,6 +142,58 @@ void RunPanel::buildUi() {
     banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     banner_->setStyleSheet("QLabel { background: #fff4e5; color: #5a2d00; border: 1px solid #f0b36b; border-radius: 4px; padding: 6px; }");
     root->addWidget(banner_);
+
+    // Top bar: the settings (folded while a run is shown), the buttons.
+    auto* bar = new QHBoxLayout;
+    settings_toggle_ = new QToolButton;
+    settings_toggle_->setObjectName("runSettingsToggle");
+    settings_toggle_->setAutoRaise(true);
+    settings_toggle_->setCheckable(true);
+    settings_toggle_->setChecked(true);
+    settings_toggle_->setArrowType(Qt::DownArrow);
+    settings_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    settings_toggle_->setText("Settings");
+    settings_toggle_->setToolTip("Show or hide the launch settings");
+    settings_summary_ = new QLabel;
+    settings_summary_->setObjectName("runSettingsSummary");
+    settings_summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    settings_summary_->setTextFormat(Qt::PlainText);
+    connect(settings_toggle_, &QToolButton::toggled, this, [this](bool on) { setSettingsVisible(on); });
+    start_ = new QPushButton("Start ▶");
+    start_->setObjectName("runStart");
+    start_->setDefault(true);
+    QFont bf = start_->font();
+    bf.setBold(true);
+    start_->setFont(bf);
+    connect(start_, &QPushButton::clicked, this, [this] {
+        QString error;
+        if (!start(&error)) showStartError(error);
+    });
+    stop_ = new QPushButton("Stop ■");
+    stop_->setObjectName("runStop");
+    stop_->setToolTip("SIGTERM: the trainer finishes its step, saves a checkpoint and exits; it is killed if it takes too long");
+    connect(stop_, &QPushButton::clicked, this, [this] {
+        if (session_ && session_->state() == RunSession::State::Stopping) killNow();
+        else stop();
+    });
+    export_ = new QToolButton;
+    export_->setObjectName("runExport");
+    export_->setText("Export");
+    export_->setPopupMode(QToolButton::InstantPopup);
+    export_->setToolTip("Export the shown run's charts (PNG, SVG, PDF) and its summary table (CSV, Markdown)");
+    auto* menu = new QMenu(export_);
+    const char* items[] = {"&Memory chart…", "&Loss chart…", "&Throughput chart…", "&Predicted vs measured chart…",
+                           "&Summary table…"};
+    for (int i = 0; i < 5; ++i) menu->addAction(items[i], this, [this, i] { exportMenu(i); });
+    menu->addSeparator();
+    menu->addAction("&Everything to a folder…", this, &RunPanel::exportAllDialog);
+    export_->setMenu(menu);
+    bar->addWidget(settings_toggle_);
+    bar->addWidget(settings_summary_, 1);
+    bar->addWidget(start_);
+    bar->addWidget(stop_);
+    bar->addWidget(export_);
+    root->addLayout(bar);
 
     form_ = buildForm();
     root->addWidget(form_);
@@ -152,24 +206,20 @@ void RunPanel::buildUi() {
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     progress_ = new QProgressBar;
     progress_->setObjectName("runProgress");
-    progress_->setMinimumWidth(220);
-    progress_->setMaximumWidth(340);
+    progress_->setMinimumWidth(160);
+    progress_->setMaximumWidth(300);
     progress_->setTextVisible(true);
-    export_ = new QToolButton;
-    export_->setObjectName("runExport");
-    export_->setText("Export ▾");
-    export_->setPopupMode(QToolButton::InstantPopup);
-    export_->setToolTip("Export the shown run's charts (PNG, SVG, PDF) and its summary table (CSV, Markdown)");
-    auto* menu = new QMenu(export_);
-    const char* items[] = {"&Memory chart…", "&Loss chart…", "&Throughput chart…", "&Predicted vs measured chart…",
-                           "&Summary table…"};
-    for (int i = 0; i < 5; ++i) menu->addAction(items[i], this, [this, i] { exportMenu(i); });
-    menu->addSeparator();
-    menu->addAction("&Everything to a folder…", this, &RunPanel::exportAllDialog);
-    export_->setMenu(menu);
+    whole_process_ = new QCheckBox("Scale to the whole process");
+    whole_process_->setObjectName("runWholeProcess");
+    whole_process_->setToolTip("Off: the memory chart's axis fits the tensors (the planner's components) and the process RSS\n"
+                               "is listed above it when it is larger. On: the axis also fits the RSS and the predicted process total.");
+    connect(whole_process_, &QCheckBox::toggled, this, [this] {
+        refresh(true);
+        refreshSummary();
+    });
     status_row->addWidget(status_, 1);
-    status_row->addWidget(progress_);
-    status_row->addWidget(export_);
+    status_row->addWidget(whole_process_, 0, Qt::AlignTop);
+    status_row->addWidget(progress_, 0, Qt::AlignTop);
     root->addLayout(status_row);
 
     auto* view_row = new QHBoxLayout;
@@ -182,61 +232,37 @@ void RunPanel::buildUi() {
     view_row->addWidget(back_live_);
     root->addLayout(view_row);
 
-    auto* split = new QSplitter(Qt::Vertical);
-    split->setChildrenCollapsible(false);
-    split->addWidget(buildCharts());
-    split->addWidget(buildBottom());
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    root->addWidget(split, 1);
+    split_ = new QSplitter(Qt::Vertical);
+    split_->setChildrenCollapsible(false);
+    split_->addWidget(buildCharts());
+    split_->addWidget(buildBottom());
+    split_->setStretchFactor(0, 3);
+    split_->setStretchFactor(1, 2);
+    root->addWidget(split_, 1);
+}
+
+void RunPanel::setSettingsVisible(bool on) {
+    form_->setVisible(on);
+    settings_toggle_->blockSignals(true);
+    settings_toggle_->setChecked(on);
+    settings_toggle_->blockSignals(false);
+    settings_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+    settings_summary_->setText(on ? QString() : describe(options()) + " · " + precision_->currentText() +
+                                                   (ckpt_->isChecked() ? " · checkpointing" : ""));
 }
 
 QWidget* RunPanel::buildForm() {
     auto* w = new QWidget;
     w->setObjectName("runForm");
-    auto* outer = new QHBoxLayout(w);
-    outer->setContentsMargins(0, 0, 0, 0);
-    auto* rows = new QVBoxLayout;
-    rows->setSpacing(4);
+    auto* g = new QGridLayout(w);
+    g->setContentsMargins(4, 0, 4, 0);
+    g->setHorizontalSpacing(8);
+    g->setVerticalSpacing(4);
     auto label = [](const QString& text, QWidget* buddy) {
         auto* l = new QLabel(text);
         l->setBuddy(buddy);
         return l;
     };
-
-    // Row 1: the model.
-    auto* r1 = new QHBoxLayout;
-    model_ = new QComboBox;
-    model_->setObjectName("runModel");
-    model_->setMinimumContentsLength(34);
-    model_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    model_->setToolTip("What trains. The built-in model (3 M parameters, random weights) runs in seconds on any machine.\n"
-                       "\"Plan's architecture\" builds the planner's model with random weights: exact memory, no download\n"
-                       "(large models need that much RAM). A folder holds a Hugging Face model: config.json + safetensors.");
-    model_browse_ = new QPushButton("Folder…");
-    model_browse_->setToolTip("Train a model from a local Hugging Face folder (config.json, *.safetensors, tokenizer.json)");
-    connect(model_browse_, &QPushButton::clicked, this, &RunPanel::chooseModelFolder);
-    model_note_ = new QLabel;
-    model_note_->setObjectName("modelNote");
-    model_note_->setWordWrap(true);
-    QPalette muted = model_note_->palette();
-    muted.setColor(QPalette::WindowText, muted.color(QPalette::PlaceholderText));
-    model_note_->setPalette(muted);
-    r1->addWidget(label("&Model", model_));
-    r1->addWidget(model_);
-    r1->addWidget(model_browse_);
-    r1->addWidget(model_note_, 1);
-    connect(model_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
-    rows->addLayout(r1);
-
-    // Row 2: the setup (from the plan).
-    auto* r2 = new QHBoxLayout;
-    method_ = new QComboBox;
-    method_->setObjectName("runMethod");
-    method_->addItem("LoRA", int(Method::Lora));
-    method_->addItem("QLoRA", int(Method::Qlora));
-    method_->addItem("Full fine-tune", int(Method::Full));
-    connect(method_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
     auto spin = [](const char* name, int lo, int hi, const QString& tip) {
         auto* s = new QSpinBox;
         s->setObjectName(name);
@@ -245,6 +271,39 @@ QWidget* RunPanel::buildForm() {
         s->setGroupSeparatorShown(true);
         return s;
     };
+
+    // Row 0: the model, and what it means for the plan's model.
+    model_ = new QComboBox;
+    model_->setObjectName("runModel");
+    model_->setMinimumContentsLength(24);
+    model_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    model_->setToolTip("What trains. The built-in model (3 M parameters, random weights) runs in seconds on any machine.\n"
+                       "\"Plan's architecture\" builds the planner's model with random weights: exact memory, no download\n"
+                       "(large models need that much RAM). A folder holds a Hugging Face model: config.json + safetensors.");
+    model_browse_ = new QPushButton("Folder…");
+    model_browse_->setToolTip("Train a model from a local Hugging Face folder (config.json, *.safetensors, tokenizer.json)");
+    connect(model_browse_, &QPushButton::clicked, this, &RunPanel::chooseModelFolder);
+    connect(model_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    auto* model_row = new QHBoxLayout;
+    model_row->addWidget(model_, 1);
+    model_row->addWidget(model_browse_);
+    g->addWidget(label("Model", model_), 0, 0);
+    g->addLayout(model_row, 0, 1, 1, 7);
+    model_note_ = new QLabel;
+    model_note_->setObjectName("modelNote");
+    model_note_->setWordWrap(true);
+    QPalette muted = model_note_->palette();
+    muted.setColor(QPalette::WindowText, muted.color(QPalette::PlaceholderText));
+    model_note_->setPalette(muted);
+    g->addWidget(model_note_, 1, 1, 1, 7);
+
+    // Rows 2-3: the setup (from the plan).
+    method_ = new QComboBox;
+    method_->setObjectName("runMethod");
+    method_->addItem("LoRA", int(Method::Lora));
+    method_->addItem("QLoRA", int(Method::Qlora));
+    method_->addItem("Full fine-tune", int(Method::Full));
+    connect(method_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
     rank_ = spin("runRank", 1, 4096, "LoRA rank r (--rank); alpha is kept at the plan's ratio");
     seq_ = spin("runSeq", 8, 1 << 20, "Tokens per sequence (--seq)");
     batch_ = spin("runBatch", 1, 4096, "Sequences per micro-batch (--batch)");
@@ -257,31 +316,29 @@ QWidget* RunPanel::buildForm() {
     precision_->addItem("bf16 mixed", int(Precision::Bf16Mixed));
     precision_->addItem("bf16", int(Precision::Bf16));
     precision_->setToolTip("Storage of weights and gradients (--precision). bf16 mixed keeps an fp32 master copy of what trains.");
-    ckpt_ = new QCheckBox("Checkpointing");
+    ckpt_ = new QCheckBox("Gradient checkpointing");
     ckpt_->setObjectName("runCheckpointing");
-    ckpt_->setToolTip("Gradient checkpointing (--grad-checkpointing): keep one tensor per layer, recompute the rest in backward");
-    r2->addWidget(label("M&ethod", method_));
-    r2->addWidget(method_);
-    r2->addWidget(label("&Rank", rank_));
-    r2->addWidget(rank_);
-    r2->addWidget(label("Se&q", seq_));
-    r2->addWidget(seq_);
-    r2->addWidget(label("&Batch", batch_));
-    r2->addWidget(batch_);
-    r2->addWidget(label("Acc&um.", accum_));
-    r2->addWidget(accum_);
-    r2->addWidget(label("S&teps", steps_));
-    r2->addWidget(steps_);
-    r2->addWidget(precision_);
-    r2->addWidget(ckpt_);
-    r2->addStretch(1);
-    rows->addLayout(r2);
+    ckpt_->setToolTip("--grad-checkpointing: keep one tensor per layer, recompute the rest in backward");
+    g->addWidget(label("Method", method_), 2, 0);
+    g->addWidget(method_, 2, 1);
+    g->addWidget(label("Rank", rank_), 2, 2);
+    g->addWidget(rank_, 2, 3);
+    g->addWidget(label("Sequence", seq_), 2, 4);
+    g->addWidget(seq_, 2, 5);
+    g->addWidget(label("Batch", batch_), 2, 6);
+    g->addWidget(batch_, 2, 7);
+    g->addWidget(label("Precision", precision_), 3, 0);
+    g->addWidget(precision_, 3, 1);
+    g->addWidget(label("Accum.", accum_), 3, 2);
+    g->addWidget(accum_, 3, 3);
+    g->addWidget(label("Steps", steps_), 3, 4);
+    g->addWidget(steps_, 3, 5);
+    g->addWidget(ckpt_, 3, 6, 1, 2);
 
-    // Row 3: data, output, ceiling and memory cap.
-    auto* r3 = new QHBoxLayout;
+    // Row 4: data and output. Row 5: the ceiling drawn and the memory cap.
     data_ = new QLineEdit;
     data_->setObjectName("runData");
-    data_->setPlaceholderText("bundled sample (chat.jsonl)");
+    data_->setPlaceholderText("the bundled sample (chat.jsonl)");
     data_->setToolTip("JSONL with text, prompt/completion or chat messages (--data). Empty: the bundled sample set\n" +
                       (sample_data_.isEmpty() ? QString("(not found next to Wingspan)") : sample_data_));
     auto* data_browse = new QToolButton;
@@ -291,18 +348,31 @@ QWidget* RunPanel::buildForm() {
     out_ = new QLineEdit;
     out_->setObjectName("runOut");
     out_->setPlaceholderText("in the run's history folder");
-    out_->setToolTip("Where the trainer writes adapters/weights and checkpoints (--out)");
+    out_->setToolTip("Where the trainer writes adapters or weights and checkpoints (--out)");
     auto* out_browse = new QToolButton;
     out_browse->setText("…");
     out_browse->setToolTip("Choose an output folder");
     connect(out_browse, &QToolButton::clicked, this, &RunPanel::chooseOutDir);
+    auto* data_row = new QHBoxLayout;
+    data_row->addWidget(data_, 1);
+    data_row->addWidget(data_browse);
+    auto* out_row = new QHBoxLayout;
+    out_row->addWidget(out_, 1);
+    out_row->addWidget(out_browse);
+    g->addWidget(label("Data", data_), 4, 0);
+    g->addLayout(data_row, 4, 1, 1, 3);
+    g->addWidget(label("Output", out_), 4, 4);
+    g->addLayout(out_row, 4, 5, 1, 3);
+
     machine_ = new QComboBox;
     machine_->setObjectName("runMachine");
+    machine_->setMinimumContentsLength(14);
+    machine_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     machine_->setToolTip("The machine whose usable memory is drawn as the ceiling");
     cap_mode_ = new QComboBox;
     cap_mode_->setObjectName("runCapMode");
     cap_mode_->addItem("no cap");
-    cap_mode_->addItem("at that ceiling");
+    cap_mode_->addItem("at the ceiling");
     cap_mode_->addItem("custom");
     cap_mode_->setToolTip("--memory-limit: rehearse a smaller machine. An allocation past the cap stops the run\n"
                           "with an out-of-memory error naming the component, instead of the OS killing it.");
@@ -313,45 +383,14 @@ QWidget* RunPanel::buildForm() {
     cap_gb_->setValue(1.0);
     cap_gb_->setSuffix(" GB");
     connect(cap_mode_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
-    r3->addWidget(label("&Data", data_));
-    r3->addWidget(data_, 2);
-    r3->addWidget(data_browse);
-    r3->addWidget(label("&Output", out_));
-    r3->addWidget(out_, 2);
-    r3->addWidget(out_browse);
-    r3->addWidget(label("Ceili&ng", machine_));
-    r3->addWidget(machine_, 1);
-    r3->addWidget(label("Memory ca&p", cap_mode_));
-    r3->addWidget(cap_mode_);
-    r3->addWidget(cap_gb_);
-    rows->addLayout(r3);
-    outer->addLayout(rows, 1);
-
-    auto* buttons = new QVBoxLayout;
-    start_ = new QPushButton("Start ▶");
-    start_->setObjectName("runStart");
-    start_->setDefault(true);
-    start_->setMinimumWidth(110);
-    QFont bf = start_->font();
-    bf.setBold(true);
-    start_->setFont(bf);
-    connect(start_, &QPushButton::clicked, this, [this] {
-        QString error;
-        if (!start(&error)) {
-            status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + error.toHtmlEscaped() + "</span>");
-        }
-    });
-    stop_ = new QPushButton("Stop ■");
-    stop_->setObjectName("runStop");
-    stop_->setToolTip("SIGTERM: the trainer finishes its step, saves a checkpoint and exits; it is killed if it takes too long");
-    connect(stop_, &QPushButton::clicked, this, [this] {
-        if (session_ && session_->state() == RunSession::State::Stopping) killNow();
-        else stop();
-    });
-    buttons->addWidget(start_);
-    buttons->addWidget(stop_);
-    buttons->addStretch();
-    outer->addLayout(buttons);
+    auto* cap_row = new QHBoxLayout;
+    cap_row->addWidget(cap_mode_);
+    cap_row->addWidget(cap_gb_, 1);
+    g->addWidget(label("Ceiling", machine_), 5, 0);
+    g->addWidget(machine_, 5, 1, 1, 3);
+    g->addWidget(label("Memory cap", cap_mode_), 5, 4);
+    g->addLayout(cap_row, 5, 5, 1, 3);
+    for (int c : {1, 3, 5, 7}) g->setColumnStretch(c, 1);
 
     if (!lib_) machine_->addItem("—");
     return w;
@@ -404,21 +443,37 @@ QWidget* RunPanel::buildBottom() {
     summary_view_->horizontalHeader()->setStretchLastSection(true);
     summary_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     summary_view_->setAlternatingRowColors(true);
+    summary_view_->verticalHeader()->setDefaultSectionSize(summary_view_->fontMetrics().height() + 8);
+    summary_view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     sample_ = new QPlainTextEdit;
     sample_->setObjectName("runSample");
     sample_->setReadOnly(true);
-    sample_->setMaximumHeight(64);
+    sample_->setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
     sample_->setPlaceholderText("The text the model generates at the end of the run appears here.");
     left->addWidget(summary_text_);
     left->addWidget(summary_view_, 1);
-    left->addWidget(new QLabel("Sample generated at the end:"));
-    left->addWidget(sample_);
+    auto* right = new QVBoxLayout;
+    auto* sample_label = new QLabel("Sample the model generated at the end:");
+    sample_label->setBuddy(sample_);
+    right->addWidget(sample_label);
+    right->addWidget(sample_, 1);
+    sh->addLayout(left, 3);
+    sh->addLayout(right, 2);
+    bottom_->addTab(summary, "Summar&y");
+
+    // Predicted vs measured as the planner draws it: two stacked bars.
     summary_chart_ = new MemoryChartWidget;
     summary_chart_->setObjectName("runSummaryChart");
-    summary_chart_->setMinimumSize(300, 200);
-    sh->addLayout(left, 3);
-    sh->addWidget(summary_chart_, 2);
-    bottom_->addTab(summary, "&Summary");
+    summary_chart_->setMinimumSize(280, 180);
+    bottom_->addTab(summary_chart_, "Predicted vs measured");
+    chart_tab_ = bottom_->count() - 1;
+    connect(bottom_, &QTabWidget::currentChanged, this, [this](int index) {
+        // The bar chart needs some height to be read: make room when it is chosen.
+        if (index != chart_tab_ || !split_) return;
+        const QList<int> sizes = split_->sizes();
+        if (sizes.size() == 2 && sizes[1] < 340 && sizes[0] + sizes[1] > 700)
+            split_->setSizes({sizes[0] + sizes[1] - 340, 340});
+    });
 
     // Log.
     log_ = new QPlainTextEdit;
@@ -428,7 +483,8 @@ QWidget* RunPanel::buildBottom() {
     log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     log_->setLineWrapMode(QPlainTextEdit::NoWrap);
     log_->setPlaceholderText("The trainer's stderr, its log events and every line Wingspan could not read.");
-    bottom_->addTab(log_, "&Log");
+    bottom_->addTab(log_, "Lo&g");
+    log_tab_ = bottom_->count() - 1;
 
     // History.
     auto* hist = new QWidget;
@@ -454,7 +510,7 @@ QWidget* RunPanel::buildBottom() {
         if (items.isEmpty()) return std::nullopt;
         return fs::path(items.first()->data(0, Qt::UserRole).toString().toStdString());
     };
-    auto* open = new QPushButton("&Open");
+    auto* open = new QPushButton("Open");
     open->setToolTip("Show this run's charts, summary and log");
     connect(open, &QPushButton::clicked, this, [this, selected] {
         if (auto p = selected()) {
@@ -462,7 +518,7 @@ QWidget* RunPanel::buildBottom() {
             if (!openRun(*p, &error)) QMessageBox::warning(this, "Open run", error);
         }
     });
-    auto* compare = new QPushButton("&Compare with shown run");
+    auto* compare = new QPushButton("Compare with shown run");
     compare->setToolTip("Draw the selected run over the shown one, dotted (memory, loss, tokens/s)");
     connect(compare, &QPushButton::clicked, this, [this, selected] {
         auto items = history_->selectedItems();
@@ -479,13 +535,13 @@ QWidget* RunPanel::buildBottom() {
             if (!overlayRun(*p, &error)) QMessageBox::warning(this, "Compare runs", error);
         }
     });
-    auto* uncompare = new QPushButton("Clear co&mparison");
+    auto* uncompare = new QPushButton("Clear comparison");
     connect(uncompare, &QPushButton::clicked, this, &RunPanel::clearOverlay);
-    auto* folder = new QPushButton("Show &folder");
+    auto* folder = new QPushButton("Show folder");
     connect(folder, &QPushButton::clicked, this, [selected] {
         if (auto p = selected()) QDesktopServices::openUrl(QUrl::fromLocalFile(qs(p->string())));
     });
-    auto* remove = new QPushButton("&Delete…");
+    auto* remove = new QPushButton("Delete…");
     connect(remove, &QPushButton::clicked, this, [this, selected] {
         auto p = selected();
         if (!p) return;
@@ -505,7 +561,7 @@ QWidget* RunPanel::buildBottom() {
     hb->addWidget(reload);
     hv->addWidget(history_, 1);
     hv->addLayout(hb);
-    bottom_->addTab(hist, "&History");
+    bottom_->addTab(hist, "History");
     return bottom_;
 }
 
@@ -522,14 +578,15 @@ void RunPanel::populateModelSources() {
             model_->addItem(QString("Plan's architecture: %1 (%2 params, random weights)")
                                 .arg(qs(m.name), qs(format_params_short(params))),
                             int(RunOptions::ModelSource::PlanArchitecture));
-            model_note_->setText(QString("The plan's %1 trains here with random weights (exact memory, no download), or "
-                                         "from its folder; the built-in model runs in seconds.")
+            model_note_->setText(QString("The plan's %1 can train here with random weights (its exact memory, no "
+                                         "download) or from its folder; the built-in model runs in seconds anywhere.")
                                      .arg(qs(m.name)));
         } catch (const std::exception&) {
         }
     }
     if (!last_model_dir_.isEmpty())
         model_->addItem("Folder: " + QDir(last_model_dir_).dirName(), int(RunOptions::ModelSource::Folder));
+    model_note_->setVisible(!model_note_->text().isEmpty());
     int idx = model_->findData(current);
     model_->setCurrentIndex(idx >= 0 ? idx : 0);
     model_->blockSignals(false);
@@ -760,7 +817,10 @@ bool RunPanel::start(QString* error) {
     log_->clear();
     log_->appendPlainText("$ " + trainer_.path + " " + s->arguments().join(' '));
     log_->appendPlainText("run folder: " + qs(s->folder().string()));
-    bottom_->setCurrentIndex(1);
+    bottom_->setCurrentIndex(log_tab_);
+    setSettingsVisible(false);
+    const int h = std::max(400, split_->height());
+    split_->setSizes({h * 70 / 100, h * 30 / 100});
     repaint_timer_->start();
     updateFormEnabled();
     refreshHistory();
@@ -776,8 +836,14 @@ void RunPanel::trainPlan(const Plan& plan) {
     }
     setPlan(plan);
     QString error;
-    if (!start(&error))
-        status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + error.toHtmlEscaped() + "</span>");
+    if (!start(&error)) showStartError(error);
+}
+
+void RunPanel::showStartError(const QString& error) {
+    // A missing trainer is explained in the banner above; the status line only points there.
+    const QString text = trainer_.ok() ? error.toHtmlEscaped()
+                                       : "wingspan-train is missing; the note above says how to build it (./dev.sh run).";
+    status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>");
 }
 
 void RunPanel::stop() {
@@ -800,6 +866,8 @@ void RunPanel::onSessionFinished() {
     refreshSummary();
     refreshHistory();
     bottom_->setCurrentIndex(0);
+    const int h = std::max(400, split_->height());
+    split_->setSizes({h * 56 / 100, h * 44 / 100});   // the summary gets room at the end
     emit runFinished();
     if (closing_window_) {
         QPointer<QWidget> w = closing_window_;
@@ -828,21 +896,24 @@ const TimeChartData& RunPanel::throughputChart() const { return throughput_data_
 RunChartInputs RunPanel::chartInputs() const {
     RunChartInputs in;
     in.unit = unit_;
+    in.whole_process = whole_process_ && whole_process_->isChecked();
     if (loaded_) {
         in.record = &loaded_->record;
         in.rss = &loaded_->rss;
         in.options = &loaded_->options;
-        in.title = "Memory · " + loaded_->label;
+        in.title = "Memory · " + describe(loaded_->options);
     } else if (session_) {
         in.record = &session_->record();
         in.rss = &session_->rssSamples();
         in.options = &session_->options();
-        in.title = "Memory · " + qs(session_->folder().filename().string());
+        in.title = "Memory · " + describe(session_->options());
     }
     if (overlay_) {
         in.overlay = &overlay_->record;
         in.overlay_rss = &overlay_->rss;
-        in.overlay_label = "B " + overlay_->label.left(15);
+        const RunOptions& b = overlay_->options;
+        in.overlay_label = "B (" + method_text(b.method) + (b.method == Method::Full ? QString() : QString(" r%1").arg(b.rank)) +
+                           QString(", %1×%2)").arg(b.seq).arg(b.batch);
     }
     return in;
 }
@@ -851,7 +922,7 @@ ChartData RunPanel::summaryChart() const {
     const RunRecord* r = shownRecord();
     if (!r) return {};
     const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr;
-    return run_summary_chart(*r, o, {}, unit_);
+    return run_summary_chart(*r, o, {}, unit_, whole_process_ && whole_process_->isChecked());
 }
 
 Table RunPanel::summaryTable() const {
@@ -912,7 +983,9 @@ void RunPanel::refresh(bool force) {
         QString text;
         if (loaded_) text = "Showing the saved run <b>" + loaded_->label.toHtmlEscaped() + "</b> (" +
                             qs(loaded_->record.status_text()).toHtmlEscaped() + ").";
-        if (overlay_) text += " Compared with <b>" + overlay_->label.toHtmlEscaped() + "</b> (dotted lines, “B”).";
+        if (overlay_)
+            text += " Compared with <b>B</b>: " + describe(overlay_->options).toHtmlEscaped() + " (" +
+                    overlay_->label.toHtmlEscaped() + "), dotted lines.";
         view_banner_->setText(text);
     }
 
@@ -920,7 +993,8 @@ void RunPanel::refresh(bool force) {
     if (!r) {
         status_->setText(trainer_.ok() ? "Ready. <b>Start ▶</b> trains with these settings; <b>Train ▶</b> in the planner "
                                          "fills them from the plan and starts."
-                                       : "<span style='color:#c2410c'>" + trainer_.problem.toHtmlEscaped() + "</span>");
+                                       : "<span style='color:#c2410c'>Training needs wingspan-train; the note above says "
+                                         "how to build it.</span>");
         progress_->setRange(0, 1);
         progress_->setValue(0);
         progress_->setFormat("no run");
@@ -972,6 +1046,9 @@ void RunPanel::refresh(bool force) {
         if (!text.isEmpty()) text[0] = text[0].toUpper();
         parts << QString("<b style='color:%1'>%2 %3</b>").arg(status_color(st, palette()).name(), icon, text.toHtmlEscaped());
         if (!steps.empty()) parts << QString("%1 of %2 steps").arg(step).arg(total);
+        double last_t = r->done() ? r->done()->t : 0;
+        if (!r->memory().empty()) last_t = std::max(last_t, r->memory().back().t);
+        if (last_t > 0) parts << "in " + duration_text(last_t);
         if (!steps.empty()) parts << "final loss " + QString::number(steps.back().loss, 'f', 3);
         if (!loaded_ && !session_->launchError().isEmpty()) parts << session_->launchError().toHtmlEscaped();
         progress_->setTextVisible(true);
@@ -988,9 +1065,6 @@ void RunPanel::refresh(bool force) {
     QString html = parts.join(" · ");
     const QString stop_message = stopMessage();
     if (!stop_message.isEmpty()) html += "<br>" + stop_message.toHtmlEscaped();
-    if (!live && r->status() == RunStatus::Failed && r->last_error())
-        html += "<br><b>Last error:</b> " + qs(r->last_error()->string_field("code")).toHtmlEscaped() + ": " +
-                qs(r->last_error()->string_field("message")).toHtmlEscaped();
     status_->setText(html);
     if (live || loaded_) refreshSummary();
 }
@@ -1008,7 +1082,11 @@ void RunPanel::refreshSummary() {
     QString html;
     const bool live = !loaded_ && session_ && session_->isActive();
     if (live) html = "<b>So far</b> (the run is still going; the table fills in as the peaks arrive).";
-    else html = "<b>" + qs(r->status_text()).toHtmlEscaped() + "</b>";
+    else {
+        QString st = qs(r->status_text());
+        if (!st.isEmpty()) st[0] = st[0].toUpper();
+        html = "<b>" + st.toHtmlEscaped() + "</b>";
+    }
     if (!r->checkpoints().empty()) {
         const QString ck = qs(r->checkpoints().back());
         html += "<br>Checkpoint: <a href=\"" + ck.toHtmlEscaped() + "\">" + ck.toHtmlEscaped() + "</a>";
@@ -1066,11 +1144,11 @@ void RunPanel::refreshHistory() {
             const auto measured = result.value("measured_peak_bytes", std::int64_t(0));
             const auto predicted = result.value("predicted_peak_bytes", std::int64_t(0));
             const auto rss = result.value("measured_rss_peak_bytes", std::int64_t(0));
-            if (measured > 0) item->setText(3, qs(format_bytes(double(measured), unit_, 2)));
-            if (predicted > 0) item->setText(4, qs(format_bytes(double(predicted), unit_, 2)));
+            if (measured > 0) item->setText(3, format_run_bytes(double(measured), unit_));
+            if (predicted > 0) item->setText(4, format_run_bytes(double(predicted), unit_));
             if (measured > 0 && predicted > 0)
                 item->setText(5, QString::asprintf("%+.1f %%", 100.0 * double(predicted - measured) / double(measured)));
-            if (rss > 0) item->setText(6, qs(format_bytes(double(rss), unit_, 2)));
+            if (rss > 0) item->setText(6, format_run_bytes(double(rss), unit_));
         } else {
             item->setText(2, "failed (no result)");
             item->setToolTip(2, "The run ended together with its launcher; its events are kept");
@@ -1121,6 +1199,7 @@ bool RunPanel::openRun(const fs::path& folder, QString* error) {
     if (!l) return false;
     loaded_ = std::move(l);
     if (overlay_ && overlay_->folder == folder) overlay_.reset();
+    setSettingsVisible(false);
     log_->clear();
     QStringList lines;
     for (const auto& s : loaded_->record.logs()) lines << "trainer › " + qs(s);
@@ -1277,7 +1356,7 @@ bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
 
 RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
     auto* panel = new RunPanel(executable, window.hasLibrary() ? &window.library() : nullptr);
-    const int index = window.addRunTab(panel, "&Run");
+    const int index = window.addRunTab(panel, "R&un");
     if (index < 0) {
         delete panel;
         return nullptr;

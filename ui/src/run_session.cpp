@@ -378,7 +378,7 @@ void RunSession::sampleRss() {
     const std::int64_t rss = process_rss_bytes(pid_);
     if (rss < 0) return;
     rss_peak_ = std::max(rss_peak_, rss);
-    const double t = elapsedSeconds();
+    const double t = elapsedSeconds() - clock_offset_.value_or(0.0);
     rss_.push_back({t, double(rss)});
     if (rss_.size() > kRssSamples) {
         // Halve, keeping the larger of each pair so the peaks survive.
@@ -387,12 +387,21 @@ void RunSession::sampleRss() {
         for (size_t i = 0; i + 1 < rss_.size(); i += 2) merged.push_back(rss_[i].y() >= rss_[i + 1].y() ? rss_[i] : rss_[i + 1]);
         if (rss_.size() % 2) merged.push_back(rss_.back());
         rss_ = std::move(merged);
+        rss_written_ = std::min(rss_written_, rss_.size() - 1);
     }
-    if (!folder_.empty()) {
+    if (clock_offset_) {
         std::ofstream out(folder_ / "rss.csv", std::ios::app);
         out << t << "," << rss << "\n";
+        rss_written_ = rss_.size();
     }
     dirty_ = true;
+}
+
+void RunSession::writeRss() {
+    if (folder_.empty()) return;
+    std::ofstream out(folder_ / "rss.csv", std::ios::app);
+    for (; rss_written_ < rss_.size(); ++rss_written_)
+        out << rss_[rss_written_].x() << "," << std::int64_t(rss_[rss_written_].y()) << "\n";
 }
 
 void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
@@ -412,7 +421,13 @@ void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
         std::string s = line.toStdString();
         ++lines_;
         try {
-            record_.ingest_line(s);
+            const auto event = record_.ingest_line(s);
+            if (event && !clock_offset_) {
+                // The first line on the trainer's clock: line the RSS samples up with it.
+                clock_offset_ = elapsedSeconds() - event->t;
+                for (auto& p : rss_) p.setX(p.x() - *clock_offset_);
+                writeRss();
+            }
         } catch (const std::exception&) {
             // The record never throws on bad input; this is only a belt for the GUI's sake.
         }
@@ -502,6 +517,7 @@ void RunSession::finishRun(int code, int signal) {
     if (rss_timer_) rss_timer_->stop();
     if (kill_timer_) kill_timer_->stop();
     record_.finish(code, signal);
+    if (!clock_offset_) writeRss();   // no protocol line ever came: the GUI's clock it is
     if (stop_requested_) {
         const QString ckpt = record_.checkpoints().empty() ? QString() : qs(record_.checkpoints().back());
         const double waited = stop_clock_.isValid() ? double(stop_clock_.elapsed()) / 1000.0 : 0.0;

@@ -150,7 +150,9 @@ public:
     qint64 pid() const { return pid_; }
     double elapsedSeconds() const;
     double stopDeadlineSeconds() const;     // seconds until SIGKILL while stopping, else 0
-    // (seconds since launch, resident bytes) read by Wingspan from /proc every 200 ms.
+    // (seconds on the trainer's clock, resident bytes) read by Wingspan from /proc every 200 ms.
+    // Until the first protocol line arrives the GUI's clock is used; then all samples shift
+    // so they line up with the trainer's `t` (which starts after libtorch has loaded).
     const std::vector<QPointF>& rssSamples() const { return rss_; }
     std::int64_t rssPeak() const { return rss_peak_; }
     // The last stderr lines (at most kStderrKept) and new ones since the last take.
@@ -198,6 +200,9 @@ private:
     std::int64_t stderr_dropped_ = 0, stderr_file_bytes_ = 0, lines_ = 0;
     std::vector<QPointF> rss_;
     std::int64_t rss_peak_ = 0;
+    std::optional<double> clock_offset_;   // GUI seconds − trainer seconds
+    size_t rss_written_ = 0;
+    void writeRss();
     QElapsedTimer clock_, stop_clock_;
     int kill_after_ms_ = 0;
     qint64 pid_ = 0;
@@ -222,6 +227,8 @@ struct TimeSeries {
     double width = 1.8;
     std::vector<QPointF> points;     // x ascending; areas of one chart share their x values
     std::optional<Component> component;
+    bool fit = true;                 // false: drawn, clipped, but the y axis does not stretch for it
+    bool halo = false;               // a background-coloured outline, readable over busy areas
 };
 
 struct TimeMarker {
@@ -229,6 +236,7 @@ struct TimeMarker {
     double value = 0;
     QColor color;
     Qt::PenStyle style = Qt::DashLine;
+    bool fit = true;                 // false: drawn only when inside the axis the data sets
 };
 
 struct TimeChartData {
@@ -244,7 +252,7 @@ struct TimeChartData {
     std::vector<TimeSeries> series;
     std::vector<TimeMarker> markers;
     QString empty_message = "No data yet";
-    double off_scale_factor = 3.0;    // markers above this × the data's maximum are listed, not drawn
+    double off_scale_factor = 3.0;    // fitting markers above this × the data's maximum are listed, not drawn
 
     const TimeSeries* find(const QString& label) const;
 };
@@ -261,13 +269,20 @@ struct RunChartInputs {
     QString overlay_label;
     ByteUnit unit = ByteUnit::GB;
     size_t max_points = 1200;
+    // The memory chart's scale: the tensors (the planner's components) or the whole process
+    // (its RSS and predicted total too).
+    bool whole_process = false;
 };
 TimeChartData run_memory_chart(const RunChartInputs& in);
 TimeChartData run_loss_chart(const RunChartInputs& in);
 TimeChartData run_throughput_chart(const RunChartInputs& in);
 // Predicted vs measured at the peak as two stacked bars (the planner's chart), framework
 // overhead on top of each (predicted: the trainer's own estimate; measured: RSS − tensors).
-ChartData run_summary_chart(const RunRecord& record, const RunOptions* options, const QString& title, ByteUnit unit);
+// `whole_process` false: tensors only (the planner's components, side by side).
+ChartData run_summary_chart(const RunRecord& record, const RunOptions* options, const QString& title, ByteUnit unit,
+                            bool whole_process = true);
+// Bytes as a run's scale reads: "70.2 MB" for small runs, "18.41 GB" for big ones.
+QString format_run_bytes(double bytes, ByteUnit unit);
 // The summary as a table: a row per component, the peak of all tensors and the process total.
 Table run_summary_table(const RunRecord& record, ByteUnit unit);
 
@@ -395,6 +410,8 @@ private:
     void populateModelSources();
     void updateTrainerBanner();
     void updateFormEnabled();
+    void setSettingsVisible(bool on);
+    void showStartError(const QString& error);
     void onSessionFinished();
     void refresh(bool force = false);       // rebuilds charts and texts from the shown run
     void refreshSummary();
@@ -441,6 +458,7 @@ private:
     QSpinBox* steps_ = nullptr;
     QComboBox* precision_ = nullptr;
     QCheckBox* ckpt_ = nullptr;
+    QCheckBox* whole_process_ = nullptr;
     QLineEdit* data_ = nullptr;
     QLineEdit* out_ = nullptr;
     QComboBox* machine_ = nullptr;
@@ -450,6 +468,9 @@ private:
     QPushButton* stop_ = nullptr;
     QLabel* banner_ = nullptr;
     QWidget* form_ = nullptr;
+    QToolButton* settings_toggle_ = nullptr;
+    QLabel* settings_summary_ = nullptr;
+    QSplitter* split_ = nullptr;
 
     // Status.
     QLabel* status_ = nullptr;
@@ -464,6 +485,8 @@ private:
 
     // Bottom.
     QTabWidget* bottom_ = nullptr;
+    int log_tab_ = 2;
+    int chart_tab_ = 1;
     QTableView* summary_view_ = nullptr;
     TableModel* summary_model_ = nullptr;
     MemoryChartWidget* summary_chart_ = nullptr;

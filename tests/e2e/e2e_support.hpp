@@ -1,0 +1,46 @@
+#pragma once
+// Shared pieces of the run panel's end-to-end tests.
+#include <QtTest>
+
+#include <QApplication>
+#include <QImage>
+#include <QTemporaryDir>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+
+#include "wingspan/ui/run_panel.hpp"
+
+namespace e2e {
+
+// Spins the event loop until `pred` holds or `ms` pass; true when it held.
+inline bool wait_until(const std::function<bool()>& pred, int ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        QTest::qWait(20);
+    }
+    return true;
+}
+
+inline QString wingspan_exe() { return QString(WINGSPAN_TEST_BIN_DIR) + "/wingspan"; }
+
+// The library the window would load (machines for the ceiling, architectures).
+inline const wingspan::ProfileLibrary& library() {
+    static const wingspan::ProfileLibrary lib = [] {
+        auto l = wingspan::ProfileLibrary::load(WINGSPAN_TEST_PROFILES_DIR);
+        l.add_machine(wingspan::detect_this_machine());   // as the window does
+        return l;
+    }();
+    return lib;
+}
+
+inline bool png_is(const QString& path, int w, int h) {
+    QImage img(path);
+    return !img.isNull() && img.width() == w && img.height() == h;
+}
+
+inline std::int64_t file_size(const QString& path) { return QFileInfo(path).size(); }
+
+}  // namespace e2e

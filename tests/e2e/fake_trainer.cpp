@@ -1,0 +1,190 @@
+// A stand-in for wingspan-train that misbehaves on purpose, for the run panel's tests.
+// It accepts (and mostly ignores) wingspan-train's flags; the mode comes from
+// FAKE_TRAINER_MODE or --fake-mode:
+//   ok              hello, predicted, a few memory/step events, done (completed)
+//   crash           some events and an `error`, then dies of SIGSEGV
+//   malformed       valid events interleaved with 9 malformed lines (see below), then done
+//   flood           FAKE_TRAINER_RATE memory lines a second (default 20000; 0: as fast as
+//                   the pipe takes them), a step every 50 and a stderr line every 20, for
+//                   FAKE_TRAINER_SECONDS (default 3), then done
+//   slow            a step every 0.3 s for a long time; SIGTERM finishes the step, saves
+//                   <out>/checkpoint-N and ends with done (interrupted)
+//   ignore-sigterm  like slow, but SIGTERM is ignored (the launcher has to kill it)
+// Plain C++ with no dependencies: it writes protocol lines by hand.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+std::atomic<bool> g_term{false};
+void on_term(int) { g_term = true; }
+
+const auto g_start = std::chrono::steady_clock::now();
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - g_start).count(); }
+
+void out(const std::string& line) {
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+}
+
+std::string head(const char* event) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "{\"v\":1,\"event\":\"%s\",\"t\":%.4f", event, now());
+    return buf;
+}
+
+void hello() {
+    out(head("hello") +
+        ",\"trainer\":\"fake-trainer\",\"version\":\"0.0.1\",\"device\":\"cpu\",\"threads\":1,"
+        "\"plan\":{\"method\":\"lora\",\"seq_len\":64,\"micro_batch\":2},\"params\":{\"total\":1000,\"trainable\":100}}");
+    out(head("predicted") +
+        ",\"components\":{\"frozen_weights\":4000000,\"adapters\":400000,\"gradients\":400000,"
+        "\"optimizer_state\":800000,\"activations\":3000000,\"logits_loss\":1000000,\"framework_overhead\":50000000},"
+        "\"peak_bytes\":9600000,\"total_bytes\":60000000}");
+}
+
+void memory(long step, double wave) {
+    const long act = long(2500000 * wave);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  ",\"step\":%ld,\"phase\":\"forward\",\"components\":{\"frozen_weights\":4000000,\"adapters\":400000,"
+                  "\"gradients\":400000,\"optimizer_state\":800000,\"activations\":%ld,\"logits_loss\":900000},"
+                  "\"allocated_bytes\":%ld,\"peak_bytes\":9000000,\"rss_bytes\":70000000,\"rss_peak_bytes\":72000000}",
+                  step, act, 6500000 + act);
+    out(head("memory") + buf);
+}
+
+void step(long s, long total) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  ",\"step\":%ld,\"total_steps\":%ld,\"loss\":%.4f,\"lr\":0.0002,\"tokens_per_s\":%.1f,\"tokens\":128,"
+                  "\"step_time_s\":0.1}",
+                  s, total, 5.0 / (1.0 + 0.1 * double(s)), 1000.0 + double(s % 7) * 10.0);
+    out(head("step") + buf);
+}
+
+void done(const char* reason, long steps, const std::string& checkpoint) {
+    out(head("done") + ",\"reason\":\"" + reason + "\",\"steps\":" + std::to_string(steps) + ",\"checkpoint\":\"" +
+        checkpoint + "\",\"sample\":\"fake sample text\",\"peak_bytes\":9000000,\"rss_peak_bytes\":72000000}");
+}
+
+std::string save(const std::string& out_dir, long s) {
+    if (out_dir.empty()) return {};
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(out_dir) / ("checkpoint-" + std::to_string(s));
+    fs::create_directories(dir);
+    std::ofstream(dir / "adapter_model.safetensors") << "fake";
+    out(head("checkpoint") + ",\"step\":" + std::to_string(s) + ",\"path\":\"" + dir.string() + "\"}");
+    return dir.string();
+}
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+int slow(const std::string& out_dir, bool ignore_term) {
+    if (ignore_term) std::signal(SIGTERM, SIG_IGN);
+    const long total = 1000;
+    for (long s = 1; s <= total; ++s) {
+        for (int i = 0; i < 3; ++i) {
+            memory(s, i / 2.0);
+            sleep_s(0.1);
+        }
+        step(s, total);
+        if (g_term) {
+            std::fprintf(stderr, "fake: SIGTERM, saving after step %ld\n", s);
+            sleep_s(0.2);
+            const std::string ckpt = save(out_dir, s);
+            done("interrupted", s, ckpt);
+            return 0;
+        }
+    }
+    done("completed", total, save(out_dir, total));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::signal(SIGTERM, on_term);
+    std::string mode = std::getenv("FAKE_TRAINER_MODE") ? std::getenv("FAKE_TRAINER_MODE") : "ok";
+    std::string out_dir;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--fake-mode") && i + 1 < argc) mode = argv[++i];
+        else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_dir = argv[++i];
+        else if (!std::strcmp(argv[i], "--help")) {
+            std::puts("usage: fake_trainer [--fake-mode ok|crash|malformed|flood|slow|ignore-sigterm] [wingspan-train flags]");
+            return 0;
+        }
+    }
+    std::fprintf(stderr, "fake: mode %s\n", mode.c_str());
+    hello();
+
+    if (mode == "ok") {
+        for (long s = 1; s <= 5; ++s) {
+            memory(s, 0.5);
+            memory(s, 1.0);
+            step(s, 5);
+        }
+        out(head("eval") + ",\"step\":5,\"loss\":1.5}");
+        done("completed", 5, save(out_dir, 5));
+        return 0;
+    }
+    if (mode == "crash") {
+        for (long s = 1; s <= 3; ++s) {
+            memory(s, 1.0);
+            step(s, 10);
+        }
+        std::fprintf(stderr, "fake: about to crash\n");
+        out(head("error") + ",\"code\":\"internal\",\"message\":\"fake failure before the crash\"}");
+        std::fflush(nullptr);
+        std::signal(SIGSEGV, SIG_DFL);
+        std::raise(SIGSEGV);
+        return 99;
+    }
+    if (mode == "malformed") {
+        memory(1, 0.5);
+        out("this is not json");                                            // 1
+        out("{\"v\":1,\"event\":\"step\"");                                 // 2 truncated
+        out("{\"event\":\"memory\",\"t\":1}");                              // 3 no v
+        out("{\"v\":99,\"event\":\"memory\",\"t\":1}");                     // 4 newer version
+        out("{\"v\":1,\"event\":\"teleport\",\"t\":1}");                    // 5 unknown event
+        out("[1,2,3]");                                                     // 6 not an object
+        out("\x01\x02\xff\xfe binary");                                     // 7 bytes
+        out(std::string(200000, 'x'));                                      // 8 a very long line
+        out("{\"v\":1,\"event\":\"memory\",\"t\":\"soon\"}");               // 9 t not a number
+        out("");                                                            // blank: not counted
+        step(1, 2);
+        memory(2, 1.0);
+        step(2, 2);
+        done("completed", 2, save(out_dir, 2));
+        return 0;
+    }
+    if (mode == "flood") {
+        const double seconds = std::getenv("FAKE_TRAINER_SECONDS") ? std::atof(std::getenv("FAKE_TRAINER_SECONDS")) : 3.0;
+        const double rate = std::getenv("FAKE_TRAINER_RATE") ? std::atof(std::getenv("FAKE_TRAINER_RATE")) : 20000.0;
+        long n = 0, s = 0;
+        while (now() < seconds) {
+            memory(s, double(n % 10) / 10.0);
+            if (++n % 50 == 0) step(++s, 1000000);
+            if (n % 20 == 0) std::fprintf(stderr, "fake: flood line %ld\n", n);
+            if (rate > 0 && double(n) > rate * now()) sleep_s(0.005);   // ahead of the rate: wait a little
+        }
+        std::fprintf(stderr, "fake: flooded %ld memory events\n", n);
+        done("completed", s, save(out_dir, s));
+        return 0;
+    }
+    if (mode == "slow") return slow(out_dir, false);
+    if (mode == "ignore-sigterm") return slow(out_dir, true);
+    std::fprintf(stderr, "fake: unknown mode %s\n", mode.c_str());
+    out(head("error") + ",\"code\":\"bad_argument\",\"message\":\"unknown fake mode\"}");
+    return 2;
+}

@@ -1,0 +1,324 @@
+// The run panel against a fake trainer that misbehaves on purpose: a crash keeps the charts
+// and saves the run as failed, malformed lines are counted and never fatal, a flood keeps the
+// GUI responsive with bounded memory, a slow trainer stops cleanly, one that ignores SIGTERM
+// is killed, closing the window asks and then stops, and the history opens, compares and
+// exports runs. Also the plan → command line mapping.
+#include "e2e_support.hpp"
+
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTabWidget>
+
+#include <csignal>
+#include <fstream>
+
+#include "wingspan/ui/main_window.hpp"
+
+using namespace wingspan;
+using namespace wingspan::ui;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::int64_t own_rss() { return process_rss_bytes(QCoreApplication::applicationPid()); }
+
+}  // namespace
+
+class TestRunFake : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir store_;
+
+    std::unique_ptr<RunPanel> make_panel(const char* mode) {
+        qputenv("FAKE_TRAINER_MODE", mode);
+        auto panel = std::make_unique<RunPanel>(e2e::wingspan_exe(), &e2e::library());
+        panel->setTrainerPath(FAKE_TRAINER);
+        panel->setStoreRoot(store_.path().toStdString());
+        panel->setPlan(Plan::lesson_default());
+        RunOptions o = panel->options();
+        o.steps = 10;
+        panel->setOptions(o);
+        panel->resize(1200, 800);
+        panel->show();
+        return panel;
+    }
+
+    static bool run_to_end(RunPanel& panel, int ms = 30000) {
+        QSignalSpy finished(&panel, &RunPanel::runFinished);
+        QString error;
+        if (!panel.start(&error)) {
+            qWarning() << "start failed:" << error;
+            return false;
+        }
+        return e2e::wait_until([&] { return finished.count() == 1; }, ms);
+    }
+
+    static nlohmann::json result_of(const RunPanel& panel) {
+        std::ifstream in(panel.session()->folder() / "result.json");
+        return nlohmann::json::parse(in, nullptr, false);
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(store_.isValid());
+        QApplication::setQuitOnLastWindowClosed(false);
+    }
+
+    void argumentsFromPlan() {
+        Plan plan = Plan::lesson_default();
+        plan.setup.method = Method::Serve;
+        plan.setup.precision = Precision::Fp16Mixed;
+        plan.setup.seq_len = 256;
+        plan.setup.serve_batch = 3;
+        plan.setup.lora_rank = 4;
+        RunOptions o = run_options_for(plan, &e2e::library());
+        QCOMPARE(o.method, Method::Lora);            // serving does not train: LoRA instead
+        QCOMPARE(o.precision, Precision::Bf16Mixed); // the trainer has no fp16: bf16 mixed is the same layout
+        QCOMPARE(o.seq, std::int64_t(256));
+        QCOMPARE(o.batch, std::int64_t(3));
+        QCOMPARE(o.machine_id, QString("this-machine"));
+        QVERIFY(o.machine_ceiling > 0);
+        o.steps = 7;
+        o.memory_limit = 123456789;
+        o.grad_checkpointing = true;
+        const QStringList a = trainer_arguments(o, {}, "/d/chat.jsonl", "/out");
+        const QString line = a.join(' ');
+        QVERIFY2(line.contains("--method lora --rank 4"), qPrintable(line));
+        QVERIFY(line.contains("--precision bf16-mixed"));
+        QVERIFY(line.contains("--seq 256 --batch 3"));
+        QVERIFY(line.contains("--steps 7"));
+        QVERIFY(line.contains("--grad-checkpointing"));
+        QVERIFY(line.contains("--data /d/chat.jsonl"));
+        QVERIFY(line.contains("--out /out"));
+        QVERIFY(line.contains("--memory-limit 123456789"));
+        QVERIFY(!line.contains("--model"));
+        const RunOptions back = RunOptions::from_json(o.to_json());
+        QCOMPARE(trainer_arguments(back, {}, "/d/chat.jsonl", "/out"), a);
+        // The sample data is found like the trainer finds it.
+        const QString sample = find_sample_data(e2e::wingspan_exe());
+        QVERIFY2(sample.endsWith("sample-data/chat.jsonl") && QFileInfo::exists(sample), qPrintable(sample));
+    }
+
+    void okRunSummary() {
+        auto panel = make_panel("ok");
+        QVERIFY(run_to_end(*panel));
+        const RunRecord& r = *panel->shownRecord();
+        QCOMPARE(r.status(), RunStatus::Completed);
+        QCOMPARE(panel->sampleText(), QString("fake sample text"));
+        QVERIFY(panel->checkpointText().endsWith("checkpoint-5"));
+        const Table t = panel->summaryTable();
+        QVERIFY(!t.rows.empty());
+        QCOMPARE(t.rows[0][0].text, std::string("Frozen weights"));
+        QCOMPARE(t.rows[0][3].text, std::string("+0.0 %"));   // 4,000,000 predicted and measured
+        QVERIFY(panel->statusText().contains("Completed"));
+        QVERIFY(panel->logText().contains("fake: mode ok"));
+    }
+
+    void crashKeepsChartsAndSavesFailed() {
+        auto panel = make_panel("crash");
+        QVERIFY(run_to_end(*panel));
+        const RunRecord& r = *panel->shownRecord();
+        QCOMPARE(r.status(), RunStatus::Failed);
+        QCOMPARE(r.exit_signal(), SIGSEGV);
+        const QString status = panel->statusText();
+        QVERIFY2(status.contains("signal 11"), qPrintable(status));
+        QVERIFY2(status.contains("fake failure before the crash"), qPrintable(status));
+        // The charts drawn so far are kept.
+        QVERIFY(panel->memoryChart().find("Activations") && !panel->memoryChart().find("Activations")->points.empty());
+        QCOMPARE(panel->lossChart().find("Training loss")->points.size(), size_t(3));
+        QVERIFY(panel->logText().contains("fake: about to crash"));
+        // Saved as failed, not lost.
+        const auto result = result_of(*panel);
+        QCOMPARE(result["status"].get<std::string>(), std::string("failed"));
+        QCOMPARE(result["signal"].get<int>(), SIGSEGV);
+        QCOMPARE(RunStore::load(panel->session()->folder()).steps().size(), size_t(3));
+    }
+
+    void malformedLinesCountedNeverFatal() {
+        auto panel = make_panel("malformed");
+        QVERIFY(run_to_end(*panel));
+        const RunRecord& r = *panel->shownRecord();
+        QCOMPARE(r.status(), RunStatus::Completed);
+        QCOMPARE(r.malformed_lines(), 9);
+        QCOMPARE(r.steps().size(), size_t(2));
+        QVERIFY(panel->statusText().contains("9 unreadable lines ignored"));
+        QVERIFY(panel->logText().contains("wingspan › ignored: not a JSON object: 'this is not json'"));
+        QVERIFY(panel->logText().contains("unknown event 'teleport'"));
+        QCOMPARE(result_of(*panel)["malformed_lines"].get<int>(), 9);
+    }
+
+    void floodKeepsGuiResponsive() {
+        qputenv("FAKE_TRAINER_SECONDS", "3");
+        qputenv("FAKE_TRAINER_RATE", "20000");
+        auto panel = make_panel("flood");
+        const std::int64_t rss_before = own_rss();
+        // The event loop's heartbeat: the longest gap between 10 ms ticks while flooded.
+        QElapsedTimer beat;
+        qint64 worst = 0;
+        QTimer ticker;
+        ticker.setInterval(10);
+        connect(&ticker, &QTimer::timeout, this, [&] {
+            if (beat.isValid()) worst = std::max(worst, beat.elapsed());
+            beat.restart();
+        });
+        ticker.start();
+        QElapsedTimer wall;
+        wall.start();
+        QVERIFY(run_to_end(*panel, 60000));
+        ticker.stop();
+        const double seconds = double(wall.elapsed()) / 1000.0;
+        const RunRecord& r = *panel->shownRecord();
+        qInfo() << "flood:" << r.memory_events() << "memory events in" << seconds << "s; worst event-loop gap" << worst
+                << "ms; repaints" << panel->repaintCount() << "; RSS growth" << (own_rss() - rss_before) / 1e6 << "MB";
+        QCOMPARE(r.status(), RunStatus::Completed);
+        QVERIFY(r.memory_events() > 20000);
+        QVERIFY2(worst < 400, qPrintable(QString("event loop stalled for %1 ms").arg(worst)));
+        // Charts repaint on a timer (5 a second), not per event.
+        QVERIFY2(panel->repaintCount() < int(seconds * 5) + 20, qPrintable(QString::number(panel->repaintCount())));
+        auto* chart = panel->findChild<TimeChartWidget*>("runMemoryChart");
+        QVERIFY(chart->paintCount() < int(seconds * 5) + 20);
+        // Bounded memory: samples are merged, the log keeps its last lines.
+        QVERIFY(r.memory().size() <= RunSession::kMemorySamples);
+        QVERIFY(panel->session()->stderrTail().size() <= RunSession::kStderrKept);
+        QVERIFY(panel->findChild<QPlainTextEdit*>("runLog")->document()->blockCount() <= 5000);
+        QVERIFY(panel->memoryChart().series.front().points.size() <= 1300);
+        QVERIFY2(own_rss() - rss_before < 300'000'000, "the GUI grew by more than 300 MB");
+        qunsetenv("FAKE_TRAINER_SECONDS");
+        qunsetenv("FAKE_TRAINER_RATE");
+    }
+
+    void slowTrainerStopsCleanly() {
+        auto panel = make_panel("slow");
+        QSignalSpy finished(panel.get(), &RunPanel::runFinished);
+        QVERIFY(panel->start());
+        QVERIFY(e2e::wait_until([&] { return panel->shownRecord()->steps().size() >= 2; }, 20000));
+        // Progress and ETA while it runs.
+        auto* progress = panel->findChild<QProgressBar*>("runProgress");
+        QVERIFY2(e2e::wait_until([&] { return progress->format().contains("ETA"); }, 2000), qPrintable(progress->format()));
+        QVERIFY(panel->statusText().contains("Running"));
+        panel->stop();
+        QVERIFY(panel->statusText().contains("Stopping"));
+        QCOMPARE(panel->findChild<QPushButton*>("runStop")->text(), QString("Kill now"));
+        QVERIFY(e2e::wait_until([&] { return finished.count() == 1; }, 20000));
+        QCOMPARE(panel->session()->stopOutcome(), RunSession::StopOutcome::Saved);
+        QCOMPARE(panel->shownRecord()->status(), RunStatus::Interrupted);
+        QVERIFY(panel->stopMessage().startsWith("Stopped cleanly"));
+        QVERIFY(panel->statusText().contains("Stopped cleanly"));
+        QVERIFY(fs::exists(fs::path(panel->checkpointText().toStdString()) / "adapter_model.safetensors"));
+        QVERIFY(panel->logText().contains("fake: SIGTERM, saving"));
+    }
+
+    void ignoredSigtermIsKilled() {
+        auto panel = make_panel("ignore-sigterm");
+        panel->setKillTimeout(1000);
+        QSignalSpy finished(panel.get(), &RunPanel::runFinished);
+        QVERIFY(panel->start());
+        QVERIFY(e2e::wait_until([&] { return panel->shownRecord()->steps().size() >= 1; }, 20000));
+        QElapsedTimer t;
+        t.start();
+        panel->stop();
+        QVERIFY(e2e::wait_until([&] { return finished.count() == 1; }, 20000));
+        QVERIFY(t.elapsed() >= 900);
+        QCOMPARE(panel->session()->stopOutcome(), RunSession::StopOutcome::Killed);
+        const RunRecord& r = *panel->shownRecord();
+        QCOMPARE(r.status(), RunStatus::Failed);
+        QCOMPARE(r.exit_signal(), SIGKILL);
+        QVERIFY2(panel->statusText().contains("SIGKILL"), qPrintable(panel->statusText()));
+        QVERIFY(!panel->memoryChart().series.empty());
+        QCOMPARE(result_of(*panel)["signal"].get<int>(), SIGKILL);
+    }
+
+    void closingWindowAsksThenStops() {
+        qputenv("FAKE_TRAINER_MODE", "slow");
+        MainWindow window(e2e::wingspan_exe(), MainWindow::Options{false, false});
+        QVERIFY(window.hasLibrary());
+        RunPanel* panel = install_run_panel(window, e2e::wingspan_exe());
+        QVERIFY(panel);
+        panel->setTrainerPath(FAKE_TRAINER);
+        panel->setStoreRoot(store_.path().toStdString());
+        window.show();
+        // "Train ▶" in the planner opens the run tab and starts.
+        auto* train = window.findChild<QPushButton*>("trainButton");
+        QVERIFY(train && train->isVisible());
+        QTest::mouseClick(train, Qt::LeftButton);
+        QCOMPARE(window.tabs()->currentWidget(), panel);
+        QVERIFY(panel->isRunning());
+        QVERIFY(e2e::wait_until([&] { return panel->shownRecord()->steps().size() >= 1; }, 20000));
+
+        // First close: answer "Keep running".
+        auto answer = [](const QString& button) {
+            QTimer::singleShot(100, [button] {
+                auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+                if (!box) return;
+                for (QAbstractButton* b : box->buttons())
+                    if (b->text() == button) b->click();
+            });
+        };
+        answer("Keep running");
+        QVERIFY(!window.close());
+        QVERIFY(window.isVisible());
+        QVERIFY(panel->isRunning());
+
+        // Second close: "Stop and close" stops the trainer cleanly, then the window closes.
+        answer("Stop and close");
+        QVERIFY(!window.close());
+        QVERIFY(e2e::wait_until([&] { return !window.isVisible(); }, 20000));
+        QVERIFY(!panel->isRunning());
+        QCOMPARE(panel->session()->stopOutcome(), RunSession::StopOutcome::Saved);
+        QCOMPARE(panel->shownRecord()->status(), RunStatus::Interrupted);
+    }
+
+    void historyOpensComparesExports() {
+        auto panel = make_panel("ok");
+        const auto runs = panel->historyRuns();
+        QVERIFY2(runs.size() >= 6, qPrintable(QString::number(runs.size())));
+        // Open the crashed run and the completed one.
+        fs::path crashed, ok;
+        for (const auto& run : runs) {
+            const auto result = nlohmann::json::parse(std::ifstream(run / "result.json"), nullptr, false);
+            const auto plan = nlohmann::json::parse(std::ifstream(run / "plan.json"), nullptr, false);
+            std::ifstream err(run / "stderr.log");
+            std::string first;
+            std::getline(err, first);
+            if (first == "fake: mode crash") crashed = run;
+            if (first == "fake: mode ok") ok = run;
+            QVERIFY(plan.contains("options") && plan.contains("arguments"));
+        }
+        QVERIFY(!crashed.empty() && !ok.empty());
+        QString error;
+        QVERIFY2(panel->openRun(crashed, &error), qPrintable(error));
+        QVERIFY(panel->showingHistory());
+        QCOMPARE(panel->shownRecord()->status(), RunStatus::Failed);
+        QVERIFY(panel->statusText().contains("signal 11"));
+        QVERIFY(panel->logText().contains("fake: about to crash"));
+        QVERIFY(panel->memoryChart().find("Activations"));
+        QVERIFY(panel->memoryChart().find("Process RSS (read by Wingspan from /proc)"));   // from rss.csv
+        // Compare with the completed run: dotted overlays in the memory and loss charts.
+        QVERIFY2(panel->overlayRun(ok, &error), qPrintable(error));
+        bool mem_overlay = false, loss_overlay = false;
+        for (const auto& s : panel->memoryChart().series) mem_overlay |= s.label.startsWith("B ") && s.style == Qt::DotLine;
+        for (const auto& s : panel->lossChart().series) loss_overlay |= s.label.startsWith("B ");
+        QVERIFY(mem_overlay && loss_overlay);
+        QVERIFY(!panel->overlayRun(crashed, &error));   // not with itself
+
+        // Export the shown run's charts in every format.
+        QTemporaryDir out;
+        const ExportResult ex = panel->exportCharts(out.path(), {"png", "svg", "pdf", "csv", "md"}, ImageOptions{});
+        QVERIFY2(ex.ok(), qPrintable(ex.errors.join("; ")));
+        QCOMPARE(ex.files.size(), 14);
+        for (const QString& f : ex.files) QVERIFY2(e2e::file_size(f) > 200, qPrintable(f));
+        QVERIFY(e2e::png_is(ex.files[0], 1600, 900));
+        QFile svg(ex.files[4]);
+        QVERIFY(svg.open(QIODevice::ReadOnly));
+        QVERIFY(svg.readAll().contains("<svg"));
+        panel->clearOverlay();
+        QVERIFY(!panel->hasOverlay());
+        panel->showLive();
+        QVERIFY(!panel->showingHistory());
+    }
+};
+
+QTEST_MAIN(TestRunFake)
+#include "test_run_fake.moc"
