@@ -1,4 +1,5 @@
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/hub_dialog.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -352,7 +353,16 @@ QWidget* MainWindow::buildInputs() {
     auto* import = new QPushButton("&Import config.json…");
     import->setToolTip("Plan for any Hugging Face model: open its config.json (hidden size, layers, heads, vocab, ...)");
     connect(import, &QPushButton::clicked, this, &MainWindow::importConfigDialog);
-    mf->addWidget(import, 0, Qt::AlignLeft);
+    auto* from_hub = new QPushButton("Add from &Hub…");
+    from_hub->setObjectName("addFromHub");
+    from_hub->setToolTip("Any model on the Hugging Face Hub by its id: reads config.json and the safetensors "
+                         "headers (exact parameter count), never the weights; remembered for next time");
+    connect(from_hub, &QPushButton::clicked, this, &MainWindow::importFromHubDialog);
+    auto* import_row = new QHBoxLayout;
+    import_row->addWidget(import);
+    import_row->addWidget(from_hub);
+    import_row->addStretch(1);
+    mf->addLayout(import_row);
     v->addWidget(model_box);
     connect(model_, &QComboBox::activated, this, &MainWindow::onModelActivated);
     connect(size_, &QSlider::valueChanged, this, &MainWindow::onSizeSlider);
@@ -704,6 +714,8 @@ void MainWindow::buildMenus() {
     add(file, "Save plan &as…", QKeySequence::SaveAs, &MainWindow::savePlanAsDialog);
     file->addSeparator();
     add(file, "&Import model config.json…", QKeySequence(), &MainWindow::importConfigDialog);
+    add(file, "Add model from the &Hub…", QKeySequence("Ctrl+Shift+H"), &MainWindow::importFromHubDialog);
+    add(file, "Add model from a &folder…", QKeySequence(), &MainWindow::importFromFolderDialog);
     file->addSeparator();
     add(file, "Export &chart…", QKeySequence("Ctrl+E"), &MainWindow::exportChartDialog);
     add(file, "Export &table…", QKeySequence("Ctrl+Shift+E"), &MainWindow::exportTableDialog);
@@ -1063,6 +1075,32 @@ void MainWindow::setModel(const std::string& id) {
     updateSizeSlider();
     recompute();
     emit planChanged();
+}
+
+void MainWindow::importFromHubDialog() {
+    auto* dialog = new HubImportDialog(HubImportDialog::Source::Hub, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &HubImportDialog::imported, this, [this, dialog] { addImportedModel(*dialog->result()); });
+    dialog->open();
+}
+
+void MainWindow::importFromFolderDialog() {
+    auto* dialog = new HubImportDialog(HubImportDialog::Source::Folder, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &HubImportDialog::imported, this, [this, dialog] { addImportedModel(*dialog->result()); });
+    dialog->open();
+}
+
+void MainWindow::addImportedModel(const hub::ImportedModel& m) {
+    if (!lib_) return;
+    try {
+        hub::save_imported_profile(m, user_dir_);
+    } catch (const std::exception& e) {
+        statusBar()->showMessage("Imported, but not remembered: " + qs(e.what()), 8000);
+    }
+    lib_->add_model(m.profile);
+    populateModels();
+    setModel(m.profile.id);
 }
 
 void MainWindow::importConfigDialog() {

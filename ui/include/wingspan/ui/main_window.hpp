@@ -1,4 +1,5 @@
 #pragma once
+#include "wingspan/hub.hpp"
 // The planner window: inputs on the left, the charts and tables in the middle, the machines
 // with their verdicts on the right. Every number on screen comes from core.
 #include <optional>
@@ -97,6 +98,10 @@ public slots:
     void editMachineDialog();
     void removeUserMachine();
     void requestTrain();
+    void importFromHubDialog();
+    void importFromFolderDialog();
+    // A model imported by core's Hub client: saved as a user profile, listed, selected.
+    void addImportedModel(const hub::ImportedModel& model);
 
 protected:
     void closeEvent(QCloseEvent* e) override;
