@@ -29,7 +29,9 @@ HubImportDialog::HubImportDialog(Source source, QWidget* parent) : QDialog(paren
         input_->setToolTip("Reads config.json and the safetensors headers only (a few kB, never the weights).\n"
                            "Gated models need a token: set HF_TOKEN before starting Wingspan.\n"
                            "HF_ENDPOINT points at a mirror; imports are cached and work offline afterwards.");
-        form->addRow("&Model id:", row);
+        auto* label = new QLabel("&Model id:");
+        label->setBuddy(input_);
+        form->addRow(label, row);
     } else {
         input_->setPlaceholderText("a folder with config.json and *.safetensors");
         auto* browse = new QPushButton("&Browse…");
@@ -38,7 +40,9 @@ HubImportDialog::HubImportDialog(Source source, QWidget* parent) : QDialog(paren
             if (!dir.isEmpty()) input_->setText(dir);
         });
         row->addWidget(browse);
-        form->addRow("&Folder:", row);
+        auto* label = new QLabel("&Folder:");
+        label->setBuddy(input_);
+        form->addRow(label, row);
     }
     layout->addLayout(form);
     progress_ = new QProgressBar;
@@ -50,7 +54,10 @@ HubImportDialog::HubImportDialog(Source source, QWidget* parent) : QDialog(paren
     status_->setObjectName("hubStatus");
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    status_->setMinimumWidth(460);
+    status_->setMinimumWidth(520);
+    status_->setMinimumHeight(status_->fontMetrics().lineSpacing() * 5);
+    status_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    layout->setSizeConstraint(QLayout::SetMinimumSize);
     layout->addWidget(status_);
     auto* buttons = new QDialogButtonBox;
     import_ = buttons->addButton("&Import", QDialogButtonBox::AcceptRole);
