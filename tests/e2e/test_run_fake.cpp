@@ -101,6 +101,24 @@ private slots:
         QVERIFY2(sample.endsWith("sample-data/chat.jsonl") && QFileInfo::exists(sample), qPrintable(sample));
     }
 
+    void modelFolderIsPassed() {
+        auto panel = make_panel("ok");
+        QTemporaryDir model;
+        RunOptions o = panel->options();
+        o.model_source = RunOptions::ModelSource::Folder;
+        o.model_dir = model.path();
+        panel->setOptions(o);
+        QString error;
+        QVERIFY(!panel->start(&error));   // no config.json there
+        QVERIFY2(error.contains("config.json"), qPrintable(error));
+        std::ofstream(model.filePath("config.json").toStdString()) << "{}";
+        QVERIFY(run_to_end(*panel));
+        const QStringList args = panel->session()->arguments();
+        QCOMPARE(args.value(args.indexOf("--model") + 1), model.path());
+        QVERIFY(args.contains("--data"));
+        QCOMPARE(args.value(args.indexOf("--out") + 1), QString::fromStdString((panel->session()->folder() / "output").string()));
+    }
+
     void okRunSummary() {
         auto panel = make_panel("ok");
         QVERIFY(run_to_end(*panel));
@@ -228,6 +246,24 @@ private slots:
         QVERIFY2(panel->statusText().contains("SIGKILL"), qPrintable(panel->statusText()));
         QVERIFY(!panel->memoryChart().series.empty());
         QCOMPARE(result_of(*panel)["signal"].get<int>(), SIGKILL);
+    }
+
+    void formFollowsThePlanner() {
+        MainWindow window(e2e::wingspan_exe(), MainWindow::Options{false, false});
+        RunPanel* panel = install_run_panel(window, e2e::wingspan_exe());
+        QVERIFY(panel);
+        window.show();
+        window.tabs()->setCurrentIndex(0);
+        Plan plan = window.plan();
+        plan.setup.seq_len = 384;
+        plan.setup.micro_batch = 3;
+        plan.setup.method = Method::Qlora;
+        window.setPlan(plan);
+        window.tabs()->setCurrentWidget(panel);   // applied when the run tab shows
+        QTRY_COMPARE(panel->options().seq, std::int64_t(384));
+        QCOMPARE(panel->options().batch, std::int64_t(3));
+        QCOMPARE(panel->options().method, Method::Qlora);
+        window.close();
     }
 
     void closingWindowAsksThenStops() {

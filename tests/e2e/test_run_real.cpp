@@ -172,6 +172,35 @@ private slots:
         QCOMPARE(result["status"].get<std::string>(), std::string("failed"));
     }
 
+    void planArchitectureTrainsRandomWeights() {
+        // The planner's own model, built with random weights from its architecture: its exact
+        // memory without a download (SmolLM2-135M: small enough for a CPU test).
+        auto panel = make_panel();
+        Plan plan = Plan::lesson_default();
+        plan.model.model_id = "smollm2-135m";
+        panel->setPlan(plan);
+        RunOptions o = small(panel->options(), 1);
+        o.model_source = RunOptions::ModelSource::PlanArchitecture;
+        o.seq = 32;
+        o.batch = 1;
+        panel->setOptions(o);
+        const RunOptions chosen = panel->options();
+        QCOMPARE(chosen.model_source, RunOptions::ModelSource::PlanArchitecture);
+        QCOMPARE(chosen.model_config.value("hidden_size", 0), 576);
+        QVERIFY(chosen.memory_limit > 0);   // capped at this machine's usable memory
+        QSignalSpy finished(panel.get(), &RunPanel::runFinished);
+        QVERIFY(panel->start());
+        const fs::path config = panel->session()->folder() / "model" / "config.json";
+        QVERIFY(fs::exists(config));
+        QVERIFY(panel->session()->arguments().contains(QString::fromStdString(config.parent_path().string())));
+        QVERIFY(e2e::wait_until([&] { return finished.count() == 1; }, 90000));
+        const RunRecord& r = *panel->shownRecord();
+        QVERIFY2(r.status() == RunStatus::Completed, r.status_text().c_str());
+        QCOMPARE(r.hello().value("architecture", nlohmann::json::object()).value("hidden_size", 0), 576);
+        QVERIFY(r.predicted().at(Component::FrozenWeights) > 500'000'000);   // 135 M fp32 parameters
+        QVERIFY(r.measured_maxima().at(Component::FrozenWeights) > 500'000'000);
+    }
+
     void missingTrainerExplains() {
         auto panel = make_panel();
         panel->setTrainerPath("/nonexistent/bin/wingspan-train");

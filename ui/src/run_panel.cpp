@@ -778,6 +778,8 @@ void RunPanel::setStoreRoot(const fs::path& root) {
 void RunPanel::setUnit(ByteUnit unit) {
     unit_ = unit;
     refresh(true);
+    refreshSummary();
+    refreshHistory();
 }
 
 // ------------------------------------------------------------------ running ----
@@ -964,7 +966,8 @@ void RunPanel::appendLog() {
 }
 
 void RunPanel::refresh(bool force) {
-    if (!force && (!session_ || !session_->dirty())) return;
+    // Repaint only when something arrived (or to count down a stop), at most 5 times a second.
+    if (!force && (!session_ || (!session_->dirty() && session_->state() != RunSession::State::Stopping))) return;
     if (session_) session_->clearDirty();
     ++repaints_;
     const RunChartInputs in = chartInputs();
@@ -1103,6 +1106,11 @@ void RunPanel::refreshSummary() {
     summary_text_->setText(html);
     const QString sample = r->done() ? qs(r->done()->string_field("sample")) : QString();
     if (sample_->toPlainText() != sample) sample_->setPlainText(sample);
+    sample_->setPlaceholderText(!r->done() ? "The text the model generates at the end of the run appears here."
+                                : sample.trimmed().isEmpty()
+                                    ? "The model generated only whitespace: it has not learned enough yet (random "
+                                      "weights and a few steps)."
+                                    : QString());
 }
 
 // ------------------------------------------------------------------ history ----
@@ -1342,6 +1350,15 @@ bool RunPanel::confirmClose(QWidget* window) {
     return false;
 }
 
+void RunPanel::showEvent(QShowEvent* e) {
+    if (unit_source_ && unit_source_() != unit_) setUnit(unit_source_());
+    if (plan_pending_ && plan_source_ && !isRunning()) {
+        plan_pending_ = false;
+        setPlan(plan_source_());
+    }
+    QWidget::showEvent(e);
+}
+
 bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
     if (event->type() == QEvent::Close && watched->isWidgetType()) {
         if (!confirmClose(static_cast<QWidget*>(watched))) {
@@ -1363,6 +1380,11 @@ RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
     }
     panel->setUnit(window.unit());
     if (window.hasLibrary()) panel->setPlan(window.plan());
+    // The settings follow the planner while the run tab is out of sight, applied when it shows
+    // (not on every slider move: the planner's frame budget is not ours to spend).
+    QObject::connect(&window, &MainWindow::planChanged, panel, [panel] { panel->plan_pending_ = true; });
+    panel->plan_source_ = [&window] { return window.plan(); };
+    panel->unit_source_ = [&window] { return window.unit(); };
     QObject::connect(&window, &MainWindow::trainRequested, panel, [&window, panel, index](const Plan& plan) {
         window.tabs()->setCurrentIndex(index);
         panel->setUnit(window.unit());

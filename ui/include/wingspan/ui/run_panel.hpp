@@ -392,8 +392,13 @@ signals:
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void showEvent(QShowEvent* e) override;
 
 private:
+    friend RunPanel* install_run_panel(MainWindow& window, const QString& executable);
+    bool plan_pending_ = false;
+    std::function<Plan()> plan_source_;
+    std::function<ByteUnit()> unit_source_;
     struct Loaded {
         std::filesystem::path folder;
         RunRecord record;
