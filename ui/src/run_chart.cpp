@@ -220,8 +220,11 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
     }
     if (!rss_text.isEmpty()) sub << rss_text;
     d.subtitle = sub.isEmpty() ? QString("Live tensor bytes per component, from the trainer's memory events") : sub.join(" · ");
-    d.footnote = "Areas: live tensors by component (the trainer's counting allocator). Dashed: the trainer's prediction. "
-                 "Solid line: the process's resident memory, read by Wingspan itself.";
+    d.footnote = in.whole_process
+                     ? "Areas: live tensors by component (the trainer's counting allocator). Dashed: the trainer's "
+                       "prediction. Solid line: the process's resident memory, read by Wingspan itself from /proc."
+                     : "Areas: live tensors by component (the trainer's counting allocator). Dashed: the trainer's "
+                       "prediction. The process's resident memory (read by Wingspan itself) is listed when it is above the scale.";
     return d;
 }
 
@@ -303,8 +306,9 @@ ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const
     d.unit = unit;
     d.subtitle = whole_process ? "Tensors per component at the peak; on top, what the process holds beyond its tensors"
                                : "Tensors per component at the peak";
-    d.footnote = "Predicted: the trainer's `predicted` event (core's memory model for this exact run). Measured: the memory "
-                 "sample with the most live tensor bytes, and the RSS peak.";
+    d.footnote = QString("Predicted: the trainer's `predicted` event (core's memory model for this exact run). Measured: the "
+                         "memory sample with the most live tensor bytes") +
+                 (whole_process ? ", and the RSS peak." : ".");
     d.empty_message = "No prediction or measurement yet";
     ChartBar pred;
     pred.id = "predicted";
@@ -365,7 +369,8 @@ Table run_summary_table(const RunRecord& r, ByteUnit unit) {
             c.text = predicted > 0 ? "not measured" : "—";
             return c;
         }
-        const double e = 100.0 * double(predicted - measured) / double(measured);
+        double e = 100.0 * double(predicted - measured) / double(measured);
+        if (std::fabs(e) < 0.05) e = 0;   // no "-0.0 %"
         char buf[32];
         std::snprintf(buf, sizeof buf, "%+.1f %%", e);
         c.text = buf;

@@ -1104,7 +1104,8 @@ void RunPanel::refreshSummary() {
     const QString msg = loaded_ ? loaded_->stop_message : stopMessage();
     if (!msg.isEmpty()) html += "<br>" + msg.toHtmlEscaped();
     summary_text_->setText(html);
-    const QString sample = r->done() ? qs(r->done()->string_field("sample")) : QString();
+    QString sample = r->done() ? qs(r->done()->string_field("sample")) : QString();
+    if (sample.trimmed().isEmpty()) sample.clear();   // whitespace only: the note below says so
     if (sample_->toPlainText() != sample) sample_->setPlainText(sample);
     sample_->setPlaceholderText(!r->done() ? "The text the model generates at the end of the run appears here."
                                 : sample.trimmed().isEmpty()
