@@ -321,6 +321,42 @@ struct Nf4LinearFn : public torch::autograd::Function<Nf4LinearFn> {
     }
 };
 
+// a @ b into a new tensor of the gradients component; a 16-bit matmul's own packing buffers
+// stay working memory.
+at::Tensor weight_grad_mm(const at::Tensor& a, const at::Tensor& b) {
+    at::Tensor out;
+    {
+        mem::Scope scope(Component::Gradients);
+        out = at::empty({a.size(0), b.size(1)}, a.options());
+    }
+    at::mm_out(out, a, b);
+    return out;
+}
+
+// y = x W^T for a weight that trains. Same saved tensors as at::matmul (x and W), but the
+// weight gradient is made inside the gradients component: autograd's own MmBackward would
+// allocate it as working memory and the hook would move it only afterwards, so a measured
+// activation peak could include a weight gradient.
+struct TrainableLinearFn : public torch::autograd::Function<TrainableLinearFn> {
+    static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight) {
+        ctx->save_for_backward({x, weight});
+        return at::matmul(x, weight.t());
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        auto s = ctx->get_saved_variables();
+        const at::Tensor& x = s[0];
+        const at::Tensor& w = s[1];
+        const at::Tensor& g = grads[0];
+        at::Tensor dx, dw;
+        if (ctx->needs_input_grad(1)) {
+            const at::Tensor g2 = g.reshape({-1, g.size(-1)}), x2 = x.reshape({-1, x.size(-1)});
+            dw = weight_grad_mm(g2.t(), x2);
+        }
+        if (ctx->needs_input_grad(0)) dx = at::matmul(g, w);
+        return {dx, dw};
+    }
+};
+
 }  // namespace
 
 at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType compute) {
@@ -331,7 +367,13 @@ at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType co
 // Layers
 
 at::Tensor Linear::forward(const at::Tensor& x) const {
-    at::Tensor y = qweight.defined() ? nf4_linear(x, qweight, compute) : at::matmul(x, weight.t());
+    at::Tensor y;
+    if (qweight.defined())
+        y = nf4_linear(x, qweight, compute);
+    else if (weight.requires_grad() && at::GradMode::is_enabled())
+        y = TrainableLinearFn::apply(x, weight);
+    else
+        y = at::matmul(x, weight.t());
     if (bias.defined()) y = y + bias;
     if (has_lora()) {
         at::Tensor h = lora_dropout > 0 ? at::dropout(x, lora_dropout, at::GradMode::is_enabled()) : x;
@@ -625,7 +667,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
 
 struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
     static Variable forward(AutogradContext* ctx, const Variable& hidden, const Variable& weight,
-                            const Variable& labels) {
+                            const Variable& labels, at::Tensor* tied_grad) {
         mem::Scope scope(Component::LogitsLoss);
         at::Tensor valid = labels.ne(-100);
         const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
@@ -640,6 +682,7 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         lf.sub_(lse).exp_();                                                 // probabilities, in place
         ctx->save_for_backward({hidden, weight, lf, safe, valid});
         ctx->saved_data["n_valid"] = n_valid;
+        ctx->saved_data["tied_grad"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(tied_grad));
         return loss;
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -658,17 +701,53 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
             dh = at::matmul(dl, weight);
         }
         if (ctx->needs_input_grad(1)) {
-            mem::Scope g(Component::Gradients);
-            dw = at::matmul(dl.t(), hidden);
+            dw = weight_grad_mm(dl.t(), hidden);
+            // A tied head: the embedding adds its rows into this gradient in place (see
+            // EmbeddingFn), so one vocab × hidden gradient exists instead of two summed ones.
+            auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
+            if (tied) {
+                *tied = dw;
+                dw = at::Tensor();
+            }
         }
-        return {dh, dw, Variable()};
+        return {dh, dw, Variable(), Variable()};
+    }
+};
+
+// Embedding lookup whose weight trains. Its gradient is made in the gradients component; with a
+// tied head it is the head's gradient (left in *tied_grad by the loss) with the looked-up rows
+// added in place, instead of a second dense vocab × hidden tensor that autograd would add to
+// the first out of place.
+struct EmbeddingFn : public torch::autograd::Function<EmbeddingFn> {
+    static Variable forward(AutogradContext* ctx, const Variable& weight, const Variable& ids, at::Tensor* tied_grad) {
+        ctx->save_for_backward({ids});
+        ctx->saved_data["rows"] = weight.size(0);
+        ctx->saved_data["tied_grad"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(tied_grad));
+        return at::embedding(weight, ids);
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        const at::Tensor ids = ctx->get_saved_variables()[0];
+        const std::int64_t rows = ctx->saved_data["rows"].toInt();
+        auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
+        const at::Tensor& g = grads[0];
+        mem::Scope scope(Component::Gradients);
+        at::Tensor dw;
+        if (tied && tied->defined()) {
+            dw = std::move(*tied);
+            *tied = at::Tensor();
+            dw.index_add_(0, ids.reshape({-1}), g.reshape({-1, g.size(-1)}).to(dw.scalar_type()));
+        } else {
+            dw = at::embedding_dense_backward(g, ids, rows, -1, false);
+        }
+        return {dw, Variable(), Variable()};
     }
 };
 
 }  // namespace
 
-at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels) {
-    return LmHeadLossFn::apply(hidden, weight, labels);
+at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels,
+                        at::Tensor* tied_grad) {
+    return LmHeadLossFn::apply(hidden, weight, labels, tied_grad);
 }
 
 at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCache* cache) const {
@@ -686,7 +765,9 @@ at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCac
         cache->k.resize(cfg_.layers);
         cache->v.resize(cfg_.layers);
     }
-    at::Tensor x = at::embedding(embed_, ids);
+    const bool embed_trains = embed_.requires_grad() && at::GradMode::is_enabled();
+    at::Tensor x = embed_trains ? EmbeddingFn::apply(embed_, ids, cfg_.tied ? &tied_grad_ : nullptr)
+                                : at::embedding(embed_, ids);
     for (std::int64_t i = 0; i < cfg_.layers; ++i) {
         if (checkpointing && !cache && at::GradMode::is_enabled()) {
             // The checkpointed function needs an input that requires grad to be in the graph.
@@ -702,7 +783,9 @@ at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCac
 
 at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const {
     at::Tensor h = hidden_states(ids, checkpointing);
-    return lm_head_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}));
+    const bool tied_trains = cfg_.tied && embed_.requires_grad() && at::GradMode::is_enabled();
+    return lm_head_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}),
+                        tied_trains ? &tied_grad_ : nullptr);
 }
 
 std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,

@@ -152,10 +152,15 @@ private:
     at::Tensor embed_, final_norm_, head_;
     std::vector<Layer> layers_;
     std::vector<double> inv_freq_;
+    // A tied head's gradient between the loss's backward and the embedding's (see model.cpp).
+    mutable at::Tensor tied_grad_;
 };
 
 // Cross-entropy of (hidden @ weight^T) against labels, with the logits, their fp32 upcast
 // and their gradient attributed to logits_loss. hidden: [N, H], labels: int64 [N].
-at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels);
+// tied_grad: for a head tied to a training embedding, where the head's weight gradient is left
+// for the embedding's backward to complete in place (the loss then returns none for weight).
+at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels,
+                        at::Tensor* tied_grad = nullptr);
 
 }  // namespace wingspan::train
