@@ -156,18 +156,45 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     std::int64_t packed = 0, constants = 0, quant_elems = 0;
     std::int64_t trainable_w = 0, adapter_w = 0, grads = 0, master = 0, optimizer = 0;
     std::int64_t trainable_elems = 0, adapter_elems = 0, largest_trainable = 0;
-    std::int64_t largest_quantized = 0, layer_param_elems = 0;
+    std::int64_t largest_quantized = 0, layer_param_elems = 0, down_quantized = 0;
+    // Gradient bytes by when backward makes them (one layer's share for layer tensors): the
+    // head and final norm first, then per layer the down projection, the rest of the MLP block
+    // with its norm, the output projection, then q/k/v with the input norm; an untied embedding
+    // last.
+    std::int64_t g_head = 0, g_embed = 0, g_down = 0, g_mlp = 0, g_o = 0, g_qkv = 0;
+    const TensorGroup* current_group = nullptr;
     auto add_trainable = [&](std::int64_t rows, std::int64_t cols, std::int64_t count,
                              bool adapter) {
         const std::int64_t el = rows * cols * count;
         (adapter ? adapter_w : trainable_w) += el * st.weight;
         (adapter ? adapter_elems : trainable_elems) += el;
         grads += el * st.grad;
+        if (const TensorGroup* g = current_group) {
+            const std::int64_t gb = el * st.grad;
+            const bool in_layers = g->name.rfind("layers.", 0) == 0;
+            if (!in_layers) {
+                (g->kind == TensorKind::Embedding && !arch.tied_embeddings ? g_embed : g_head) += gb;
+            } else {
+                const std::int64_t per_layer = gb / arch.layers;
+                switch (g->role) {
+                    case LinearRole::Down: g_down += per_layer; break;
+                    case LinearRole::Gate: case LinearRole::Up: case LinearRole::Router:
+                    case LinearRole::SharedGate: g_mlp += per_layer; break;
+                    case LinearRole::O: g_o += per_layer; break;
+                    case LinearRole::Q: case LinearRole::K: case LinearRole::V: g_qkv += per_layer; break;
+                    default:   // norms (and their biases): half before attention, half before the MLP
+                        g_mlp += per_layer / 2;
+                        g_qkv += per_layer - per_layer / 2;
+                        break;
+                }
+            }
+        }
         master += el * st.master;
         optimizer += count * optimizer_bytes(setup.optimizer, st.moment, rows, cols);
         largest_trainable = std::max(largest_trainable, rows * cols);
     };
     for (const auto& g : groups) {
+        current_group = &g;
         if (g.name.rfind("layers.", 0) == 0) layer_param_elems += g.total_elements() / arch.layers;
         const bool trainable =
             setup.method == Method::Full ||
@@ -183,6 +210,7 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
             constants += l.constant_bytes * g.count;
             quant_elems += g.total_elements();
             largest_quantized = std::max(largest_quantized, g.elements());
+            if (g.role == LinearRole::Down) down_quantized = std::max(down_quantized, g.elements());
         } else {
             frozen_plain += g.total_elements() * frozen_bytes;
             frozen_plain_elems += g.total_elements();
@@ -275,21 +303,39 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
                                                    arch.shared_expert_intermediate
                                              : arch.intermediate;
     const std::int64_t bs = b * s;
+    const bool ckpt = setup.grad_checkpointing;
     const double act_factor = fw.activation_factor;
     auto scaled = [&](std::int64_t bytes) {
         return static_cast<std::int64_t>(std::llround(double(bytes) * act_factor));
     };
 
-    // Tensors one decoder layer saves for backward in the reference implementation.
-    const std::int64_t norm_saved = 2 * bs * h * e + bs * 4;   // input, output, fp32 rstd
-    std::int64_t attn_saved = 0;
+    // Tensors one decoder layer saves for backward. A norm keeps its input upcast to fp32 (in an
+    // fp32 run the input itself, which is the residual stream), the fp32 reciprocal rms per
+    // token and its output; a trainable norm weight also keeps the normalized input it
+    // multiplies; some runtimes keep x² for the mean's backward too.
+    const bool norms_train = setup.method == Method::Full;
+    const std::int64_t norm_input = bs * h * std::max<std::int64_t>(e, 4);
+    const std::int64_t norm_square = fw.norm_saves_square ? bs * h * 4 : 0;
+    const std::int64_t norm_weighted = norms_train ? bs * h * e : 0;
+    const std::int64_t norm_out = bs * h * e;
+    const std::int64_t norm_saved = norm_input + norm_square + bs * 4 + norm_weighted + norm_out;
+    std::string norm_desc = n(norm_saved) + " B: fp32 input, rstd, output";
+    if (norm_weighted) norm_desc += ", normalized input for the weight's gradient";
+    if (norm_square) norm_desc += ", x² kept by the mean";
+    std::int64_t attn_saved = 0, scores = 0;
+    const std::int64_t kv_saved_dim = fw.grouped_eager_attention ? kvd : qd;
+    // Bytes per attention score: kept (fp32 softmax beside its 16-bit copy, or one copy in the
+    // compute dtype) and of each of the two score gradients alive in the softmax's backward.
+    const std::int64_t score_bytes = fw.softmax_fp32 ? 4 + (e < 4 ? e : 0) : e;
+    const std::int64_t score_grad_bytes = fw.softmax_fp32 ? 4 : e;
     std::string attn_desc;
     switch (setup.attention) {
         case Attention::Eager:
-            // q, repeated k and v, attention output; softmax probabilities in fp32 (plus the
-            // 16-bit copy the value matmul keeps).
-            attn_saved = 4 * bs * qd * e + b * heads * s * s * (4 + (e < 4 ? e : 0));
-            attn_desc = "eager: q, k, v, out (b·s·q_dim each) + softmax b·heads·s²";
+            scores = b * heads * s * s;
+            attn_saved = 2 * bs * qd * e + 2 * bs * kv_saved_dim * e + scores * score_bytes;
+            attn_desc = fw.grouped_eager_attention
+                            ? "eager: q, out (b·s·q_dim), k, v shared by each query group (b·s·kv_dim) + softmax b·heads·s²"
+                            : "eager: q, repeated k and v, out (b·s·q_dim each) + softmax b·heads·s²";
             break;
         case Attention::Sdpa:
             attn_saved = 4 * bs * qd * e + b * heads * s * 4;
@@ -300,10 +346,11 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
             attn_desc = "flash: q, out (b·s·q_dim), k, v (b·s·kv_dim) + logsumexp";
             break;
     }
-    const std::int64_t mlp_saved =
-        (arch.mlp == MlpKind::Gated ? 4 : 2) * bs * inner * e +
-        (arch.is_moe() ? bs * arch.experts * 4 : 0);
-    std::int64_t lora_saved = 0;
+    const bool gated = arch.mlp == MlpKind::Gated;
+    const std::int64_t mlp_saved = (gated ? 4 : 2) * bs * inner * e + (arch.is_moe() ? bs * arch.experts * 4 : 0);
+    // LoRA keeps each adapted linear's r-wide intermediate (and, with dropout, the dropped input
+    // and its mask); by role, because backward frees them at different times.
+    std::int64_t lora_saved = 0, lora_mlp = 0, lora_down = 0, lora_o = 0;
     if (lora) {
         for (const auto& g : groups) {
             if (g.kind != TensorKind::Linear || !setup.lora_targets.count(g.role)) continue;
@@ -312,44 +359,99 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
             const double share = g.in_experts ? double(arch.experts_per_token) / arch.experts : 1.0;
             std::int64_t one = bs * setup.lora_rank * e;
             if (setup.lora_dropout > 0) one += bs * g.cols * (e + 1);
-            lora_saved += static_cast<std::int64_t>(per_layer * share * one);
+            const auto bytes = static_cast<std::int64_t>(per_layer * share * one);
+            lora_saved += bytes;
+            if (g.role == LinearRole::O) lora_o += bytes;
+            if (g.role == LinearRole::Down) lora_down += bytes;
+            if (g.role == LinearRole::Gate || g.role == LinearRole::Up || g.role == LinearRole::Down ||
+                g.role == LinearRole::Router || g.role == LinearRole::SharedGate)
+                lora_mlp += bytes;
         }
     }
     const std::int64_t layer_saved = 2 * norm_saved + attn_saved + mlp_saved + lora_saved;
     const std::int64_t layer_input = bs * h * e;
-    // Final norm and the ids the embedding lookup keeps.
-    const std::int64_t outside_layers = norm_saved + bs * 8;
-    // One layer's backward workspace: gradients of its largest intermediates.
-    const std::int64_t layer_backward = 2 * bs * inner * e + 2 * bs * h * e;
+    // Without checkpointing, a frozen embedding's output needs no gradient, so the first layer's
+    // input norm is outside the graph and keeps only its output (for the adapters after it).
+    const bool first_norm_outside = !ckpt && setup.method != Method::Full && !setup.train_embeddings;
+    const std::int64_t first_layer_saved = layer_saved - (first_norm_outside ? norm_saved - norm_out : 0);
+    // Beside the layers: the final norm, the token ids and labels (int64), the rotary cos/sin
+    // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
+    const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * bs * arch.head_dim * e);
+    const std::int64_t outside_layers = norm_saved + inputs;
+    // Checkpointed layers keep the additive causal mask of eager attention as an argument.
+    const std::int64_t ckpt_mask = ckpt && setup.attention == Attention::Eager ? s * s * e : 0;
+    const std::int64_t ckpt_state = ckpt ? fw.checkpoint_state_bytes : 0;
 
-    std::int64_t act_forward = 0, act_backward = 0;
+    // Backward of one layer, relative to what it saved plus the gradient of its output:
+    // the MLP's backward holds the gradients of its inner activations (one fewer for a plain
+    // MLP; a quantized down projection is dequantized beside the first of them), the adapted
+    // down projection's r-wide input already freed.
+    const std::int64_t G = bs * h * e;   // gradient of a layer's output, and of the final hidden state
+    const std::int64_t inner_grad = bs * inner * e;
+    const std::int64_t dequant_down = quant != Quantization::None ? down_quantized * e : 0;
+    const std::int64_t mlp_extra = (gated ? inner_grad : 0) + std::max(inner_grad, dequant_down) - lora_down;
+    // Eager attention's backward: the MLP block, its norm, the attention output and the output
+    // projection's adapter input are freed; the softmax's backward holds the probabilities, their
+    // gradient and the scores' gradient (a checkpointed layer also still holds its output's
+    // gradient, kept by the checkpoint function).
+    const bool attn_moment = scores > 0;
+    const std::int64_t attn_extra = attn_moment ? 2 * scores * score_grad_bytes -
+                                                      (mlp_saved + lora_mlp + norm_saved + bs * qd * e + lora_o) +
+                                                      (ckpt ? G : 0)
+                                                : 0;
+
+    std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
+    std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0;
     std::string act_formula;
     if (!trains) {
         // Serving: one layer's prefill workspace, nothing kept across layers.
-        act_forward = act_backward =
+        act_forward = act_top = act_bottom =
             scaled(bs * (2 * h + 2 * inner + qd + 2 * kvd) * e +
                    (setup.attention == Attention::Eager ? b * heads * s * s * 4 : 0));
         act_formula = "prefill workspace of one layer: b·s·(2h + 2i + q_dim + 2·kv_dim)·" +
                       std::to_string(e) + " B";
-    } else if (setup.grad_checkpointing) {
-        act_forward = scaled(L * layer_input + outside_layers);
-        act_backward = scaled(L * layer_input + outside_layers + layer_saved + layer_backward);
-        act_formula = "checkpointing: " + std::to_string(L) + " layers × b·s·h·" +
-                      std::to_string(e) + " B kept (" + n(layer_input) +
-                      " B each) + one layer recomputed (" + n(layer_saved) + " B: " + attn_desc + ")";
     } else {
-        act_forward = scaled(L * layer_saved + outside_layers);
-        act_backward = scaled(layer_saved + outside_layers + layer_backward + L * layer_input);
-        act_formula = std::to_string(L) + " layers × " + n(layer_saved) +
-                      " B saved per layer (norms 2×" + n(norm_saved) + ", attention " +
-                      n(attn_saved) + " [" + attn_desc + "], MLP " + n(mlp_saved) +
-                      (lora_saved ? ", LoRA " + n(lora_saved) : "") + ")";
+        std::int64_t top_base = 0, bottom_base = 0;
+        if (ckpt) {
+            // Every layer's input (and its checkpoint state) is kept; backward recomputes one
+            // layer at a time, whose output and the checkpoint's own state are alive beside it.
+            const std::int64_t kept = L * (layer_input + ckpt_state);
+            const std::int64_t shared_input = e >= 4 ? layer_input : 0;   // fp32: the norm keeps the kept input
+            const std::int64_t recomputed = layer_saved - shared_input + layer_input + ckpt_state + G;
+            act_forward = kept + outside_layers + ckpt_mask;
+            top_base = kept + inputs + ckpt_mask + recomputed;
+            // (the checkpoint states live as long as the graph, not as long as the inputs)
+            bottom_base = layer_input + L * ckpt_state + inputs + ckpt_mask + recomputed;
+            act_formula = "checkpointing: " + std::to_string(L) + " layers × b·s·h·" + std::to_string(e) +
+                          " B kept (" + n(layer_input) + " B each) + one layer recomputed in backward (" +
+                          n(layer_saved) + " B: norms 2×" + norm_desc + "; attention " + n(attn_saved) + " [" +
+                          attn_desc + "]; MLP " + n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
+                          ") + its backward";
+        } else {
+            act_forward = first_layer_saved + (L - 1) * layer_saved + outside_layers;
+            top_base = act_forward - norm_saved + G;
+            bottom_base = first_layer_saved + inputs + G;
+            act_formula = std::to_string(L) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
+                          norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
+                          n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") + ")" +
+                          (first_norm_outside ? ", the first layer's input norm outside the graph" : "") +
+                          " + the backward of one layer";
+        }
+        act_top_mlp = scaled(top_base + mlp_extra);
+        act_bottom_mlp = scaled(bottom_base + mlp_extra);
+        act_top_attn = attn_moment ? scaled(top_base + attn_extra) : 0;
+        act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : 0;
+        act_forward = scaled(act_forward);
+        act_top = std::max(act_top_mlp, act_top_attn);
+        act_bottom = std::max(act_bottom_mlp, act_bottom_attn);
     }
     std::map<std::string, double> act_inputs = {
         {"batch", double(b)}, {"seq", double(s)}, {"hidden", double(h)}, {"layers", double(L)},
         {"intermediate", double(inner)}, {"heads", double(heads)}, {"bytes_per_value", double(e)},
         {"framework_factor", act_factor}};
-    term(Component::Activations, std::max(act_forward, act_backward), act_formula, act_inputs);
+    const std::int64_t act_loss_backward = trains ? act_forward + scaled(G) : act_forward;
+    term(Component::Activations, std::max({act_forward, act_loss_backward, act_top, act_bottom}), act_formula,
+         act_inputs);
 
     // ---- logits and loss ----
     std::int64_t logit_tokens = bs;
@@ -360,6 +462,18 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     if (!trains) {
         logits_forward = logits_backward = b * V * 4;
         logits_formula = "last-token logits: b·vocab·4 B";
+    } else if (fw.loss_in_place) {
+        // Head and loss in one function: it keeps the fp32 probabilities and turns them into the
+        // logits' gradient in place. Forward briefly holds a second fp32 [tokens, vocab] inside
+        // logsumexp (16-bit: the logits and their fp32 upcast); backward a 16-bit copy of the
+        // gradient for the matmuls. Per token: int64 label index, label mask, int64 count.
+        logits_forward = logit_tokens * V * 8 + 17 * bs;
+        logits_backward = logit_tokens * V * (4 + (e < 4 ? e : 0)) + 17 * bs;
+        logits_formula = n(logit_tokens) + " tokens × " + n(V) +
+                         " vocab × (8 B in forward: fp32 probabilities + logsumexp's fp32 temporary; " +
+                         std::to_string(4 + (e < 4 ? e : 0)) +
+                         " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
+                         (logit_tokens < bs ? " (chunked loss)" : "");
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
         // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
@@ -396,8 +510,6 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     };
     // ZeRO-3/FSDP gathers one layer's parameters (and prefetches the next).
     const std::int64_t gathered = param_div > 1 ? 2 * layer_param_elems * frozen_bytes : 0;
-    // QLoRA dequantizes one weight at a time for its matmul.
-    const std::int64_t dequant = quant != Quantization::None ? largest_quantized * e : 0;
     const std::int64_t carried_grads = setup.grad_accum > 1 ? grads_dev : 0;
     auto phase = [&](std::string name, std::map<Component, std::int64_t> extra) {
         Phase p{std::move(name), base};
@@ -407,18 +519,49 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         est.phases.push_back(std::move(p));
     };
     if (!trains) {
+        // Serving dequantizes one weight at a time for its matmul.
+        const std::int64_t dequant = quant != Quantization::None ? largest_quantized * e : 0;
         phase("decode", {{Component::KvCache, kv_cache},
                          {Component::Activations, act_forward + gathered + dequant},
                          {Component::LogitsLoss, logits_forward}});
     } else {
+        // Gradients as backward makes them (all of them throughout with accumulation): the
+        // head's first, then layer by layer from the last; the gradient bytes alive in the
+        // last layer's backward grow while its saved activations shrink, so the peak of a
+        // backward pass is in its first or its last layer.
+        auto grads_at = [&](std::int64_t bytes) { return std::max(carried_grads, bytes / grad_div); };
+        const std::int64_t g_layer = g_down + g_mlp + g_o + g_qkv;
+        const std::int64_t g_all_but_embed = grads - g_embed;
         phase("forward_end", {{Component::Gradients, carried_grads},
-                              {Component::Activations, act_forward + gathered + dequant},
+                              {Component::Activations, act_forward + gathered},
                               {Component::LogitsLoss, logits_forward}});
-        phase("loss_backward", {{Component::Gradients, carried_grads},
-                                {Component::Activations, act_forward},
+        phase("loss_backward", {{Component::Gradients, grads_at(g_head)},
+                                {Component::Activations, act_loss_backward},
                                 {Component::LogitsLoss, logits_backward}});
-        phase("backward", {{Component::Gradients, grads_dev + ddp_buckets},
-                           {Component::Activations, act_backward + gathered + dequant}});
+        phase("backward", {{Component::Gradients, grads_at(g_head + g_down)},
+                           {Component::Activations, act_top_mlp + gathered}});
+        if (act_top_attn > 0)
+            phase("backward_attention", {{Component::Gradients, grads_at(g_head + g_down + g_mlp + g_o)},
+                                         {Component::Activations, act_top_attn + gathered}});
+        if (L > 1) {
+            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down) + ddp_buckets},
+                                   {Component::Activations, act_bottom_mlp + gathered}});
+            if (act_bottom_attn > 0)
+                phase("backward_end_attention",
+                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv) + ddp_buckets},
+                       {Component::Activations, act_bottom_attn + gathered}});
+        }
+        // A tied embedding's dense gradient beside the head's, before autograd adds them.
+        const bool tied_trains = arch.tied_embeddings && g_head > 0 &&
+                                 (setup.method == Method::Full || setup.train_embeddings);
+        if (tied_trains && !fw.tied_grad_in_place) {
+            const std::int64_t dense = V * h * st.grad / grad_div;
+            term(Component::Gradients, dense,
+                 "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
+                 {{"vocab", double(V)}, {"hidden", double(h)}});
+            phase("embedding_backward", {{Component::Gradients, grads_dev + ddp_buckets + dense},
+                                         {Component::Activations, scaled(inputs + G)}});
+        }
         std::int64_t step_temp = 0;
         if (!offload && all_trainable > 0) {
             const int temp_per_el = 4;

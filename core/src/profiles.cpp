@@ -235,6 +235,12 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.working_set_fraction = f.num("working_set_fraction", 1.0);
     p.optimizer_step = f.str("optimizer_step", std::string("foreach"));
     p.fused_loss = f.boolean("fused_loss", false);
+    p.grouped_eager_attention = f.boolean("grouped_eager_attention", false);
+    p.softmax_fp32 = f.boolean("softmax_fp32", true);
+    p.norm_saves_square = f.boolean("norm_saves_square", false);
+    p.loss_in_place = f.boolean("loss_in_place", false);
+    p.tied_grad_in_place = f.boolean("tied_grad_in_place", false);
+    p.checkpoint_state_bytes = f.bytes("checkpoint_state_bytes", 0);
     p.technique_lead = static_cast<int>(f.num("technique_lead", 0));
     p.sources = f.strings("sources");
     auto in_range = [&](double v, double lo, double hi, const char* k) {

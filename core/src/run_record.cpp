@@ -269,12 +269,20 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     before /= double(points.size());
     double slope = 1.0 + base.allocator_slack, intercept = double(base.context_bytes + base.workspace_bytes);
     if (points.size() >= 2) {
-        double mx = 0, my = 0;
-        for (auto [x, y] : points) mx += x, my += y;
-        mx /= double(points.size());
-        my /= double(points.size());
+        // Least squares of the relative error (weights 1/RSS²): the error reported and felt is
+        // relative, and plain least squares would let the largest run decide for all of them.
+        double sw = 0, mx = 0, my = 0;
+        for (auto [x, y] : points) {
+            const double w = 1.0 / (y * y);
+            sw += w, mx += w * x, my += w * y;
+        }
+        mx /= sw;
+        my /= sw;
         double sxx = 0, sxy = 0;
-        for (auto [x, y] : points) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+        for (auto [x, y] : points) {
+            const double w = 1.0 / (y * y);
+            sxx += w * (x - mx) * (x - mx), sxy += w * (x - mx) * (y - my);
+        }
         if (sxx > 0) {
             slope = std::clamp(sxy / sxx, 1.0, 2.0);   // slack is never negative
             intercept = my - slope * mx;
@@ -286,8 +294,8 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     cal.profile.context_bytes = std::max<std::int64_t>(0, std::llround(intercept) - base.workspace_bytes);
     cal.profile.id = base.id + "-calibrated";
     cal.profile.name = base.name + " (calibrated from " + std::to_string(points.size()) + " runs)";
-    cal.profile.sources["context_bytes"] = "calibrated: least squares over measured RSS peaks";
-    cal.profile.sources["allocator_slack"] = "calibrated: least squares over measured RSS peaks";
+    cal.profile.sources["context_bytes"] = "calibrated: least squares of the relative error over measured RSS peaks";
+    cal.profile.sources["allocator_slack"] = "calibrated: least squares of the relative error over measured RSS peaks";
     // The error after is the planner's: the new overheads on top of its predicted peak.
     double after = 0;
     for (size_t i = 0; i < points.size(); ++i) {
@@ -312,6 +320,12 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"working_set_fraction", f.working_set_fraction},
             {"optimizer_step", f.optimizer_step},
             {"fused_loss", f.fused_loss},
+            {"grouped_eager_attention", f.grouped_eager_attention},
+            {"softmax_fp32", f.softmax_fp32},
+            {"norm_saves_square", f.norm_saves_square},
+            {"loss_in_place", f.loss_in_place},
+            {"tied_grad_in_place", f.tied_grad_in_place},
+            {"checkpoint_state_bytes", f.checkpoint_state_bytes},
             {"technique_lead", f.technique_lead},
             {"sources", f.sources}};
 }

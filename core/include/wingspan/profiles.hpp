@@ -56,6 +56,18 @@ struct FrameworkProfile {
     double working_set_fraction = 1.0;     // unified memory: share the GPU may use
     std::string optimizer_step = "foreach";// "foreach" | "per_tensor" | "fused": step temporaries
     bool fused_loss = false;               // chunked cross-entropy that never holds full logits
+    // How the implementation differs from the reference (HF transformers) in what it keeps for
+    // backward; the defaults are the reference. Each is documented in the profile's sources.
+    bool grouped_eager_attention = false;  // eager attention shares K/V across a group of query
+                                           // heads instead of repeating them (keeps kv_dim, not q_dim)
+    bool softmax_fp32 = true;              // eager softmax in fp32 beside its 16-bit copy (else in
+                                           // the compute dtype only)
+    bool norm_saves_square = false;        // RMSNorm's mean keeps its input x² (fp32) for backward
+    bool loss_in_place = false;            // head + cross-entropy keep only fp32 probabilities and
+                                           // turn them into the logits gradient in place
+    bool tied_grad_in_place = false;       // a tied embedding adds its rows into the head's
+                                           // gradient (no second vocab × hidden gradient)
+    std::int64_t checkpoint_state_bytes = 0;   // kept per checkpointed layer besides its input (RNG state)
     int technique_lead = 0;                // how early new techniques land (higher = sooner)
     std::map<std::string, std::string> sources;
     std::filesystem::path file;

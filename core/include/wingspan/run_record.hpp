@@ -135,7 +135,8 @@ private:
 };
 
 // Fits a framework's fixed costs from finished runs on this machine: total = context +
-// (1 + slack) × peak allocated, by least squares over (measured peak, measured RSS peak).
+// (1 + slack) × peak allocated, by least squares of the relative error over (measured peak,
+// measured RSS peak).
 struct Calibration {
     FrameworkProfile profile;       // the base profile with the fitted context and slack
     size_t runs = 0;
