@@ -1,5 +1,6 @@
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/hub_dialog.hpp"
+#include "wingspan/ui/calibration_dialog.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -764,6 +765,8 @@ void MainWindow::buildMenus() {
     add(machines, "&Add your machine…", QKeySequence("Ctrl+M"), &MainWindow::addMachineDialog);
     add(machines, "&Edit selected machine…", QKeySequence(), &MainWindow::editMachineDialog);
     add(machines, "&Remove selected machine", QKeySequence(), &MainWindow::removeUserMachine);
+    machines->addSeparator();
+    add(machines, "&Calibrate from my runs…", QKeySequence(), &MainWindow::calibrateDialog);
 
     QMenu* help = menuBar()->addMenu("&Help");
     add(help, "&About Wingspan", QKeySequence(), [this] {
@@ -1493,6 +1496,14 @@ void MainWindow::reloadUserMachines() {
     populateModels();
     populateMachines();
     setPlan(plan_);
+}
+
+void MainWindow::calibrateDialog() {
+    if (!lib_) return;
+    CalibrationDialog dlg(*lib_, RunStore::default_root(), user_dir_, this);
+    if (dlg.exec() != QDialog::Accepted || dlg.savedPath().empty()) return;
+    reloadUserMachines();   // reloads the user's frameworks too
+    statusBar()->showMessage("Calibrated framework saved: " + qs(dlg.savedPath().string()), 10000);
 }
 
 void MainWindow::addMachineDialog() {

@@ -97,6 +97,8 @@ public slots:
     void addMachineDialog();
     void editMachineDialog();
     void removeUserMachine();
+    // "Calibrate from my runs…": fits the framework's fixed costs to finished runs (RunStore).
+    void calibrateDialog();
     void requestTrain();
     void importFromHubDialog();
     void importFromFolderDialog();
