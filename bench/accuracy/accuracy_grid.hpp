@@ -39,8 +39,10 @@ std::vector<GridPoint> quick_grid();
 // Writes a 135M-class (SmolLM2-135M-shaped) config.json into dir; random weights.
 std::filesystem::path write_135m_config(const std::filesystem::path& dir);
 
+// Runs one point. With `keep_runs`, the run is also kept as a RunStore folder under it (plan.json,
+// events.jsonl, result.json), so `wingspan calibrate` and the window can use it.
 PointResult run_point(const std::filesystem::path& trainer, const GridPoint& p, int steps,
-                      const std::filesystem::path& scratch);
+                      const std::filesystem::path& scratch, const std::filesystem::path& keep_runs = {});
 
 // The components whose bytes are fixed by the tensors (must match to the byte).
 bool is_static(Component c);
@@ -54,7 +56,9 @@ struct ReportStats {
     double total_median = 0, total_worst = 0;
 };
 ReportStats stats(const std::vector<PointResult>& results);
-std::string markdown_report(const std::vector<PointResult>& results, const std::string& command);
+// `wall_seconds`: the whole grid's time, stated in the report when given.
+std::string markdown_report(const std::vector<PointResult>& results, const std::string& command,
+                            double wall_seconds = 0);
 std::string csv_report(const std::vector<PointResult>& results);
 
 }  // namespace wingspan::accuracy

@@ -1,0 +1,90 @@
+// A small subset of the accuracy grid (bench/accuracy) against the real wingspan-train: the
+// static components must match to the byte, activations, logits and the peak of allocated bytes
+// within 10 % (the committed full-grid report shows the medians).
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "accuracy_grid.hpp"
+
+using namespace wingspan;
+using namespace wingspan::accuracy;
+namespace fs = std::filesystem;
+
+class AccuracyTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        trainer_ = fs::path(WINGSPAN_TEST_BIN_DIR) / "wingspan-train";
+        if (!fs::exists(trainer_)) QSKIP("wingspan-train is not built");
+        QVERIFY(dir_.isValid());
+    }
+
+    void points_data() {
+        QTest::addColumn<QString>("arch");
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<int>("seq");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<bool>("ckpt");
+        // Each method once with and once without checkpointing; both attention- and
+        // MLP-dominated backward peaks; the 135M-class shape (30 layers, 49k vocabulary) once.
+        QTest::newRow("default full 128x4") << "default" << "full" << 128 << 4 << false;
+        QTest::newRow("default full 512x1 ckpt") << "default" << "full" << 512 << 1 << true;
+        QTest::newRow("default lora 512x1") << "default" << "lora" << 512 << 1 << false;
+        QTest::newRow("default qlora 128x4 ckpt") << "default" << "qlora" << 128 << 4 << true;
+        QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false;
+    }
+
+    void points() {
+        QFETCH(QString, arch);
+        QFETCH(QString, method);
+        QFETCH(int, seq);
+        QFETCH(int, batch);
+        QFETCH(bool, ckpt);
+        GridPoint p;
+        p.arch = arch.toStdString();
+        if (arch == "135m") p.model_dir = write_135m_config(fs::path(dir_.path().toStdString()) / "m135");
+        p.method = method.toStdString();
+        p.seq = seq;
+        p.batch = batch;
+        p.grad_checkpointing = ckpt;
+        const PointResult r = run_point(trainer_, p, 2, fs::path(dir_.path().toStdString()) / QTest::currentDataTag());
+        QVERIFY2(r.failure.empty(), r.failure.c_str());
+        QVERIFY(!r.predicted.empty());
+        auto get = [](const std::map<Component, std::int64_t>& m, Component c) {
+            auto it = m.find(c);
+            return it == m.end() ? std::int64_t{0} : it->second;
+        };
+        for (Component c : kAllComponents) {
+            if (!is_static(c)) continue;
+            QVERIFY2(get(r.predicted, c) == get(r.measured, c),
+                     qPrintable(QString("%1: predicted %2, measured %3")
+                                    .arg(QString::fromStdString(std::string(component_name(c))))
+                                    .arg(get(r.predicted, c))
+                                    .arg(get(r.measured, c))));
+        }
+        for (Component c : {Component::Activations, Component::LogitsLoss}) {
+            const double err = error_percent(get(r.predicted, c), get(r.measured, c));
+            QVERIFY2(get(r.measured, c) > 0 && std::fabs(err) <= 10.0,
+                     qPrintable(QString("%1: predicted %2, measured %3 (%4 %)")
+                                    .arg(QString::fromStdString(std::string(component_name(c))))
+                                    .arg(get(r.predicted, c))
+                                    .arg(get(r.measured, c))
+                                    .arg(err, 0, 'f', 1)));
+        }
+        const RunSummary sum = r.record.summary();
+        QVERIFY2(std::fabs(sum.peak_error_percent()) <= 10.0,
+                 qPrintable(QString("peak: predicted %1, measured %2 (%3 %)")
+                                .arg(sum.predicted_peak)
+                                .arg(sum.measured_peak)
+                                .arg(sum.peak_error_percent(), 0, 'f', 1)));
+    }
+
+private:
+    fs::path trainer_;
+    QTemporaryDir dir_;
+};
+
+QTEST_GUILESS_MAIN(AccuracyTest)
+#include "test_accuracy.moc"
