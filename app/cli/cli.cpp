@@ -29,7 +29,10 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: wingspan [command] [options]
 
-With no command, starts the planner window.
+With no command, starts the planner window:
+  wingspan [PLAN.wingspan.json] [--train] [--tab N] [--screenshot FILE.png]
+  --train opens the Run tab and starts wingspan-train on the plan (as "Train ▶" does);
+  --screenshot saves the window as a PNG and exits.
 
 Commands:
   plan      memory, verdicts, speed and cost for one training or serving run

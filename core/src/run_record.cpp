@@ -46,7 +46,7 @@ std::optional<protocol::Event> RunRecord::ingest_line(const std::string& line) {
     auto parsed = protocol::parse_line(line);
     if (!parsed.event) {
         ++malformed_;
-        logs_.push_back("ignored: " + parsed.error);
+        add_log("ignored: " + parsed.error);
         return std::nullopt;
     }
     ingest(*parsed.event);
@@ -64,6 +64,30 @@ void RunRecord::add_memory(MemorySample s) {
         merged.push_back(memory_[i].allocated_bytes >= memory_[i + 1].allocated_bytes ? memory_[i] : memory_[i + 1]);
     if (memory_.size() % 2) merged.push_back(memory_.back());
     memory_ = std::move(merged);
+}
+
+void RunRecord::add_step(StepSample s) {
+    ++step_events_;
+    steps_.push_back(s);
+    if (steps_.size() <= max_samples_) return;
+    // Keep the later step of each pair: the loss curve keeps its shape and the last step
+    // (progress, ETA) is always the newest.
+    std::vector<StepSample> thinned;
+    thinned.reserve(steps_.size() / 2 + 1);
+    for (size_t i = 1; i < steps_.size(); i += 2) thinned.push_back(steps_[i]);
+    if (steps_.size() % 2) thinned.push_back(steps_.back());
+    steps_ = std::move(thinned);
+}
+
+void RunRecord::add_log(std::string line, bool always) {
+    // An error usually ends the run, so it is kept past the cap — within a small reserve, so a
+    // trainer that floods errors stays bounded too.
+    const size_t cap = always ? kMaxLogLines + 64 : kMaxLogLines;
+    if (logs_.size() >= cap) {
+        ++dropped_logs_;
+        return;
+    }
+    logs_.push_back(std::move(line));
 }
 
 void RunRecord::ingest(const protocol::Event& e) {
@@ -101,17 +125,17 @@ void RunRecord::ingest(const protocol::Event& e) {
             break;
         }
         case EventType::Step:
-            steps_.push_back({e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"),
-                              e.number_field("lr"), e.number_field("tokens_per_s")});
+            add_step({e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"), e.number_field("lr"),
+                      e.number_field("tokens_per_s")});
             break;
         case EventType::Eval: evals_.emplace_back(e.int_field("step"), e.number_field("loss")); break;
         case EventType::Checkpoint: checkpoints_.push_back(e.string_field("path")); break;
         case EventType::Log:
-            logs_.push_back(e.string_field("level", "info") + ": " + e.string_field("message"));
+            add_log(e.string_field("level", "info") + ": " + e.string_field("message"));
             break;
         case EventType::Error:
             last_error_ = e;
-            logs_.push_back("error: " + e.string_field("code") + ": " + e.string_field("message"));
+            add_log("error: " + e.string_field("code") + ": " + e.string_field("message"), /*always=*/true);
             break;
         case EventType::Done:
             done_ = e;

@@ -90,6 +90,25 @@ private slots:
         for (size_t i = 1; i < r.memory().size(); ++i) QVERIFY(r.memory()[i].t > r.memory()[i - 1].t);
     }
 
+    void floodsOfStepsAndLogsStayBounded() {
+        RunRecord r(256);
+        for (int i = 1; i <= 50'000; ++i)
+            r.ingest(*parse_line(encode(EventType::Step, i * 1e-3,
+                                        {{"step", i}, {"total_steps", 50'000}, {"loss", 1.0 / i}, {"lr", 1e-4}, {"tokens_per_s", 100}}))
+                          .event);
+        for (int i = 0; i < 10'000; ++i) r.ingest_line("not json " + std::to_string(i));
+        r.ingest_line(encode(EventType::Error, 60, {{"code", "internal"}, {"message", "the last word"}}));
+        QVERIFY(r.steps().size() <= 256);
+        QCOMPARE(r.step_events(), 50'000);
+        QCOMPARE(r.steps().back().step, 50'000);
+        for (size_t i = 1; i < r.steps().size(); ++i) QVERIFY(r.steps()[i].step > r.steps()[i - 1].step);
+        QCOMPARE(r.malformed_lines(), 10'000);
+        QCOMPARE(r.logs().size(), RunRecord::kMaxLogLines + 1);
+        QCOMPARE(r.dropped_log_lines(), std::int64_t(10'000 - RunRecord::kMaxLogLines));
+        QCOMPARE(r.logs().front(), std::string("ignored: ") + parse_line("not json 0").error);
+        QCOMPARE(r.logs().back(), std::string("error: internal: the last word"));
+    }
+
     void statuses() {
         RunRecord crashed;
         crashed.ingest_line(encode(EventType::Error, 1, {{"code", "out_of_memory"}, {"message", "activations: 64 MB asked, 3 MB left"}}));

@@ -816,6 +816,7 @@ bool RunPanel::start(QString* error) {
     });
     loaded_.reset();
     logs_seen_ = 0;
+    logs_dropped_noted_ = false;
     log_->clear();
     log_->appendPlainText("$ " + trainer_.path + " " + s->arguments().join(' '));
     log_->appendPlainText("run folder: " + qs(s->folder().string()));
@@ -951,6 +952,11 @@ void RunPanel::appendLog() {
     for (; logs_seen_ < logs.size(); ++logs_seen_) {
         const QString l = qs(logs[logs_seen_]);
         lines << (l.startsWith("ignored:") ? "wingspan › " + l : "trainer › " + l);
+    }
+    if (!logs_dropped_noted_ && session_->record().dropped_log_lines() > 0) {
+        logs_dropped_noted_ = true;
+        lines << "wingspan › the trainer's log passed " + QString::number(RunRecord::kMaxLogLines) +
+                     " lines; further lines are counted, not shown (events.jsonl in the run folder has them all)";
     }
     if (lines.isEmpty()) return;
     constexpr int kHead = 60, kTail = 340;

@@ -58,8 +58,10 @@ const char* to_string(RunStatus);
 
 class RunRecord {
 public:
-    // Memory samples kept before pairs are merged (the peak of each pair survives).
+    // Memory and step samples kept before pairs are merged (the peak of each memory pair and
+    // the later step of each step pair survive); at most kMaxLogLines log lines are kept.
     explicit RunRecord(size_t max_memory_samples = 4096);
+    static constexpr size_t kMaxLogLines = 2000;
 
     // Feeds one stdout line; malformed or unknown lines are counted and kept for the log,
     // never fatal. Returns the parsed event, if any.
@@ -83,6 +85,9 @@ public:
     const std::optional<protocol::Event>& last_error() const { return last_error_; }
     const std::optional<protocol::Event>& done() const { return done_; }
     std::int64_t malformed_lines() const { return malformed_; }
+    // Log lines that arrived after kMaxLogLines and were counted, not kept (errors are always kept).
+    std::int64_t dropped_log_lines() const { return dropped_logs_; }
+    std::int64_t step_events() const { return step_events_; }
     std::int64_t memory_events() const { return memory_events_; }
     std::int64_t measured_peak() const { return measured_peak_; }
     std::int64_t measured_rss_peak() const { return rss_peak_; }
@@ -96,6 +101,8 @@ public:
 
 private:
     void add_memory(MemorySample s);
+    void add_step(StepSample s);
+    void add_log(std::string line, bool always = false);
 
     size_t max_samples_;
     nlohmann::json plan_, hello_;
@@ -106,7 +113,7 @@ private:
     std::vector<std::pair<std::int64_t, double>> evals_;
     std::vector<std::string> checkpoints_, logs_;
     std::optional<protocol::Event> last_error_, done_;
-    std::int64_t malformed_ = 0, memory_events_ = 0;
+    std::int64_t malformed_ = 0, memory_events_ = 0, step_events_ = 0, dropped_logs_ = 0;
     RunStatus status_ = RunStatus::Running;
     int exit_code_ = 0, exit_signal_ = 0;
 };

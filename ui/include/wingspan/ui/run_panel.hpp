@@ -443,6 +443,7 @@ private:
     std::optional<Loaded> loaded_;
     std::optional<Loaded> overlay_;
     size_t logs_seen_ = 0;
+    bool logs_dropped_noted_ = false;
     int repaints_ = 0;
     QPointer<QWidget> closing_window_;
     QString last_model_dir_;
