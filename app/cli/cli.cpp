@@ -460,6 +460,7 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out) {
     if (o.has("--json")) {
         out << json{{"framework", cal.profile.id}, {"file", file.string()}, {"runs", cal.runs},
                     {"context_bytes", cal.profile.context_bytes}, {"allocator_slack", cal.profile.allocator_slack},
+                    {"allocator_slack_of", cal.profile.allocator_slack_of},
                     {"error_before_percent", cal.error_before_percent}, {"error_after_percent", cal.error_after_percent}}
                    .dump(2)
             << "\n";
@@ -467,10 +468,11 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out) {
     }
     char line[256];
     std::snprintf(line, sizeof line,
-                  "calibrated %s from %zu runs: context %s, allocator slack %.1f %%\n"
+                  "calibrated %s from %zu runs: context %s, allocator slack %.1f %% of %s\n"
                   "mean error of the predicted total: %.1f %% before, %.1f %% after\n",
                   base.id.c_str(), cal.runs, format_bytes(double(cal.profile.context_bytes)).c_str(),
-                  100 * cal.profile.allocator_slack, cal.error_before_percent, cal.error_after_percent);
+                  100 * cal.profile.allocator_slack, slack_base_name(cal.profile).c_str(), cal.error_before_percent,
+                  cal.error_after_percent);
     out << line << "saved as framework '" << cal.profile.id << "' in " << file.string()
         << " (use it with --framework " << cal.profile.id << ")\n";
     return kExitOk;

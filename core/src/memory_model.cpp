@@ -130,6 +130,22 @@ ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& 
     return p;
 }
 
+std::int64_t slack_base_bytes(const FrameworkProfile& framework,
+                              const std::map<Component, std::int64_t>& peak_components) {
+    std::int64_t base = 0;
+    for (const auto& [c, b] : peak_components) {
+        if (c == Component::FrameworkOverhead) continue;
+        if (framework.allocator_slack_of == "transient" && c != Component::Activations && c != Component::LogitsLoss)
+            continue;
+        base += b;
+    }
+    return base;
+}
+
+std::string slack_base_name(const FrameworkProfile& framework) {
+    return framework.allocator_slack_of == "transient" ? "the activations and logits" : "the peak";
+}
+
 MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
                                const FrameworkProfile& fw) {
     MemoryEstimate est;
@@ -587,15 +603,16 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         if (p.total() > peak->total()) peak = &p;
     est.peak_phase = peak->name;
     est.peak_allocated_bytes = peak->total();
-    const std::int64_t slack =
-        static_cast<std::int64_t>(std::llround(fw.allocator_slack * est.peak_allocated_bytes));
+    const std::int64_t slack_base = slack_base_bytes(fw, peak->bytes);
+    const std::int64_t slack = static_cast<std::int64_t>(std::llround(fw.allocator_slack * double(slack_base)));
     est.framework_overhead_bytes = fw.context_bytes + fw.workspace_bytes + slack;
     term(Component::FrameworkOverhead, est.framework_overhead_bytes,
          fw.name + ": context " + n(fw.context_bytes) + " B + workspace " + n(fw.workspace_bytes) +
-             " B + allocator slack " + std::to_string(fw.allocator_slack * 100).substr(0, 4) +
-             " % of the peak",
+             " B + allocator slack " + std::to_string(fw.allocator_slack * 100).substr(0, 4) + " % of " +
+             slack_base_name(fw) +
+             (fw.allocator_slack_of == "transient" ? " at the peak (" + n(slack_base) + " B)" : std::string()),
          {{"context_bytes", double(fw.context_bytes)}, {"workspace_bytes", double(fw.workspace_bytes)},
-          {"allocator_slack", fw.allocator_slack}});
+          {"allocator_slack", fw.allocator_slack}, {"slack_base_bytes", double(slack_base)}});
     est.components = peak->bytes;
     est.components[Component::FrameworkOverhead] = est.framework_overhead_bytes;
     est.total_bytes = est.peak_allocated_bytes + est.framework_overhead_bytes;

@@ -229,6 +229,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.context_bytes = f.bytes("context_bytes", 0);
     p.workspace_bytes = f.bytes("workspace_bytes", 0);
     p.allocator_slack = f.num("allocator_slack", 0.0);
+    p.allocator_slack_of = f.str("allocator_slack_of", std::string("peak"));
     p.activation_factor = f.num("activation_factor", 1.0);
     p.mfu = f.num("mfu", 0.3);
     p.quantized_speed_factor = f.num("quantized_speed_factor", 0.7);
@@ -252,6 +253,8 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     in_range(p.mfu, 0.001, 1, "mfu");
     in_range(p.quantized_speed_factor, 0.01, 1, "quantized_speed_factor");
     in_range(p.working_set_fraction, 0.01, 1, "working_set_fraction");
+    if (p.allocator_slack_of != "peak" && p.allocator_slack_of != "transient")
+        throw ProfileError(file, "allocator_slack_of", "expected \"peak\" or \"transient\"");
     if (p.optimizer_step != "foreach" && p.optimizer_step != "per_tensor" && p.optimizer_step != "fused")
         throw ProfileError(file, "optimizer_step", "expected \"foreach\", \"per_tensor\" or \"fused\"");
     p.file = file;

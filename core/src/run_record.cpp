@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/memory_model.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -279,14 +280,22 @@ RunRecord RunStore::load(const fs::path& run) {
 Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>& runs) {
     Calibration cal;
     cal.profile = base;
-    std::vector<std::pair<double, double>> points;   // (measured peak allocated, measured RSS peak)
-    std::vector<double> predicted_peaks;
+    // The planner's total is context + workspace + predicted peak + slack × base, so with
+    // y = RSS − (peak − base) the fit is a line y = (context + workspace) + (1 + slack) · base.
+    // The planner's own peak is used (not the measured one): the calibrated profile corrects
+    // what the planner will say.
+    struct Point {
+        double base, y, rss, peak;
+    };
+    std::vector<Point> points;
     double before = 0;
     for (const auto& r : runs) {
         if (r.measured_peak() <= 0 || r.measured_rss_peak() <= 0 || r.predicted_total() <= 0) continue;
-        points.emplace_back(double(r.measured_peak()), double(r.measured_rss_peak()));
-        predicted_peaks.push_back(double(r.predicted_peak()));
-        before += std::fabs(double(r.predicted_total() - r.measured_rss_peak())) / double(r.measured_rss_peak());
+        const double peak = double(r.predicted_peak());
+        const double base_bytes = double(slack_base_bytes(base, r.predicted()));
+        const double rss = double(r.measured_rss_peak());
+        points.push_back({base_bytes, rss - (peak - base_bytes), rss, peak});
+        before += std::fabs(double(r.predicted_total()) - rss) / rss;
     }
     cal.runs = points.size();
     if (points.empty()) throw InputError("calibration needs at least one finished run with memory measurements");
@@ -296,23 +305,23 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
         // Least squares of the relative error (weights 1/RSS²): the error reported and felt is
         // relative, and plain least squares would let the largest run decide for all of them.
         double sw = 0, mx = 0, my = 0;
-        for (auto [x, y] : points) {
-            const double w = 1.0 / (y * y);
-            sw += w, mx += w * x, my += w * y;
+        for (const Point& p : points) {
+            const double w = 1.0 / (p.rss * p.rss);
+            sw += w, mx += w * p.base, my += w * p.y;
         }
         mx /= sw;
         my /= sw;
         double sxx = 0, sxy = 0;
-        for (auto [x, y] : points) {
-            const double w = 1.0 / (y * y);
-            sxx += w * (x - mx) * (x - mx), sxy += w * (x - mx) * (y - my);
+        for (const Point& p : points) {
+            const double w = 1.0 / (p.rss * p.rss);
+            sxx += w * (p.base - mx) * (p.base - mx), sxy += w * (p.base - mx) * (p.y - my);
         }
         if (sxx > 0) {
             slope = std::clamp(sxy / sxx, 1.0, 2.0);   // slack is never negative
             intercept = my - slope * mx;
         }
     } else {
-        intercept = points[0].second - slope * points[0].first;
+        intercept = points[0].y - slope * points[0].base;
     }
     cal.profile.allocator_slack = slope - 1.0;
     cal.profile.context_bytes = std::max<std::int64_t>(0, std::llround(intercept) - base.workspace_bytes);
@@ -322,10 +331,10 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     cal.profile.sources["allocator_slack"] = "calibrated: least squares of the relative error over measured RSS peaks";
     // The error after is the planner's: the new overheads on top of its predicted peak.
     double after = 0;
-    for (size_t i = 0; i < points.size(); ++i) {
-        const double predicted = double(cal.profile.context_bytes + cal.profile.workspace_bytes) +
-                                 (1.0 + cal.profile.allocator_slack) * predicted_peaks[i];
-        after += std::fabs(predicted - points[i].second) / points[i].second;
+    for (const Point& p : points) {
+        const double predicted = double(cal.profile.context_bytes + cal.profile.workspace_bytes) + p.peak +
+                                 cal.profile.allocator_slack * p.base;
+        after += std::fabs(predicted - p.rss) / p.rss;
     }
     cal.error_before_percent = 100.0 * before;
     cal.error_after_percent = 100.0 * after / double(points.size());
@@ -338,6 +347,7 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"context_bytes", f.context_bytes},
             {"workspace_bytes", f.workspace_bytes},
             {"allocator_slack", f.allocator_slack},
+            {"allocator_slack_of", f.allocator_slack_of},
             {"activation_factor", f.activation_factor},
             {"mfu", f.mfu},
             {"quantized_speed_factor", f.quantized_speed_factor},

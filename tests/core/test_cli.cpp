@@ -21,6 +21,17 @@ Result run(std::vector<std::string> args) {
     const int code = wingspan::cli::run(args, out, err);
     return {code, out.str(), err.str()};
 }
+// Runs `command` on a copy of the bundled profiles with one more file (relative path, content).
+Result run_with_extra_profile(const std::string& file, const std::string& content, const std::string& command) {
+    const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-profiles-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::copy(WINGSPAN_TEST_PROFILES_DIR, dir, fs::copy_options::recursive);
+    std::ofstream(dir / file) << content;
+    std::ostringstream out, err;
+    const int code = wingspan::cli::run({command, "--profiles", dir.string()}, out, err);
+    fs::remove_all(dir);
+    return {code, out.str(), err.str()};
+}
 }  // namespace
 
 class CliTest : public QObject {
@@ -137,30 +148,28 @@ private slots:
     }
 
     void brokenProfileNamesFileAndField() {
-        const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-test-" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        fs::copy(WINGSPAN_TEST_PROFILES_DIR, dir, fs::copy_options::recursive);
-        std::ofstream(dir / "machines" / "broken.json") << R"({"id": "broken", "kind": "gpu", "memory_bytes": "lots", "tflops_fp32": 1})";
-        std::ostringstream out, err;
-        const int code = wingspan::cli::run({"machines", "--profiles", dir.string()}, out, err);
-        fs::remove_all(dir);
-        QCOMPARE(code, 2);
-        QVERIFY2(err.str().find("broken.json") != std::string::npos, err.str().c_str());
-        QVERIFY2(err.str().find("memory_bytes") != std::string::npos, err.str().c_str());
-        QVERIFY2(err.str().find("byte count") != std::string::npos, err.str().c_str());
+        const auto r = run_with_extra_profile("machines/broken.json",
+                                              R"({"id": "broken", "kind": "gpu", "memory_bytes": "lots", "tflops_fp32": 1})",
+                                              "machines");
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.find("broken.json") != std::string::npos, r.err.c_str());
+        QVERIFY2(r.err.find("memory_bytes") != std::string::npos, r.err.c_str());
+        QVERIFY2(r.err.find("byte count") != std::string::npos, r.err.c_str());
+    }
+
+    void frameworkSlackBaseIsChecked() {
+        const auto r = run_with_extra_profile("frameworks/odd.json", R"({"id": "odd", "allocator_slack_of": "weights"})",
+                                              "frameworks");
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.find("odd.json") != std::string::npos, r.err.c_str());
+        QVERIFY2(r.err.find("allocator_slack_of") != std::string::npos, r.err.c_str());
     }
 
     void invalidJsonProfile() {
-        const fs::path dir = fs::temp_directory_path() / ("wingspan-cli-json-" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        fs::copy(WINGSPAN_TEST_PROFILES_DIR, dir, fs::copy_options::recursive);
-        std::ofstream(dir / "models" / "typo.json") << "{\"id\": \"typo\",";
-        std::ostringstream out, err;
-        const int code = wingspan::cli::run({"models", "--profiles", dir.string()}, out, err);
-        fs::remove_all(dir);
-        QCOMPARE(code, 2);
-        QVERIFY(err.str().find("typo.json") != std::string::npos);
-        QVERIFY(err.str().find("not valid JSON") != std::string::npos);
+        const auto r = run_with_extra_profile("models/typo.json", "{\"id\": \"typo\",", "models");
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.err.find("typo.json") != std::string::npos);
+        QVERIFY(r.err.find("not valid JSON") != std::string::npos);
     }
 };
 

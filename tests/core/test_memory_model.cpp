@@ -201,6 +201,15 @@ private slots:
         const auto e = estimate_memory(test::library().model("llama-3.1-8b").arch, s, f);
         QCOMPARE(e.framework_overhead_bytes, 564'000'000 + std::llround(0.10 * double(e.peak_allocated_bytes)));
         QCOMPARE(e.total_bytes, e.peak_allocated_bytes + e.framework_overhead_bytes);
+
+        // A slack on the transient bytes: only the activations and logits at the peak phase.
+        f.allocator_slack_of = "transient";
+        const auto t = estimate_memory(test::library().model("llama-3.1-8b").arch, s, f);
+        const std::int64_t transient = t.components.at(Component::Activations) + t.components.at(Component::LogitsLoss);
+        QVERIFY(transient > 0 && transient < t.peak_allocated_bytes / 2);
+        QCOMPARE(t.peak_allocated_bytes, e.peak_allocated_bytes);
+        QCOMPARE(t.framework_overhead_bytes, 564'000'000 + std::llround(0.10 * double(transient)));
+        QVERIFY(t.term(Component::FrameworkOverhead)->formula.find("activations and logits") != std::string::npos);
     }
 
     void optimizers() {

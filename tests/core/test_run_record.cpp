@@ -171,6 +171,41 @@ private slots:
         QCOMPARE(QString::fromStdString(cal.profile.id), QString("libtorch-cpu-calibrated"));
         QVERIFY_THROWS_EXCEPTION(InputError, calibrate(base, {}));
     }
+
+    void calibrationOfTransientSlack() {
+        // A heap that keeps what it freed: RSS = 200 MB + every allocated byte + 60 % more of
+        // the activations and logits. A slack on the whole peak cannot fit runs that differ in
+        // their static share; one on the transient bytes recovers both numbers.
+        FrameworkProfile base = test::bare_framework();
+        base.id = "libtorch-cpu";
+        base.allocator_slack_of = "transient";
+        std::vector<RunRecord> runs;
+        const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+            {500'000'000, 50'000'000}, {40'000'000, 300'000'000}, {2'000'000'000, 1'200'000'000}, {10'000'000, 900'000'000}};
+        for (auto [weights, activations] : shapes) {
+            const std::int64_t peak = weights + activations;
+            const std::int64_t rss = 200'000'000 + peak + activations * 6 / 10;
+            RunRecord r;
+            r.ingest_line(encode(EventType::Predicted, 0,
+                                 {{"components", components_to_json({{Component::FrozenWeights, weights},
+                                                                     {Component::Activations, activations}})},
+                                  {"peak_bytes", peak},
+                                  {"total_bytes", peak}}));
+            r.ingest_line(memory_line(0.1, activations, weights, rss));
+            r.ingest_line(encode(EventType::Done, 1, {{"reason", "completed"}, {"steps", 1}}));
+            r.finish(0);
+            runs.push_back(std::move(r));
+        }
+        const Calibration cal = calibrate(base, runs);
+        QVERIFY(std::llabs(cal.profile.context_bytes - 200'000'000) < 1000);
+        QVERIFY(std::abs(cal.profile.allocator_slack - 0.60) < 1e-6);
+        QVERIFY(cal.error_after_percent < 0.01);
+        QCOMPARE(QString::fromStdString(cal.profile.allocator_slack_of), QString("transient"));
+
+        // The same runs fitted with a slack on the whole peak leave an error.
+        base.allocator_slack_of = "peak";
+        QVERIFY(calibrate(base, runs).error_after_percent > 3);
+    }
 };
 
 QTEST_APPLESS_MAIN(RunRecordTest)

@@ -11,6 +11,7 @@
 
 #include <fstream>
 
+#include "wingspan/memory_model.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan::ui {
@@ -44,7 +45,7 @@ CalibrationDialog::CalibrationDialog(const ProfileLibrary& lib, fs::path runs_ro
     auto* v = new QVBoxLayout(this);
     auto* intro = new QLabel(
         "Fits the framework's fixed costs on this machine — the process baseline and the allocator's slack over "
-        "the allocated peak — to the memory your finished runs really used, and saves them as your own framework "
+        "the allocated bytes — to the memory your finished runs really used, and saves them as your own framework "
         "profile. Check the runs to fit.",
         this);
     intro->setWordWrap(true);
@@ -61,7 +62,11 @@ CalibrationDialog::CalibrationDialog(const ProfileLibrary& lib, fs::path runs_ro
     list_ = new QTreeWidget(this);
     list_->setRootIsDecorated(false);
     list_->setColumnCount(kColumns);
-    list_->setHeaderLabels({"Run", "Status", "Measured peak", "RSS peak", "Predicted total", "Error"});
+    list_->setHeaderLabels({"Run", "Status", "Tensors peak", "Process peak (RSS)", "Predicted total", "Error"});
+    list_->headerItem()->setToolTip(kPeak, "the largest sum of live tensor bytes the trainer's allocator counted");
+    list_->headerItem()->setToolTip(kRss, "the most resident memory the trainer's process held (what the machine must have)");
+    // Run folders are named time-label: the label at the end tells the runs apart.
+    list_->setTextElideMode(Qt::ElideMiddle);
     list_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     list_->header()->setSectionResizeMode(kRun, QHeaderView::Stretch);
     list_->header()->setStretchLastSection(false);
@@ -164,14 +169,15 @@ void CalibrationDialog::refit() {
     const FrameworkProfile& base = lib_.framework(framework_->currentData().toString().toStdString());
     auto mb = [](std::int64_t b) { return QString::number(double(b) / 1e6, 'f', 0) + " MB"; };
     result_->setText(QString("<b>Fitted from %1 run%2:</b> process baseline %3 (was %4), allocator slack %5 % (was "
-                             "%6 %).<br>Mean error of the predicted process total: <b>%7 % before, %8 % after</b>.")
+                             "%6 %) of %9.<br>Mean error of the predicted process total: <b>%7 % before, %8 % after</b>.")
                          .arg(c.runs)
                          .arg(c.runs == 1 ? "" : "s")
                          .arg(mb(c.profile.context_bytes), mb(base.context_bytes))
                          .arg(100 * c.profile.allocator_slack, 0, 'f', 1)
                          .arg(100 * base.allocator_slack, 0, 'f', 1)
                          .arg(c.error_before_percent, 0, 'f', 1)
-                         .arg(c.error_after_percent, 0, 'f', 1));
+                         .arg(c.error_after_percent, 0, 'f', 1)
+                         .arg(qs(slack_base_name(c.profile))));
     where_->setText("Save writes framework '" + qs(c.profile.id) + "' to " +
                     qs((user_dir_ / "frameworks" / (c.profile.id + ".json")).string()) +
                     "; plans use it when you pick it (wingspan … --framework " + qs(c.profile.id) + ").");

@@ -49,7 +49,11 @@ struct FrameworkProfile {
     std::string name;
     std::int64_t context_bytes = 0;        // runtime context / process baseline, never "allocated"
     std::int64_t workspace_bytes = 0;      // cuBLAS / kernel workspaces
-    double allocator_slack = 0.0;          // reserved-minus-allocated as a fraction of the peak
+    double allocator_slack = 0.0;          // held-minus-allocated as a fraction of allocator_slack_of
+    // What the slack is a fraction of: "peak" (all allocated bytes at the peak) or "transient"
+    // (only the activations and logits at the peak: the bytes freed and allocated again every
+    // step, which fragment a heap that keeps what it freed, as glibc's does on CPU).
+    std::string allocator_slack_of = "peak";
     double activation_factor = 1.0;        // relative to the reference implementation
     double mfu = 0.3;                      // fraction of dense peak FLOPs achieved in training
     double quantized_speed_factor = 0.7;   // QLoRA throughput relative to 16-bit LoRA
