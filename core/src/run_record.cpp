@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -219,6 +220,15 @@ fs::path RunStore::create(const json& plan, const std::string& label) {
     fs::create_directories(dir);
     std::ofstream(dir / "plan.json") << plan.dump(2) << "\n";
     return dir;
+}
+
+std::string RunStore::label_of(const fs::path& run) {
+    const std::string name = run.filename().string();
+    constexpr size_t kStamp = 16;   // "20261202-153231-"
+    if (name.size() <= kStamp || name[8] != '-' || name[15] != '-') return name;
+    for (size_t i = 0; i < 15; ++i)
+        if (i != 8 && !std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+    return name.substr(kStamp);
 }
 
 void RunStore::append_line(const fs::path& run, const std::string& line) {

@@ -148,6 +148,8 @@ private slots:
         const RunRecord again = RunStore::load(run);
         QCOMPARE(again.measured_peak(), 8);
         QCOMPARE(again.predicted_peak(), 10);
+        QCOMPARE(RunStore::label_of(run), std::string("default-model-qlora"));
+        QCOMPARE(RunStore::label_of("/x/my-own-folder"), std::string("my-own-folder"));
         fs::remove_all(root);
     }
 

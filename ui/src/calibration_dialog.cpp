@@ -65,8 +65,7 @@ CalibrationDialog::CalibrationDialog(const ProfileLibrary& lib, fs::path runs_ro
     list_->setHeaderLabels({"Run", "Status", "Tensors peak", "Process peak (RSS)", "Predicted total", "Error"});
     list_->headerItem()->setToolTip(kPeak, "the largest sum of live tensor bytes the trainer's allocator counted");
     list_->headerItem()->setToolTip(kRss, "the most resident memory the trainer's process held (what the machine must have)");
-    // Run folders are named time-label: the label at the end tells the runs apart.
-    list_->setTextElideMode(Qt::ElideMiddle);
+
     list_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     list_->header()->setSectionResizeMode(kRun, QHeaderView::Stretch);
     list_->header()->setStretchLastSection(false);
@@ -114,7 +113,7 @@ void CalibrationDialog::loadRuns() {
         e.usable = reason.isEmpty();
         const RunSummary s = e.record.summary();
         auto* item = new QTreeWidgetItem(list_);
-        item->setText(kRun, qs(dir.filename().string()));
+        item->setText(kRun, qs(RunStore::label_of(dir)));
         item->setToolTip(kRun, qs(dir.string()));
         item->setText(kStatus, e.usable ? qs(to_string(e.record.status())) : reason);
         item->setText(kPeak, bytes_text(s.measured_peak));

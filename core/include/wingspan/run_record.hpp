@@ -127,8 +127,10 @@ public:
     static std::filesystem::path default_root();
     const std::filesystem::path& root() const { return root_; }
 
-    // Creates a new run folder named after the time and the model.
+    // Creates a new run folder named after the time and the label: YYYYMMDD-HHMMSS-label.
     std::filesystem::path create(const nlohmann::json& plan, const std::string& label);
+    // The label part of a run folder's name (the whole name if it does not start with a time).
+    static std::string label_of(const std::filesystem::path& run);
     static void append_line(const std::filesystem::path& run, const std::string& line);
     static void write_result(const std::filesystem::path& run, const RunRecord& record);
     // Newest first.
