@@ -335,7 +335,7 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     }
     cal.profile.allocator_slack = slope - 1.0;
     cal.profile.context_bytes = std::max<std::int64_t>(0, std::llround(intercept) - base.workspace_bytes);
-    cal.profile.id = base.id + "-calibrated";
+    cal.profile.id = calibrated_framework_id(base.id);
     cal.profile.name = base.name + " (calibrated from " + std::to_string(points.size()) + " runs)";
     cal.profile.sources["context_bytes"] = "calibrated: least squares of the relative error over measured RSS peaks";
     cal.profile.sources["allocator_slack"] = "calibrated: least squares of the relative error over measured RSS peaks";
@@ -350,6 +350,8 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     cal.error_after_percent = 100.0 * after / double(points.size());
     return cal;
 }
+
+std::string calibrated_framework_id(const std::string& base_id) { return base_id + "-calibrated"; }
 
 json framework_profile_to_json(const FrameworkProfile& f) {
     return {{"id", f.id},

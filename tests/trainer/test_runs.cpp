@@ -319,6 +319,35 @@ private slots:
         QVERIFY(QFileInfo::exists(dir.filePath("adapter/adapter_config.json")));
     }
 
+    void predictionUsesYourCalibration() {
+        // A calibrated profile saved by the user (wingspan calibrate / the window) is what the
+        // trainer predicts the process total with; without one, the bundled libtorch-cpu.
+        QTemporaryDir config;
+        QVERIFY(QDir().mkpath(config.filePath("wingspan/frameworks")));
+        const std::int64_t context = 123'456'789;
+        std::ofstream(config.filePath("wingspan/frameworks/libtorch-cpu-calibrated.json").toStdString())
+            << R"({"id": "libtorch-cpu-calibrated", "context_bytes": )" << context
+            << R"(, "allocator_slack": 0, "optimizer_step": "fused", "grouped_eager_attention": true,
+                  "softmax_fp32": false, "norm_saves_square": true, "loss_in_place": true, "tied_grad_in_place": true})";
+        const QByteArray saved = qgetenv("XDG_CONFIG_HOME");
+        qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
+        const Result calibrated = run({"--method", "lora", "--steps", "1", "--seq", "32", "--batch", "1", "--sample-tokens", "0"});
+        qputenv("XDG_CONFIG_HOME", saved);
+        QVERIFY2(calibrated.exit_code == 0, qPrintable(calibrated.err));
+        const Event* p = calibrated.first(EventType::Predicted);
+        QVERIFY(p);
+        QCOMPARE(p->string_field("framework"), std::string("libtorch-cpu-calibrated"));
+        QCOMPARE(p->int_field("total_bytes") - p->int_field("peak_bytes"), context);
+
+        const Result bundled = run({"--method", "lora", "--steps", "1", "--seq", "32", "--batch", "1", "--sample-tokens", "0"});
+        QVERIFY2(bundled.exit_code == 0, qPrintable(bundled.err));
+        const Event* b = bundled.first(EventType::Predicted);
+        QVERIFY(b);
+        QCOMPARE(b->string_field("framework"), std::string("libtorch-cpu"));
+        QCOMPARE(b->int_field("peak_bytes"), p->int_field("peak_bytes"));
+        QVERIFY(b->int_field("total_bytes") - b->int_field("peak_bytes") != context);
+    }
+
     void modelFoldersFromSafetensors() {
         QTemporaryDir dir;
         // BF16 weights, all present: trains (a pretrained-style run).

@@ -30,6 +30,7 @@
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/protocol.hpp"
+#include "wingspan/run_record.hpp"
 
 #ifndef WINGSPAN_VERSION
 #define WINGSPAN_VERSION "0.0.0"
@@ -369,12 +370,24 @@ void Run::announce() {
           {"total_steps", total_steps_},
           {"lr", lr_}});
 
-    // The planner's prediction for exactly this run.
+    // The planner's prediction for exactly this run, with this machine's calibration when the
+    // user saved one (Calibrate from my runs… / wingspan calibrate).
     FrameworkProfile fw;
     fw.id = "libtorch-cpu";
     try {
-        const ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv0_));
-        fw = lib.framework("libtorch-cpu");
+        ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv0_));
+        fw = lib.framework(fw.id);
+        try {
+            lib.load_user_profiles(ProfileLibrary::user_dir());
+            const std::string calibrated = calibrated_framework_id(fw.id);
+            for (const auto& f : lib.frameworks())
+                if (f.id == calibrated) {
+                    fw = f;
+                    log_info("predicting with your calibrated framework profile " + f.file.string());
+                }
+        } catch (const std::exception& e) {
+            log_warning(std::string("your own profiles were not loaded (") + e.what() + "); predicting with the bundled one");
+        }
     } catch (const std::exception& e) {
         log_warning(std::string("framework profile libtorch-cpu not loaded (") + e.what() + "); predicting without it");
     }
