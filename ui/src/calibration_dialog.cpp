@@ -179,7 +179,10 @@ void CalibrationDialog::refit() {
                          .arg(qs(slack_base_name(c.profile))));
     where_->setText("Save writes framework '" + qs(c.profile.id) + "' to " +
                     qs((user_dir_ / "frameworks" / (c.profile.id + ".json")).string()) +
-                    "; plans use it when you pick it (wingspan … --framework " + qs(c.profile.id) + ").");
+                    "; plans use it when you pick it (wingspan … --framework " + qs(c.profile.id) + ")" +
+                    (c.profile.id == calibrated_framework_id("libtorch-cpu")
+                         ? QString(", and wingspan-train predicts its runs with it from the next run on.")
+                         : QString(".")));
 }
 
 bool CalibrationDialog::save() {
