@@ -337,8 +337,17 @@ const json& ProfileLibrary::scenario(const std::string& id) const {
     throw InputError("unknown scenario '" + id + "'" + (hint.empty() ? "" : " (closest: " + hint + ")"));
 }
 
+std::string calibrated_framework_id(const std::string& base_id) { return base_id + "-calibrated"; }
+
+const FrameworkProfile& ProfileLibrary::calibrated_or_bundled(const std::string& id) const {
+    const std::string calibrated = calibrated_framework_id(id);
+    for (const auto& f : frameworks_)
+        if (f.id == calibrated) return f;
+    return framework(id);
+}
+
 const FrameworkProfile& ProfileLibrary::framework_for(const MachineProfile& m) const {
-    return framework(m.default_framework);
+    return m.id == kThisMachineId ? calibrated_or_bundled(m.default_framework) : framework(m.default_framework);
 }
 
 std::vector<const ModelProfile*> ProfileLibrary::family(const std::string& name) const {
@@ -386,7 +395,7 @@ void ProfileLibrary::add_framework(FrameworkProfile f) { upsert(frameworks_, std
 
 MachineProfile detect_this_machine() {
     MachineProfile m;
-    m.id = "this-machine";
+    m.id = kThisMachineId;
     m.kind = MachineKind::Cpu;
     std::int64_t total = 0, available = 0;
     std::ifstream meminfo("/proc/meminfo");

@@ -351,8 +351,6 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     return cal;
 }
 
-std::string calibrated_framework_id(const std::string& base_id) { return base_id + "-calibrated"; }
-
 json framework_profile_to_json(const FrameworkProfile& f) {
     return {{"id", f.id},
             {"name", f.name},

@@ -47,6 +47,31 @@ private slots:
         QCOMPARE(adapt_setup(s, lib.machine("cpu-laptop-8gb")).precision, Precision::Fp32);
     }
 
+    void thisMachineUsesItsCalibration() {
+        ProfileLibrary lib = test::library();
+        MachineProfile here = detect_this_machine();
+        here.default_framework = "libtorch-cpu";
+        lib.add_machine(here);
+        const MachineProfile& laptop = lib.machine("cpu-laptop-8gb");
+        QCOMPARE(QString::fromStdString(lib.framework_for(lib.machine(kThisMachineId)).id), QString("libtorch-cpu"));
+
+        FrameworkProfile calibrated = lib.framework("libtorch-cpu");
+        calibrated.id = calibrated_framework_id("libtorch-cpu");
+        calibrated.context_bytes = 777'000'000;
+        lib.add_framework(calibrated);
+        QCOMPARE(QString::fromStdString(lib.framework_for(lib.machine(kThisMachineId)).id),
+                 QString("libtorch-cpu-calibrated"));
+        // Another machine with the same framework keeps the bundled profile: the calibration
+        // describes this one.
+        QCOMPARE(QString::fromStdString(lib.framework_for(laptop).id), QString(laptop.default_framework.c_str()));
+        const Architecture a = test::tiny_arch();
+        const TrainingSetup s;
+        const MachineVerdict v = evaluate(a, s, lib.machine(kThisMachineId), lib.framework_for(lib.machine(kThisMachineId)));
+        QCOMPARE(v.estimate.framework_overhead_bytes - calibrated.workspace_bytes -
+                     std::llround(calibrated.allocator_slack * double(slack_base_bytes(calibrated, v.estimate.components))),
+                 std::int64_t(777'000'000));
+    }
+
     void unifiedMemoryWorkingSet() {
         const auto& lib = test::library();
         const MachineProfile& mac = lib.machine("mac-studio-m3-ultra-96gb");

@@ -30,7 +30,6 @@
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/protocol.hpp"
-#include "wingspan/run_record.hpp"
 
 #ifndef WINGSPAN_VERSION
 #define WINGSPAN_VERSION "0.0.0"
@@ -379,12 +378,9 @@ void Run::announce() {
         fw = lib.framework(fw.id);
         try {
             lib.load_user_profiles(ProfileLibrary::user_dir());
-            const std::string calibrated = calibrated_framework_id(fw.id);
-            for (const auto& f : lib.frameworks())
-                if (f.id == calibrated) {
-                    fw = f;
-                    log_info("predicting with your calibrated framework profile " + f.file.string());
-                }
+            fw = lib.calibrated_or_bundled(fw.id);
+            if (fw.id == calibrated_framework_id("libtorch-cpu"))
+                log_info("predicting with your calibrated framework profile " + fw.file.string());
         } catch (const std::exception& e) {
             log_warning(std::string("your own profiles were not loaded (") + e.what() + "); predicting with the bundled one");
         }

@@ -181,7 +181,7 @@ void CalibrationDialog::refit() {
                     qs((user_dir_ / "frameworks" / (c.profile.id + ".json")).string()) +
                     "; plans use it when you pick it (wingspan … --framework " + qs(c.profile.id) + ")" +
                     (c.profile.id == calibrated_framework_id("libtorch-cpu")
-                         ? QString(", and wingspan-train predicts its runs with it from the next run on.")
+                         ? QString("; the planner's “This machine” and wingspan-train's predictions use it from then on.")
                          : QString(".")));
 }
 

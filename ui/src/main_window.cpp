@@ -829,7 +829,7 @@ void MainWindow::populateMachines() {
     for (const auto& m : lib_->machines()) ms.push_back(&m);
     std::stable_sort(ms.begin(), ms.end(), [](const MachineProfile* a, const MachineProfile* b) {
         if (machine_rank(*a) != machine_rank(*b)) return machine_rank(*a) < machine_rank(*b);
-        if (a->id == "this-machine" || b->id == "this-machine") return b->id == "this-machine";
+        if (a->id == kThisMachineId || b->id == kThisMachineId) return b->id == kThisMachineId;
         return a->usable_bytes < b->usable_bytes;
     });
     for (const auto* m : ms) {
@@ -1503,7 +1503,8 @@ void MainWindow::calibrateDialog() {
     CalibrationDialog dlg(*lib_, RunStore::default_root(), user_dir_, this);
     if (dlg.exec() != QDialog::Accepted || dlg.savedPath().empty()) return;
     reloadUserMachines();   // reloads the user's frameworks too
-    statusBar()->showMessage("Calibrated framework saved: " + qs(dlg.savedPath().string()), 10000);
+    statusBar()->showMessage("Calibrated framework saved: " + qs(dlg.savedPath().string()) +
+                                 " — “This machine” and the trainer's predictions use it now", 10000);
 }
 
 void MainWindow::addMachineDialog() {

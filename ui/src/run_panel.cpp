@@ -695,7 +695,7 @@ RunOptions RunPanel::options() const {
         // what it can use, so the run ends with a clean out-of-memory event instead of the OS
         // killing it.
         try {
-            o.memory_limit = lib_->machine("this-machine").usable_bytes;
+            o.memory_limit = lib_->machine(kThisMachineId).usable_bytes;
         } catch (const std::exception&) {
         }
     }

@@ -138,7 +138,7 @@ RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib) {
         // The ceiling drawn: this machine when the plan lists it (that is where it runs),
         // else the plan's first machine.
         std::vector<std::string> ids = plan.machines;
-        auto here = std::find(ids.begin(), ids.end(), "this-machine");
+        auto here = std::find(ids.begin(), ids.end(), kThisMachineId);
         if (here != ids.end()) std::rotate(ids.begin(), here, here + 1);
         for (const auto& id : ids) {
             try {

@@ -77,6 +77,13 @@ struct FrameworkProfile {
     std::filesystem::path file;
 };
 
+// The machine Wingspan runs on, detected at start (detect_this_machine).
+inline constexpr const char* kThisMachineId = "this-machine";
+
+// The id a calibration of framework `base_id` is saved under ("libtorch-cpu" →
+// "libtorch-cpu-calibrated"): calibrate() names it, this machine and wingspan-train use it.
+std::string calibrated_framework_id(const std::string& base_id);
+
 // One place that knows where profiles live and loads them. Errors are ProfileError.
 class ProfileLibrary {
 public:
@@ -100,6 +107,9 @@ public:
     const MachineProfile& machine(const std::string& id) const;
     const FrameworkProfile& framework(const std::string& id) const;
     const nlohmann::json& scenario(const std::string& id) const;
+    // The user's calibration of framework `id` when one was saved, else framework `id`.
+    const FrameworkProfile& calibrated_or_bundled(const std::string& id) const;
+    // A machine's default framework; for this machine, its calibration when the user saved one.
     const FrameworkProfile& framework_for(const MachineProfile& m) const;
     // Members of one family sorted by parameter count.
     std::vector<const ModelProfile*> family(const std::string& family) const;

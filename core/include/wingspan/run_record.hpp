@@ -153,8 +153,6 @@ struct Calibration {
     double error_after_percent = 0;
 };
 Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>& runs);
-// The id a calibration of `base_id` is saved under ("libtorch-cpu" → "libtorch-cpu-calibrated").
-std::string calibrated_framework_id(const std::string& base_id);
 nlohmann::json framework_profile_to_json(const FrameworkProfile& f);
 
 }  // namespace wingspan
