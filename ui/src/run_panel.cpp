@@ -319,20 +319,15 @@ QWidget* RunPanel::buildForm() {
     ckpt_ = new QCheckBox("Gradient checkpointing");
     ckpt_->setObjectName("runCheckpointing");
     ckpt_->setToolTip("--grad-checkpointing: keep one tensor per layer, recompute the rest in backward");
-    g->addWidget(label("Method", method_), 2, 0);
-    g->addWidget(method_, 2, 1);
-    g->addWidget(label("Rank", rank_), 2, 2);
-    g->addWidget(rank_, 2, 3);
-    g->addWidget(label("Sequence", seq_), 2, 4);
-    g->addWidget(seq_, 2, 5);
-    g->addWidget(label("Batch", batch_), 2, 6);
-    g->addWidget(batch_, 2, 7);
-    g->addWidget(label("Precision", precision_), 3, 0);
-    g->addWidget(precision_, 3, 1);
-    g->addWidget(label("Accum.", accum_), 3, 2);
-    g->addWidget(accum_, 3, 3);
-    g->addWidget(label("Steps", steps_), 3, 4);
-    g->addWidget(steps_, 3, 5);
+    // Rows 2 and 3: label, field, label, field, …
+    const std::vector<std::pair<int, std::vector<std::pair<const char*, QWidget*>>>> fields = {
+        {2, {{"Method", method_}, {"Rank", rank_}, {"Sequence", seq_}, {"Batch", batch_}}},
+        {3, {{"Precision", precision_}, {"Accum.", accum_}, {"Steps", steps_}}}};
+    for (const auto& [row, pairs] : fields)
+        for (size_t i = 0; i < pairs.size(); ++i) {
+            g->addWidget(label(pairs[i].first, pairs[i].second), row, int(2 * i));
+            g->addWidget(pairs[i].second, row, int(2 * i + 1));
+        }
     g->addWidget(ckpt_, 3, 6, 1, 2);
 
     // Row 4: data and output. Row 5: the ceiling drawn and the memory cap.
