@@ -71,8 +71,17 @@ HubError::HubError(HubErrorKind kind, const std::string& message, long http_stat
 
 // ---- Defaults from the environment ----------------------------------------------------
 
+std::string strip_userinfo(const std::string& endpoint) {
+    const auto scheme = endpoint.find("://");
+    const size_t host_from = scheme == std::string::npos ? 0 : scheme + 3;
+    const size_t host_end = std::min(endpoint.find('/', host_from), endpoint.size());
+    const auto at = endpoint.rfind('@', host_end == 0 ? 0 : host_end - 1);
+    if (at == std::string::npos || at < host_from || at >= host_end) return endpoint;
+    return endpoint.substr(0, host_from) + endpoint.substr(at + 1);
+}
+
 std::string default_endpoint() {
-    std::string e = detail::trim(env("HF_ENDPOINT"));
+    std::string e = strip_userinfo(detail::trim(env("HF_ENDPOINT")));
     while (!e.empty() && e.back() == '/') e.pop_back();
     return e.empty() ? std::string(kPublicEndpoint) : e;
 }

@@ -148,6 +148,7 @@ std::string slack_base_name(const FrameworkProfile& framework) {
 
 MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
                                const FrameworkProfile& fw) {
+    require_plan_size_bounded(arch, setup);   // before any product can overflow
     MemoryEstimate est;
     const std::vector<TensorGroup> groups = arch.tensor_groups();
     est.params = count_parameters(arch, setup);
