@@ -73,7 +73,8 @@ ParseResult parse_line(std::string_view line) {
     std::string why;
     std::optional<json> parsed = try_parse_untrusted_json(line, &why);
     if (!parsed) {
-        r.error = why + ": " + quoted(line);
+        const bool deep = why.rfind("nested", 0) == 0;
+        r.error = std::string("not a JSON object") + (deep ? " (" + why + ")" : "") + ": " + quoted(line);
         return r;
     }
     json j = std::move(*parsed);

@@ -172,6 +172,11 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.resume_dir = need_value(a, i);
         } else if (f == "--memory-limit") {
             o.memory_limit = to_bytes(f, need_value(a, i));
+            // 0 would mean "no limit": a tiny value must not silently turn the limit off.
+            if (o.memory_limit < kMinMemoryLimit)
+                throw ArgError("--memory-limit of " + std::to_string(o.memory_limit) +
+                               " bytes is too small to run anything (at least " + std::to_string(kMinMemoryLimit) +
+                               " bytes, e.g. 2GB)");
         } else if (f == "--threads") {
             o.threads = static_cast<int>(to_int(f, need_value(a, i), 1));
         } else if (f == "--seed") {

@@ -11,6 +11,8 @@
 
 namespace wingspan::train {
 
+inline constexpr std::int64_t kMinMemoryLimit = 1 << 20;   // 1 MiB: below it nothing can run
+
 struct Options {
     std::string model_dir;          // empty: the built-in default architecture
     std::string data_file;          // empty: the bundled sample data
@@ -37,7 +39,7 @@ struct Options {
     bool packing = true;
     std::string out_dir;
     std::string resume_dir;
-    std::int64_t memory_limit = 0;  // bytes, 0: none
+    std::int64_t memory_limit = 0;  // bytes, 0: none; else at least kMinMemoryLimit
     int threads = 0;                // 0: hardware cores
     std::uint64_t seed = 42;
     std::int64_t eval_every = -1;   // -1: five evaluations per run; 0: only at the end

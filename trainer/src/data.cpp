@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 
 #ifndef WINGSPAN_SOURCE_RESOURCES_DIR
 #define WINGSPAN_SOURCE_RESOURCES_DIR ""
@@ -121,8 +122,32 @@ Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, 
     return e;
 }
 
+namespace {
+
+// std::getline without a bound: one 1 GB line took 40 GB and ended in bad_alloc. Reads at most
+// max_bytes; `too_long` says the line had more (the rest is not read).
+bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bool& too_long) {
+    line.clear();
+    too_long = false;
+    std::streambuf* sb = in.rdbuf();
+    bool any = false;
+    for (int c; (c = sb->sbumpc()) != std::char_traits<char>::eof();) {
+        any = true;
+        if (c == '\n') return true;
+        if (line.size() >= max_bytes) {
+            too_long = true;
+            return true;
+        }
+        line.push_back(static_cast<char>(c));
+    }
+    return any;
+}
+
+}  // namespace
+
 Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, const ChatFormat& f,
                    double eval_fraction, std::uint64_t seed) {
+    require_regular_file(file);   // a named pipe would block here forever
     std::ifstream in(file, std::ios::binary);
     if (!in) throw InputError("cannot read data file " + file.string());
     Dataset d;
@@ -130,16 +155,19 @@ Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, cons
     std::map<std::string, std::int64_t> formats;
     std::string line;
     std::int64_t n = 0;
-    while (std::getline(in, line)) {
+    bool too_long = false;
+    while (read_bounded_line(in, line, kMaxDataLineBytes, too_long)) {
         ++n;
+        if (too_long)
+            throw DataError("line " + std::to_string(n) + " is longer than " + std::to_string(kMaxDataLineBytes) +
+                                " bytes; split the example or shorten it",
+                            n);
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.find_first_not_of(" \t") == std::string::npos) continue;
-        json j;
-        try {
-            j = json::parse(line);
-        } catch (const json::exception& ex) {
-            throw DataError("line " + std::to_string(n) + ": not valid JSON (" + ex.what() + ")", n);
-        }
+        std::string why;
+        auto parsed = try_parse_untrusted_json(line, &why);
+        if (!parsed) throw DataError("line " + std::to_string(n) + ": " + why, n);
+        json j = std::move(*parsed);
         if (!j.is_object()) throw DataError("line " + std::to_string(n) + ": not a JSON object", n);
         Example e;
         try {

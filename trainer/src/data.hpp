@@ -35,6 +35,9 @@ Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, 
                     bool add_generation_prompt = false);
 
 // A malformed data file; `line` is 1-based (0: not about one line).
+// Longest JSONL line accepted (one example); longer ones are a bad_data error naming the line.
+inline constexpr size_t kMaxDataLineBytes = 16u << 20;
+
 struct DataError : std::runtime_error {
     DataError(const std::string& msg, std::int64_t line_) : std::runtime_error(msg), line(line_) {}
     std::int64_t line;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 
 namespace wingspan::train {
 
@@ -495,12 +496,7 @@ std::shared_ptr<Tokenizer> Tokenizer::from_file(const std::filesystem::path& fil
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, const std::string& origin) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception& e) {
-        throw InputError(origin + ": not valid JSON (" + e.what() + ")");
-    }
+    json j = parse_untrusted_json(text, origin);
     auto impl = std::make_unique<Impl>();
     impl->origin = origin;
     try {

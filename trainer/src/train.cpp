@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "args.hpp"
+#include "checkpoint.hpp"
 #include "data.hpp"
 #include "emit.hpp"
 #include "memory.hpp"
@@ -27,6 +29,8 @@
 #include "tokenizer.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/protocol.hpp"
@@ -57,7 +61,14 @@ void emit_minimal_hello() {
                             {"threads", at::get_num_threads()}});
 }
 
-extern "C" void on_signal(int) { g_interrupted.store(true); }
+// The first SIGINT/SIGTERM asks for a clean stop (checkpoint, `done`); a second one stops at
+// once, saving nothing more: the default action, so the launcher sees the signal.
+extern "C" void on_signal(int sig) {
+    if (g_interrupted.exchange(true)) {
+        std::signal(sig, SIG_DFL);
+        std::raise(sig);
+    }
+}
 
 // A failure with its protocol error code.
 struct RunError : std::runtime_error {
@@ -75,14 +86,16 @@ void set_threads(int n) {
 }
 
 json read_json_file(const fs::path& p, const char* code_if_bad) {
-    std::ifstream in(p);
-    if (!in) throw RunError("io", "cannot read " + p.string());
+    std::string text;
     try {
-        json j;
-        in >> j;
-        return j;
-    } catch (const json::exception& e) {
-        throw RunError(code_if_bad, p.string() + " is not valid JSON: " + e.what());
+        text = read_regular_file(p);
+    } catch (const InputError& e) {
+        throw RunError("io", e.what());
+    }
+    try {
+        return parse_untrusted_json(text, p.string());
+    } catch (const InputError& e) {
+        throw RunError(code_if_bad, e.what());
     }
 }
 
@@ -201,6 +214,8 @@ private:
     fs::path save(const fs::path& dir, bool final);
     std::string sample();
     void emit_done(const std::string& reason);
+    void refuse_if_beyond_machine() const;
+    bool stopped_during_setup();
 
     Options opt_;
     std::string argv0_;
@@ -227,6 +242,8 @@ private:
     std::vector<double> losses_;
     fs::path last_checkpoint_;
     mem::Sampler sampler_;
+    std::int64_t predicted_total_ = 0;   // the planner's bytes for this run (0: no prediction)
+    Component predicted_largest_ = Component::FrozenWeights;
 };
 
 void Run::load_inputs() {
@@ -245,6 +262,7 @@ void Run::load_inputs() {
             tf = fs::path(opt_.model_dir) / "tokenizer.json";
         if (!tf.empty()) {
             if (!fs::exists(tf)) throw RunError("io", "tokenizer file " + tf.string() + " does not exist");
+            require_regular_file(tf);
             tok_ = Tokenizer::from_file(tf);
         } else {
             tok_ = Tokenizer::byte_level();
@@ -377,7 +395,7 @@ void Run::announce() {
         ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv0_));
         fw = lib.framework(fw.id);
         try {
-            lib.load_user_profiles(ProfileLibrary::user_dir());
+            for (const auto& w : lib.load_user_profiles(ProfileLibrary::user_dir())) log_warning(w);
             fw = lib.calibrated_or_bundled(fw.id);
             if (fw.id == calibrated_framework_id("libtorch-cpu"))
                 log_info("predicting with your calibrated framework profile " + fw.file.string());
@@ -389,6 +407,10 @@ void Run::announce() {
     }
     try {
         const MemoryEstimate est = estimate_memory(arch_, setup_, fw);
+        predicted_total_ = est.total_bytes;
+        std::int64_t largest = -1;
+        for (const auto& [c, b] : est.components)
+            if (b > largest) largest = b, predicted_largest_ = c;
         emit(EventType::Predicted, {{"components", protocol::components_to_json(est.components)},
                                     {"component_maxima", protocol::components_to_json(est.component_maxima())},
                                     {"peak_bytes", est.peak_allocated_bytes},
@@ -461,18 +483,24 @@ void Run::build_optimizer() {
 void Run::resume() {
     if (opt_.resume_dir.empty()) return;
     const fs::path dir = opt_.resume_dir;
-    const json st = read_json_file(dir / "trainer_state.json", "bad_argument");
+    TrainerState st;
+    try {
+        st = TrainerState::from_json(read_json_file(dir / "trainer_state.json", "bad_argument"),
+                                     (dir / "trainer_state.json").string());
+    } catch (const InputError& e) {
+        throw RunError("bad_argument", std::string("--resume: ") + e.what());
+    }
     auto mismatch = [&](const char* what, const std::string& was, const std::string& now) {
         if (was != now)
             throw RunError("bad_argument", std::string("--resume: the checkpoint was made with ") + what + " " + was +
                                                ", this run has " + now);
     };
-    mismatch("--method", st.value("method", ""), method_name(opt_.method));
-    mismatch("--precision", st.value("precision", ""), precision_name(opt_.precision));
-    if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.value("rank", 0)), std::to_string(opt_.rank));
-    mismatch("--seq", std::to_string(st.value("seq", 0)), std::to_string(opt_.seq));
-    mismatch("--batch", std::to_string(st.value("batch", 0)), std::to_string(opt_.batch));
-    mismatch("--grad-accum", std::to_string(st.value("grad_accum", 0)), std::to_string(opt_.grad_accum));
+    mismatch("--method", st.method, method_name(opt_.method));
+    mismatch("--precision", st.precision, precision_name(opt_.precision));
+    if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.rank), std::to_string(opt_.rank));
+    mismatch("--seq", std::to_string(st.seq), std::to_string(opt_.seq));
+    mismatch("--batch", std::to_string(st.batch), std::to_string(opt_.batch));
+    mismatch("--grad-accum", std::to_string(st.grad_accum), std::to_string(opt_.grad_accum));
 
     at::NoGradGuard no_grad;
     if (opt_.method != Method::Full) {
@@ -504,9 +532,9 @@ void Run::resume() {
         at::Generator gen = at::detail::getDefaultCPUGenerator();
         gen.set_state(r.read("rng_state"));
     }
-    step_ = st.value("step", std::int64_t{0});
-    cursor_ = st.value("micro_batches", std::int64_t{0});
-    losses_ = st.value("losses", std::vector<double>{});
+    step_ = st.step;
+    cursor_ = st.micro_batches;
+    losses_ = st.losses;
     log_info("resumed from " + dir.string() + " at step " + std::to_string(step_));
 }
 
@@ -585,22 +613,26 @@ fs::path Run::save(const fs::path& target, bool final) {
     mem::Scope scope(Component::Activations);
     std::error_code ec;
     fs::path dir = target;
-    if (!final) {
-        // Built under a temporary name, renamed once complete.
-        dir = target.parent_path() / ("." + target.filename().string() + ".tmp");
-        fs::remove_all(dir, ec);
+    fs::create_directories(target.parent_path().empty() ? fs::path(".") : target.parent_path(), ec);
+    try {
+        // An intermediate checkpoint is built in a fresh, exclusively created folder and
+        // renamed once complete.
+        if (!final) dir = make_staging_dir(target);
+    } catch (const IoError& e) {
+        throw RunError("io", e.what());
     }
     fs::create_directories(dir, ec);
     if (ec) throw RunError("io", "cannot create " + dir.string() + ": " + ec.message());
     try {
+        CheckpointManifest manifest(dir);   // the folder counts as incomplete until commit()
         std::vector<std::pair<std::string, at::Tensor>> weights;
         for (auto& nt : model_->trainable()) weights.push_back({nt.name, nt.tensor});
         const std::map<std::string, std::string> meta = {{"format", "pt"}, {"producer", "wingspan-train"}};
         if (opt_.method == Method::Full) {
-            save_safetensors(dir / "model.safetensors", weights, meta);
-            write_file_atomic(dir / "config.json", hf_config_.dump(2) + "\n");
+            manifest.add("model.safetensors", save_safetensors(dir / "model.safetensors", weights, meta));
+            manifest.add("config.json", write_file_atomic(dir / "config.json", hf_config_.dump(2) + "\n"));
         } else {
-            save_safetensors(dir / "adapter_model.safetensors", weights, meta);
+            manifest.add("adapter_model.safetensors", save_safetensors(dir / "adapter_model.safetensors", weights, meta));
             json targets = json::array();
             for (auto r : opt_.targets) targets.push_back(role_module(r));
             const json ac = {{"peft_type", "LORA"},
@@ -612,7 +644,7 @@ fs::path Run::save(const fs::path& target, bool final) {
                              {"bias", "none"},
                              {"base_model_name_or_path", opt_.model_dir},
                              {"inference_mode", false}};
-            write_file_atomic(dir / "adapter_config.json", ac.dump(2) + "\n");
+            manifest.add("adapter_config.json", write_file_atomic(dir / "adapter_config.json", ac.dump(2) + "\n"));
         }
         std::vector<std::pair<std::string, at::Tensor>> optim;
         for (auto& s : states_) {
@@ -621,7 +653,7 @@ fs::path Run::save(const fs::path& target, bool final) {
             if (s.master.defined()) optim.push_back({s.name + ".master", s.master});
         }
         optim.push_back({"rng_state", at::detail::getDefaultCPUGenerator().get_state()});
-        save_safetensors(dir / "optimizer.safetensors", optim, meta);
+        manifest.add("optimizer.safetensors", save_safetensors(dir / "optimizer.safetensors", optim, meta));
         const json st = {{"step", step_},
                          {"total_steps", total_steps_},
                          {"micro_batches", cursor_},
@@ -636,8 +668,9 @@ fs::path Run::save(const fs::path& target, bool final) {
                          {"lr", lr_},
                          {"data", data_path_.string()},
                          {"losses", losses_}};
-        write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
-    } catch (const InputError& e) {
+        manifest.add("trainer_state.json", write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n"));
+        manifest.commit();
+    } catch (const std::runtime_error& e) {   // IoError, InputError
         throw RunError("io", e.what());
     }
     if (!final) {
@@ -652,7 +685,7 @@ fs::path Run::save(const fs::path& target, bool final) {
 }
 
 std::string Run::sample() {
-    if (opt_.sample_tokens <= 0) return "";
+    if (opt_.sample_tokens <= 0 || g_interrupted.load()) return "";
     mem::set_phase(mem::Phase::Eval);
     // The prompt of a held-out example (everything before its first trained token).
     const std::vector<Example>& pool = data_.eval.empty() ? data_.train : data_.eval;
@@ -693,6 +726,28 @@ void Run::emit_done(const std::string& reason) {
     emit(EventType::Done, d);
 }
 
+void Run::refuse_if_beyond_machine() const {
+    // The planner's total is known before any weight is allocated: a run that cannot fit in
+    // this machine's memory stops here instead of allocating until the system kills it.
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0 || predicted_total_ <= 0) return;
+    const std::int64_t ram = static_cast<std::int64_t>(pages) * page;
+    if (predicted_total_ <= ram) return;
+    throw RunError("out_of_memory",
+                   "the planner predicts " + std::to_string(predicted_total_) + " bytes for this run, more than this "
+                   "machine's " + std::to_string(ram) + " bytes of memory: nothing was allocated (use a smaller "
+                   "model, --batch or --seq, or --method lora/qlora)",
+                   {{"component", component_name(predicted_largest_)}, {"bytes", predicted_total_}, {"available_bytes", ram}});
+}
+
+bool Run::stopped_during_setup() {
+    if (!g_interrupted.load()) return false;
+    sampler_.stop();
+    log_warning("interrupted during setup: no step was trained, nothing saved");
+    emit_done("interrupted");
+    return true;
+}
+
 void Run::train_loop() {
     const std::int64_t eval_every =
         opt_.eval_every >= 0 ? opt_.eval_every : std::max<std::int64_t>(1, total_steps_ / 5);
@@ -729,16 +784,43 @@ void Run::train_loop() {
 int Run::execute() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    const int threads = opt_.threads > 0 ? opt_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    set_threads(threads);
+    // More threads than cores only makes them wait for each other (100000 stalled for minutes).
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores);
     mem::install(opt_.memory_limit);
     mem::set_phase(mem::Phase::Setup);
+    // Before any work: an unwritable --out must not cost a whole training run.
+    if (!opt_.out_dir.empty()) {
+        try {
+            require_writable_directory(opt_.out_dir);
+        } catch (const IoError& e) {
+            throw RunError("io", std::string("--out: ") + e.what());
+        }
+    }
     load_inputs();
     announce();
+    if (opt_.threads > cores)
+        log_warning("--threads " + std::to_string(opt_.threads) + " is more than this machine's " +
+                    std::to_string(cores) + " cores: using " + std::to_string(cores));
+    if (!opt_.out_dir.empty())
+        if (const int n = remove_stale_checkpoint_temporaries(opt_.out_dir); n > 0)
+            log_info("removed " + std::to_string(n) + " temporary files an interrupted save left in " + opt_.out_dir);
+    refuse_if_beyond_machine();
+    if (!opt_.resume_dir.empty()) {
+        try {
+            verify_checkpoint(opt_.resume_dir);
+        } catch (const InputError& e) {
+            throw RunError("bad_argument", std::string("--resume: ") + e.what());
+        }
+    }
+    // SIGTERM during setup (loading, tokenizing) ends the run as soon as the step at hand is done.
+    if (stopped_during_setup()) return 0;
     sampler_.start(opt_.sample_every_ms);
     build_model();
+    if (stopped_during_setup()) return 0;
     build_optimizer();
     resume();
+    if (stopped_during_setup()) return 0;
     {
         std::map<Component, std::int64_t> bytes;
         for (const auto& nt : model_->tensors()) bytes[nt.component] += storage_bytes(nt.tensor);
@@ -844,13 +926,24 @@ int run_tokenize(const std::vector<std::string>& args) {
     }
     std::shared_ptr<Tokenizer> tok;
     try {
+        if (!file.empty()) require_regular_file(file);
         tok = file.empty() ? Tokenizer::byte_level() : Tokenizer::from_file(file);
     } catch (const InputError& e) {
         const bool missing = !file.empty() && !fs::exists(file);
         emit(EventType::Error, {{"code", missing ? "io" : "bad_model"}, {"message", valid_utf8(e.what())}});
         return 1;
     }
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    // Bounded: tokenizing costs tens of bytes of memory per input byte.
+    constexpr size_t kMaxTokenizeBytes = 16u << 20;
+    std::string text(kMaxTokenizeBytes + 1, '\0');
+    std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(std::cin.gcount()));
+    if (text.size() > kMaxTokenizeBytes) {
+        emit(EventType::Error, {{"code", "bad_data"},
+                                {"message", "tokenize: stdin is larger than " + std::to_string(kMaxTokenizeBytes) +
+                                                " bytes; tokenize it in pieces"}});
+        return 2;
+    }
     const auto ids = tok->encode(text);
     std::cout << json(ids).dump() << std::endl;
     return 0;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 
 namespace wingspan::train {
 
@@ -62,19 +64,21 @@ std::optional<WeightReader> WeightReader::open_dir(const fs::path& dir) {
     const fs::path single = dir / "model.safetensors";
     const fs::path index = dir / "model.safetensors.index.json";
     if (fs::exists(index)) {
-        std::ifstream in(index);
-        nlohmann::json j;
-        try {
-            in >> j;
-        } catch (const nlohmann::json::exception& e) {
-            throw InputError(index.string() + ": not valid JSON (" + e.what() + ")");
-        }
+        nlohmann::json j = read_untrusted_json_file(index);
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
             throw InputError(index.string() + ": no \"weight_map\" object");
         std::map<std::string, std::vector<std::string>> by_file;
         for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
             if (!it.value().is_string()) throw InputError(index.string() + ": weight_map values must be file names");
-            by_file[it.value().get<std::string>()].push_back(it.key());
+            const std::string file = it.value().get<std::string>();
+            // A shard is a file in this folder: never an absolute path or one that climbs out.
+            const fs::path rel(file);
+            bool climbs = false;
+            for (const auto& part : rel) climbs |= part == "..";
+            if (file.empty() || rel.is_absolute() || climbs)
+                throw InputError(index.string() + ": shard \"" + file +
+                                 "\" is not a file inside the model folder (absolute or '..' paths are refused)");
+            by_file[file].push_back(it.key());
         }
         for (const auto& [file, names] : by_file) {
             const fs::path shard = dir / file;
@@ -161,30 +165,7 @@ void check_weights(const WeightReader& r,
     }
 }
 
-namespace {
-
-void write_all(std::FILE* f, const void* p, size_t n, const fs::path& file) {
-    if (n > 0 && std::fwrite(p, 1, n, f) != n) throw InputError("cannot write " + file.string());
-}
-
-fs::path temp_name(const fs::path& file) {
-    return file.parent_path() / ("." + file.filename().string() + ".tmp-" + std::to_string(::getpid()));
-}
-
-void commit(std::FILE* f, const fs::path& tmp, const fs::path& file) {
-    if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) {
-        std::fclose(f);
-        throw InputError("cannot write " + tmp.string());
-    }
-    std::fclose(f);
-    std::error_code ec;
-    fs::rename(tmp, file, ec);
-    if (ec) throw InputError("cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
-}
-
-}  // namespace
-
-void save_safetensors(const fs::path& file, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+FileDigest save_safetensors(const fs::path& file, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
     std::vector<safetensors::TensorInfo> infos;
     std::vector<at::Tensor> data;
@@ -197,22 +178,15 @@ void save_safetensors(const fs::path& file, const std::vector<std::pair<std::str
         data.push_back(t.detach().contiguous());
     }
     const std::string header = safetensors::build_header(infos, metadata);
-    const fs::path tmp = temp_name(file);
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw InputError("cannot create " + tmp.string());
-    try {
-        unsigned char prefix[8];
-        std::uint64_t n = header.size();
-        for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
-        write_all(f, prefix, 8, tmp);
-        write_all(f, header.data(), header.size(), tmp);
-        for (const auto& t : data) write_all(f, t.data_ptr(), t.numel() * t.element_size(), tmp);
-        commit(f, tmp, file);
-    } catch (...) {
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        throw;
-    }
+    AtomicFile f(file);
+    unsigned char prefix[8];
+    const std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
+    f.write(prefix, 8);
+    f.write(header);
+    for (const auto& t : data) f.write(t.data_ptr(), t.numel() * t.element_size());
+    f.commit();
+    return {f.bytes_written(), f.checksum()};
 }
 
 std::map<std::string, at::Tensor> load_safetensors(const fs::path& file) {
@@ -222,18 +196,11 @@ std::map<std::string, at::Tensor> load_safetensors(const fs::path& file) {
     return out;
 }
 
-void write_file_atomic(const fs::path& file, const std::string& text) {
-    const fs::path tmp = temp_name(file);
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw InputError("cannot create " + tmp.string());
-    try {
-        write_all(f, text.data(), text.size(), tmp);
-        commit(f, tmp, file);
-    } catch (...) {
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        throw;
-    }
+FileDigest write_file_atomic(const fs::path& file, const std::string& text) {
+    AtomicFile f(file);
+    f.write(text);
+    f.commit();
+    return {f.bytes_written(), f.checksum()};
 }
 
 }  // namespace wingspan::train

@@ -51,13 +51,20 @@ void check_weights(const WeightReader& r,
                    const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& expected,
                    std::vector<std::string>& ignored);
 
-// Writes tensors to `file` (via a temporary file in the same folder and a rename).
-void save_safetensors(const std::filesystem::path& file,
+// What was written: its size and FNV-1a 64 checksum (for a checkpoint's manifest).
+struct FileDigest {
+    std::uint64_t bytes = 0;
+    std::uint64_t checksum = 0;
+};
+
+// Writes tensors to `file` (core's AtomicFile: an exclusive temporary, checked writes, fsync,
+// rename). Throws IoError.
+FileDigest save_safetensors(const std::filesystem::path& file,
                       const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 // All tensors of one file, by name.
 std::map<std::string, at::Tensor> load_safetensors(const std::filesystem::path& file);
-// Writes text to a file via a temporary file and a rename.
-void write_file_atomic(const std::filesystem::path& file, const std::string& text);
+// Writes text to a file the same way. Throws IoError.
+FileDigest write_file_atomic(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace wingspan::train
