@@ -9,6 +9,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/nvml.hpp"
 #include "wingspan/units.hpp"
 
 namespace fs = std::filesystem;
@@ -437,6 +438,7 @@ MachineProfile detect_this_machine() {
                  {"usable_bytes", "/proc/meminfo MemAvailable at start-up"},
                  {"tflops_fp32", "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
                  {"bandwidth_gb_s", "estimate: dual-channel DDR4"}};
+    nvml::apply_detected_gpu(m);   // an NVIDIA GPU's memory is the ceiling, where NVML finds one
     return m;
 }
 

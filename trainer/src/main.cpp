@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     // Before any tensor exists, so every allocation is counted.
     wingspan::train::mem::install();
     std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args[0] == "devices") return wingspan::train::run_devices();
     if (!args.empty() && args[0] == "tokenize") {
         args.erase(args.begin());
         return wingspan::train::run_tokenize(args);

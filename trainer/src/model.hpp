@@ -54,7 +54,8 @@ struct Nf4Weight {
     std::vector<std::int64_t> shape;
     std::int64_t numel = 0;
 
-    static Nf4Weight quantize(const at::Tensor& w);
+    static Nf4Weight quantize(const at::Tensor& w);   // on the CPU
+    void to(const c10::Device& d);                    // moves the four tensors, components kept
     at::Tensor dequantize(at::ScalarType dtype) const;   // full tensor of `shape`
     at::Tensor absmax() const;                           // fp32 [blocks], as dequantization uses it
     bool defined() const { return codes.defined(); }
@@ -95,6 +96,7 @@ struct ModelOptions {
     double dropout = 0;
     std::set<LinearRole> targets;
     bool sdpa = false;                 // at::_scaled_dot_product_attention instead of eager
+    c10::Device device{c10::kCPU};     // where every tensor of the model lives
 };
 
 struct NamedTensor {
@@ -129,6 +131,8 @@ public:
     std::vector<NamedTensor> trainable() const;
     std::int64_t base_parameter_count() const;
     std::int64_t adapter_parameter_count() const;
+    const c10::Device& device() const { return opt_.device; }
+    at::ScalarType compute_dtype() const { return dtype_; }
 
     // Keys and values of earlier positions, per layer (generation only).
     struct KvCache {
