@@ -103,7 +103,9 @@ std::string usage() {
            "       more: [--tokenizer FILE] [--seed N] [--weight-decay X] [--max-grad-norm X]\n"
            "         [--warmup-steps N] [--eval-every N] [--eval-fraction X] [--eval-batches N]\n"
            "         [--save-every N] [--sample-tokens N] [--sample-every-ms N] [--no-packing]\n"
-           "         [--attention eager|sdpa]\n"
+           "         [--attention eager|sdpa] [--chat-format chatml|llama3|llama2|mistral|zephyr|gemma|phi3]\n"
+           "       --model takes a folder, a Hugging Face cache snapshot, or OWNER/NAME[@REVISION]\n"
+           "         already in the cache (wingspan download OWNER/NAME puts it there)\n"
            "       wingspan-train tokenize [--tokenizer FILE]   (stdin text -> JSON array of ids)\n"
            "stdout carries run-protocol JSON lines only (docs/protocol.md).\n";
 }
@@ -121,6 +123,8 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.data_file = need_value(a, i);
         } else if (f == "--tokenizer") {
             o.tokenizer_file = need_value(a, i);
+        } else if (f == "--chat-format") {
+            o.chat_format = need_value(a, i);
         } else if (f == "--method") {
             const std::string v = need_value(a, i);
             if (v == "full") o.method = Method::Full;

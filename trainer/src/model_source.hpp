@@ -1,0 +1,14 @@
+#pragma once
+// What `wingspan-train --model` names: a folder (a plain one or a Hugging Face cache
+// snapshot), or OWNER/NAME[@REVISION] of a model already in the Hugging Face cache.
+#include <filesystem>
+#include <string>
+
+namespace wingspan::train {
+
+// The folder to read. A path that exists is taken as it is; otherwise OWNER/NAME[@REVISION]
+// is looked up in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub).
+// Throws InputError saying how to download it when it is neither.
+std::filesystem::path resolve_model_argument(const std::string& text);
+
+}  // namespace wingspan::train
