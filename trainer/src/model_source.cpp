@@ -1,4 +1,6 @@
 #include "model_source.hpp"
+
+#include <fstream>
 #include <algorithm>
 
 #include "wingspan/errors.hpp"
@@ -22,6 +24,22 @@ std::filesystem::path resolve_model_argument(const std::string& text) {
                      ") is not in the Hugging Face cache (" + hub::default_hf_hub_cache().string() +
                      "). Download it first: wingspan download " + repo +
                      (revision == "main" ? std::string() : " --revision " + revision));
+}
+
+std::filesystem::path adapter_dir_of(const std::filesystem::path& run) {
+    for (const std::filesystem::path& d : {run, run / "final", run / "adapter"})
+        if (std::filesystem::exists(d / "adapter_config.json") && std::filesystem::exists(d / "adapter_model.safetensors"))
+            return d;
+    throw InputError("--adapter: " + run.string() +
+                     " has no adapter_config.json and adapter_model.safetensors (a LoRA or QLoRA run's output folder)");
+}
+
+nlohmann::json read_json_object(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw InputError("cannot read " + file.string());
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw InputError(file.string() + " is not a JSON object");
+    return j;
 }
 
 }  // namespace wingspan::train
