@@ -3,6 +3,7 @@
 // tokenizer_normalize.cpp. Not used outside them.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,5 +81,22 @@ private:
     };
     std::vector<Step> steps_;
 };
+
+// A PCRE2 regex (UTF, Unicode properties), compiled once, usable from several threads.
+class RegexImpl;
+class Regex {
+public:
+    explicit Regex(const std::string& pattern);   // throws InputError naming the offset
+    ~Regex();
+    // All non-overlapping matches as [begin, end) byte offsets.
+    std::vector<std::pair<size_t, size_t>> find_all(std::string_view s) const;
+
+private:
+    std::unique_ptr<RegexImpl> impl_;
+};
+
+// Splits s at the matches with a Hugging Face split behavior; `invert` swaps matches and gaps.
+std::vector<std::string> split_by_matches(std::string_view s, const std::vector<std::pair<size_t, size_t>>& m,
+                                          const std::string& behavior, bool invert);
 
 }  // namespace wingspan::train::tok
