@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "download_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -46,6 +47,7 @@ Commands:
   export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
   runs      the run history (runs launched from the window)
   calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
+  download  OWNER/NAME [--revision R] [--include GLOB] [--offline]   a model into the HF cache (download --help)
 
 plan / fit options:
   --model ID | --size 8b [--family F] | --config config.json
@@ -510,7 +512,7 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
-                                                    "scenarios", "runs", "calibrate", "help", "--help", "-h", "version", "--version"};
+                                                    "scenarios", "runs", "calibrate", "download", "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
 
@@ -523,6 +525,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         out << "wingspan " << WINGSPAN_CLI_VERSION << "\n";
         return kExitOk;
     }
+    if (args[0] == "download") return cmd_download(args, out, err);
     try {
         const Options o = parse_options(args, 1);
         if (o.has("--help")) {
