@@ -411,7 +411,8 @@ private:
     void buildUi();
     QWidget* buildForm();
     QWidget* buildCharts();
-    QWidget* buildBottom();
+    QWidget* buildBottom();        // run_results.cpp: summary, chart, log; the history tab from:
+    QWidget* buildHistoryTab();    // run_history.cpp
     void populateModelSources();
     void updateTrainerBanner();
     void updateFormEnabled();
