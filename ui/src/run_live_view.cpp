@@ -91,6 +91,7 @@ const TimeChartData& RunPanel::throughputChart() const { return throughput_data_
 RunChartInputs RunPanel::chartInputs() const {
     RunChartInputs in;
     in.unit = unit_;
+    in.max_points = 500;   // about two points per pixel column of the chart: more only costs repaints
     in.whole_process = whole_process_ && whole_process_->isChecked();
     if (loaded_) {
         in.record = &loaded_->record;

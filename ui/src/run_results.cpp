@@ -93,7 +93,7 @@ QWidget* RunPanel::buildBottom() {
     bottom_->addTab(summary, "Summar&y");
 
     // Predicted vs measured as the planner draws it: two stacked bars.
-    summary_chart_ = new MemoryChartWidget;
+    summary_chart_ = new RunSummaryChartView;
     summary_chart_->setObjectName("runSummaryChart");
     summary_chart_->setMinimumSize(280, 180);
     bottom_->addTab(summary_chart_, "Predicted vs measured");
@@ -189,7 +189,8 @@ ExportResult RunPanel::exportCharts(const QString& dir, const QStringList& forma
     QDir().mkpath(dir);
     const fs::path folder = shownFolder();
     const QString base = folder.empty() ? QString("run") : qs(folder.filename().string());
-    const RunChartInputs in = chartInputs();
+    RunChartInputs in = chartInputs();
+    in.max_points = 1200;   // an export is read closer than the live view
     const std::vector<std::pair<QString, TimeChartData>> charts = {
         {"memory", run_memory_chart(in)}, {"loss", run_loss_chart(in)}, {"throughput", run_throughput_chart(in)}};
     const ChartData summary = summaryChart();
@@ -203,7 +204,7 @@ ExportResult RunPanel::exportCharts(const QString& dir, const QStringList& forma
                 else result.errors << error;
             }
             const QString path = QDir(dir).filePath(base + "-summary." + f);
-            if (export_chart(summary, path, options, &error)) result.files << path;
+            if (export_summary_chart(summary, path, options, &error)) result.files << path;
             else result.errors << error;
         } else if (f == "csv" || f == "md") {
             const QString path = QDir(dir).filePath(base + "-summary." + f);
@@ -230,12 +231,13 @@ void RunPanel::exportMenu(int which) {
     if (dialog.exec() != QDialog::Accepted) return;
     QString error;
     bool ok = false;
-    const RunChartInputs in = chartInputs();
+    RunChartInputs in = chartInputs();
+    in.max_points = 1200;   // an export is read closer than the live view
     switch (which) {
         case 0: ok = export_time_chart(run_memory_chart(in), dialog.path(), dialog.options(), &error); break;
         case 1: ok = export_time_chart(run_loss_chart(in), dialog.path(), dialog.options(), &error); break;
         case 2: ok = export_time_chart(run_throughput_chart(in), dialog.path(), dialog.options(), &error); break;
-        case 3: ok = export_chart(summaryChart(), dialog.path(), dialog.options(), &error); break;
+        case 3: ok = export_summary_chart(summaryChart(), dialog.path(), dialog.options(), &error); break;
         default: ok = export_table(summaryTable(), dialog.path(), &error); break;
     }
     if (!ok) QMessageBox::warning(this, "Export", error);
