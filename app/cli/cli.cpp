@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "recipe_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "wingspan/hub.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/recipe_watch.hpp"
 #include "wingspan/run_record.hpp"
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
@@ -44,6 +46,8 @@ Commands:
   export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
   runs      the run history (runs launched from the window)
   calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
+  recipe    --framework ID --out DIR [plan flags]   the plan as a recipe for a training framework
+  watch     [--plan predicted.json] -- COMMAND...   run a command and record it in the run history
 
 plan / fit options:
   --model ID | --size 8b [--family F] | --config config.json
@@ -451,7 +455,8 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out) {
     if (o.positional.empty()) throw InputError("calibrate needs one or more run folders (see `wingspan runs`)");
     std::vector<RunRecord> runs;
     for (const auto& p : o.positional) runs.push_back(RunStore::load(p));
-    const FrameworkProfile& base = lib.framework(o.get("--framework").value_or("libtorch-cpu"));
+    const FrameworkProfile& base =
+        lib.framework(o.get("--framework").value_or(watched_profile(o.positional.front()).value_or("libtorch-cpu")));
     const Calibration cal = calibrate(base, runs);
     const std::filesystem::path dir = ProfileLibrary::user_dir() / "frameworks";
     std::filesystem::create_directories(dir);
@@ -499,7 +504,7 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
-                                                    "scenarios", "runs", "calibrate", "help", "--help", "-h", "version", "--version"};
+                                                    "scenarios", "runs", "calibrate", "recipe", "watch", "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
 
@@ -513,6 +518,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         return kExitOk;
     }
     try {
+        if (args[0] == "recipe") return run_recipe(args, out, err, executable);
+        if (args[0] == "watch") return run_watch(args, out, err, executable);
         const Options o = parse_options(args, 1);
         if (o.has("--help")) {
             out << kUsage;
