@@ -324,6 +324,11 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
     }
     r.files.push_back({"README.md", render_template(read_text(dir / "common" / "README.md.in"), vars), false});
     r.files.push_back({"predicted.json", in.predicted.dump(2) + "\n", false});
+    // What "Run a recipe…" runs: the command as arguments (the templates' commands never quote).
+    json argv = json::array();
+    std::istringstream words(r.command);
+    for (std::string w; words >> w;) argv.push_back(w);
+    r.files.push_back({kRecipeFile, json{{"framework", r.framework.id}, {"command", argv}}.dump(2) + "\n", false});
     return r;
 }
 

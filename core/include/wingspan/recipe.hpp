@@ -88,6 +88,8 @@ std::filesystem::path sample_data_file(const std::filesystem::path& dir);
 // Adds the sample as data/train.jsonl (and data/valid.jsonl, its last twentieth) so the recipe
 // trains out of the box; returns the number of examples.
 std::int64_t add_sample_data(Recipe& recipe, const std::filesystem::path& sample);
+// Written into every recipe: {"framework": id, "command": [argv...]} (what Run a recipe… runs).
+inline constexpr const char* kRecipeFile = "recipe.json";
 // The recipe's data path when add_sample_data() supplies the data.
 inline constexpr const char* kSampleDataPath = "data/train.jsonl";
 // Writes every file (each to a temporary name, then renamed) into `out`, creating it.
