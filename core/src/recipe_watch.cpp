@@ -14,10 +14,11 @@ namespace {
 
 std::string label_for(const json& plan, const std::string& framework) {
     std::string label = framework;
+    // Appended piece by piece: `"-" + string` trips GCC 12's false -Wrestrict (bug 105329).
     if (plan.is_object() && plan.contains("model") && plan["model"].is_object())
-        label += "-" + plan["model"].value("id", std::string("model"));
+        label.append("-").append(plan["model"].value("id", std::string("model")));
     if (plan.is_object() && plan.contains("setup") && plan["setup"].is_object())
-        label += "-" + plan["setup"].value("method", std::string());
+        label.append("-").append(plan["setup"].value("method", std::string()));
     return label;
 }
 

@@ -244,6 +244,10 @@ private slots:
         QCOMPARE(rec.measured_rss_peak(), std::int64_t(2'100'000));
         QCOMPARE(rec.predicted_total(), std::int64_t(2'000'000));   // the command's own prediction wins
         QCOMPARE(rec.malformed_lines(), std::int64_t(0));
+        // No components measured: compared on totals, not as components measured at zero.
+        QVERIFY(!rec.predicted().empty());
+        QVERIFY(rec.summary().components.empty());
+        QCOMPARE(rec.summary().measured_rss_peak, std::int64_t(2'100'000));
         bool stdout_logged = false, stderr_logged = false;
         for (const auto& l : rec.logs()) {
             stdout_logged = stdout_logged || l.find("saving adapters") != std::string::npos;
