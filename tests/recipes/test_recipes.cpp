@@ -292,6 +292,19 @@ private slots:
         QCOMPARE(rec.predicted_peak(), predicted["peak_allocated_bytes"].get<std::int64_t>());
         QCOMPARE(rec.done()->string_field("reason"), std::string("completed"));
         QCOMPARE(rec.malformed_lines(), std::int64_t(0));
+        // On the CPU the process total is the resident set, and the memory lines say so.
+        std::istringstream events(read(run / "events.jsonl"));
+        int memory_lines = 0;
+        for (std::string line; std::getline(events, line);) {
+            const json e = json::parse(line);
+            if (e["event"] != "memory" || e.value("held_source", "") == "") continue;
+            ++memory_lines;
+            QCOMPARE(e["held_source"].get<std::string>(), std::string("process_rss"));
+            QVERIFY(e["host_rss_bytes"].get<std::int64_t>() > 10'000'000);
+            QVERIFY(e["rss_peak_bytes"].get<std::int64_t>() >= e["rss_bytes"].get<std::int64_t>());
+            QVERIFY(!e.contains("allocated_bytes"));   // CPU PyTorch keeps no allocator statistics
+        }
+        QCOMPARE(std::int64_t(memory_lines), rec.memory_events());
     }
 
     // Ctrl-C: the command is stopped cleanly, says `done` interrupted, and the run says so.

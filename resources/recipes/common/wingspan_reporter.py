@@ -10,9 +10,11 @@ Memory comes from the framework's own allocator statistics, named apart as the p
                                       (MLX: mx.get_active_memory / mx.get_peak_memory)
   reserved_bytes / reserved_peak_bytes torch.cuda.memory_reserved / max_memory_reserved
                                       (MLX: active + cache memory)
-  rss_bytes / rss_peak_bytes          what the process holds: NVML's per-process GPU bytes when
-                                      pynvml is installed and a GPU is in use, else the resident
-                                      set size of the process (CPU, Apple unified memory)
+  rss_bytes / rss_peak_bytes          what the process holds where it trains (held_source says
+                                      which): NVML's bytes for this process on NVIDIA GPUs when
+                                      pynvml is installed (else the device's used bytes), MLX's
+                                      active + cache memory, or the process's resident set on CPU;
+                                      host_rss_bytes is always the resident set
 
 Hooks, one per framework family (each imports its framework only when used):
   hf_callback(reporter)              a transformers TrainerCallback (TRL, PEFT, Unsloth,
@@ -137,16 +139,29 @@ class Reporter:
 
     def memory(self):
         fields = {"step": self.step_no, "phase": self.phase, "components": {}}
-        fields.update(self._allocator_stats())
-        held = self.nvml.process_bytes(os.getpid()) if self._uses_cuda() else None
-        if held is None:
-            held = _rss_bytes()
-        else:
-            fields["nvml_process_bytes"] = held
+        stats = self._allocator_stats()
+        fields.update(stats)
+        held, source = self._held_bytes(stats)
         self.peak_rss = max(self.peak_rss, held)
-        fields["rss_bytes"] = held
+        fields["rss_bytes"] = held              # what the process holds on its device (see held_source)
         fields["rss_peak_bytes"] = self.peak_rss
+        fields["held_source"] = source
+        fields["host_rss_bytes"] = _rss_bytes()
         self.emit("memory", **fields)
+
+    def _held_bytes(self, stats):
+        """What the process holds where it trains: NVML's bytes for this process on NVIDIA GPUs
+        (or, without pynvml, the device's used bytes from cudaMemGetInfo, which counts other
+        processes too); MLX's active + cache memory on Apple silicon; else the resident set."""
+        if self._uses_cuda():
+            held = self.nvml.process_bytes(os.getpid())
+            if held is not None:
+                return held, "nvml_process"
+            free, total = sys.modules["torch"].cuda.mem_get_info()
+            return int(total - free), "cuda_device_used"
+        if "reserved_bytes" in stats:
+            return int(stats["reserved_bytes"]), "mlx_active_plus_cache"
+        return _rss_bytes(), "process_rss"
 
     def step(self, step, loss, lr=None, tokens=None, total_steps=None, tokens_per_s=None):
         """One optimizer step finished. tokens: tokens in this step (tokens/s is derived when absent)."""
