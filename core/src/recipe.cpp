@@ -198,6 +198,7 @@ std::string render_template(const std::string& text, const std::map<std::string,
 Recipe render(const fs::path& dir, const std::string& framework_id, const RecipeInput& in) {
     Recipe r;
     r.framework = framework(dir, framework_id);
+    r.notes = in.notes;
     const fs::path fw_dir = dir / framework_id;
     const json values = read_json(fw_dir / "values.json");
     const TrainingSetup& s = in.setup;

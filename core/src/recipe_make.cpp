@@ -64,10 +64,10 @@ Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
     if (!sample.empty()) in.examples = count_lines(sample);
     if (in.examples <= 0) in.examples = r.examples;
 
-    Recipe recipe = render(dir, r.framework, in);
     if (in.model_repo == kPlaceholderRepo)
-        recipe.notes.insert(recipe.notes.begin(), "Wingspan knows no Hugging Face id for " + in.model_label +
-                                                      ": replace " + kPlaceholderRepo + " in the recipe with it.");
+        in.notes.push_back("Wingspan knows no Hugging Face id for " + in.model_label + ": replace " + kPlaceholderRepo +
+                           " in the recipe with it.");
+    Recipe recipe = render(dir, r.framework, in);
     if (!sample.empty()) add_sample_data(recipe, sample);
     return recipe;
 }

@@ -186,6 +186,16 @@ private slots:
                 std::string::npos);
         const std::string tt = read(write_recipe("torchtune", "full") / "README.md");
         QVERIFY(tt.find("no fp32 master copy") != std::string::npos);
+        // A model without a Hugging Face id: the placeholder is named in the README too.
+        std::ostringstream out, err;
+        QCOMPARE(wingspan::cli::run({"recipe", "--framework", "torchtune", "--size", "5b", "--family", "qwen2.5", "--out",
+                                     (tmp_ / "interpolated").string(), "--profiles", WINGSPAN_TEST_PROFILES_DIR},
+                                    out, err),
+                 0);
+        const std::string interpolated = read(tmp_ / "interpolated" / "README.md");
+        QVERIFY(interpolated.find("replace REPLACE-WITH/your-model") != std::string::npos);
+        QVERIFY(interpolated.find("Llama 3.2 1B builder as a placeholder") != std::string::npos);
+        QVERIFY(read(tmp_ / "interpolated" / "config.yaml").find("REPLACE-WITH/your-model") != std::string::npos);
         const std::string hf = read(write_recipe("hf-transformers", "lora") / "README.md");
         QVERIFY(hf.find("Every knob of the plan is set") != std::string::npos);
     }
@@ -221,6 +231,33 @@ private slots:
         QCOMPARE(read(again / "train.py"), read(first / "train.py"));
         QCOMPARE(json::parse(read(again / "predicted.json"))["total_bytes"],
                  json::parse(read(first / "predicted.json"))["total_bytes"]);
+    }
+
+    // A plan saved by the window (.wingspan.json): its model, setup and data set's epochs.
+    void windowPlanFile() {
+        const fs::path plan = tmp_ / "lesson.wingspan.json";
+        std::ofstream(plan) << R"({"format": "wingspan-plan", "version": 1, "model": {"id": "qwen2.5-7b"},
+            "setup": {"method": "qlora", "seq_len": 2048, "micro_batch": 2, "grad_accum": 8, "lora_rank": 32,
+                      "lora_alpha": 64, "lora_targets": "q,v", "grad_checkpointing": false},
+            "machines": ["t4"], "dataset": {"examples": 200, "tokens_per_example": 512, "epochs": 3}})";
+        const fs::path out = tmp_ / "from-plan-file";
+        const Result r = cli({"recipe", "--framework", "mlx-lm", "--plan", plan.string(), "--out", out.string(),
+                              "--profiles", WINGSPAN_TEST_PROFILES_DIR});
+        QVERIFY2(r.code == 0, r.err.c_str());
+        const std::string cfg = read(out / "lora_config.yaml");
+        QVERIFY(cfg.find("model: \"Qwen/Qwen2.5-7B\"") != std::string::npos);
+        QVERIFY(cfg.find("batch_size: 2\n") != std::string::npos);
+        QVERIFY(cfg.find("grad_accumulation_steps: 8\n") != std::string::npos);
+        QVERIFY(cfg.find("max_seq_length: 2048\n") != std::string::npos);
+        QVERIFY(cfg.find("grad_checkpoint: false\n") != std::string::npos);
+        QVERIFY(cfg.find("keys: ['self_attn.q_proj', 'self_attn.v_proj']") != std::string::npos);
+        QVERIFY(cfg.find("rank: 32\n") != std::string::npos);
+        QVERIFY(cfg.find("scale: 2\n") != std::string::npos);
+        // 480 sample conversations × 3 epochs at 2 × 8 per step = 90 iterations.
+        QVERIFY(cfg.find("iters: 90\n") != std::string::npos);
+        const json p = json::parse(read(out / "predicted.json"));
+        QCOMPARE(p["setup"]["lora_rank"].get<int>(), 32);
+        QCOMPARE(p["model"]["id"].get<std::string>(), std::string("qwen2.5-7b"));
     }
 
     // A script printing protocol lines among its own output, recorded end to end.

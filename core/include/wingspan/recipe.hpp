@@ -65,6 +65,7 @@ struct RecipeInput {
     std::int64_t examples = 0;        // data set size, for step counts where a framework needs them
     std::string data_path;            // a chat JSONL file ({"messages": [...]} per line)
     nlohmann::json predicted;         // prediction_json(...)
+    std::vector<std::string> notes;   // said first in the README (what Wingspan could not fill in)
 };
 
 struct RecipeFile {
