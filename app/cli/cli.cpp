@@ -444,7 +444,7 @@ int cmd_runs(std::ostream& out) {
     for (const auto& dir : runs) {
         const RunRecord r = RunStore::load(dir);
         const RunSummary s = r.summary();
-        out << pad(dir.filename().string(), 44) << pad(r.status_text().substr(0, 40), 42) << " peak "
+        out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42) << " peak "
             << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
             << " predicted\n";
     }

@@ -98,6 +98,8 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     if (child == 0) {
         setpgid(0, 0);   // its own group: Ctrl-C reaches it through us, once, as a clean stop
+        signal(SIGINT, SIG_DFL);   // even when we were started with them ignored (a background job)
+        signal(SIGTERM, SIG_DFL);
         dup2(out_pipe[1], STDOUT_FILENO);
         dup2(err_pipe[1], STDERR_FILENO);
         close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
@@ -125,10 +127,15 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     int handled_requests = 0, signals_sent = 0;
     Clock::time_point last_signal;
     bool open_out = true, open_err = true;
+    int status = 0;
+    bool exited = false;
     char buf[65536];
-    while (open_out || open_err) {
-        if (g_stop_requests > handled_requests || (signals_sent > 0 && Clock::now() - last_signal > std::chrono::seconds(signals_sent == 1 ? 20 : 10))) {
-            if (signals_sent < 3) {
+    // Until the command has exited and its output is drained; stop requests are served all along,
+    // also after the command closed its output.
+    while (!exited || open_out || open_err) {
+        if (g_stop_requests > handled_requests ||
+            (signals_sent > 0 && !exited && Clock::now() - last_signal > std::chrono::seconds(signals_sent == 1 ? 20 : 10))) {
+            if (signals_sent < 3 && !exited) {
                 const int sig = signals_sent == 0 ? SIGINT : signals_sent == 1 ? SIGTERM : SIGKILL;
                 kill(-child, sig);
                 err << "wingspan: stopping the command (" << (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGKILL")
@@ -159,13 +166,15 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
                 err_lines.feed(buf, size_t(n), [&](const std::string& line) { run.stderr_line(line, seconds()); });
             }
         }
+        // A grandchild may keep the pipes open after the command itself exited: stop reading
+        // then, or the run would never end.
+        if (!exited && waitpid(child, &status, WNOHANG) == child) exited = true;
+        if (exited && ready == 0) open_out = open_err = false;
     }
     if (!out_lines.pending.empty()) run.stdout_line(out_lines.pending, seconds());
     if (!err_lines.pending.empty()) run.stderr_line(err_lines.pending, seconds());
     close(out_pipe[0]), close(err_pipe[0]);
-
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    while (!exited && waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
