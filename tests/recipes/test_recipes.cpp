@@ -1,7 +1,8 @@
 // `wingspan recipe` and `wingspan watch` without any framework installed: golden recipes of the
 // lessons' plan for each framework, their Python and YAML checked by check_recipe.py (keys and
-// values), the reporter against a plain PyTorch loop on the CPU, scripted runs recorded end to
-// end in a temporary run store, and Ctrl-C stopping a watched run cleanly.
+// values), the reporter against a plain PyTorch loop on the CPU and through each framework's
+// hook (hooks_check.py), scripted runs recorded end to end in a temporary run store, and Ctrl-C
+// stopping a watched run cleanly.
 #include <QtTest>
 
 #include <unistd.h>
@@ -343,6 +344,16 @@ private slots:
             QVERIFY(!e.contains("allocated_bytes"));   // CPU PyTorch keeps no allocator statistics
         }
         QCOMPARE(std::int64_t(memory_lines), rec.memory_events());
+    }
+
+    // Each framework hook (TrainerCallback, torchtune's metric logger, mlx-lm's callback, the
+    // Axolotl plugin) called the way its framework calls it, with stand-in base classes.
+    void hooksSpeakTheProtocol() {
+        const fs::path recipe = write_recipe("hf-transformers", "lora");
+        std::string output;
+        QVERIFY2(run_python({std::string(WINGSPAN_TEST_RECIPE_TESTS_DIR) + "/hooks_check.py", recipe.string()}, &output) == 0,
+                 output.c_str());
+        QVERIFY(output.find("all hooks speak the protocol") != std::string::npos);
     }
 
     // Ctrl-C: the command is stopped cleanly, says `done` interrupted, and the run says so.
