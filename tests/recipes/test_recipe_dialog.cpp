@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <QComboBox>
+#include <QDir>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -61,6 +62,14 @@ private slots:
         QCOMPARE(dlg.frameworkCombo()->count(), 6);
         dlg.frameworkCombo()->setCurrentIndex(dlg.frameworkCombo()->findData("axolotl"));
         QVERIFY(dlg.notesLabel()->text().contains("axolotl train config.yaml"));
+        // README's picture of the dialog (WINGSPAN_SCREENSHOT_DIR=docs when it changes).
+        if (const char* dir = std::getenv("WINGSPAN_SCREENSHOT_DIR")) {
+            dlg.frameworkCombo()->setCurrentIndex(dlg.frameworkCombo()->findData("mlx-lm"));
+            dlg.folderEdit()->setText("/home/you/llama-8b-mlx");
+            dlg.adjustSize();
+            QVERIFY(dlg.grab().save(QString(dir) + "/recipe-dialog.png"));
+            dlg.frameworkCombo()->setCurrentIndex(dlg.frameworkCombo()->findData("axolotl"));
+        }
         dlg.folderEdit()->setText(QString::fromStdString((tmp_ / "from-window").string()));
         QVERIFY2(dlg.write(), qPrintable(dlg.error()));
         const json spec = json::parse(read(tmp_ / "from-window" / "recipe.json"));
