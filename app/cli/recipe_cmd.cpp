@@ -18,6 +18,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/recipe.hpp"
+#include "wingspan/units.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -195,6 +196,29 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (auto e = last_value(plan_args, "--epochs")) req.training.epochs = to_count("--epochs", *e, 1);
     if (auto e = last_value(plan_args, "--examples")) req.examples = to_count("--examples", *e, 1);
 
+    // The machines named with --machine (plan's default list otherwise): their verdicts on the
+    // command line, their notes (a T4 has no bf16, ...) in the README too.
+    std::vector<std::string> verdicts;
+    const json machines = last_value(plan_flags, "--machine") ? plan.value("machines", json::array()) : json::array();
+    bool all_without_bf16 = !machines.empty();
+    for (const auto& m : machines) {
+        const std::string name = m.value("name", m.value("id", std::string()));
+        verdicts.push_back(name + ": " + m.value("verdict", std::string()) + ", needs " +
+                           format_bytes(m.value("needed_bytes", 0.0)) + " of " + format_bytes(m.value("usable_bytes", 0.0)));
+        for (const auto& n : m.value("notes", std::vector<std::string>{})) req.notes.push_back(n + ".");
+        bool without_bf16 = false;   // a machine this library does not list (this machine) is not switched
+        for (const auto& known : lib.machines())
+            if (known.id == m.value("id", std::string())) without_bf16 = !known.bf16;
+        all_without_bf16 = all_without_bf16 && without_bf16;
+    }
+    // On machines without bf16 the planner already counts fp16 with loss scaling; so does the recipe.
+    if (all_without_bf16 && (req.setup.precision == Precision::Bf16Mixed || req.setup.precision == Precision::Bf16)) {
+        req.setup.precision = Precision::Fp16Mixed;
+        req.notes.push_back("This recipe trains in fp16 mixed precision (the plan said " +
+                            std::string(to_string(TrainingSetup::from_json(plan["setup"]).precision)) +
+                            "), as the planner does for machines without bf16.");
+    }
+
     const recipe::Recipe r = recipe::make(recipes, lib, req);
     const fs::path dir = own["--out"];
     recipe::write(r, dir);
@@ -204,6 +228,7 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
         out << "what " << r.framework.name << " does differently from the plan (also in README.md):\n";
         for (const auto& n : r.notes) out << "  - " << n << "\n";
     }
+    for (const auto& v : verdicts) out << "the plan on " << v << "\n";
     out << "run it watched:\n  cd " << dir.string() << " && wingspan watch --plan predicted.json -- " << r.command
         << "\n";
     return kExitOk;

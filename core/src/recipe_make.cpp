@@ -46,6 +46,7 @@ Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
     in.num_layers = r.arch.layers;
     in.setup = r.setup;
     in.training = r.training;
+    in.notes = r.notes;
     in.predicted = prediction_json(r.model_id, in.model_label, r.family, r.arch, r.setup, profile_for(lib, fw));
     in.predicted["recipe"] = fw.id;   // `wingspan watch` names the run after it
 

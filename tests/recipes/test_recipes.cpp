@@ -198,6 +198,17 @@ private slots:
         QVERIFY(interpolated.find("replace REPLACE-WITH/your-model") != std::string::npos);
         QVERIFY(interpolated.find("Llama 3.2 1B builder as a placeholder") != std::string::npos);
         QVERIFY(read(tmp_ / "interpolated" / "config.yaml").find("REPLACE-WITH/your-model") != std::string::npos);
+        // A machine named with --machine: its verdict printed, its notes in the README.
+        const Result t4 = cli({"recipe", "--framework", "hf-transformers", "--model", "llama-3.1-8b", "--method", "qlora",
+                               "--machine", "t4", "--out", (tmp_ / "t4").string(), "--profiles", WINGSPAN_TEST_PROFILES_DIR});
+        QVERIFY2(t4.code == 0, t4.err.c_str());
+        QVERIFY(t4.out.find("the plan on NVIDIA Tesla T4: fits") != std::string::npos);
+        QVERIFY(read(tmp_ / "t4" / "README.md").find("NVIDIA Tesla T4 has no bf16") != std::string::npos);
+        // ... so the recipe trains in fp16 there, as the planner counted.
+        const std::string script = read(tmp_ / "t4" / "train.py");
+        QVERIFY(script.find("fp16=True") != std::string::npos && script.find("bf16=False") != std::string::npos);
+        QCOMPARE(json::parse(read(tmp_ / "t4" / "predicted.json"))["setup"]["precision"].get<std::string>(),
+                 std::string("fp16-mixed"));
         const std::string hf = read(write_recipe("hf-transformers", "lora") / "README.md");
         QVERIFY(hf.find("Every knob of the plan is set") != std::string::npos);
     }

@@ -111,6 +111,7 @@ struct Request {
     std::string data_path;                  // empty: the bundled sample, copied into the recipe
     TrainingOptions training;
     std::int64_t examples = 1000;           // used when the data cannot be counted
+    std::vector<std::string> notes;         // said first in the README (the machine's, for one)
 };
 Recipe make(const std::filesystem::path& dir, const ProfileLibrary& lib, const Request& request);
 
