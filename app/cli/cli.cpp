@@ -1,5 +1,6 @@
 #include "cli.hpp"
 #include "download_cmd.hpp"
+#include "recipe_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/recipe_watch.hpp"
 #include "wingspan/run_record.hpp"
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
@@ -48,6 +50,8 @@ Commands:
   runs      the run history (runs launched from the window)
   calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
   download  OWNER/NAME [--revision R] [--include GLOB] [--offline]   a model into the HF cache (download --help)
+  recipe    --framework ID --out DIR [plan flags]   the plan as a recipe for a training framework
+  watch     [--plan predicted.json] -- COMMAND...   run a command and record it in the run history
 
 plan / fit options:
   --model ID | --size 8b [--family F] | --config config.json
@@ -526,7 +530,7 @@ int cmd_runs(std::ostream& out) {   // a run that cannot be read is named and sk
             continue;
         }
         const RunSummary s = r.summary();
-        out << pad(dir.filename().string(), 44) << pad(r.status_text().substr(0, 40), 42) << " peak "
+        out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42) << " peak "
             << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
             << " predicted\n";
     }
@@ -543,7 +547,9 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std:
             err << "wingspan: warning: " << e.what() << " (skipped)\n";
         }
     }
-    const FrameworkProfile& base = lib.framework(o.get("--framework").value_or("libtorch-cpu"));
+    if (runs.empty()) throw InputError("calibrate: none of the run folders could be read");
+    const FrameworkProfile& base =
+        lib.framework(o.get("--framework").value_or(watched_profile(o.positional.front()).value_or("libtorch-cpu")));
     const Calibration cal = calibrate(base, runs);
     const std::filesystem::path dir = ProfileLibrary::user_dir() / "frameworks";
     std::filesystem::create_directories(dir);
@@ -591,7 +597,8 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
-                                                    "scenarios", "runs", "calibrate", "download", "help", "--help", "-h", "version", "--version"};
+                                                    "scenarios", "runs", "calibrate", "download", "recipe", "watch",
+                                                    "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
 
@@ -606,6 +613,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     }
     if (args[0] == "download") return cmd_download(args, out, err);
     try {
+        if (args[0] == "recipe") return run_recipe(args, out, err, executable);
+        if (args[0] == "watch") return run_watch(args, out, err, executable);
         const Options o = parse_options(args, 1);
         if (o.has("--help")) {
             out << kUsage;
