@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     if (!args.empty() && args[0] == "export") {
         // Headless: no window is ever shown, so never depend on a display.
         if (!has_env("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-        QGuiApplication app(argc, argv);
+        // A QApplication: the charts are Qt Charts (graphics items), drawn offscreen.
+        QApplication app(argc, argv);
         set_identity();
         QStringList rest;
         for (size_t i = 1; i < args.size(); ++i) rest << QString::fromStdString(args[i]);

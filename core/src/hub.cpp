@@ -185,6 +185,11 @@ public:
         throw e;
     }
 
+    // The error for an HTTP answer the caller did not expect (shared with the download).
+    HubError answer_error(const HttpResponse& r, const std::string& file, const std::string& what) const {
+        return status_error(r, file, std::nullopt, what);
+    }
+
     // Stores every answer of a successful import; problems become a warning.
     void commit(ImportedModel& m) {
         std::string problem;
@@ -410,6 +415,12 @@ std::optional<safetensors::Header> read_remote_header(HubSession& s, const HubOp
 }
 
 }  // namespace
+
+HubError detail::status_error(const HttpResponse& r, const std::string& typed, const std::string& repo,
+                              const HubOptions& opt, const std::string& file, const std::string& what) {
+    static const ProgressCallback no_progress;
+    return HubSession(typed, repo, opt, no_progress, nullptr).answer_error(r, file, what);
+}
 
 std::string normalize_repo_id(const std::string& typed, const std::string& endpoint) {
     std::string s = detail::trim(typed);

@@ -183,6 +183,8 @@ std::string RunRecord::status_text() const {
 
 RunSummary RunRecord::summary() const {
     RunSummary s;
+    // A framework that reports totals only (a watched recipe) is compared on totals only.
+    if (!measured_maxima_.empty())
     for (Component c : kAllComponents) {
         if (c == Component::FrameworkOverhead) continue;
         const auto p = predicted_maxima_.find(c);
@@ -367,7 +369,7 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
 }
 
 json framework_profile_to_json(const FrameworkProfile& f) {
-    return {{"id", f.id},
+    json j = {{"id", f.id},
             {"name", f.name},
             {"context_bytes", f.context_bytes},
             {"workspace_bytes", f.workspace_bytes},
@@ -387,6 +389,8 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"checkpoint_state_bytes", f.checkpoint_state_bytes},
             {"technique_lead", f.technique_lead},
             {"sources", f.sources}};
+    for (const auto& [k, v] : f.behaviour.items()) j[k] = v;   // dtypes, loss, quantization, ...
+    return j;
 }
 
 }  // namespace wingspan

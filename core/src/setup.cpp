@@ -145,6 +145,8 @@ void TrainingSetup::validate(const Architecture& arch) const {
                                            std::to_string(arch.hidden));
         need(!lora_targets.empty(), "LoRA needs at least one target module");
         need(lora_dropout >= 0 && lora_dropout < 1, "LoRA dropout must be in [0, 1)");
+        need(lora_layers >= 0, "LoRA layers must be 0 (all) or a positive number of last layers (got " +
+                                   std::to_string(lora_layers) + ")");
     }
     need(!(method == Method::Full && quantization != Quantization::None),
          "a full fine-tune cannot train quantized weights (use qlora)");
@@ -191,6 +193,8 @@ nlohmann::json TrainingSetup::to_json() const {
         {"lora_dropout", lora_dropout},
         {"lora_targets", targets_to_string(lora_targets)},
         {"train_embeddings", train_embeddings},
+        {"lora_layers", lora_layers},
+        {"dora", dora},
         {"quantization", to_string(effective_quantization())},
         {"serve_batch", serve_batch},
         {"devices", devices},
@@ -238,6 +242,8 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     integer("devices", s.devices);
     boolean("grad_checkpointing", s.grad_checkpointing);
     boolean("train_embeddings", s.train_embeddings);
+    integer("lora_layers", s.lora_layers);
+    boolean("dora", s.dora);
     boolean("offload", s.offload);
     number("lora_alpha", s.lora_alpha);
     number("lora_dropout", s.lora_dropout);

@@ -163,6 +163,7 @@ json MachineVerdict::to_json() const {
               {"margin_bytes", margin_bytes},
               {"verdict", to_string(fit)},
               {"precision", wingspan::to_string(setup.precision)},
+              {"setup", setup.to_json()},   // as run on this machine with its framework's defaults
               {"peak_allocated_bytes", estimate.peak_allocated_bytes},
               {"total_bytes", estimate.total_bytes},
               {"host_bytes", estimate.host_bytes},

@@ -184,7 +184,11 @@ FileDigest save_safetensors(const fs::path& file, const std::vector<std::pair<st
     for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
     f.write(prefix, 8);
     f.write(header);
-    for (const auto& t : data) f.write(t.data_ptr(), t.numel() * t.element_size());
+    for (const auto& t : data) {
+        // A GPU tensor comes to the host one at a time, as it is written.
+        const at::Tensor host = t.is_cpu() ? t : t.to(at::kCPU);
+        f.write(host.data_ptr(), host.numel() * host.element_size());
+    }
     f.commit();
     return {f.bytes_written(), f.checksum()};
 }

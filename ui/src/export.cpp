@@ -11,6 +11,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/safe_file.hpp"
+#include "wingspan/ui/memory_qchart.hpp"
 
 namespace wingspan::ui {
 
@@ -31,9 +32,7 @@ ChartStyle style_for(const ImageOptions& o) {
 // Paints at a logical size of (width, height) × 96 / dpi, scaled up to the device.
 void paint_scaled(QPainter& p, const ChartData& d, const ImageOptions& o, double device_w, double device_h) {
     const double s = o.dpi / 96.0;
-    p.scale(s, s);
-    ChartPainter painter;
-    painter.paint(p, QRectF(0, 0, device_w / s, device_h / s), d, style_for(o));
+    render_memory_chart(p, QRectF(0, 0, device_w, device_h), QSizeF(device_w / s, device_h / s), d, style_for(o));
 }
 
 QString slug(const QString& text) {

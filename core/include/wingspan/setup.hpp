@@ -55,6 +55,8 @@ struct TrainingSetup {
                                          LinearRole::O, LinearRole::Gate, LinearRole::Up,
                                          LinearRole::Down};
     bool train_embeddings = false;     // embeddings and head train fully besides adapters
+    std::int64_t lora_layers = 0;      // adapters on the last N layers only (mlx-lm --num-layers; 0: all)
+    bool dora = false;                 // DoRA: a trainable magnitude per output row of each adapted linear
     // QLoRA / quantized serving. Method::Qlora defaults to NF4 with double quantization.
     Quantization quantization = Quantization::None;
     // Serving
