@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "wingspan/json_input.hpp"
+
 namespace wingspan::protocol {
 
 using nlohmann::json;
@@ -85,8 +87,14 @@ DeviceMemory device_memory(const Event& e) {
 ParseResult parse_line(std::string_view line) {
     ParseResult r;
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
+    std::string why;
+    std::optional<json> parsed = try_parse_untrusted_json(line, &why);
+    if (!parsed) {
+        r.error = why + ": " + quoted(line);
+        return r;
+    }
+    json j = std::move(*parsed);
+    if (!j.is_object()) {
         r.error = "not a JSON object: " + quoted(line);
         return r;
     }

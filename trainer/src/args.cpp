@@ -106,6 +106,9 @@ std::string usage() {
            "         [--attention eager|sdpa] [--device auto|cpu|cuda|cuda:N|mps]\n"
            "         [--initial-loss-scale X] [--loss-scale-growth N]   (fp16-mixed)\n"
            "       wingspan-train devices   (one JSON object: the devices this build can train on)\n"
+           "         [--chat-format chatml|llama3|llama2|mistral|zephyr|gemma|phi3]\n"
+           "       --model takes a folder, a Hugging Face cache snapshot, or OWNER/NAME[@REVISION]\n"
+           "         already in the cache (wingspan download OWNER/NAME puts it there)\n"
            "       wingspan-train tokenize [--tokenizer FILE]   (stdin text -> JSON array of ids)\n"
            "stdout carries run-protocol JSON lines only (docs/protocol.md).\n";
 }
@@ -123,6 +126,8 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.data_file = need_value(a, i);
         } else if (f == "--tokenizer") {
             o.tokenizer_file = need_value(a, i);
+        } else if (f == "--chat-format") {
+            o.chat_format = need_value(a, i);
         } else if (f == "--method") {
             const std::string v = need_value(a, i);
             if (v == "full") o.method = Method::Full;

@@ -15,6 +15,7 @@ struct Options {
     std::string model_dir;          // empty: the built-in default architecture
     std::string data_file;          // empty: the bundled sample data
     std::string tokenizer_file;     // empty: <model>/tokenizer.json, else byte-level
+    std::string chat_format;        // empty: from the model's chat template (chat_format.hpp)
     Method method = Method::Lora;
     bool method_given = false;
     std::int64_t rank = 8;

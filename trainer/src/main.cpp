@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "generate.hpp"
 #include "memory.hpp"
+#include "merge.hpp"
 #include "train.hpp"
 
 int main(int argc, char** argv) {
@@ -31,5 +33,7 @@ int main(int argc, char** argv) {
         args.erase(args.begin());
         return wingspan::train::run_tokenize(args);
     }
+    if (!args.empty() && args[0] == "merge") return wingspan::train::run_merge({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "generate") return wingspan::train::run_generate({args.begin() + 1, args.end()});
     return wingspan::train::run_train(args, argv[0]);
 }

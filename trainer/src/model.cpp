@@ -37,10 +37,10 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
     if (!j.is_object()) throw InputError("config.json is not a JSON object");
     ModelConfig c;
     c.model_type = j.value("model_type", "llama");
-    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "smollm", "smollm2"};
+    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "qwen3", "smollm", "smollm2"};
     if (!supported.count(c.model_type))
         throw InputError("config.json: model_type \"" + c.model_type +
-                         "\" is not supported by wingspan-train (llama, mistral, qwen2)");
+                         "\" is not supported by wingspan-train (llama, mistral, qwen2, qwen3)");
     c.hidden = need_int(j, "hidden_size");
     c.layers = need_int(j, "num_hidden_layers");
     c.heads = need_int(j, "num_attention_heads");
@@ -57,6 +57,7 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
     c.qkv_bias = c.model_type == "qwen2" || attention_bias;
     c.o_bias = attention_bias;
     c.mlp_bias = j.value("mlp_bias", false);
+    c.qk_norm = c.model_type == "qwen3";
     if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.rms_eps = j["rms_norm_eps"].get<double>();
     if (j.contains("rope_theta") && j["rope_theta"].is_number()) c.rope_theta = j["rope_theta"].get<double>();
     if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
@@ -140,6 +141,10 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected_tensors(
         if (c.qkv_bias) t.push_back({p + "self_attn.v_proj.bias", {kv}});
         t.push_back({p + "self_attn.o_proj.weight", {c.hidden, q}});
         if (c.o_bias) t.push_back({p + "self_attn.o_proj.bias", {c.hidden}});
+        if (c.qk_norm) {
+            t.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
+            t.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
+        }
         t.push_back({p + "post_attention_layernorm.weight", {c.hidden}});
         t.push_back({p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}});
         if (c.mlp_bias) t.push_back({p + "mlp.gate_proj.bias", {c.intermediate}});
@@ -494,6 +499,10 @@ void Model::build(const Source& source, std::uint64_t seed) {
             }
         }
         L.post_norm = dense(p + "post_attention_layernorm.weight", {cfg_.hidden}, true);
+        if (cfg_.qk_norm) {
+            L.q_norm = dense(p + "self_attn.q_norm.weight", {cfg_.head_dim}, true);
+            L.k_norm = dense(p + "self_attn.k_norm.weight", {cfg_.head_dim}, true);
+        }
     }
     final_norm_ = dense("model.norm.weight", {cfg_.hidden}, true);
     if (!cfg_.tied) head_ = dense("lm_head.weight", {cfg_.vocab, cfg_.hidden});
@@ -554,6 +563,10 @@ std::vector<NamedTensor> Model::tensors() const {
             }
         }
         out.push_back({p + "post_attention_layernorm.weight", L.post_norm, base, full});
+        if (L.q_norm.defined()) {
+            out.push_back({p + "self_attn.q_norm.weight", L.q_norm, base, full});
+            out.push_back({p + "self_attn.k_norm.weight", L.k_norm, base, full});
+        }
     }
     out.push_back({"model.norm.weight", final_norm_, base, full});
     if (!cfg_.tied) out.push_back({"lm_head.weight", head_, base, full});
@@ -637,6 +650,10 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     at::Tensor k = L.k.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
     at::Tensor v = L.v.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
     h.reset();
+    if (cfg_.qk_norm) {   // per head, over head_dim, before RoPE
+        q = rms_norm(q, L.q_norm);
+        k = rms_norm(k, L.k_norm);
+    }
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
     if (cache) {

@@ -29,6 +29,8 @@
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "tokenizer.hpp"
+#include "chat_format.hpp"
+#include "model_source.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/memory_model.hpp"
@@ -177,6 +179,11 @@ private:
 void Run::load_inputs() {
     // Model configuration and weights.
     if (!opt_.model_dir.empty()) {
+        try {
+            opt_.model_dir = resolve_model_argument(opt_.model_dir).string();
+        } catch (const InputError& e) {
+            throw RunError("io", e.what());
+        }
         const fs::path dir = opt_.model_dir;
         if (!fs::is_directory(dir)) throw RunError("io", "--model: " + dir.string() + " is not a folder");
         const fs::path cfg = dir / "config.json";
@@ -247,7 +254,13 @@ void Run::load_inputs() {
 
     // Data.
     data_path_ = opt_.data_file.empty() ? default_sample_data(argv0_) : fs::path(opt_.data_file);
-    chat_ = chat_format_for(*tok_);
+    try {
+        chat_ = chat_format_for_model(*tok_, opt_.model_dir, opt_.chat_format);
+    } catch (const DataError& e) {
+        throw RunError("bad_data", e.what());
+    } catch (const InputError& e) {
+        throw RunError("bad_argument", e.what());
+    }
     try {
         data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
         epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
