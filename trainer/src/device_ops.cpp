@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "torch_version.hpp"
 #include "wingspan/nf4.hpp"
 
 namespace wingspan::train::ops {
@@ -50,12 +51,19 @@ at::Tensor dropout(const at::Tensor& x, double p, bool train) {
     return emulated(x) ? at::dropout(x.to(at::kFloat), p, train).to(at::kHalf) : at::dropout(x, p, train);
 }
 
+namespace {
+at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if WINGSPAN_TORCH_AT_LEAST(2, 0)   // public from 2.0, returning the output only
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+#else
+    return std::get<0>(at::_scaled_dot_product_attention(q, k, v, {}, 0.0, false, /*is_causal=*/true));
+#endif
+}
+}  // namespace
+
 at::Tensor causal_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-    if (emulated(q))
-        return std::get<0>(at::_scaled_dot_product_attention(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat), {},
-                                                             0.0, false, true))
-            .to(at::kHalf);
-    return std::get<0>(at::_scaled_dot_product_attention(q, k, v, {}, 0.0, false, true));
+    if (emulated(q)) return sdpa(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat)).to(at::kHalf);
+    return sdpa(q, k, v);
 }
 
 at::Tensor nf4_absmax(const at::Tensor& block_codes, const at::Tensor& group_scales, const at::Tensor& mean) {

@@ -17,6 +17,7 @@
 
 #include "device_memory.hpp"
 #include "emit.hpp"
+#include "torch_version.hpp"
 #include "wingspan/nvml.hpp"
 #include "wingspan/protocol.hpp"
 
@@ -86,7 +87,11 @@ void count_delete(void* ptr) {
 
 class CountingAllocator final : public c10::Allocator {
 public:
+#if WINGSPAN_TORCH_AT_LEAST(2, 3)   // allocate() lost its const; copy_data() became pure virtual
+    c10::DataPtr allocate(size_t n) override {
+#else
     c10::DataPtr allocate(size_t n) const override {
+#endif
         const int c = g_current.load(std::memory_order_relaxed);
         const auto bytes = static_cast<std::int64_t>(n);
         const std::int64_t limit = g_limit.load(std::memory_order_relaxed);
@@ -118,6 +123,11 @@ public:
         return {p, p, &count_delete, c10::Device(c10::DeviceType::CPU)};
     }
     c10::DeleterFnPtr raw_deleter() const override { return &count_delete; }
+#if WINGSPAN_TORCH_AT_LEAST(2, 3)
+    void copy_data(void* dest, const void* src, std::size_t count) const override {
+        default_copy_data(dest, src, count);
+    }
+#endif
 };
 
 }  // namespace
