@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 
 namespace wingspan::train {
 
@@ -156,7 +157,7 @@ std::optional<std::string> chat_template_of(const fs::path& model_dir) {
     std::error_code ec;
     if (fs::exists(model_dir / "chat_template.jinja", ec)) return read_file(model_dir / "chat_template.jinja");
     if (!fs::exists(model_dir / "tokenizer_config.json", ec)) return std::nullopt;
-    json config = json::parse(read_file(model_dir / "tokenizer_config.json"), nullptr, false);
+    json config = try_parse_untrusted_json(read_file(model_dir / "tokenizer_config.json")).value_or(json());
     if (!config.is_object() || !config.contains("chat_template")) return std::nullopt;
     const json& t = config["chat_template"];
     if (t.is_string()) return t.get<std::string>();

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/hub_download.hpp"
 
 namespace wingspan::train {
@@ -35,10 +36,8 @@ std::filesystem::path adapter_dir_of(const std::filesystem::path& run) {
 }
 
 nlohmann::json read_json_object(const std::filesystem::path& file) {
-    std::ifstream in(file);
-    if (!in) throw InputError("cannot read " + file.string());
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw InputError(file.string() + " is not a JSON object");
+    nlohmann::json j = read_untrusted_json_file(file);   // bounded size and nesting
+    if (!j.is_object()) throw InputError(file.string() + " is not a JSON object");
     return j;
 }
 
