@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hub_internal.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/sha256.hpp"
 
 namespace wingspan::hub {
@@ -69,8 +70,9 @@ Listing fetch_listing(HttpClient& client, const std::string& typed, const std::s
                         "The Hub's file list of '" + repo + "' (revision '" + opt.revision + "', " +
                             url.substr(0, url.find('?')) + ") is not what Wingspan expects: " + why + ".");
     };
-    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw bad("not a JSON object");
+    std::string why;
+    const nlohmann::json j = try_parse_untrusted_json(r.body, &why).value_or(nlohmann::json());
+    if (!j.is_object()) throw bad(why.empty() ? "not a JSON object" : why);
     Listing l;
     if (!j.contains("sha") || !j["sha"].is_string()) throw bad("no commit (\"sha\")");
     l.commit = j["sha"].get<std::string>();

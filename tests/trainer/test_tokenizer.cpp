@@ -283,6 +283,14 @@ private slots:
         QCOMPARE(*t->bos_id(), 1);
         QVERIFY(t->adds_bos());
         QCOMPARE(t->decode({-1, 99999, 5}), std::string("a"));   // unknown ids decode to nothing
+        // Nesting a million levels deep is refused before anything walks it.
+        const std::string deep = "{\"model\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+        try {
+            Tokenizer::from_json_text(deep, "deep.json");
+            QFAIL("no InputError");
+        } catch (const InputError& e) {
+            QVERIFY(std::string(e.what()).find("nested deeper than") != std::string::npos);
+        }
     }
 
     void unsupportedTokenizersAreClearErrors() {

@@ -157,8 +157,7 @@ std::optional<std::string> chat_template_of(const fs::path& model_dir) {
     std::error_code ec;
     if (fs::exists(model_dir / "chat_template.jinja", ec)) return read_file(model_dir / "chat_template.jinja");
     if (!fs::exists(model_dir / "tokenizer_config.json", ec)) return std::nullopt;
-    // Bounded depth: a downloaded tokenizer_config.json is JSON we did not write.
-    const json config = try_parse_untrusted_json(read_file(model_dir / "tokenizer_config.json")).value_or(json());
+    json config = try_parse_untrusted_json(read_file(model_dir / "tokenizer_config.json")).value_or(json());
     if (!config.is_object() || !config.contains("chat_template")) return std::nullopt;
     const json& t = config["chat_template"];
     if (t.is_string()) return t.get<std::string>();

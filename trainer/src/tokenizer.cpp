@@ -400,20 +400,11 @@ std::shared_ptr<Tokenizer> Tokenizer::byte_level() {
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::from_file(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError("cannot read tokenizer file " + file.string());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto t = from_json_text(ss.str(), file.string());
+    auto t = from_json_text(read_regular_file(file), file.string());
     // BOS/EOS and whether they are added come from tokenizer_config.json beside it.
     const auto config_file = file.parent_path() / "tokenizer_config.json";
-    if (std::ifstream cin(config_file); cin) {
-        std::stringstream cs;
-        cs << cin.rdbuf();
-        json config = json::parse(cs.str(), nullptr, false);
-        if (config.is_discarded()) throw InputError(config_file.string() + ": not valid JSON");
-        t->apply_config(config, config_file.string());
-    }
+    std::error_code ec;
+    if (std::filesystem::exists(config_file, ec)) t->apply_config(read_untrusted_json_file(config_file), config_file.string());
     return t;
 }
 
