@@ -1,4 +1,6 @@
 #include "cli.hpp"
+#include "download_cmd.hpp"
+#include "recipe_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +16,11 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/hub.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/recipe_watch.hpp"
 #include "wingspan/run_record.hpp"
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
@@ -44,6 +49,9 @@ Commands:
   export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
   runs      the run history (runs launched from the window)
   calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
+  download  OWNER/NAME [--revision R] [--include GLOB] [--offline]   a model into the HF cache (download --help)
+  recipe    --framework ID --out DIR [plan flags]   the plan as a recipe for a training framework
+  watch     [--plan predicted.json] -- COMMAND...   run a command and record it in the run history
 
 plan / fit options:
   --model ID | --size 8b [--family F] | --config config.json
@@ -189,10 +197,7 @@ ModelChoice choose_model(const ProfileLibrary& lib, const Options& o, std::ostre
     }
     if (auto dir = o.get("--model-dir")) return imported(hub::import_from_folder(*dir), err);
     if (auto cfg = o.get("--config")) {
-        std::ifstream in(*cfg);
-        if (!in) throw InputError("cannot read config file '" + *cfg + "'");
-        json j = json::parse(in, nullptr, false);
-        if (j.is_discarded()) throw InputError("'" + *cfg + "' is not valid JSON");
+        const json j = read_untrusted_json_file(*cfg);
         return {*cfg, *cfg, "imported", Architecture::from_hf_config(j)};
     }
     if (auto size = o.get("--size")) {
@@ -509,7 +514,7 @@ int cmd_table(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
     return kExitOk;
 }
 
-int cmd_runs(std::ostream& out) {
+int cmd_runs(std::ostream& out) {   // a run that cannot be read is named and skipped
     const RunStore store;
     const auto runs = store.list();
     if (runs.empty()) {
@@ -517,25 +522,39 @@ int cmd_runs(std::ostream& out) {
         return kExitOk;
     }
     for (const auto& dir : runs) {
-        const RunRecord r = RunStore::load(dir);
+        RunRecord r;
+        try {
+            r = RunStore::load(dir);
+        } catch (const InputError& e) {
+            out << pad(dir.filename().string(), 44) << "skipped: " << e.what() << "\n";
+            continue;
+        }
         const RunSummary s = r.summary();
-        out << pad(dir.filename().string(), 44) << pad(r.status_text().substr(0, 40), 42) << " peak "
+        out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42) << " peak "
             << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
             << " predicted\n";
     }
     return kExitOk;
 }
 
-int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out) {
+int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     if (o.positional.empty()) throw InputError("calibrate needs one or more run folders (see `wingspan runs`)");
     std::vector<RunRecord> runs;
-    for (const auto& p : o.positional) runs.push_back(RunStore::load(p));
-    const FrameworkProfile& base = lib.framework(o.get("--framework").value_or("libtorch-cpu"));
+    for (const auto& p : o.positional) {
+        try {
+            runs.push_back(RunStore::load(p));
+        } catch (const InputError& e) {
+            err << "wingspan: warning: " << e.what() << " (skipped)\n";
+        }
+    }
+    if (runs.empty()) throw InputError("calibrate: none of the run folders could be read");
+    const FrameworkProfile& base =
+        lib.framework(o.get("--framework").value_or(watched_profile(o.positional.front()).value_or("libtorch-cpu")));
     const Calibration cal = calibrate(base, runs);
     const std::filesystem::path dir = ProfileLibrary::user_dir() / "frameworks";
     std::filesystem::create_directories(dir);
     const std::filesystem::path file = dir / (cal.profile.id + ".json");
-    std::ofstream(file) << framework_profile_to_json(cal.profile).dump(2) << "\n";
+    write_file_atomically(file, framework_profile_to_json(cal.profile).dump(2) + "\n");   // IoError on a full disk
     if (o.has("--json")) {
         out << json{{"framework", cal.profile.id}, {"file", file.string()}, {"runs", cal.runs},
                     {"context_bytes", cal.profile.context_bytes}, {"allocator_slack", cal.profile.allocator_slack},
@@ -578,7 +597,8 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
-                                                    "scenarios", "runs", "calibrate", "help", "--help", "-h", "version", "--version"};
+                                                    "scenarios", "runs", "calibrate", "download", "recipe", "watch",
+                                                    "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
 
@@ -591,7 +611,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         out << "wingspan " << WINGSPAN_CLI_VERSION << "\n";
         return kExitOk;
     }
+    if (args[0] == "download") return cmd_download(args, out, err);
     try {
+        if (args[0] == "recipe") return run_recipe(args, out, err, executable);
+        if (args[0] == "watch") return run_watch(args, out, err, executable);
         const Options o = parse_options(args, 1);
         if (o.has("--help")) {
             out << kUsage;
@@ -602,14 +625,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         const auto dir = o.get("--profiles").value_or(ProfileLibrary::default_dir(executable).string());
         ProfileLibrary lib = ProfileLibrary::load(dir);
         lib.add_machine(detect_this_machine());
-        lib.load_user_profiles(ProfileLibrary::user_dir());
+        for (const auto& w : lib.load_user_profiles(ProfileLibrary::user_dir())) err << "wingspan: warning: " << w << "\n";
         const std::string& cmd = args[0];
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);
         if (cmd == "table") return cmd_table(lib, o, out);
         if (cmd == "models") return cmd_models(lib, out);
         if (cmd == "runs") return cmd_runs(out);
-        if (cmd == "calibrate") return cmd_calibrate(lib, o, out);
+        if (cmd == "calibrate") return cmd_calibrate(lib, o, out, err);
         if (cmd == "machines") return cmd_machines(lib, out);
         if (cmd == "frameworks") return cmd_frameworks(lib, out);
         if (cmd == "scenarios") {
@@ -621,6 +644,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } catch (const InputError& e) {
         err << "wingspan: " << e.what() << "\n";
         return kExitBadInput;
+    } catch (const json::exception& e) {
+        // A value of the wrong type in a file the user gave us.
+        err << "wingspan: bad input: " << e.what() << "\n";
+        return kExitBadInput;
+    } catch (const IoError& e) {
+        err << "wingspan: " << e.what() << "\n";
+        return kExitFailure;
     } catch (const std::exception& e) {
         err << "wingspan: internal error: " << e.what() << "\n";
         return kExitFailure;

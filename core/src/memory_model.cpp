@@ -239,6 +239,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                const FrameworkProfile& fw) {
     const Architecture built = as_built(arch_in, fw);
     const Architecture& arch = built;
+    require_plan_size_bounded(arch, setup);   // before any product can overflow
     MemoryEstimate est;
     const std::vector<TensorGroup> groups = arch.tensor_groups();
     est.params = count_parameters(arch, setup);

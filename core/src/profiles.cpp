@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/nvml.hpp"
 #include "wingspan/units.hpp"
 
 namespace fs = std::filesystem;
@@ -19,16 +21,16 @@ namespace wingspan {
 namespace {
 
 json read_json_file(const fs::path& file) {
-    std::ifstream in(file);
-    if (!in) throw ProfileError(file.string(), "(file)", "cannot be read");
-    std::stringstream ss;
-    ss << in.rdbuf();
+    std::string text;
     try {
-        return json::parse(ss.str());
-    } catch (const json::parse_error& e) {
-        throw ProfileError(file.string(), "(JSON)",
-                           "is not valid JSON: " + std::string(e.what()));
+        text = read_regular_file(file);
+    } catch (const InputError& e) {
+        throw ProfileError(file.string(), "(file)", e.what());
     }
+    std::string why;
+    auto j = try_parse_untrusted_json(text, &why);
+    if (!j) throw ProfileError(file.string(), "(JSON)", why);
+    return std::move(*j);
 }
 
 // Field readers that name the file and field and say what was expected.
@@ -401,14 +403,29 @@ fs::path ProfileLibrary::user_dir() {
     return fs::temp_directory_path() / "wingspan-config";
 }
 
-void ProfileLibrary::load_user_profiles(const fs::path& dir) {
-    for (const auto& f : json_files(dir / "machines")) {
+std::vector<std::string> ProfileLibrary::load_user_profiles(const fs::path& dir) {
+    // One bad file of the user's (an interrupted save, a hand edit) is skipped and named, so
+    // it never breaks every command.
+    std::vector<std::string> skipped;
+    auto each = [&](const char* kind, const auto& add) {
+        for (const auto& f : json_files(dir / kind)) {
+            try {
+                add(f);
+            } catch (const InputError& e) {
+                skipped.push_back(std::string(e.what()) + " (skipped)");
+            } catch (const json::exception& e) {
+                skipped.push_back(f.string() + ": " + e.what() + " (skipped)");
+            }
+        }
+    };
+    each("machines", [&](const fs::path& f) {
         MachineProfile m = parse_machine_profile(read_json_file(f), f.string());
         m.user_defined = true;
         add_machine(std::move(m));
-    }
-    for (const auto& f : json_files(dir / "models")) add_model(parse_model_profile(read_json_file(f), f.string()));
-    for (const auto& f : json_files(dir / "frameworks")) add_framework(parse_framework_profile(read_json_file(f), f.string()));
+    });
+    each("models", [&](const fs::path& f) { add_model(parse_model_profile(read_json_file(f), f.string())); });
+    each("frameworks", [&](const fs::path& f) { add_framework(parse_framework_profile(read_json_file(f), f.string())); });
+    return skipped;
 }
 
 const ModelProfile& ProfileLibrary::model(const std::string& id) const { return find_by_id(models_, id, "model"); }
@@ -540,6 +557,7 @@ MachineProfile detect_this_machine() {
                  {"usable_bytes", "/proc/meminfo MemTotal minus an eighth (1-8 GiB) for the system and desktop; not MemAvailable, which differs on each launch"},
                  {"tflops_fp32", "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
                  {"bandwidth_gb_s", "estimate: dual-channel DDR4"}};
+    nvml::apply_detected_gpu(m);   // an NVIDIA GPU's memory is the ceiling, where NVML finds one
     return m;
 }
 

@@ -229,7 +229,11 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
     Solution sol;
     sol.what = what;
     auto fits_with = [&](const Architecture& a, const TrainingSetup& s) {
-        return evaluate(a, s, machine, framework).fit != Fit::No;
+        try {
+            return evaluate(a, s, machine, framework).fit != Fit::No;
+        } catch (const PlanTooLargeError&) {
+            return false;   // beyond any machine: certainly not this one
+        }
     };
     TrainingSetup s = setup;
     switch (what) {

@@ -131,7 +131,8 @@ public:
     // The user's own machines, models and calibrated frameworks: $XDG_CONFIG_HOME/wingspan
     // (or ~/.config/wingspan), in machines/, models/ and frameworks/.
     static std::filesystem::path user_dir();
-    void load_user_profiles(const std::filesystem::path& user_dir);
+    // Files that cannot be used are skipped; returns one warning per skipped file.
+    std::vector<std::string> load_user_profiles(const std::filesystem::path& user_dir);
 
     const std::vector<ModelProfile>& models() const { return models_; }
     const std::vector<MachineProfile>& machines() const { return machines_; }
