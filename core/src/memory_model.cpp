@@ -386,6 +386,20 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                              " blocks)",
             {{"params", double(quant_elems)}, {"block", double(kNf4BlockSize)}});
     }
+    // QLoRA set-up that leaves extra copies of the token embedding on the device (LitGPT swaps in
+    // a StableEmbedding: the old one stays referenced, the new one has a gradient no optimizer
+    // clears): count × vocab × hidden in the frozen dtype, held from the first step on.
+    std::int64_t embedding_copies_dev = 0;
+    if (const auto q = fw.behaviour.find("qlora");
+        q != fw.behaviour.end() && quant != Quantization::None && setup.method == Method::Qlora) {
+        const std::int64_t copies = q->value("extra_embedding_copies", std::int64_t(0));
+        if (copies > 0)
+            embedding_copies_dev = term(Component::FrozenWeights, copies * arch.vocab * arch.hidden * st.frozen,
+                                        std::to_string(copies) + " extra copies of the embedding (" + n(arch.vocab) +
+                                            " × " + n(arch.hidden) + " × " + std::to_string(st.frozen) +
+                                            " B) left by the framework's QLoRA set-up",
+                                        {{"copies", double(copies)}, {"vocab", double(arch.vocab)}, {"hidden", double(arch.hidden)}});
+    }
     const std::int64_t adapters_dev =
         term(Component::Adapters, adapter_w,
              std::to_string(st.adapter) + " B × " + n(adapter_elems) + " adapter params (" + dtype_label(st.adapter) +
@@ -526,7 +540,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // down projection's r-wide input already freed.
     const std::int64_t G = bs * h * e;   // gradient of a layer's output, and of the final hidden state
     const std::int64_t inner_grad = bs * inner * e;
-    const std::int64_t dequant_down = quant != Quantization::None ? down_quantized * e : 0;
+    const std::int64_t dequant_down = quant != Quantization::None && fw.quant_format != "affine" ? down_quantized * e : 0;
     // DoRA composes W + s·B·A (fp32) of an adapted linear to take its column norms, forward and backward.
     const std::int64_t dora_compose = setup.dora ? 4 * largest_adapted : 0;
     const std::int64_t mlp_extra = (gated ? inner_grad : 0) + std::max(inner_grad, dequant_down) - lora_down + dora_compose;
@@ -645,8 +659,11 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         const std::int64_t fwd_chunk = (fw.logits_held ? 0 : e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
         const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
         const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
-        logits_forward = bs * V * held + chunk * V * fwd_chunk + hidden_grad;
-        logits_backward = bs * V * held + chunk * V * bwd_chunk + hidden_grad;
+        // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
+        // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
+        const std::int64_t head_dequant = fw.quantizes_head && quant != Quantization::None && fw.quant_format != "affine" ? V * h * e : 0;
+        logits_forward = bs * V * held + chunk * V * fwd_chunk + hidden_grad + head_dequant;
+        logits_backward = bs * V * held + chunk * V * bwd_chunk + hidden_grad + head_dequant;
         logit_tokens = chunk;
         logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
                          (fw.loss_fused ? std::string("fused loss: nothing")
@@ -654,7 +671,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                               " log-softmax") +
                          ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
                          " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
-                         " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "");
+                         " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
+                         (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
         // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
@@ -682,7 +700,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const std::int64_t master_on_dev = offload ? 0 : master_dev;
     const std::int64_t optimizer_on_dev = offload ? 0 : optimizer_dev;
     std::map<Component, std::int64_t> base = {
-        {Component::FrozenWeights, frozen_dev + packed_dev},
+        {Component::FrozenWeights, frozen_dev + packed_dev + embedding_copies_dev},
         {Component::QuantConstants, constants_dev},
         {Component::Adapters, adapters_dev},
         {Component::TrainableWeights, trainable_dev},

@@ -273,7 +273,11 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
             }
         }
     }
-    if (const json* d = section("qlora")) p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
+    if (const json* d = section("qlora")) {
+        p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
+        if (Fields(*d, where).bytes("extra_embedding_copies", 0) > 4)
+            throw ProfileError(file, "qlora.extra_embedding_copies", "expected 0 to 4");
+    }
     if (const json* d = section("quantization")) {
         Fields f(*d, where);
         p.quant_format = f.str("format", std::string("nf4"));

@@ -65,10 +65,11 @@ private slots:
         // The picker: a machine's own framework first, then the others of its kind.
         const auto cuda = lib.frameworks_for(lib.machine("rtx-4090"));
         QCOMPARE(cuda.front()->id, std::string("hf-transformers"));
-        QCOMPARE(cuda.size(), size_t(4));   // hf-transformers, litgpt, torchtune, unsloth
+        QCOMPARE(cuda.size(), size_t(5));   // hf-transformers, libtorch-cuda, litgpt, torchtune, unsloth
         const auto apple = lib.frameworks_for(lib.machine("m4-max-128gb"));
-        QCOMPARE(apple.size(), size_t(1));
+        QCOMPARE(apple.size(), size_t(2));   // mlx-lm, libtorch-mps
         QCOMPARE(apple.front()->id, std::string("mlx-lm"));
+        for (const auto* f : cuda) QVERIFY2(f->id != "mlx-lm" && f->id != "libtorch-cpu", f->id.c_str());
     }
 
     void every_behaviour_field_cites_a_source() {
