@@ -30,6 +30,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/ui/machine_dialog.hpp"
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/run_panel.hpp"
 
 using namespace wingspan;
 using namespace wingspan::ui;
@@ -454,9 +455,10 @@ private slots:
         QTest::mouseClick(train, Qt::LeftButton);
         QCOMPARE(spy.count(), 1);
         QCOMPARE(received.to_json().dump(), w->plan().to_json().dump());
-        QLabel tab("run panel");
-        QCOMPARE(w->addRunTab(&tab, "Run"), 4);
-        w->tabs()->removeTab(4);
+        auto* tab = new QLabel("run panel");
+        QCOMPARE(w->addRunTab(tab, "Run"), 4);
+        QCOMPARE(tab->window(), w.get());
+        delete w->tabs()->widget(4);
     }
 
     void hoverShowsBytesAndFormula() {
@@ -567,7 +569,8 @@ private slots:
 
     void fitsA1280x720Screen() {
         // A laptop screen: the window shrinks to it and Train ▶, Export and the verdicts stay inside.
-        connect(w.get(), &MainWindow::trainRequested, this, [](const Plan&) {});
+        // With the run panel in its tab, as the program has it.
+        install_run_panel(*w, QString());
         w->resize(1280, 720);
         QTRY_COMPARE(w->size(), QSize(1280, 720));
         QApplication::processEvents();
@@ -632,6 +635,7 @@ private slots:
         w->setChartScale(ChartScale::Full);
         const ChartAxis full = chart_axis(w->machineChart());
         QCOMPARE(full.unit_suffix, QString(" TB"));
+        QVERIFY(chart_verdict_text(w->machineChart().bars[0], full).startsWith("✗ short"));
         QVERIFY(chart_verdict_text(w->machineChart().bars[0], full).endsWith(" TB"));
         // With a bar that fits, auto cuts the tall ones and lists what it hides.
         p.machines.push_back("h200");

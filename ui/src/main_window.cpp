@@ -128,7 +128,6 @@ void MainWindow::buildUi() {
     tabs_->setObjectName("tabs");
     tabs_->setDocumentMode(true);
     tabs_->setUsesScrollButtons(true);
-    tabs_->setElideMode(Qt::ElideRight);
     machine_chart_ = new MemoryChartWidget;
     machine_chart_->setObjectName("machineChart");
     machine_chart_->setWhatsThis("One stacked bar per machine: each colour is a component of memory at the peak of a "
@@ -467,7 +466,16 @@ void MainWindow::setTheme(Theme t) {
 
 // ------------------------------------------------------------------ run hook ----
 
-int MainWindow::addRunTab(QWidget* widget, const QString& title) { return tabs_ ? tabs_->addTab(widget, title) : -1; }
+int MainWindow::addRunTab(QWidget* widget, const QString& title) {
+    if (!tabs_) return -1;
+    // In a scroll area: a tall run panel must not stop the window from fitting a small screen.
+    auto* scroll = new QScrollArea;
+    scroll->setObjectName("runTabScroll");
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(widget);
+    return tabs_->addTab(scroll, title);
+}
 
 void MainWindow::requestTrain() {
     if (eval_.ok()) emit trainRequested(plan_);
