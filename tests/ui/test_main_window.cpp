@@ -653,6 +653,35 @@ private slots:
         QVERIFY(hidden.front().contains("above the axis"));
     }
 
+    void perMachineFramework() {
+        // The RTX 4090 with Unsloth instead of its usual PyTorch + CUDA; the others unchanged.
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        list->setCurrentItem(list->findItems("RTX 4090", Qt::MatchExactly, 0).front());
+        auto* combo = child<QComboBox>(w.get(), "machineFramework");
+        QVERIFY(combo->isEnabled());
+        QVERIFY(combo->itemText(0).contains(QString::fromStdString(w->library().framework_for(w->library().machine("rtx-4090")).name)));
+        const int unsloth = combo->findData("unsloth");
+        QVERIFY(unsloth > 0);
+        combo->setCurrentIndex(unsloth);
+        emit combo->activated(unsloth);
+        QCOMPARE(w->plan().machine_frameworks.at("rtx-4090"), std::string("unsloth"));
+        const auto& lib = w->library();
+        for (const auto& v : w->evaluation().verdicts) {
+            const std::string want = v.machine->id == "rtx-4090" ? "unsloth" : lib.framework_for(*v.machine).id;
+            QCOMPARE(v.framework->id, want);
+        }
+        const MachineVerdict core = evaluate(llama8b(), w->plan().setup, lib.machine("rtx-4090"), lib.framework("unsloth"));
+        QCOMPARE(bar_of(*w, "rtx-4090").total, core.estimate.total_bytes);
+        QVERIFY(bar_of(*w, "rtx-4090").details.contains(QString::fromStdString(lib.framework("unsloth").name).toHtmlEscaped()));
+        // Saved with the plan, read back.
+        const Plan back = Plan::from_json(w->plan().to_json());
+        QCOMPARE(back.machine_frameworks, w->plan().machine_frameworks);
+        // Back to its usual one.
+        combo->setCurrentIndex(0);
+        emit combo->activated(0);
+        QVERIFY(w->plan().machine_frameworks.empty());
+    }
+
     void missingProfilesPage() {
         const QByteArray saved = qgetenv("WINGSPAN_PROFILES");
         qputenv("WINGSPAN_PROFILES", "/nonexistent/wingspan-profiles");

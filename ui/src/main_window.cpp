@@ -275,6 +275,7 @@ void MainWindow::readControls() {
     inputs_->readInto(plan_);
     which_->readDataset(plan_.dataset);
     plan_.machines = machines_->checkedMachines(plan_.machines);
+    plan_.machine_frameworks = machines_->machineFrameworks();
     recompute();
     emit planChanged();
 }
