@@ -58,6 +58,16 @@ int main(int argc, char** argv) {
     }
     if (!args.empty() && wingspan::cli::is_cli_command(args[0]))
         return wingspan::cli::run(args, std::cout, std::cerr, exe);
+    // A word that is neither a command nor a file is a mistyped command: say so, never try to
+    // open a window for it.
+    if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
+        std::error_code ec;
+        if (!std::filesystem::exists(args[0], ec)) {
+            std::cerr << "wingspan: unknown command '" << args[0]
+                      << "' (and no plan file by that name); `wingspan --help` lists the commands\n";
+            return wingspan::cli::kExitBadInput;
+        }
+    }
 
     if (!has_env("DISPLAY") && !has_env("WAYLAND_DISPLAY") && !has_env("QT_QPA_PLATFORM")) {
 #ifdef __linux__

@@ -12,6 +12,7 @@
 #include <QWidget>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 
 namespace wingspan::ui {
@@ -47,14 +48,11 @@ QString slug(const QString& text) {
 }
 
 bool write_text(const QString& path, const QString& text, QString* error) {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
-        set_error(error, "cannot write " + path + ": " + f.errorString());
-        return false;
-    }
     const QByteArray bytes = text.toUtf8();
-    if (f.write(bytes) != bytes.size()) {
-        set_error(error, "writing " + path + " failed: " + f.errorString());
+    try {
+        write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), size_t(bytes.size())));
+    } catch (const IoError& e) {
+        set_error(error, QString::fromStdString(e.what()));
         return false;
     }
     return true;

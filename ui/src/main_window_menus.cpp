@@ -1,7 +1,10 @@
 // The window's menus and the page shown when the profiles cannot be loaded.
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/recipe_dialog.hpp"
+#include "wingspan/run_record.hpp"
 
 #include <QAction>
+#include <QCoreApplication>
 #include <QActionGroup>
 #include <QDockWidget>
 #include <QKeySequence>
@@ -65,6 +68,10 @@ void MainWindow::buildMenus() {
     add(file, "Export &chart…", QKeySequence("Ctrl+E"), &MainWindow::exportChartDialog);
     add(file, "Export &table…", QKeySequence("Ctrl+Shift+E"), &MainWindow::exportTableDialog);
     add(file, "Export course &pack…", QKeySequence("Ctrl+Shift+P"), &MainWindow::exportCoursePackDialog);
+    add(file, "Export &recipe…", QKeySequence(), [this] {
+        if (lib_) RecipeDialog(*lib_, plan_, recipe::default_dir(QCoreApplication::applicationFilePath().toStdString()), this).exec();
+    });
+    add(file, "R&un a recipe…", QKeySequence(), [this] { RunRecipeDialog(RunStore::default_root(), this).exec(); });
     file->addSeparator();
     add(file, "&Quit", QKeySequence::Quit, &QWidget::close);
 
