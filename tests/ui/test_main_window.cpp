@@ -20,6 +20,9 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QToolTip>
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QTableWidget>
 #include <QTreeWidget>
 
 #include <fstream>
@@ -27,6 +30,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/ui/machine_dialog.hpp"
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/run_panel.hpp"
 
 using namespace wingspan;
 using namespace wingspan::ui;
@@ -451,9 +455,10 @@ private slots:
         QTest::mouseClick(train, Qt::LeftButton);
         QCOMPARE(spy.count(), 1);
         QCOMPARE(received.to_json().dump(), w->plan().to_json().dump());
-        QLabel tab("run panel");
-        QCOMPARE(w->addRunTab(&tab, "Run"), 4);
-        w->tabs()->removeTab(4);
+        auto* tab = new QLabel("run panel");
+        QCOMPARE(w->addRunTab(tab, "Run"), 4);
+        QCOMPARE(tab->window(), w.get());
+        delete w->tabs()->widget(4);
     }
 
     void hoverShowsBytesAndFormula() {
@@ -499,6 +504,182 @@ private slots:
         list->setCurrentItem(list->findItems("H200", Qt::MatchExactly, 0).front());
         QTest::keyClick(list, Qt::Key_Space);
         QCOMPARE(w->plan().machines.back(), std::string("h200"));
+    }
+
+    void whichMachineGridReproducesTheLesson() {
+        // The lessons' example on the lesson's two machines: the grid's winners are the ones
+        // core's machine_winners table gives for the same cases.
+        Plan plan = Plan::lesson_default();
+        plan.machines = {"rtx-4090", "mac-studio-m3-ultra-96gb"};
+        w->setPlan(plan);
+        const auto& lib = w->library();
+        const Table lesson = build_table(lib, lib.scenario("lesson-machines"));
+        const std::string course_winner = lesson.rows[0][1].text;   // LoRA/QLoRA on 1B–8B
+        const std::string big_winner = lesson.rows[2][1].text;      // anything touching 70B
+        QCOMPARE(course_winner, lib.machine("rtx-4090").name);
+        QCOMPARE(big_winner, lib.machine("mac-studio-m3-ultra-96gb").name);
+
+        const MachineGrid& g = w->machineGrid();
+        QCOMPARE(g.column_labels.size(), size_t(4));   // full, LoRA, QLoRA, serve
+        QVERIFY(g.cells.size() >= 4);                  // Llama 3.2 1B, 3B, 3.1 8B, 70B
+        auto cell = [&](const std::string& model, int column) -> const GridCell& {
+            for (const auto& row : g.cells)
+                if (row[size_t(column)].model_id == model) return row[size_t(column)];
+            qFatal("no row for %s", model.c_str());
+        };
+        enum { Full = 0, Lora = 1, Qlora = 2, Serve = 3 };
+        for (auto [model, column] : {std::pair{"llama-3.2-1b", int(Lora)}, {"llama-3.2-3b", int(Lora)},
+                                     {"llama-3.1-8b", int(Qlora)}, {"llama-3.2-3b", int(Qlora)}}) {
+            const GridCell& c = cell(model, column);
+            QVERIFY2(c.winner, model);
+            QCOMPARE(c.winner->name, course_winner);
+            QVERIFY(c.why.find("faster") != std::string::npos);   // both fit: speed decides
+            // The largest batch that fits the winner is core's solver's answer.
+            const auto& m = lib.model(model);
+            QCOMPARE(c.max_batch, solve(SolveFor::Batch, m.arch, c.setup, *c.winner, lib.framework_for(*c.winner)).value);
+            QVERIFY(c.max_seq >= c.setup.seq_len);
+        }
+        const GridCell& qlora70 = cell("llama-3.1-70b", Qlora);
+        QVERIFY(qlora70.winner);
+        QCOMPARE(qlora70.winner->name, big_winner);
+        QCOMPARE(qlora70.fitting, 1);   // the RTX 4090 is short
+        // A 70B full fine-tune fits neither machine.
+        QVERIFY(!cell("llama-3.1-70b", Full).winner);
+        QVERIFY(grid_cell_text(cell("llama-3.1-70b", Full), ByteUnit::GB).rfind("none fits", 0) == 0);
+        // The table and its exports carry the same answer.
+        const Table t = g.to_table(ByteUnit::GB);
+        QCOMPARE(t.rows.size(), g.cells.size());
+        QVERIFY(t.to_markdown().find(big_winner.substr(0, 10)) != std::string::npos ||
+                t.to_markdown().find("Mac Studio") != std::string::npos);
+
+        // Clicking a cell loads its plan and shows its chart.
+        int row70 = -1;
+        for (int r = 0; r < int(g.cells.size()); ++r)
+            if (g.cells[size_t(r)][0].model_id == "llama-3.1-70b") row70 = r;
+        w->tabs()->setCurrentIndex(3);
+        auto* grid = child<QTableWidget>(w.get(), "machineGrid");
+        QTRY_COMPARE(grid->rowCount(), int(g.cells.size()));
+        const QRect cell_rect = grid->visualItemRect(grid->item(row70, Qlora));
+        QTest::mouseClick(grid->viewport(), Qt::LeftButton, {}, cell_rect.center());
+        QCOMPARE(w->plan().model.model_id, std::string("llama-3.1-70b"));
+        QCOMPARE(w->plan().setup.method, Method::Qlora);
+        QCOMPARE(w->tabs()->currentIndex(), 0);
+        QCOMPARE(*bar_of(*w, "rtx-4090").fit, Fit::No);
+    }
+
+    void fitsA1280x720Screen() {
+        // A laptop screen: the window shrinks to it and Train ▶, Export and the verdicts stay inside.
+        // With the run panel in its tab, as the program has it.
+        install_run_panel(*w, QString());
+        w->resize(1280, 720);
+        QTRY_COMPARE(w->size(), QSize(1280, 720));
+        QApplication::processEvents();
+        const QRect window(QPoint(0, 0), w->size());
+        auto inside = [&](QWidget* widget) {
+            if (!widget || !widget->isVisible()) return false;
+            const QRect r(widget->mapTo(w.get(), QPoint(0, 0)), widget->size());
+            return window.contains(r);
+        };
+        QVERIFY(inside(child<QPushButton>(w.get(), "trainButton")));
+        QVERIFY(inside(child<QPushButton>(w.get(), "exportChartButton")));
+        QVERIFY(inside(child<QPushButton>(w.get(), "exportTableButton")));
+        auto* chart = w->machineChartWidget();
+        QVERIFY(inside(chart));
+        // Every bar and its verdict are in view, on the chart and in the machines list.
+        for (int i = 0; i < int(w->machineChart().bars.size()); ++i) {
+            const QRectF bar = chart->barRect(i);
+            QVERIFY(bar.isValid());
+            QVERIFY(QRectF(chart->rect()).contains(bar));
+        }
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        QVERIFY(inside(list));
+        QVERIFY(list->header()->sectionViewportPosition(1) + list->header()->sectionSize(1) <= list->viewport()->width() + 2);
+        // The side panels fold away and come back.
+        auto* dock = w->findChild<QDockWidget*>("machinesDock");
+        QVERIFY(dock);
+        dock->close();
+        QTRY_VERIFY(!list->isVisible());
+        dock->show();
+        QTRY_VERIFY(list->isVisible());
+    }
+
+    void keyboardStatusLine() {
+        auto* chart = w->machineChartWidget();
+        chart->setFocus(Qt::TabFocusReason);
+        QTRY_VERIFY(chart->hasFocus());
+        QTest::keyClick(chart, Qt::Key_Up);   // the bottom segment of the first bar: frozen weights
+        QCOMPARE(chart->focusedSegment(), 0);
+        auto* line = child<QLabel>(w.get(), "chartFocusLine");
+        QVERIFY(line->text().contains("Frozen weights"));
+        QVERIFY(line->text().contains("16,060,522,496 bytes"));
+        QTest::keyClick(chart, Qt::Key_Down);
+        QCOMPARE(chart->focusedSegment(), -1);
+        QVERIFY(line->text().contains("RTX 4090"));
+        QVERIFY(!chart->accessibleName().isEmpty());
+    }
+
+    void scaleOption() {
+        // 70B full at 32k: the bars pass every ceiling. Log scale keeps them whole on the axis.
+        Plan p = Plan::lesson_default();
+        p.model = ModelChoice{};
+        p.model.model_id = "llama-3.1-70b";
+        p.setup.method = Method::Full;
+        p.setup.seq_len = 32768;
+        p.machines = {"rtx-4090", "t4", "a100-80gb"};
+        w->setPlan(p);
+        w->setChartScale(ChartScale::Log);
+        const ChartAxis log_axis = chart_axis(w->machineChart());
+        QVERIFY(log_axis.log);
+        for (const auto& b : w->machineChart().bars) QVERIFY(double(b.total) <= log_axis.max_bytes);
+        // One unit for the whole chart: terabytes on every label when the axis reaches them.
+        w->setChartScale(ChartScale::Full);
+        const ChartAxis full = chart_axis(w->machineChart());
+        QCOMPARE(full.unit_suffix, QString(" TB"));
+        QVERIFY(chart_verdict_text(w->machineChart().bars[0], full).startsWith("✗ short"));
+        QVERIFY(chart_verdict_text(w->machineChart().bars[0], full).endsWith(" TB"));
+        // With a bar that fits, auto cuts the tall ones and lists what it hides.
+        p.machines.push_back("h200");
+        p.model.model_id = "llama-3.2-1b";
+        p.setup.seq_len = 1024;
+        w->setPlan(p);
+        w->setChartScale(ChartScale::Auto);
+        ChartData d = w->machineChart();
+        d.bars[0].total *= 40;   // one bar far past the others
+        d.bars[0].segments[0].bytes = d.bars[0].total;
+        const ChartAxis cut = chart_axis(d);
+        QVERIFY(cut.clipped);
+        const QStringList hidden = hidden_segments(d, cut);
+        QCOMPARE(hidden.size(), 1);
+        QVERIFY(hidden.front().contains("above the axis"));
+    }
+
+    void perMachineFramework() {
+        // The RTX 4090 with Unsloth instead of its usual PyTorch + CUDA; the others unchanged.
+        auto* list = child<QTreeWidget>(w.get(), "machineList");
+        list->setCurrentItem(list->findItems("RTX 4090", Qt::MatchExactly, 0).front());
+        auto* combo = child<QComboBox>(w.get(), "machineFramework");
+        QVERIFY(combo->isEnabled());
+        QVERIFY(combo->itemText(0).contains(QString::fromStdString(w->library().framework_for(w->library().machine("rtx-4090")).name)));
+        const int unsloth = combo->findData("unsloth");
+        QVERIFY(unsloth > 0);
+        combo->setCurrentIndex(unsloth);
+        emit combo->activated(unsloth);
+        QCOMPARE(w->plan().machine_frameworks.at("rtx-4090"), std::string("unsloth"));
+        const auto& lib = w->library();
+        for (const auto& v : w->evaluation().verdicts) {
+            const std::string want = v.machine->id == "rtx-4090" ? "unsloth" : lib.framework_for(*v.machine).id;
+            QCOMPARE(v.framework->id, want);
+        }
+        const MachineVerdict core = evaluate(llama8b(), w->plan().setup, lib.machine("rtx-4090"), lib.framework("unsloth"));
+        QCOMPARE(bar_of(*w, "rtx-4090").total, core.estimate.total_bytes);
+        QVERIFY(bar_of(*w, "rtx-4090").details.contains(QString::fromStdString(lib.framework("unsloth").name).toHtmlEscaped()));
+        // Saved with the plan, read back.
+        const Plan back = Plan::from_json(w->plan().to_json());
+        QCOMPARE(back.machine_frameworks, w->plan().machine_frameworks);
+        // Back to its usual one.
+        combo->setCurrentIndex(0);
+        emit combo->activated(0);
+        QVERIFY(w->plan().machine_frameworks.empty());
     }
 
     void missingProfilesPage() {

@@ -378,9 +378,9 @@ QString chart_verdict_text(const ChartBar& b, const ChartAxis& axis) {
     if (!b.fit) return b.verdict;
     const double margin = double(b.margin);
     switch (*b.fit) {
-        case Fit::Fits: return "fits · " + axis_value_text(margin, axis) + " free";
-        case Fit::Tight: return "tight · " + axis_value_text(margin, axis) + " free";
-        case Fit::No: return margin < 0 ? "does not fit · short " + axis_value_text(-margin, axis) : b.verdict;
+        case Fit::Fits: return "✓ " + axis_value_text(margin, axis) + " free";
+        case Fit::Tight: return "! tight, " + axis_value_text(margin, axis) + " free";
+        case Fit::No: return margin < 0 ? "✗ short " + axis_value_text(-margin, axis) : "✗ host RAM";
     }
     return b.verdict;
 }

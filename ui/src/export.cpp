@@ -7,7 +7,9 @@
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSvgGenerator>
+#include <QPixmap>
 #include <QTextStream>
+#include <QWidget>
 
 #include "wingspan/errors.hpp"
 #include "wingspan/safe_file.hpp"
@@ -159,6 +161,56 @@ bool export_chart(const ChartData& d, const QString& path, const ImageOptions& o
         return true;
     }
     set_error(error, "unknown chart format '" + suffix + "' (use .png, .svg or .pdf)");
+    return false;
+}
+
+bool export_widget(QWidget* w, const QString& path, const ImageOptions& o, QString* error) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (!w) {
+        set_error(error, "nothing to export");
+        return false;
+    }
+    const QSize size = w->size();
+    if (suffix == "png") {
+        const QPixmap shot = w->grab();
+        const QImage img = shot.toImage().scaled(o.width, o.height, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+        if (!img.save(path, "PNG")) {
+            set_error(error, "cannot write " + path);
+            return false;
+        }
+        return true;
+    }
+    QPainter p;
+    if (suffix == "svg") {
+        QSvgGenerator gen;
+        gen.setFileName(path);
+        gen.setSize(size);
+        gen.setViewBox(QRect(QPoint(0, 0), size));
+        gen.setTitle("Which machine trains what");
+        if (!p.begin(&gen)) {
+            set_error(error, "cannot write " + path);
+            return false;
+        }
+        w->render(&p);
+        p.end();
+        return true;
+    }
+    if (suffix == "pdf") {
+        QPdfWriter pdf(path);
+        pdf.setCreator("Wingspan");
+        pdf.setResolution(96);
+        pdf.setPageSize(QPageSize(QSizeF(size.width() * 0.75, size.height() * 0.75), QPageSize::Point, QString(),
+                                  QPageSize::ExactMatch));
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        if (!p.begin(&pdf)) {
+            set_error(error, "cannot write " + path);
+            return false;
+        }
+        w->render(&p);
+        p.end();
+        return true;
+    }
+    set_error(error, "unknown format '" + suffix + "' (use .png, .svg or .pdf)");
     return false;
 }
 

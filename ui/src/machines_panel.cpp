@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -52,9 +53,33 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
         const bool mine = item && item->data(0, Qt::UserRole + 1).toBool();
         edit_->setEnabled(mine);
         remove_->setEnabled(mine);
+        showFrameworkOf(item);
     });
     v->addWidget(title);
     v->addWidget(list_, 1);
+
+    // The framework the selected machine computes with (its usual one unless chosen here).
+    auto* fw_row = new QHBoxLayout;
+    framework_label_ = new QLabel("&Framework:");
+    framework_ = new QComboBox;
+    framework_->setObjectName("machineFramework");
+    framework_->setAccessibleName("Framework of the selected machine");
+    framework_->setToolTip("The framework this machine trains with: its fixed costs (the hatched overhead) and its\n"
+                           "speed. Defaults to the machine's usual one (CUDA, MLX, CPU).");
+    framework_->setEnabled(false);
+    framework_label_->setBuddy(framework_);
+    fw_row->addWidget(framework_label_);
+    fw_row->addWidget(framework_, 1);
+    v->addLayout(fw_row);
+    connect(framework_, &QComboBox::activated, this, [this](int index) {
+        auto* item = list_->currentItem();
+        if (!item || syncing_) return;
+        const std::string id = item->data(0, Qt::UserRole).toString().toStdString();
+        const std::string fw = framework_->itemData(index).toString().toStdString();
+        if (fw.empty()) frameworks_.erase(id);
+        else frameworks_[id] = fw;
+        emit selectionEdited();
+    });
 
     auto* sel = new QHBoxLayout;
     auto* all = new QPushButton("All");
@@ -98,6 +123,21 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
 
 void MachinesPanel::setSummary(const QString& text) { summary_->setText(text); }
 
+void MachinesPanel::showFrameworkOf(QTreeWidgetItem* item) {
+    syncing_ = true;
+    framework_->clear();
+    framework_->setEnabled(item && lib_);
+    if (item && lib_) {
+        const std::string id = item->data(0, Qt::UserRole).toString().toStdString();
+        const MachineProfile& m = lib_->machine(id);
+        framework_->addItem("Its usual: " + QString::fromStdString(lib_->framework_for(m).name), QString());
+        for (const auto& f : lib_->frameworks()) framework_->addItem(QString::fromStdString(f.name), QString::fromStdString(f.id));
+        if (auto it = frameworks_.find(id); it != frameworks_.end())
+            framework_->setCurrentIndex(std::max(0, framework_->findData(QString::fromStdString(it->second))));
+    }
+    syncing_ = false;
+}
+
 void MachinesPanel::setAllChecked(bool on) {
     syncing_ = true;
     for (int i = 0; i < list_->topLevelItemCount(); ++i)
@@ -115,6 +155,7 @@ QString MachinesPanel::currentUserMachineId() const {
 QString MachinesPanel::currentMachineText() const { return list_->currentItem() ? list_->currentItem()->text(0) : QString(); }
 
 void MachinesPanel::populate(const ProfileLibrary& lib, ByteUnit unit) {
+    lib_ = &lib;
     syncing_ = true;
     list_->clear();
     std::vector<const MachineProfile*> ms;
@@ -146,6 +187,8 @@ void MachinesPanel::populate(const ProfileLibrary& lib, ByteUnit unit) {
 // ------------------------------------------------------------------------ sync ----
 
 void MachinesPanel::showPlan(const Plan& plan) {
+    frameworks_ = plan.machine_frameworks;
+    showFrameworkOf(list_->currentItem());
     syncing_ = true;
     for (int i = 0; i < list_->topLevelItemCount(); ++i) {
         auto* item = list_->topLevelItem(i);

@@ -3,8 +3,11 @@
 #include <algorithm>
 
 #include <QActionGroup>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMetaMethod>
@@ -125,7 +128,6 @@ void MainWindow::buildUi() {
     tabs_->setObjectName("tabs");
     tabs_->setDocumentMode(true);
     tabs_->setUsesScrollButtons(true);
-    tabs_->setElideMode(Qt::ElideRight);
     machine_chart_ = new MemoryChartWidget;
     machine_chart_->setObjectName("machineChart");
     machine_chart_->setWhatsThis("One stacked bar per machine: each colour is a component of memory at the peak of a "
@@ -152,11 +154,22 @@ void MainWindow::buildUi() {
     cv->setSpacing(0);
     cv->addWidget(buildActionBar());
     cv->addWidget(tabs_, 1);
+    // The keyboard's hover: what the focused bar or segment is, in words.
+    focus_line_ = new QLabel;
+    focus_line_->setObjectName("chartFocusLine");
+    focus_line_->setAccessibleName("Focused chart element");
+    focus_line_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    focus_line_->setMinimumWidth(10);
+    focus_line_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    focus_line_->setContentsMargins(8, 2, 8, 2);
+    cv->addWidget(focus_line_);
 
     stack_ = new QStackedWidget;
     stack_->addWidget(centre);
     setCentralWidget(stack_);
-    resize(1560, 960);
+    // The screen's available area (a saved geometry replaces it when settings are restored).
+    if (QScreen* screen = QGuiApplication::primaryScreen()) resize(screen->availableSize());
+    else resize(1560, 960);
     machines_->populate(*lib_, unit_);
     connectParts();
 }
@@ -180,8 +193,19 @@ QWidget* MainWindow::buildActionBar() {
     train_->setToolTip("Train this plan with wingspan-train on this machine and watch its memory live");
     train_->setVisible(train_connected_);
     connect(train_, &QPushButton::clicked, this, &MainWindow::requestTrain);
+    scale_box_ = new QComboBox;
+    scale_box_->setObjectName("chartScale");
+    scale_box_->addItem("Scale: fit the ceilings", chart_scale_id(ChartScale::Auto));
+    scale_box_->addItem("Scale: show every bar whole", chart_scale_id(ChartScale::Full));
+    scale_box_->addItem("Scale: logarithmic", chart_scale_id(ChartScale::Log));
+    scale_box_->setAccessibleName("Chart scale");
+    scale_box_->setToolTip("When a bar is far past the others: cut it at the top and list what is hidden (default),\n"
+                           "show every bar whole, or use a logarithmic axis");
+    connect(scale_box_, &QComboBox::activated, this,
+            [this](int i) { setChartScale(parse_chart_scale(scale_box_->itemData(i).toString())); });
     h->addWidget(export_chart);
     h->addWidget(export_table);
+    h->addWidget(scale_box_);
     h->addStretch(1);
     h->addWidget(train_);
     return bar;
@@ -207,6 +231,12 @@ void MainWindow::connectParts() {
     connect(machines_, &MachinesPanel::editRequested, this, &MainWindow::editMachineDialog);
     connect(machines_, &MachinesPanel::removeRequested, this, &MainWindow::removeUserMachine);
     connect(which_, &WhichMachinePage::datasetEdited, this, &MainWindow::readControls);
+    connect(which_, &WhichMachinePage::cellChosen, this, &MainWindow::loadGridCell);
+    for (MemoryChartWidget* chart : {machine_chart_, methods_chart_, sizes_chart_})
+        connect(chart, &MemoryChartWidget::focusTextChanged, this, [this](const QString& text) {
+            focus_line_->setText(text);
+            focus_line_->setToolTip(text);
+        });
 }
 
 // ------------------------------------------------------------------------ sync ----
@@ -245,6 +275,7 @@ void MainWindow::readControls() {
     inputs_->readInto(plan_);
     which_->readDataset(plan_.dataset);
     plan_.machines = machines_->checkedMachines(plan_.machines);
+    plan_.machine_frameworks = machines_->machineFrameworks();
     recompute();
     emit planChanged();
 }
@@ -272,6 +303,7 @@ void MainWindow::recompute() {
     if (!lib_) return;
     eval_ = evaluate_plan(*lib_, plan_);
     machines_data_ = machines_chart(eval_, unit_);
+    machines_data_.scale = scale_;
     machine_chart_->setData(machines_data_);
     inputs_->showEvaluation(plan_, eval_);
     // While a slider moves, the chart follows every step and the panels beside it at most
@@ -337,7 +369,11 @@ void MainWindow::refreshTable(int which) {
     dirty_[which] = false;
     switch (which) {
         case TableMethods:
-            methods_chart_->setData(methods_chart(*lib_, plan_, eval_, unit_));
+            methods_chart_->setData([&] {
+                ChartData d = methods_chart(*lib_, plan_, eval_, unit_);
+                d.scale = scale_;
+                return d;
+            }());
             table_models_[which]->setTable(method_table(*lib_, plan_, eval_, unit_));
             break;
         case TableSizes: {
@@ -345,7 +381,9 @@ void MainWindow::refreshTable(int which) {
             for (const auto& v : eval_.verdicts) ms.push_back(v.machine);
             try {
                 const nlohmann::json s = size_scenario(*lib_, plan_);
-                sizes_chart_->setData(size_chart(*lib_, s, ms, unit_));
+                ChartData d = size_chart(*lib_, s, ms, unit_);
+                d.scale = scale_;
+                sizes_chart_->setData(std::move(d));
                 table_models_[which]->setTable(build_table(*lib_, s, unit_));
             } catch (const std::exception& e) {
                 ChartData d;
@@ -358,6 +396,7 @@ void MainWindow::refreshTable(int which) {
             break;
         }
         case TableMachines:
+            which_->setGrid(machine_grid(*lib_, plan_, unit_), unit_);
             which_->setMachineTable(machine_table(*lib_, plan_, eval_, unit_), plan_.dataset.tokens());
             break;
     }
@@ -367,6 +406,21 @@ const Table& MainWindow::machineTable() {
     refreshTable(TableMachines);
     return which_->machineTable();
 }
+const MachineGrid& MainWindow::machineGrid() {
+    refreshTable(TableMachines);
+    return which_->grid();
+}
+
+void MainWindow::loadGridCell(int row, int column) {
+    const MachineGrid& g = machineGrid();
+    if (row < 0 || row >= int(g.cells.size()) || column < 0 || column >= int(g.cells[size_t(row)].size())) return;
+    const GridCell cell = g.cells[size_t(row)][size_t(column)];
+    if (!cell.error.empty()) return;
+    setPlan(plan_for_cell(plan_, cell));
+    tabs_->setCurrentIndex(TabMachines);
+    showStatus("Loaded " + qs(g.row_labels[size_t(row)]) + " · " + qs(g.column_labels[size_t(column)]) + " from the grid");
+}
+
 const Table& MainWindow::methodTable() {
     refreshTable(TableMethods);
     return table_models_[TableMethods]->table();
@@ -374,6 +428,14 @@ const Table& MainWindow::methodTable() {
 const Table& MainWindow::sizeTable() {
     refreshTable(TableSizes);
     return table_models_[TableSizes]->table();
+}
+
+void MainWindow::setChartScale(ChartScale scale) {
+    scale_ = scale;
+    if (scale_box_) scale_box_->setCurrentIndex(std::max(0, scale_box_->findData(chart_scale_id(scale))));
+    if (!lib_) return;
+    recompute();
+    refreshVisibleTables();
 }
 
 void MainWindow::setUnit(ByteUnit unit) {
@@ -405,7 +467,16 @@ void MainWindow::setTheme(Theme t) {
 
 // ------------------------------------------------------------------ run hook ----
 
-int MainWindow::addRunTab(QWidget* widget, const QString& title) { return tabs_ ? tabs_->addTab(widget, title) : -1; }
+int MainWindow::addRunTab(QWidget* widget, const QString& title) {
+    if (!tabs_) return -1;
+    // In a scroll area: a tall run panel must not stop the window from fitting a small screen.
+    auto* scroll = new QScrollArea;
+    scroll->setObjectName("runTabScroll");
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(widget);
+    return tabs_->addTab(scroll, title);
+}
 
 void MainWindow::requestTrain() {
     if (eval_.ok()) emit trainRequested(plan_);

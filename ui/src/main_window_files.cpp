@@ -20,6 +20,8 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QComboBox>
+#include <QTableWidget>
 #include <QTreeWidget>
 
 namespace wingspan::ui {
@@ -158,7 +160,7 @@ QString MainWindow::currentChartName() const {
 void MainWindow::exportChartDialog() {
     if (!lib_) return;
     QSettings settings;
-    const QString name = currentChartName();
+    const QString name = tabs_->currentIndex() == TabWhich ? "which-machine" : currentChartName();
     const QString dir = settings.value("exportDir", QDir::homePath()).toString();
     ExportDialog dlg("chart", QDir(dir).filePath(qs(eval_.model.id) + "-" + name + ".png"), true, this);
     if (dlg.exec() != QDialog::Accepted) return;
@@ -171,7 +173,11 @@ void MainWindow::exportChartDialog() {
         data = sizes_chart_->data();
     }
     QString error;
-    if (export_chart(data, dlg.path(), dlg.options(), &error)) {
+    // The grid is a table widget: it goes to PNG/SVG/PDF as drawn on screen.
+    const bool ok = tabs_->currentIndex() == TabWhich
+                        ? (refreshTable(TableMachines), export_widget(which_->gridView(), dlg.path(), dlg.options(), &error))
+                        : export_chart(data, dlg.path(), dlg.options(), &error);
+    if (ok) {
         settings.setValue("exportDir", QFileInfo(dlg.path()).absolutePath());
         showStatus("Exported " + dlg.path(), 6000);
     } else {
@@ -187,10 +193,16 @@ void MainWindow::exportTableDialog() {
     const QString dir = settings.value("exportDir", QDir::homePath()).toString();
     ExportDialog dlg("table", QDir(dir).filePath(qs(eval_.model.id) + "-" + name + ".csv"), false, this);
     if (dlg.exec() != QDialog::Accepted) return;
-    const Table t = tab == TabMethods ? methodTable() : tab == TabSizes ? sizeTable() : tab == TabWhich ? machineTable()
+    const Table t = tab == TabMethods ? methodTable() : tab == TabSizes ? sizeTable() : tab == TabWhich ? machineGrid().to_table(unit_)
                                                                                                         : chart_table(machines_data_);
     QString error;
-    if (export_table(t, dlg.path(), &error)) {
+    bool ok = export_table(t, dlg.path(), &error);
+    if (ok && tab == TabWhich) {
+        // The per-machine table of the plan beside the grid: NAME-machines.csv / .md.
+        const QFileInfo fi(dlg.path());
+        ok = export_table(machineTable(), fi.dir().filePath(fi.completeBaseName() + "-machines." + fi.suffix()), &error);
+    }
+    if (ok) {
         settings.setValue("exportDir", QFileInfo(dlg.path()).absolutePath());
         showStatus("Exported " + dlg.path(), 6000);
     } else {
@@ -304,6 +316,7 @@ void MainWindow::saveSettings() {
     s.setValue("planPath", plan_path_);
     s.setValue("unit", qs(unit_name(unit_)));
     s.setValue("theme", theme_id(theme_));
+    s.setValue("chartScale", chart_scale_id(scale_));
     s.setValue("geometry", saveGeometry());
 }
 
@@ -314,7 +327,11 @@ void MainWindow::restoreSettings() {
         for (QAction* a : unit_group_->actions()) a->setChecked(a->data().toString() == qs(unit_name(unit_)));
     const Theme t = parse_theme(s.value("theme", "system").toString());
     if (t != Theme::System) setTheme(t);
+    scale_ = parse_chart_scale(s.value("chartScale", "auto").toString());
+    if (scale_box_) scale_box_->setCurrentIndex(std::max(0, scale_box_->findData(chart_scale_id(scale_))));
+    // The last size and place; the first time, the screen's whole available area.
     if (s.contains("geometry")) restoreGeometry(s.value("geometry").toByteArray());
+    else if (QScreen* screen = QGuiApplication::primaryScreen()) setGeometry(screen->availableGeometry());
     Plan p = Plan::lesson_default();
     const QString saved = s.value("plan").toString();
     if (!saved.isEmpty()) {

@@ -7,6 +7,7 @@
 #include <QBarSet>
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
+#include <QGraphicsRectItem>
 #include <QGraphicsScene>
 #include <QLegend>
 #include <QLegendMarker>
@@ -107,6 +108,8 @@ struct MemoryQChart::Decor {
     std::vector<std::vector<ChartText*>> captions;   // per bar: label, sublabel, note
     std::vector<std::pair<ChartText*, std::pair<int, int>>> groups;   // label, first..last bar
     std::vector<ChartText*> line_labels;
+    std::vector<std::pair<QGraphicsRectItem*, ChartText*>> legend;   // swatch, name
+    double legend_top = 0;
     qsizetype hidden_count = 0;
     int caption_lines = 1;
     bool any_sublabel = false, any_note = false;
@@ -119,8 +122,8 @@ MemoryQChart::MemoryQChart(QGraphicsItem* parent) : QChart(parent), decor_(std::
     setDropShadowEnabled(false);
     setPlotAreaBackgroundVisible(false);
     layout()->setContentsMargins(0, 0, 0, 0);
-    legend()->setAlignment(Qt::AlignTop);
-    legend()->setShowToolTips(true);
+    // Our own legend flows over as many rows as it needs, names in full (Qt's elides them).
+    legend()->setVisible(false);
     connect(this, &QChart::plotAreaChanged, this, [this] { layoutDecorations(); });
     setForScreen(true);
 }
@@ -129,7 +132,6 @@ MemoryQChart::~MemoryQChart() = default;
 
 void MemoryQChart::setForScreen(bool on) {
     for_screen_ = on;
-    legend()->setCacheMode(on ? QGraphicsItem::DeviceCoordinateCache : QGraphicsItem::NoCache);
 }
 
 QString MemoryQChart::signature(const ChartData& d) const {
@@ -191,9 +193,6 @@ void MemoryQChart::rebuild() {
 
     setBackgroundBrush(style_.background);
     setBackgroundPen(Qt::NoPen);
-    legend()->setLabelColor(style_.text);
-    legend()->setFont(font_px(style_, 12));
-    legend()->setVisible(!data_.bars.empty());
 
     // Categories: a gap between groups so grouped bars read as groups.
     QStringList categories;
@@ -252,7 +251,6 @@ void MemoryQChart::rebuild() {
 
     QPen ceiling_pen(style_.ceiling, 2, Qt::DashLine);
     ceiling_pen.setCapStyle(Qt::FlatCap);
-    bool first_ceiling = true;
     for (size_t i = 0; i < data_.bars.size(); ++i) {
         if (!data_.bars[i].ceiling) {
             ceilings_.push_back(nullptr);
@@ -266,8 +264,6 @@ void MemoryQChart::rebuild() {
         addSeries(line);
         line->attachAxis(x_);
         line->attachAxis(y_);
-        for (QLegendMarker* m : legend()->markers(line)) m->setVisible(first_ceiling);
-        first_ceiling = false;
         ceilings_.push_back(line);
     }
     QPen line_pen(style_.muted, 1.5, Qt::DashLine);
@@ -280,7 +276,6 @@ void MemoryQChart::rebuild() {
         addSeries(line);
         line->attachAxis(x_);
         line->attachAxis(y_);
-        for (QLegendMarker* m : legend()->markers(line)) m->setVisible(false);   // labelled at the line's end
         lines_.push_back(line);
     }
     updateValues();
@@ -355,6 +350,11 @@ void MemoryQChart::clearDecorations() {
         for (auto* t : c) delete t;
     for (auto& g : decor_->groups) delete g.first;
     for (auto* t : decor_->line_labels) delete t;
+    for (auto& [swatch, label] : decor_->legend) {
+        delete swatch;
+        delete label;
+    }
+    decor_->legend.clear();
     decor_->totals.clear();
     decor_->verdicts.clear();
     decor_->captions.clear();
@@ -413,10 +413,25 @@ void MemoryQChart::buildDecorations() {
             d.groups.back().second.second = int(i);
     }
     for (const auto& l : data_.lines) d.line_labels.push_back(text(l.label, small, style_.muted));
+    if (!data_.bars.empty()) {
+        auto add_key = [&](const QString& name, const QBrush& brush, const QPen& pen) {
+            auto* swatch = new QGraphicsRectItem(this);
+            swatch->setBrush(brush);
+            swatch->setPen(pen);
+            swatch->setZValue(kDecorZ);
+            d.legend.push_back({swatch, text(name, normal, style_.text)});
+        };
+        for (const auto& c : set_components_)
+            add_key(c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)",
+                    set_brush(c, style_), QPen(c && *c == Component::FrameworkOverhead ? hatch_colour(style_) : style_.background));
+        if (std::any_of(data_.bars.begin(), data_.bars.end(), [](const ChartBar& b) { return b.ceiling.has_value(); }))
+            add_key("Usable ceiling (dashed)", QBrush(Qt::NoBrush), QPen(style_.ceiling, 2, Qt::DashLine));
+    }
 
     // Room for the title block above and the captions below the plot.
-    const double top = 10 + QFontMetricsF(font_px(style_, 15, true)).height() + QFontMetricsF(small).height() * 1.2 +
-                       (hidden.isEmpty() ? 0 : QFontMetricsF(small).height() * 1.2);
+    d.legend_top = 10 + QFontMetricsF(font_px(style_, 15, true)).height() + QFontMetricsF(small).height() * 1.2 +
+                   (hidden.isEmpty() ? 0 : QFontMetricsF(small).height() * 1.2);
+    const double top = d.legend_top + (d.legend.empty() ? 0 : d.line_height + 10);
     const double bottom = 8 + d.line_height * (d.caption_lines + (d.groups.empty() ? 0 : 1.2)) +
                           QFontMetricsF(small).height() * 1.5;
     setMargins(QMargins(10, int(std::ceil(top)), 16, int(std::ceil(bottom))));
@@ -442,8 +457,27 @@ void MemoryQChart::layoutDecorations() {
     const QRectF r = rect();
     // The legend's names in full: beside the plot when the chart is wide, above it otherwise
     // (elided there, with the full name as tooltip).
-    const Qt::Alignment legend_side = r.width() >= 1100 ? Qt::AlignRight : Qt::AlignTop;
-    if (legend()->alignment() != legend_side) legend()->setAlignment(legend_side);
+    // The legend flows under the title block; the plot starts below its last row.
+    {
+        double lx = r.left() + 12, ly = d.legend_top;
+        const double row_h = d.line_height + 4;
+        for (auto& [swatch, label] : d.legend) {
+            const double w = 16 + label->boundingRect().width() + 16;
+            if (lx + w > r.right() - 8 && lx > r.left() + 12) {
+                lx = r.left() + 12;
+                ly += row_h;
+            }
+            swatch->setRect(lx, ly + (d.line_height - 11) / 2, 11, 11);
+            label->setPos(lx + 16, ly);
+            lx += w;
+        }
+        const double top = (d.legend.empty() ? d.legend_top : ly + row_h) + 6 - r.top();
+        if (std::fabs(margins().top() - top) > 1) {
+            QMargins m = margins();
+            m.setTop(int(std::ceil(top)));
+            setMargins(m);   // lays the plot out again, and this runs once more
+        }
+    }
     const QRectF plot = plotArea();
     auto elide = [](ChartText* t, const QString& full, double width) { t->setElided(full, width); };
     double y = r.top() + 6;
@@ -475,7 +509,6 @@ void MemoryQChart::layoutDecorations() {
         cut_run = cut ? cut_run + 1 : 0;
         double top_y = cut ? plot.top() + 2 + double((cut_run + 1) % 2) * d.line_height * 1.1
                            : toChart(category_of_bar_[i], double(b.total)).y();
-        if (b.ceiling && !cut) top_y = std::min(top_y, toChart(category_of_bar_[i], double(*b.ceiling)).y());
         ChartText* total = d.totals[i];
         const QRectF tb = total->boundingRect();
         double ty = cut ? top_y : top_y - tb.height() - 2;

@@ -52,6 +52,7 @@ json Plan::to_json() const {
                 {"tokens_per_example", dataset.tokens_per_example},
                 {"epochs", dataset.epochs}}}};
     if (!framework.empty()) j["framework"] = framework;
+    if (!machine_frameworks.empty()) j["machine_frameworks"] = machine_frameworks;
     return j;
 }
 
@@ -111,6 +112,14 @@ Plan Plan::from_json(const json& j) {
         positive("epochs", p.dataset.epochs);
     }
     p.framework = string_field(j, "framework", "plan");
+    if (j.contains("machine_frameworks")) {
+        const json& mf = j["machine_frameworks"];
+        if (!mf.is_object()) throw InputError("plan: 'machine_frameworks' must be an object of machine id → framework id");
+        for (const auto& [machine, fw] : mf.items()) {
+            if (!fw.is_string()) throw InputError("plan: machine_frameworks['" + machine + "'] must be a framework id");
+            if (!fw.get<std::string>().empty()) p.machine_frameworks[machine] = fw.get<std::string>();
+        }
+    }
     return p;
 }
 
@@ -191,7 +200,9 @@ const FrameworkProfile& reference_framework(const ProfileLibrary& lib, const Pla
 }
 
 const FrameworkProfile& framework_for(const ProfileLibrary& lib, const Plan& plan, const MachineProfile& m) {
-    return plan.framework.empty() ? lib.framework_for(m) : lib.framework(plan.framework);
+    if (!plan.framework.empty()) return lib.framework(plan.framework);
+    if (auto it = plan.machine_frameworks.find(m.id); it != plan.machine_frameworks.end()) return lib.framework(it->second);
+    return lib.framework_for(m);
 }
 
 Evaluation evaluate_plan(const ProfileLibrary& lib, const Plan& plan) {

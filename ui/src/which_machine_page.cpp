@@ -6,7 +6,9 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTableView>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 namespace wingspan::ui {
@@ -82,10 +84,41 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     data_row->addSpacing(8);
     data_row->addWidget(total_);
     data_row->addStretch();
-    layout->addLayout(data_row);
+    grid_view_ = new QTableWidget;
+    grid_view_->setObjectName("machineGrid");
+    grid_view_->setAccessibleName("Which machine trains what: winner per model size and method");
+    grid_view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    grid_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    grid_view_->setWordWrap(true);
+    grid_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    grid_view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    grid_view_->setToolTip("Click a cell (or press Enter on it) to load that plan");
+    connect(grid_view_, &QTableWidget::cellClicked, this, &WhichMachinePage::cellChosen);
+    connect(grid_view_, &QTableWidget::cellActivated, this, &WhichMachinePage::cellChosen);
+    grid_caption_ = hint_label(QString());
+    grid_caption_->setObjectName("machineGridCaption");
+    auto* grid_box = new QWidget;
+    auto* gv = new QVBoxLayout(grid_box);
+    gv->setContentsMargins(0, 0, 0, 0);
+    auto* grid_title = new QLabel("<b>Which machine trains what</b> — every size of this model's family, every method");
+    gv->addWidget(grid_title);
+    gv->addWidget(grid_view_, 1);
+    gv->addWidget(grid_caption_);
+
     model_ = new TableModel(this);
     view_ = make_table_view(model_, "machineTable");
-    layout->addWidget(view_, 1);
+    auto* table_box = new QWidget;
+    auto* tv = new QVBoxLayout(table_box);
+    tv->setContentsMargins(0, 0, 0, 0);
+    tv->addWidget(new QLabel("<b>This plan on each machine</b>"));
+    tv->addLayout(data_row);
+    tv->addWidget(view_, 1);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(grid_box);
+    split->addWidget(table_box);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
     layout->addWidget(hint_label("Max batch and max sequence: the largest values that still fit each machine, "
                                  "found by core's solver with everything else as above. Time and cost use the "
                                  "machine's estimated tokens/s and its rental price where it has one."));
@@ -93,6 +126,38 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
         connect(s, &QSpinBox::valueChanged, this, [this] {
             if (!syncing_) emit datasetEdited();
         });
+}
+
+void WhichMachinePage::setGrid(MachineGrid grid, ByteUnit unit) {
+    grid_ = std::move(grid);
+    grid_view_->clear();
+    grid_view_->setRowCount(int(grid_.cells.size()));
+    grid_view_->setColumnCount(int(grid_.column_labels.size()));
+    QStringList headers, rows;
+    for (const auto& c : grid_.column_labels) headers << QString::fromStdString(c);
+    for (const auto& r : grid_.row_labels) rows << QString::fromStdString(r);
+    grid_view_->setHorizontalHeaderLabels(headers);
+    grid_view_->setVerticalHeaderLabels(rows);
+    const bool dark = palette().color(QPalette::Base).lightness() < 128;
+    for (int r = 0; r < int(grid_.cells.size()); ++r)
+        for (int c = 0; c < int(grid_.cells[size_t(r)].size()); ++c) {
+            const GridCell& cell = grid_.cells[size_t(r)][size_t(c)];
+            const QString full = QString::fromStdString(grid_cell_text(cell, unit));
+            // Two lines: the winner, then why and how far it stretches.
+            QString text = full;
+            if (const int dash = full.indexOf(" — "); dash > 0) text = full.left(dash) + "\n" + full.mid(dash + 3);
+            auto* item = new QTableWidgetItem(text);
+            item->setToolTip(full + "\n\nClick to load this plan.");
+            QFont f = item->font();
+            f.setBold(cell.winner != nullptr);
+            item->setFont(f);
+            const QColor tint = !cell.winner ? QColor(dark ? "#4a2a22" : "#fbe3da")
+                                : cell.fit == Fit::Tight ? QColor(dark ? "#4a3a1c" : "#fdf0d5")
+                                                         : QColor(dark ? "#1e3d33" : "#dcf2e9");
+            item->setBackground(tint);
+            grid_view_->setItem(r, c, item);
+        }
+    grid_caption_->setText(QString::fromStdString(grid_.caption));
 }
 
 void WhichMachinePage::showDataset(const Dataset& d) {

@@ -10,6 +10,7 @@
 #include "wingspan/ui/plan.hpp"
 
 class QTextStream;
+class QWidget;
 
 namespace wingspan::ui {
 
@@ -24,6 +25,9 @@ struct ImageOptions {
 QImage render_chart(const ChartData& data, const ImageOptions& options);
 // Format from the suffix: .png, .svg, .pdf. Returns false with a message on failure.
 bool export_chart(const ChartData& data, const QString& path, const ImageOptions& options, QString* error = nullptr);
+// A widget as drawn on screen (the which-machine grid) to .png, .svg or .pdf; PNG at
+// options' size is the widget scaled to fit, SVG and PDF keep text and lines as vectors.
+bool export_widget(QWidget* widget, const QString& path, const ImageOptions& options, QString* error = nullptr);
 // Format from the suffix: .csv (exact numbers), .md / .markdown (rounded, as in the lessons).
 bool export_table(const Table& table, const QString& path, QString* error = nullptr);
 

@@ -1,6 +1,7 @@
 #pragma once
 // The machines list: tick the machines to compare, see each one's verdict, add or edit your
 // own. The window puts it in a dock that folds away on small screens.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -8,7 +9,9 @@
 
 #include "wingspan/ui/plan.hpp"
 
+class QComboBox;
 class QLabel;
+class QTreeWidgetItem;
 class QPushButton;
 class QTreeWidget;
 
@@ -25,6 +28,8 @@ public:
     void showPlan(const Plan& plan);
     // The ticked machines, keeping the order of `previous` and appending new ones in list order.
     std::vector<std::string> checkedMachines(const std::vector<std::string>& previous) const;
+    // Frameworks chosen per machine (only those that differ from the machine's usual one).
+    std::map<std::string, std::string> machineFrameworks() const { return frameworks_; }
     void setAllChecked(bool on);
     // The verdict column: "✓ 4.0 GB free", "✗ short 2.1 GB", coloured.
     void showVerdicts(const Evaluation& eval, ByteUnit unit);
@@ -35,7 +40,7 @@ public:
     QTreeWidget* list() const { return list_; }
 
 signals:
-    void selectionEdited();   // a machine was ticked or unticked
+    void selectionEdited();   // a machine was ticked or unticked, or its framework changed
     void lessonMachinesRequested();
     void addRequested();
     void editRequested();
@@ -46,6 +51,11 @@ private:
     QPushButton* edit_ = nullptr;
     QPushButton* remove_ = nullptr;
     QLabel* summary_ = nullptr;
+    QComboBox* framework_ = nullptr;   // the selected machine's framework
+    QLabel* framework_label_ = nullptr;
+    const ProfileLibrary* lib_ = nullptr;
+    std::map<std::string, std::string> frameworks_;
+    void showFrameworkOf(QTreeWidgetItem* item);
     bool syncing_ = false;
 };
 

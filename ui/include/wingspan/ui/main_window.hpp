@@ -16,6 +16,8 @@
 #include "wingspan/ui/widgets.hpp"
 
 class QActionGroup;
+class QComboBox;
+class QLabel;
 class QDockWidget;
 class QPushButton;
 class QStackedWidget;
@@ -57,6 +59,13 @@ public:
     const Table& machineTable();
     const Table& methodTable();
     const Table& sizeTable();
+    // "Which machine trains what" for every size of the family and every method.
+    const MachineGrid& machineGrid();
+    // Loads the plan of a grid cell (the model and method it stands for) and shows its chart.
+    void loadGridCell(int row, int column);
+    // The chart view the scale applies to ("auto", "full" or "log"; remembered).
+    void setChartScale(ChartScale scale);
+    ChartScale chartScale() const { return scale_; }
 
     bool openPlan(const QString& path, QString* error = nullptr);
     bool savePlan(const QString& path, QString* error = nullptr);
@@ -133,6 +142,7 @@ private:
     Evaluation eval_;
     ChartData machines_data_;
     ByteUnit unit_ = ByteUnit::GB;
+    ChartScale scale_ = ChartScale::Auto;
     Theme theme_ = Theme::System;
     QString plan_path_;
     bool syncing_ = false;
@@ -158,6 +168,8 @@ private:
     MemoryChartWidget* methods_chart_ = nullptr;
     MemoryChartWidget* sizes_chart_ = nullptr;
     QPushButton* train_ = nullptr;
+    QComboBox* scale_box_ = nullptr;
+    QLabel* focus_line_ = nullptr;   // what the chart's keyboard focus is on
     QActionGroup* unit_group_ = nullptr;
     QActionGroup* theme_group_ = nullptr;
 };

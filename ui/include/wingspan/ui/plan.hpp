@@ -4,6 +4,7 @@
 // memory happens here: every number comes from core (estimate_memory, evaluate, solve,
 // estimate_run, build_table).
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ struct Plan {
     std::vector<std::string> machines;   // machine ids, in display order
     Dataset dataset;
     std::string framework;               // forced framework id; empty: each machine's default
+    // Per machine id, the framework chosen for it in the machines list; a machine not listed
+    // uses its usual one (ProfileLibrary::framework_for). `framework` above overrides both.
+    std::map<std::string, std::string> machine_frameworks;
 
     // The lessons' example: Llama 3.1 8B, LoRA r16, seq 1024, batch 1, checkpointing on,
     // on the RTX 4090, Mac Studio M3 Ultra, T4, A100 80GB, a CPU laptop and this machine.
@@ -97,6 +101,8 @@ struct Evaluation {
 };
 // Reference framework: the plan's forced one, else "pytorch-cuda" (what the lessons assume).
 const FrameworkProfile& reference_framework(const ProfileLibrary& lib, const Plan& plan);
+// The framework a machine computes with in this plan: the plan's forced one, else the one
+// chosen for that machine, else the machine's usual one.
 const FrameworkProfile& framework_for(const ProfileLibrary& lib, const Plan& plan, const MachineProfile& m);
 Evaluation evaluate_plan(const ProfileLibrary& lib, const Plan& plan);
 

@@ -1,14 +1,17 @@
 #pragma once
-// The "Which machine trains what" tab: the data set a run trains on (time and cost only) and
-// the current plan's per-machine table (fit, margin, largest batch and sequence, speed, cost).
+// The "Which machine trains what" tab: the lesson's answer as a live grid (model sizes ×
+// methods, the winning machine in each cell; click one to load that plan), the data set a run
+// trains on (time and cost only) and the current plan's per-machine table below.
 #include <QWidget>
 
+#include "wingspan/ui/machine_grid.hpp"
 #include "wingspan/ui/plan.hpp"
 #include "wingspan/ui/widgets.hpp"
 
 class QLabel;
 class QSpinBox;
 class QTableView;
+class QTableWidget;
 
 namespace wingspan::ui {
 
@@ -21,9 +24,14 @@ public:
     void setMachineTable(Table t, double dataset_tokens);
     const Table& machineTable() const { return model_->table(); }
     QTableView* machineTableView() const { return view_; }
+    void setGrid(MachineGrid grid, ByteUnit unit);
+    const MachineGrid& grid() const { return grid_; }
+    QTableWidget* gridView() const { return grid_view_; }
 
 signals:
     void datasetEdited();
+    // A grid cell was clicked (or Enter pressed on it): load that plan.
+    void cellChosen(int row, int column);
 
 private:
     QSpinBox* examples_ = nullptr;
@@ -32,6 +40,9 @@ private:
     QLabel* total_ = nullptr;
     TableModel* model_ = nullptr;
     QTableView* view_ = nullptr;
+    QTableWidget* grid_view_ = nullptr;
+    QLabel* grid_caption_ = nullptr;
+    MachineGrid grid_;
     bool syncing_ = false;
 };
 
