@@ -375,6 +375,7 @@ private:
     size_t logs_seen_ = 0;
     bool logs_dropped_noted_ = false;
     int repaints_ = 0;
+    QElapsedTimer charts_clock_;   // the live charts' last redraw
     QPointer<QWidget> closing_window_;
     QString last_model_dir_;
     bool follow_planner_ = true;
