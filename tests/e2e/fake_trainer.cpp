@@ -10,7 +10,15 @@
 //   slow            a step every 0.3 s for a long time; SIGTERM finishes the step, saves
 //                   <out>/checkpoint-N and ends with done (interrupted)
 //   ignore-sigterm  like slow, but SIGTERM is ignored (the launcher has to kill it)
+//   early-kill      hello, predicted and setup-phase memory (the weights only), then it dies
+//                   of SIGKILL before its first step: the run never reached its peak
+// `fake_trainer devices` lists a CPU and a fake 24 GB CUDA GPU as wingspan-train does
+// (FAKE_TRAINER_DEVICES=none: fails like a trainer without the command). `--device D` is
+// echoed in every memory event with `reserved_bytes` (the caching allocator's: allocated
+// rounded up to 2 MiB blocks plus 20 MB on a GPU, equal to allocated on the CPU); `done` adds
+// `reserved_peak_bytes`.
 // Plain C++ with no dependencies: it writes protocol lines by hand.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -26,6 +34,14 @@
 namespace {
 
 std::atomic<bool> g_term{false};
+std::string g_device = "cpu";
+long g_reserved_peak = 0;
+
+long reserved_for(long allocated) {
+    if (g_device == "cpu") return allocated;
+    const long block = 2L << 20;
+    return (allocated + block - 1) / block * block + 20000000;
+}
 void on_term(int) { g_term = true; }
 
 const auto g_start = std::chrono::steady_clock::now();
@@ -55,12 +71,30 @@ void hello() {
 
 void memory(long step, double wave) {
     const long act = long(2500000 * wave);
-    char buf[512];
+    const long allocated = 6500000 + act;
+    const long reserved = reserved_for(allocated);
+    g_reserved_peak = std::max(g_reserved_peak, reserved);
+    char buf[640];
     std::snprintf(buf, sizeof buf,
                   ",\"step\":%ld,\"phase\":\"forward\",\"components\":{\"frozen_weights\":4000000,\"adapters\":400000,"
                   "\"gradients\":400000,\"optimizer_state\":800000,\"activations\":%ld,\"logits_loss\":900000},"
-                  "\"allocated_bytes\":%ld,\"peak_bytes\":9000000,\"rss_bytes\":70000000,\"rss_peak_bytes\":72000000}",
-                  step, act, 6500000 + act);
+                  "\"allocated_bytes\":%ld,\"peak_bytes\":9000000,\"rss_bytes\":70000000,\"rss_peak_bytes\":72000000,"
+                  "\"device\":\"%s\",\"reserved_bytes\":%ld}",
+                  step, act, allocated, g_device.c_str(), reserved);
+    out(head("memory") + buf);
+}
+
+// Before the first step only the weights are live (setup phase).
+void setup_memory() {
+    const long allocated = 4400000;
+    const long reserved = reserved_for(allocated);
+    g_reserved_peak = std::max(g_reserved_peak, reserved);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  ",\"step\":0,\"phase\":\"setup\",\"components\":{\"frozen_weights\":4000000,\"adapters\":400000},"
+                  "\"allocated_bytes\":%ld,\"peak_bytes\":%ld,\"rss_bytes\":60000000,\"rss_peak_bytes\":60000000,"
+                  "\"device\":\"%s\",\"reserved_bytes\":%ld}",
+                  allocated, allocated, g_device.c_str(), reserved);
     out(head("memory") + buf);
 }
 
@@ -75,7 +109,8 @@ void step(long s, long total) {
 
 void done(const char* reason, long steps, const std::string& checkpoint) {
     out(head("done") + ",\"reason\":\"" + reason + "\",\"steps\":" + std::to_string(steps) + ",\"checkpoint\":\"" +
-        checkpoint + "\",\"sample\":\"fake sample text\",\"peak_bytes\":9000000,\"rss_peak_bytes\":72000000}");
+        checkpoint + "\",\"sample\":\"fake sample text\",\"peak_bytes\":9000000,\"rss_peak_bytes\":72000000," +
+        "\"reserved_peak_bytes\":" + std::to_string(g_reserved_peak) + "}");
 }
 
 std::string save(const std::string& out_dir, long s) {
@@ -117,8 +152,20 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, on_term);
     std::string mode = std::getenv("FAKE_TRAINER_MODE") ? std::getenv("FAKE_TRAINER_MODE") : "ok";
     std::string out_dir;
+    if (argc > 1 && !std::strcmp(argv[1], "devices")) {
+        const char* devices = std::getenv("FAKE_TRAINER_DEVICES");
+        if (devices && !std::strcmp(devices, "none")) {
+            std::fprintf(stderr, "fake: unknown argument 'devices'\n");
+            return 2;
+        }
+        std::puts("{\"devices\":[{\"type\":\"cpu\",\"index\":0,\"name\":\"Fake CPU\",\"total_bytes\":16000000000,"
+                  "\"bf16\":true},{\"type\":\"cuda\",\"index\":0,\"name\":\"Fake GPU 24GB\",\"total_bytes\":"
+                  "24000000000,\"bf16\":true}]}");
+        return 0;
+    }
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--fake-mode") && i + 1 < argc) mode = argv[++i];
+        else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) g_device = argv[++i];
         else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_dir = argv[++i];
         else if (!std::strcmp(argv[i], "--help")) {
             std::puts("usage: fake_trainer [--fake-mode ok|crash|malformed|flood|slow|ignore-sigterm] [wingspan-train flags]");
@@ -181,6 +228,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fake: flooded %ld memory events\n", n);
         done("completed", s, save(out_dir, s));
         return 0;
+    }
+    if (mode == "early-kill") {
+        setup_memory();
+        sleep_s(0.1);
+        setup_memory();
+        std::fprintf(stderr, "fake: killed before the first step\n");
+        std::fflush(nullptr);
+        std::raise(SIGKILL);
+        return 99;
     }
     if (mode == "slow") return slow(out_dir, false);
     if (mode == "ignore-sigterm") return slow(out_dir, true);

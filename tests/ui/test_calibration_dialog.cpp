@@ -66,6 +66,9 @@ private slots:
         QCOMPARE(dlg.runList()->topLevelItemCount(), 4);
         QCOMPARE(dlg.usableRuns(), 3);
         QCOMPARE(dlg.frameworkCombo()->currentData().toString(), QString("libtorch-cpu"));
+        // A screen reader names the two controls.
+        QCOMPARE(dlg.runList()->accessibleName(), QString("Finished runs to calibrate from"));
+        QCOMPARE(dlg.frameworkCombo()->accessibleName(), QString("Framework to calibrate"));
         // The failed run is listed, not checkable, and says why.
         int failed = 0;
         for (int i = 0; i < 4; ++i) {

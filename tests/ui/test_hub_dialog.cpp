@@ -1,6 +1,7 @@
 // "Add from Hub…" / "Add from folder…": the import runs on a worker thread through core's Hub
 // client; the dialog reports errors as answers and the imported model joins the window.
 #include <QApplication>
+#include <QLineEdit>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <fstream>
@@ -23,6 +24,7 @@ private slots:
         std::ofstream(folder.toStdString() + "/config.json")
             << w.library().model("smollm2-135m").arch.to_hf_config().dump();
         HubImportDialog dialog(HubImportDialog::Source::Folder);
+        QCOMPARE(dialog.findChild<QLineEdit*>("hubInput")->accessibleName(), QString("Model folder"));
         dialog.setInput(folder);
         QSignalSpy imported(&dialog, &HubImportDialog::imported);
         dialog.start();

@@ -107,6 +107,37 @@ private slots:
         QCOMPARE(view.builder().axisX()->max(), act2->points.back().x());
     }
 
+    void devicesAndReservedBytes() {
+        QString err;
+        const auto d = parse_devices(
+            R"({"devices":[{"type":"cuda","index":1,"name":"A100","total_bytes":80000000000,"bf16":true},{"type":"tpu"}]})", &err);
+        QCOMPARE(d.size(), size_t(1));   // an unknown type is skipped
+        QCOMPARE(d[0].id(), QString("cuda:1"));
+        QCOMPARE(d[0].total_bytes, std::int64_t(80'000'000'000));
+        QVERIFY(d[0].bf16 && d[0].isGpu());
+        QCOMPARE(d[0].label(), QString("cuda:1 · A100 · 80.0 GB"));
+        QVERIFY(parse_devices("wingspan-train: unknown argument 'devices'", &err).empty());
+        QVERIFY(err.contains("devices"));
+        QVERIFY(parse_devices(R"({"devices":[]})", &err).empty());
+        // Reserved bytes stay bounded and keep their peak through any amount of thinning.
+        DeviceMemoryTrack t;
+        for (int i = 0; i < 9000; ++i) {
+            const std::int64_t reserved = i == 4321 ? 999'000'000 : 100'000'000 + i;
+            t.ingest(*protocol::parse_line(protocol::encode(protocol::EventType::Memory, 0.01 * i,
+                                                            {{"device", "cuda:0"}, {"allocated_bytes", 50'000'000},
+                                                             {"reserved_bytes", reserved}}))
+                          .event);
+        }
+        QCOMPARE(t.device, QString("cuda:0"));
+        QCOMPARE(t.reserved_peak, std::int64_t(999'000'000));
+        QVERIFY(t.reserved.size() <= DeviceMemoryTrack::kMaxSamples);
+        double top = 0;
+        for (const auto& p : t.reserved) top = std::max(top, p.y());
+        QCOMPARE(top, 999'000'000.0);
+        t.ingest(*protocol::parse_line(protocol::encode(protocol::EventType::Done, 99, {{"reserved_peak_bytes", 1'200'000'000}})).event);
+        QCOMPARE(t.reserved_peak, std::int64_t(1'200'000'000));   // done's exact peak wins over the samples
+    }
+
     void offScaleMarkersAreNamedNotDrawn() {
         RunRecord r;
         feed(r, 0, 50);

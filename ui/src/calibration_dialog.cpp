@@ -55,6 +55,7 @@ CalibrationDialog::CalibrationDialog(const ProfileLibrary& lib, fs::path runs_ro
 
     auto* form = new QFormLayout;
     framework_ = new QComboBox(this);
+    framework_->setAccessibleName("Framework to calibrate");
     for (const auto& f : lib_.frameworks()) framework_->addItem(qs(f.name), qs(f.id));
     const int libtorch = framework_->findData("libtorch-cpu");
     if (libtorch >= 0) framework_->setCurrentIndex(libtorch);
@@ -62,6 +63,7 @@ CalibrationDialog::CalibrationDialog(const ProfileLibrary& lib, fs::path runs_ro
     v->addLayout(form);
 
     list_ = new QTreeWidget(this);
+    list_->setAccessibleName("Finished runs to calibrate from");
     list_->setRootIsDecorated(false);
     list_->setColumnCount(kColumns);
     list_->setHeaderLabels({"Run", "Status", "Tensors peak", "Process peak (RSS)", "Predicted total", "Error"});

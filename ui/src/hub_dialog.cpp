@@ -22,6 +22,7 @@ HubImportDialog::HubImportDialog(Source source, QWidget* parent) : QDialog(paren
     auto* form = new QFormLayout;
     input_ = new QLineEdit;
     input_->setObjectName("hubInput");
+    input_->setAccessibleName(source == Source::Hub ? "Hugging Face repository (owner/name)" : "Model folder");
     auto* row = new QHBoxLayout;
     row->addWidget(input_);
     if (source == Source::Hub) {
@@ -46,6 +47,7 @@ HubImportDialog::HubImportDialog(Source source, QWidget* parent) : QDialog(paren
     }
     layout->addLayout(form);
     progress_ = new QProgressBar;
+    progress_->setAccessibleName("Import progress");
     progress_->setRange(0, 1);
     progress_->setValue(0);
     progress_->setTextVisible(false);
@@ -125,6 +127,7 @@ void HubImportDialog::onFinished(std::optional<hub::ImportedModel> model, QStrin
     if (worker_.joinable()) worker_.join();
     import_->setEnabled(true);
     input_->setEnabled(true);
+    progress_->setAccessibleName("Import progress");
     progress_->setRange(0, 1);
     if (!model) {
         progress_->setValue(0);

@@ -6,6 +6,7 @@
 
 #include <QLocale>
 
+#include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace wingspan::ui {
@@ -16,7 +17,8 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 const QColor kRssColor("#332288");        // measured process RSS and its prediction (not a component hue)
-const QColor kOverlayColor("#6b6b6b");    // the second run of a comparison
+const QColor kOverlayColor("#6b6b6b");
+const QColor kReservedColor("#882255");   // a GPU allocator's reserved bytes (not a component hue)    // the second run of a comparison
 const QColor kLossColor("#0072B2");
 const QColor kEvalColor("#E69F00");
 const QColor kSpeedColor("#009E73");
@@ -161,6 +163,16 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
         std::erase_if(ts.points, [](const QPointF& p) { return p.x() < 0; });
         d.series.push_back(std::move(ts));
     }
+    if (in.device && in.device->hasReserved() && !in.device->device.isEmpty() && !in.device->device.startsWith("cpu")) {
+        // A GPU's caching allocator holds more than the live tensors: drawn apart, above them.
+        TimeSeries ts;
+        ts.label = "Reserved by the allocator (" + in.device->device + ")";
+        ts.color = kReservedColor;
+        ts.style = Qt::DashDotLine;
+        ts.width = 2.0;
+        ts.points = thin_points(in.device->reserved, in.max_points);
+        d.series.push_back(std::move(ts));
+    }
     if (in.overlay) {
         TimeSeries ts;
         ts.label = in.overlay_label + ": all tensors";
@@ -210,6 +222,8 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
         rss_text += (rss_text.isEmpty() ? QString("RSS peak ") : QString(" / ")) + bytes_text(m, in.unit) + " by Wingspan";
     }
     if (!rss_text.isEmpty()) sub << rss_text;
+    if (in.device && in.device->hasReserved() && !in.device->device.startsWith("cpu") && !in.device->device.isEmpty())
+        sub << "reserved peak " + bytes_text(double(in.device->reserved_peak), in.unit) + " on " + in.device->device;
     d.subtitle = sub.isEmpty() ? QString("Live tensor bytes per component, from the trainer's memory events") : sub.join(" · ");
     d.footnote = in.whole_process
                      ? "Areas: live tensors by component (the trainer's counting allocator). Dashed: the trainer's "
@@ -340,11 +354,20 @@ ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const
     }
     if (!pred.segments.empty()) d.bars.push_back(std::move(pred));
     if (!meas.segments.empty()) d.bars.push_back(std::move(meas));
-    if (d.bars.size() == 2 && d.bars[1].total > 0) {
+    if (d.bars.size() == 2 && !run_reached_peak(r)) {
+        d.bars[1].sublabel += " so far";
+        d.bars[1].verdict = "not reached: the run ended before its first step";
+    } else if (d.bars.size() == 2 && d.bars[1].total > 0) {
         const double err = 100.0 * double(d.bars[0].total - d.bars[1].total) / double(d.bars[1].total);
         d.bars[0].verdict = QString("%1%2 % vs measured").arg(err >= 0 ? "+" : "").arg(err, 0, 'f', 1);
     }
     return d;
+}
+
+bool run_reached_peak(const RunRecord& r) {
+    // The peak of a step (activations in backward, the optimizer's state) is behind every
+    // completed optimizer step; a run that completed reached it whatever it reported.
+    return !r.steps().empty() || r.step_events() > 0 || r.status() == RunStatus::Completed;
 }
 
 Table run_summary_table(const RunRecord& r, ByteUnit unit) {
@@ -354,8 +377,15 @@ Table run_summary_table(const RunRecord& r, ByteUnit unit) {
     t.caption = "Per component: the prediction's bytes and the peak measured (exact from the trainer's allocator at the end, "
                 "sampled while it runs); error = (predicted − measured) / measured";
     t.headers = {"Component", "Predicted", "Measured", "Error"};
-    auto error_cell = [](std::int64_t predicted, std::int64_t measured) {
+    // A run that ended before its first step never reached its peak: what it measured is what
+    // it got to, not an error of the prediction.
+    const bool reached = run_reached_peak(r);
+    auto error_cell = [reached](std::int64_t predicted, std::int64_t measured) {
         TableCell c;
+        if (!reached && measured < predicted) {
+            c.text = "not reached";
+            return c;
+        }
         if (measured <= 0) {
             c.text = predicted > 0 ? "not measured" : "—";
             return c;
@@ -389,14 +419,20 @@ Table run_summary_table(const RunRecord& r, ByteUnit unit) {
             }
         }
     }
+    auto measured_cell = [&](std::int64_t predicted, std::int64_t measured) {
+        TableCell c = bytes_cell(measured);
+        if (!reached && measured < predicted) c.text = measured > 0 ? c.text + " so far" : "not reached";
+        return c;
+    };
     for (const auto& c : s.components)
-        t.rows.push_back({{std::string(component_label(c.component)), {}, {}}, bytes_cell(c.predicted), bytes_cell(c.measured),
-                          error_cell(c.predicted, c.measured)});
+        t.rows.push_back({{std::string(component_label(c.component)), {}, {}}, bytes_cell(c.predicted),
+                          measured_cell(c.predicted, c.measured), error_cell(c.predicted, c.measured)});
     if (s.predicted_peak > 0 || s.measured_peak > 0)
-        t.rows.push_back({{"All tensors at the peak", {}, {}}, bytes_cell(s.predicted_peak), bytes_cell(s.measured_peak),
-                          error_cell(s.predicted_peak, s.measured_peak)});
+        t.rows.push_back({{"All tensors at the peak", {}, {}}, bytes_cell(s.predicted_peak),
+                          measured_cell(s.predicted_peak, s.measured_peak), error_cell(s.predicted_peak, s.measured_peak)});
     if (s.predicted_total > 0 || s.measured_rss_peak > 0)
-        t.rows.push_back({{"Process total (RSS)", {}, {}}, bytes_cell(s.predicted_total), bytes_cell(s.measured_rss_peak),
+        t.rows.push_back({{"Process total (RSS)", {}, {}}, bytes_cell(s.predicted_total),
+                          measured_cell(s.predicted_total, s.measured_rss_peak),
                           error_cell(s.predicted_total, s.measured_rss_peak)});
     return t;
 }

@@ -285,7 +285,7 @@ void TimeChartBuilder::apply(QChart* chart, const TimeChartData& d, const ChartS
         markers_[i]->replace(QList<QPointF>{{l.x0, l.drawn[i]->value / y_scale_}, {l.x1, l.drawn[i]->value / y_scale_}});
     x_->setRange(l.x0, l.x1);
     y_->setRange(l.y0 / y_scale_, l.y1 / y_scale_ * (d.y_from_zero ? 1.05 : 1.0));
-    if (d.y_from_zero) y_->applyNiceNumbers();
+    y_->applyNiceNumbers();   // ticks on round numbers (5.2, 5.4, … rather than 5.23, 5.34, …)
     const double span = (y_->max() - y_->min());
     y_->setLabelFormat(span >= 10 ? "%.0f" : span >= 1 ? "%.1f" : "%.2f");
     x_->setTickCount(std::clamp(int(std::lround(l.x1 - l.x0)) + 1, 2, 7));

@@ -60,6 +60,7 @@ QWidget* RunPanel::buildForm() {
     auto label = [](const QString& text, QWidget* buddy) {
         auto* l = new QLabel(text);
         l->setBuddy(buddy);
+        if (buddy->accessibleName().isEmpty()) buddy->setAccessibleName(text);
         return l;
     };
     auto spin = [](const char* name, int lo, int hi, const QString& tip) {
@@ -180,13 +181,41 @@ QWidget* RunPanel::buildForm() {
     auto* cap_row = new QHBoxLayout;
     cap_row->addWidget(cap_mode_);
     cap_row->addWidget(cap_gb_, 1);
-    g->addWidget(label("Ceiling", machine_), 5, 0);
-    g->addWidget(machine_, 5, 1, 1, 3);
+    device_ = new QComboBox;
+    device_->setObjectName("runDevice");
+    device_->setAccessibleName("Device");
+    device_->setMinimumContentsLength(14);
+    device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    device_->setToolTip("Where the trainer runs (--device), from `wingspan-train devices`. On a GPU the verdict compares\n"
+                        "with the GPU's memory, and the chart shows what its caching allocator reserved beside the\n"
+                        "allocated tensors.");
+    connect(device_, &QComboBox::activated, this, [this] {
+        device_choice_ = device_->currentData().toString();
+        updateFormEnabled();
+        updateRunHeader();
+    });
+    g->addWidget(label("Device", device_), 5, 0);
+    g->addWidget(device_, 5, 1);
+    g->addWidget(label("Ceiling", machine_), 5, 2);
+    g->addWidget(machine_, 5, 3);
     g->addWidget(label("Memory cap", cap_mode_), 5, 4);
     g->addLayout(cap_row, 5, 5, 1, 3);
     for (int c : {1, 3, 5, 7}) g->setColumnStretch(c, 1);
 
     if (!lib_) machine_->addItem("—");
+    // The user's edits stop the form from following the planner (code filling it does not).
+    for (QSpinBox* sb : {rank_, seq_, batch_, accum_})
+        connect(sb, &QSpinBox::valueChanged, this, &RunPanel::onFormEdited);
+    for (QComboBox* cb : {method_, precision_}) connect(cb, &QComboBox::currentIndexChanged, this, &RunPanel::onFormEdited);
+    connect(ckpt_, &QCheckBox::toggled, this, &RunPanel::onFormEdited);
+    connect(steps_, &QSpinBox::valueChanged, this, [this] { updateRunHeader(); });
+    connect(machine_, &QComboBox::currentIndexChanged, this, [this] { updateRunHeader(); });
+    // The model is the user's choice once they pick one; it stays through plan changes.
+    connect(model_, &QComboBox::activated, this, [this] {
+        model_choice_ = RunOptions::ModelSource(model_->currentData().toInt());
+        QSettings().setValue("run/modelChoice", int(*model_choice_));
+        updateRunHeader();
+    });
     return w;
 }
 
@@ -195,25 +224,31 @@ void RunPanel::populateModelSources() {
     const auto current = model_->currentData().toInt();
     model_->blockSignals(true);
     model_->clear();
-    model_->addItem("Built-in test model (3.1 M params, random weights)", int(RunOptions::ModelSource::BuiltIn));
     model_note_->clear();
     if (has_plan_ && lib_) {
+        // First the plan's own model with its pretrained weights, when they are on this machine.
+        planned_ = find_planned_model(*lib_, plan_);
+        model_->addItem(planned_.ok() ? QString("Plan's model: %1 (pretrained weights, %2)")
+                                            .arg(planned_.name, QDir::toNativeSeparators(planned_.folder))
+                                      : QString("Plan's model: %1 (not on this machine)").arg(planned_.name),
+                        int(RunOptions::ModelSource::Planned));
+        if (!planned_.ok()) model_note_->setText(planned_.missingText());
         try {
             const ResolvedModel m = resolve_model(*lib_, plan_.model);
             const std::int64_t params = m.arch.parameter_count();
             model_->addItem(QString("Plan's architecture: %1 (%2 params, random weights)")
                                 .arg(qs(m.name), qs(format_params_short(params))),
                             int(RunOptions::ModelSource::PlanArchitecture));
-            model_note_->setText(QString("The plan's %1 can train here with random weights (its exact memory, no "
-                                         "download) or from its folder; the built-in model runs in seconds anywhere.")
-                                     .arg(qs(m.name)));
         } catch (const std::exception&) {
         }
     }
+    model_->addItem("Built-in demo model (3.1 M params, random weights)", int(RunOptions::ModelSource::BuiltIn));
     if (!last_model_dir_.isEmpty())
         model_->addItem("Folder: " + QDir(last_model_dir_).dirName(), int(RunOptions::ModelSource::Folder));
     model_note_->setVisible(!model_note_->text().isEmpty());
-    int idx = model_->findData(current);
+    // The user's choice, else the plan's model: random weights and the demo are never a default.
+    int idx = model_->findData(model_choice_ ? int(*model_choice_) : current);
+    if (idx < 0) idx = model_->findData(int(RunOptions::ModelSource::Planned));
     model_->setCurrentIndex(idx >= 0 ? idx : 0);
     model_->blockSignals(false);
     updateFormEnabled();
@@ -225,6 +260,15 @@ void RunPanel::populateModelSources() {
 void RunPanel::setPlan(const Plan& plan) {
     plan_ = plan;
     has_plan_ = true;
+    emit trainAvailabilityChanged(trainBlockedReason().isEmpty(), trainBlockedReason());
+    if (!follow_planner_) {
+        // The user edited the settings: keep them, and say how the run differs from the plan.
+        syncing_ = true;
+        populateModelSources();
+        syncing_ = false;
+        updateRunHeader();
+        return;
+    }
     const RunOptions keep = options();
     machine_->blockSignals(true);
     machine_->clear();
@@ -245,12 +289,17 @@ void RunPanel::setPlan(const Plan& plan) {
     o.steps = keep.steps;
     o.data_file = keep.data_file;
     o.out_dir = keep.out_dir;
-    o.model_source = keep.model_source;
-    o.model_dir = keep.model_dir;
+    o.model_source = model_choice_.value_or(RunOptions::ModelSource::Planned);
+    o.model_dir = keep.model_source == RunOptions::ModelSource::Folder ? keep.model_dir : QString();
     o.threads = keep.threads;
     o.extra_args = keep.extra_args;
     if (cap_mode_->currentIndex() == 2) o.memory_limit = keep.memory_limit;
+    o.device = keep.device;
+    const std::optional<RunOptions::ModelSource> choice = model_choice_;
     setOptions(o);
+    model_choice_ = choice;   // following the plan is not a choice of model
+    follow_planner_ = true;
+    updateRunHeader();
 }
 
 RunOptions RunPanel::options() const {
@@ -260,6 +309,9 @@ RunOptions RunPanel::options() const {
     if (o.model_source == RunOptions::ModelSource::Folder) {
         o.model_dir = last_model_dir_;
         o.model_label = QDir(last_model_dir_).dirName();
+    } else if (o.model_source == RunOptions::ModelSource::Planned) {
+        o.model_dir = planned_.folder;
+        o.model_label = planned_.repo.isEmpty() ? planned_.name : planned_.repo.section('/', 1);
     } else if (o.model_source == RunOptions::ModelSource::PlanArchitecture && lib_ && has_plan_) {
         try {
             const ResolvedModel m = resolve_model(*lib_, plan_.model);
@@ -292,6 +344,18 @@ RunOptions RunPanel::options() const {
         } catch (const std::exception&) {
         }
     }
+    // A GPU's own memory is the ceiling a run on it meets (the machine list stays for the CPU).
+    for (const DeviceInfo& d : devices_.devices)
+        if (devices_.listed && d.id() == device_->currentData().toString()) {
+            o.device = d.id();
+            o.device_label = d.label();
+            if (d.isGpu() && d.total_bytes > 0) {
+                o.machine_id.clear();
+                o.machine_name = d.name.isEmpty() ? d.id() : d.name;
+                o.machine_ceiling = d.total_bytes;
+            }
+        }
+    if (o.device_label.isEmpty()) o.device_label = "cpu";
     if (cap_mode_->currentIndex() == 1) o.memory_limit = o.machine_ceiling;
     else if (cap_mode_->currentIndex() == 2) o.memory_limit = std::llround(cap_gb_->value() * 1e9);
     if (o.model_source == RunOptions::ModelSource::PlanArchitecture && o.memory_limit == 0 && lib_) {
@@ -307,6 +371,16 @@ RunOptions RunPanel::options() const {
 }
 
 void RunPanel::setOptions(const RunOptions& o) {
+    const bool was_syncing = syncing_;
+    syncing_ = true;
+    // Options given in code are the caller's choice of model (a test, a reopened run).
+    if (o.model_source != RunOptions::ModelSource::Planned) model_choice_ = o.model_source;
+    else model_choice_.reset();
+    if (!o.device.isEmpty()) {
+        device_choice_ = o.device;
+        const int di = device_->findData(o.device);
+        if (di >= 0) device_->setCurrentIndex(di);
+    }
     int mi = model_->findData(int(o.model_source));
     if (o.model_source == RunOptions::ModelSource::Folder && !o.model_dir.isEmpty()) {
         last_model_dir_ = o.model_dir;
@@ -338,7 +412,9 @@ void RunPanel::setOptions(const RunOptions& o) {
     } else {
         cap_mode_->setCurrentIndex(0);
     }
+    syncing_ = was_syncing;
     updateFormEnabled();
+    updateRunHeader();
 }
 
 void RunPanel::chooseModelFolder() {
@@ -355,6 +431,8 @@ void RunPanel::chooseModelFolder() {
     QSettings().setValue("run/modelDir", dir);
     populateModelSources();
     model_->setCurrentIndex(model_->findData(int(RunOptions::ModelSource::Folder)));
+    model_choice_ = RunOptions::ModelSource::Folder;
+    updateRunHeader();
 }
 
 void RunPanel::chooseDataFile() {
@@ -372,6 +450,7 @@ void RunPanel::setTrainerPath(const QString& path) {
     trainer_override_ = path;
     trainer_ = check_trainer(path);
     updateTrainerBanner();
+    refreshDevices();
 }
 
 void RunPanel::setStoreRoot(const fs::path& root) {

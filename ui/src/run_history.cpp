@@ -55,6 +55,7 @@ QWidget* RunPanel::buildHistoryTab() {
     hv->setContentsMargins(4, 4, 4, 4);
     history_ = new QTreeWidget;
     history_->setObjectName("runHistory");
+    history_->setAccessibleName("Past runs");
     history_->setRootIsDecorated(false);
     history_->setUniformRowHeights(true);
     history_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -205,6 +206,7 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
         const json launcher = read_json(folder / "launcher.json");
         if (launcher.is_object()) l.stop_message = qs(launcher.value("stop_message", std::string()));
         l.log = read_tail(folder / "stderr.log", 256 * 1024);
+        l.device = DeviceMemoryTrack::from_events(folder / "events.jsonl");
         return l;
     } catch (const std::exception& e) {
         if (error) *error = QString("cannot open the run %1: %2").arg(qs(folder.string()), e.what());

@@ -68,7 +68,26 @@ QWidget* RunPanel::buildCharts() {
     split->addWidget(right);
     split->setStretchFactor(0, 5);
     split->setStretchFactor(1, 3);
-    return split;
+    // The charts take the keyboard (Tab to one, arrows walk its samples); what the cursor
+    // reads is said on this line, as the hover says it.
+    auto* box = new QWidget;
+    auto* v = new QVBoxLayout(box);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->setSpacing(2);
+    auto* cursor = new QLabel("Tab to a chart, then ← → Home End walk its samples.");
+    cursor->setObjectName("runChartCursor");
+    cursor->setTextFormat(Qt::RichText);
+    cursor->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    const std::pair<TimeChartWidget*, const char*> charts[] = {
+        {memory_chart_, "Memory over time, per component"}, {loss_chart_, "Loss per step"}, {throughput_chart_, "Tokens per second"}};
+    for (const auto& [chart, name] : charts) {
+        chart->setAccessibleName(name);
+        connect(chart, &TimeChartWidget::cursorTextChanged, cursor,
+                [cursor](const QString& html) { cursor->setText(QString(html).replace("<br>", " · ")); });
+    }
+    v->addWidget(split, 1);
+    v->addWidget(cursor);
+    return box;
 }
 
 
@@ -97,11 +116,13 @@ RunChartInputs RunPanel::chartInputs() const {
         in.record = &loaded_->record;
         in.rss = &loaded_->rss;
         in.options = &loaded_->options;
+        in.device = &loaded_->device;
         in.title = "Memory · " + describe(loaded_->options);
     } else if (session_) {
         in.record = &session_->record();
         in.rss = &session_->rssSamples();
         in.options = &session_->options();
+        in.device = &session_->deviceMemory();
         in.title = "Memory · " + describe(session_->options());
     }
     if (overlay_) {

@@ -55,18 +55,29 @@ RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget
     sample_data_ = find_sample_data(executable);
     store_root_ = RunStore::default_root();
     last_model_dir_ = QSettings().value("run/modelDir").toString();
+    // The model the user chose last time (the demo, random weights, a folder) stays chosen.
+    const QVariant choice = QSettings().value("run/modelChoice");
+    if (choice.isValid() && choice.toInt() >= 0 && choice.toInt() <= int(RunOptions::ModelSource::Planned))
+        model_choice_ = RunOptions::ModelSource(choice.toInt());
     buildUi();
     repaint_timer_ = new QTimer(this);
     repaint_timer_->setInterval(200);   // charts repaint on this clock, never per event
     connect(repaint_timer_, &QTimer::timeout, this, [this] { refresh(false); });
     populateModelSources();
     updateTrainerBanner();
+    refreshDevices();
     refreshHistory();
     refresh(true);
     if (!historyRuns().empty()) bottom_->setCurrentIndex(bottom_->count() - 1);   // past runs, until there is a new one
 }
 
 RunPanel::~RunPanel() {
+    if (devices_process_) {
+        // Its finished signal must not reach a panel half torn down.
+        devices_process_->disconnect(this);
+        devices_process_->kill();
+        devices_process_->waitForFinished(2000);
+    }
     if (session_) {
         // Stop a live trainer before the widgets it reports to are gone.
         session_->disconnect(this);
@@ -89,6 +100,24 @@ void RunPanel::buildUi() {
     banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     banner_->setStyleSheet("QLabel { background: #fff4e5; color: #5a2d00; border: 1px solid #f0b36b; border-radius: 4px; padding: 6px; }");
     root->addWidget(banner_);
+
+    // What trains, in plain view: "Planner: X → this run: Y" whenever they differ.
+    auto* header_row = new QHBoxLayout;
+    run_header_ = new QLabel;
+    run_header_->setObjectName("runHeader");
+    run_header_->setAccessibleName("What this run trains");
+    run_header_->setWordWrap(true);
+    run_header_->setTextFormat(Qt::RichText);
+    run_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    run_header_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    follow_ = new QPushButton("Follow the planner");
+    follow_->setObjectName("runFollowPlanner");
+    follow_->setToolTip("Fill the settings from the planner again (they stopped following it when you edited one)");
+    follow_->hide();
+    connect(follow_, &QPushButton::clicked, this, &RunPanel::followPlanner);
+    header_row->addWidget(run_header_, 1);
+    header_row->addWidget(follow_, 0, Qt::AlignTop);
+    root->addLayout(header_row);
 
     // Top bar: the settings (folded while a run is shown), the buttons.
     auto* bar = new QHBoxLayout;
@@ -148,11 +177,13 @@ void RunPanel::buildUi() {
     auto* status_row = new QHBoxLayout;
     status_ = new QLabel;
     status_->setObjectName("runStatus");
+    status_->setAccessibleName("Run status");
     status_->setTextFormat(Qt::RichText);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     progress_ = new QProgressBar;
     progress_->setObjectName("runProgress");
+    progress_->setAccessibleName("Training progress");
     progress_->setMinimumWidth(160);
     progress_->setMaximumWidth(300);
     progress_->setTextVisible(true);
@@ -278,7 +309,13 @@ void RunPanel::trainPlan(const Plan& plan) {
         status_->setText("<b>A run is in progress.</b> Stop it first to train the new plan.");
         return;
     }
+    // Train ▶ trains what the plan shows: the settings follow it again.
+    follow_planner_ = true;
     setPlan(plan);
+    if (const QString why = cannot_train_reason(plan); !why.isEmpty()) {
+        status_->setText("<b>Not started:</b> " + why.toHtmlEscaped());
+        return;
+    }
     QString error;
     if (!start(&error)) showStartError(error);
 }
@@ -333,13 +370,19 @@ void RunPanel::refresh(bool force) {
     if (!force && (!session_ || (!session_->dirty() && session_->state() != RunSession::State::Stopping))) return;
     if (session_) session_->clearDirty();
     ++repaints_;
-    const RunChartInputs in = chartInputs();
-    memory_data_ = run_memory_chart(in);
-    loss_data_ = run_loss_chart(in);
-    throughput_data_ = run_throughput_chart(in);
-    memory_chart_->setData(memory_data_);
-    loss_chart_->setData(loss_data_);
-    throughput_chart_->setData(throughput_data_);
+    // During a live run the charts redraw at most 2.5 times a second (the status line 5 times):
+    // on a busy CPU reading the trainer's events comes before drawing them.
+    const bool live_tick = !force && session_ && session_->isActive() && !loaded_;
+    if (!live_tick || !charts_clock_.isValid() || charts_clock_.elapsed() >= 400) {
+        charts_clock_.restart();
+        const RunChartInputs in = chartInputs();
+        memory_data_ = run_memory_chart(in);
+        loss_data_ = run_loss_chart(in);
+        throughput_data_ = run_throughput_chart(in);
+        memory_chart_->setData(memory_data_);
+        loss_chart_->setData(loss_data_);
+        throughput_chart_->setData(throughput_data_);
+    }
     appendLog();
 
     view_banner_->setVisible(bool(loaded_) || bool(overlay_));
@@ -501,6 +544,17 @@ RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
         panel->setUnit(window.unit());
         panel->trainPlan(plan);
     });
+    // Honest Train ▶: off for plans that do not train (Serve), with the reason as its tooltip.
+    if (auto* train = window.findChild<QPushButton*>("trainButton")) {
+        const QString tip = train->toolTip();
+        auto update = [train, tip](const Plan& plan) {
+            const QString why = cannot_train_reason(plan);
+            train->setEnabled(why.isEmpty());
+            train->setToolTip(why.isEmpty() ? tip : why);
+        };
+        update(window.plan());
+        QObject::connect(&window, &MainWindow::planChanged, train, [&window, update] { update(window.plan()); });
+    }
     panel->guardClose(&window);
     return panel;
 }

@@ -69,6 +69,7 @@ QWidget* RunPanel::buildBottom() {
     summary_model_ = new TableModel(this);
     summary_view_ = new QTableView;
     summary_view_->setObjectName("runSummaryTable");
+    summary_view_->setAccessibleName("Predicted and measured bytes per component");
     summary_view_->setModel(summary_model_);
     summary_view_->verticalHeader()->hide();
     summary_view_->horizontalHeader()->setStretchLastSection(true);
@@ -78,6 +79,7 @@ QWidget* RunPanel::buildBottom() {
     summary_view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     sample_ = new QPlainTextEdit;
     sample_->setObjectName("runSample");
+    sample_->setAccessibleName("Sample the model generated");
     sample_->setReadOnly(true);
     sample_->setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
     sample_->setPlaceholderText("The text the model generates at the end of the run appears here.");
@@ -109,6 +111,7 @@ QWidget* RunPanel::buildBottom() {
     // Log.
     log_ = new QPlainTextEdit;
     log_->setObjectName("runLog");
+    log_->setAccessibleName("Trainer log");
     log_->setReadOnly(true);
     log_->setMaximumBlockCount(5000);   // bounded, however much the trainer writes
     log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
@@ -127,6 +130,13 @@ ChartData RunPanel::summaryChart() const {
     if (!r) return {};
     const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr;
     return run_summary_chart(*r, o, {}, unit_, whole_process_ && whole_process_->isChecked());
+}
+
+QString RunPanel::verdictText() const {
+    const RunRecord* r = shownRecord();
+    if (!r) return {};
+    if (loaded_) return verdictLine(*r, loaded_->options, &loaded_->device);
+    return verdictLine(*r, session_->options(), &session_->deviceMemory());
 }
 
 Table RunPanel::summaryTable() const {
@@ -164,6 +174,10 @@ void RunPanel::refreshSummary() {
         const QString f = qs(folder.string());
         html += "<br>Run folder: <a href=\"" + f.toHtmlEscaped() + "\">" + f.toHtmlEscaped() + "</a>";
     }
+    if (const QString verdict = verdictText(); !verdict.isEmpty()) html += "<br>" + verdict.toHtmlEscaped();
+    if (!run_reached_peak(*r) && !live)
+        html += "<br>The run ended before its first step, so it never reached its peak: components below the "
+                "prediction read “not reached”, not as errors.";
     const QString msg = loaded_ ? loaded_->stop_message : stopMessage();
     if (!msg.isEmpty()) html += "<br>" + msg.toHtmlEscaped();
     summary_text_->setText(html);

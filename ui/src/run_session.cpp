@@ -53,6 +53,7 @@ QString how_to_build() {
 json RunOptions::to_json() const {
     const char* source = model_source == ModelSource::Folder             ? "folder"
                          : model_source == ModelSource::PlanArchitecture ? "plan-architecture"
+                         : model_source == ModelSource::Planned          ? "planned"
                                                                          : "built-in";
     json j = {{"model_source", source},
               {"model_dir", model_dir.toStdString()},
@@ -72,7 +73,9 @@ json RunOptions::to_json() const {
               {"threads", threads},
               {"machine_id", machine_id.toStdString()},
               {"machine_name", machine_name.toStdString()},
-              {"machine_ceiling", machine_ceiling}};
+              {"machine_ceiling", machine_ceiling},
+              {"device", device.toStdString()},
+              {"device_label", device_label.toStdString()}};
     if (!model_config.is_null()) j["model_config"] = model_config;
     json extra = json::array();
     for (const QString& a : extra_args) extra.push_back(a.toStdString());
@@ -94,6 +97,7 @@ RunOptions RunOptions::from_json(const json& j) {
     const QString source = str("model_source", "built-in");
     o.model_source = source == "folder"              ? ModelSource::Folder
                      : source == "plan-architecture" ? ModelSource::PlanArchitecture
+                     : source == "planned"           ? ModelSource::Planned
                                                      : ModelSource::BuiltIn;
     o.model_dir = str("model_dir", {});
     o.model_label = str("model_label", o.model_label);
@@ -116,6 +120,8 @@ RunOptions RunOptions::from_json(const json& j) {
     o.machine_id = str("machine_id", {});
     o.machine_name = str("machine_name", {});
     o.machine_ceiling = num("machine_ceiling", 0);
+    o.device = str("device", {});
+    o.device_label = str("device_label", {});
     if (auto it = j.find("model_config"); it != j.end() && it->is_object()) o.model_config = *it;
     if (auto it = j.find("extra_args"); it != j.end() && it->is_array())
         for (const auto& a : *it)
@@ -172,6 +178,7 @@ QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, con
     if (!out_dir.isEmpty()) a << "--out" << out_dir;
     if (o.memory_limit > 0) a << "--memory-limit" << QString::number(o.memory_limit);
     if (o.threads > 0) a << "--threads" << QString::number(o.threads);
+    if (!o.device.isEmpty()) a << "--device" << o.device;
     a << o.extra_args;
     return a;
 }
@@ -274,8 +281,13 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
     if (data.isEmpty())
         return fail("the bundled sample data (sample-data/chat.jsonl) was not found next to Wingspan; choose a data file");
     if (!QFileInfo(data).isFile()) return fail("the data file " + data + " does not exist");
-    if (options.model_source == RunOptions::ModelSource::Folder &&
-        !QFileInfo(QDir(options.model_dir).filePath("config.json")).isFile())
+    const bool from_folder =
+        options.model_source == RunOptions::ModelSource::Folder || options.model_source == RunOptions::ModelSource::Planned;
+    if (options.model_source == RunOptions::ModelSource::Planned && options.model_dir.isEmpty())
+        return fail("the plan's model (" + options.model_label +
+                    ") is not on this machine: download it or choose its folder, or choose the built-in demo model or "
+                    "random weights");
+    if (from_folder && !QFileInfo(QDir(options.model_dir).filePath("config.json")).isFile())
         return fail("the model folder " + (options.model_dir.isEmpty() ? QString("(none chosen)") : options.model_dir) +
                     " has no config.json; choose a Hugging Face model folder");
 
@@ -288,7 +300,7 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
                       {"trainer", trainer.toStdString()}};
         folder_ = store.create(saved, label.toStdString());
         QString model_dir;
-        if (options.model_source == RunOptions::ModelSource::Folder) model_dir = options.model_dir;
+        if (from_folder) model_dir = options.model_dir;
         if (options.model_source == RunOptions::ModelSource::PlanArchitecture) {
             const fs::path dir = folder_ / "model";
             fs::create_directories(dir);
@@ -422,6 +434,7 @@ void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
         ++lines_;
         try {
             const auto event = record_.ingest_line(s);
+            if (event) device_memory_.ingest(*event);
             if (event && !clock_offset_) {
                 // The first line on the trainer's clock: line the RSS samples up with it.
                 clock_offset_ = elapsedSeconds() - event->t;
@@ -441,7 +454,7 @@ void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
         if (!skipping_long_line_) {
             ++lines_;
             try {
-                record_.ingest_line(s);
+                if (const auto e = record_.ingest_line(s)) device_memory_.ingest(*e);
             } catch (const std::exception&) {
             }
             if (!batch.empty()) batch += '\n';

@@ -37,6 +37,8 @@
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/plan.hpp"
 #include "wingspan/ui/run_charts.hpp"
+#include "wingspan/ui/run_device.hpp"
+#include "wingspan/ui/run_model.hpp"
 
 class QCheckBox;
 class QComboBox;
@@ -64,9 +66,12 @@ class TableModel;
 // What one run trains: the plan's setup as wingspan-train understands it, plus the things a
 // plan does not say (model weights, data, steps, output folder, memory cap).
 struct RunOptions {
-    enum class ModelSource { BuiltIn, Folder, PlanArchitecture };
+    // Planned: the plan's own model with its pretrained weights, from a local folder or the
+    // Hugging Face cache (model_dir; empty when it is not on this machine). BuiltIn (the demo)
+    // and PlanArchitecture (random weights) only when the user chooses them.
+    enum class ModelSource { BuiltIn, Folder, PlanArchitecture, Planned };
     ModelSource model_source = ModelSource::BuiltIn;
-    QString model_dir;                 // Folder: a Hugging Face folder (config.json + safetensors)
+    QString model_dir;                 // Folder/Planned: a Hugging Face folder (config.json + safetensors)
     nlohmann::json model_config;       // PlanArchitecture: config.json written into the run folder
     QString model_label = "built-in"; // for the run's name and the history
     QString data_file;                 // empty: the bundled sample data
@@ -83,6 +88,9 @@ struct RunOptions {
     std::int64_t memory_limit = 0;     // bytes; 0: none (--memory-limit)
     int threads = 0;                   // 0: the trainer's default
     QStringList extra_args;            // appended as given (advanced use, tests)
+    // --device (cpu, cuda:N, mps); empty: none passed (a trainer that cannot list devices).
+    QString device;
+    QString device_label;              // "cuda:0 · NVIDIA GeForce RTX 4090 · 24.0 GB", for the header
     // For the charts only: the machine whose ceiling is drawn.
     QString machine_id;
     QString machine_name;
@@ -157,6 +165,8 @@ public:
     // Until the first protocol line arrives the GUI's clock is used; then all samples shift
     // so they line up with the trainer's `t` (which starts after libtorch has loaded).
     const std::vector<QPointF>& rssSamples() const { return rss_; }
+    // The device's allocator: reserved bytes over time, when the trainer reports them.
+    const DeviceMemoryTrack& deviceMemory() const { return device_memory_; }
     std::int64_t rssPeak() const { return rss_peak_; }
     // The last stderr lines (at most kStderrKept) and new ones since the last take.
     const std::deque<QString>& stderrTail() const { return stderr_tail_; }
@@ -202,6 +212,7 @@ private:
     QStringList stderr_new_;
     std::int64_t stderr_dropped_ = 0, stderr_file_bytes_ = 0, lines_ = 0;
     std::vector<QPointF> rss_;
+    DeviceMemoryTrack device_memory_;
     std::int64_t rss_peak_ = 0;
     std::optional<double> clock_offset_;   // GUI seconds − trainer seconds
     size_t rss_written_ = 0;
@@ -236,6 +247,22 @@ public:
     void killNow();
     bool isRunning() const;
 
+    // Honest Train ▶: why this plan cannot be trained (Serve plans), empty when it can. The
+    // planner's Train ▶ button follows trainAvailabilityChanged (install_run_panel wires it).
+    QString trainBlockedReason() const;
+    // The run header: "Planner: X → this run: Y" (HTML) whenever the run differs from the plan.
+    QString runHeaderText() const;
+    PlanRunComparison planComparison() const;
+    // The settings follow the planner until the user edits one; followPlanner() goes back.
+    bool followsPlanner() const { return follow_planner_; }
+    void followPlanner();
+    // The plan's model and where its weights are (empty folder: not on this machine).
+    const PlannedModel& plannedModel() const { return planned_; }
+    // Devices from `wingspan-train devices` (the CPU alone when the trainer cannot list them).
+    const DeviceChoice& devices() const { return devices_; }
+    void refreshDevices();                      // asks the trainer again (asynchronously)
+    bool devicesPending() const { return bool(devices_process_); }
+
     void setTrainerPath(const QString& path);  // overrides the search (tests, odd installs)
     TrainerLocation trainer() const { return trainer_; }
     void setStoreRoot(const std::filesystem::path& root);
@@ -254,6 +281,9 @@ public:
     const TimeChartData& throughputChart() const;
     ChartData summaryChart() const;
     Table summaryTable() const;
+    // "Peak on cuda:0: allocated …, reserved … — … of <device>'s … (fits, … free)"; on the CPU
+    // the process total against the machine's ceiling.
+    QString verdictText() const;
     QString statusText() const;                // the line under the buttons
     QString stopMessage() const;
     QString logText() const;
@@ -280,6 +310,9 @@ public:
 signals:
     void runStarted();
     void runFinished();
+    // The plan shown can (not) be trained, and why not.
+    void trainAvailabilityChanged(bool can_train, const QString& reason);
+    void devicesChanged();
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -298,6 +331,7 @@ private:
         QString log;
         QString label;
         QString stop_message;
+        DeviceMemoryTrack device;
     };
     void buildUi();
     QWidget* buildForm();
@@ -320,6 +354,10 @@ private:
     void chooseModelFolder();
     void chooseDataFile();
     void chooseOutDir();
+    void onFormEdited();                     // run_form.cpp: a field changed by the user
+    void updateRunHeader();
+    void populateDevices();
+    QString verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device) const;
 
     QString executable_;
     const ProfileLibrary* lib_ = nullptr;
@@ -337,8 +375,16 @@ private:
     size_t logs_seen_ = 0;
     bool logs_dropped_noted_ = false;
     int repaints_ = 0;
+    QElapsedTimer charts_clock_;   // the live charts' last redraw
     QPointer<QWidget> closing_window_;
     QString last_model_dir_;
+    bool follow_planner_ = true;
+    bool syncing_ = false;                   // the form is being filled by code, not the user
+    std::optional<RunOptions::ModelSource> model_choice_;   // what the user chose to train
+    PlannedModel planned_;
+    DeviceChoice devices_;
+    QString device_choice_;                  // the device id the user chose
+    QPointer<QProcess> devices_process_;
     QStringList extra_args_;
     int threads_ = 0;
 
@@ -365,6 +411,9 @@ private:
     QPushButton* start_ = nullptr;
     QPushButton* stop_ = nullptr;
     QLabel* banner_ = nullptr;
+    QLabel* run_header_ = nullptr;
+    QPushButton* follow_ = nullptr;
+    QComboBox* device_ = nullptr;
     QWidget* form_ = nullptr;
     QToolButton* settings_toggle_ = nullptr;
     QLabel* settings_summary_ = nullptr;

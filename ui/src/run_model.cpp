@@ -1,0 +1,179 @@
+// What "Train ▶" trains: the plan's model found on disk (a folder or the Hugging Face cache),
+// and the plan compared with the run in plain words.
+#include <algorithm>
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QLocale>
+
+#include "wingspan/ui/run_model.hpp"
+#include "wingspan/ui/run_panel.hpp"
+
+namespace wingspan::ui {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QString method_word(Method m, std::int64_t rank) {
+    switch (m) {
+        case Method::Full: return "full fine-tune";
+        case Method::Lora: return QString("LoRA r%1").arg(rank);
+        case Method::Qlora: return QString("QLoRA r%1").arg(rank);
+        case Method::Serve: return "serving";
+    }
+    return {};
+}
+
+QString precision_word(Precision p) {
+    switch (p) {
+        case Precision::Fp32: return "fp32";
+        case Precision::Bf16Mixed: return "bf16 mixed";
+        case Precision::Bf16: return "bf16";
+        case Precision::Fp16Mixed: return "fp16 mixed";
+    }
+    return {};
+}
+
+}  // namespace
+
+QString hf_hub_cache_dir() {
+    const QString cache = qEnvironmentVariable("HF_HUB_CACHE");
+    if (!cache.isEmpty()) return cache;
+    const QString home = qEnvironmentVariable("HF_HOME");
+    if (!home.isEmpty()) return QDir(home).filePath("hub");
+    return QDir::home().filePath(".cache/huggingface/hub");
+}
+
+QString hf_cache_snapshot(const QString& repo, const QString& cache_dir) {
+    if (repo.isEmpty() || !repo.contains('/')) return {};
+    const QDir model(QDir(cache_dir).filePath("models--" + QString(repo).replace('/', "--")));
+    if (!model.exists()) return {};
+    // refs/main names the snapshot transformers would load.
+    QFile ref(model.filePath("refs/main"));
+    if (ref.open(QIODevice::ReadOnly)) {
+        const QString commit = QString::fromUtf8(ref.readAll()).trimmed();
+        const QString dir = model.filePath("snapshots/" + commit);
+        if (!commit.isEmpty() && QFileInfo(QDir(dir).filePath("config.json")).isFile()) return QDir(dir).absolutePath();
+    }
+    QFileInfoList snaps = QDir(model.filePath("snapshots")).entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Time);
+    for (const QFileInfo& s : snaps)
+        if (QFileInfo(QDir(s.absoluteFilePath()).filePath("config.json")).isFile()) return s.absoluteFilePath();
+    return {};
+}
+
+QString PlannedModel::missingText() const {
+    QString s = name + " is not on this machine";
+    if (!repo.isEmpty())
+        s += QString(" (looked in %1 for %2)").arg(hf_hub_cache_dir(), repo) +
+             ". Download it with `wingspan download " + repo + "` or `huggingface-cli download " + repo + "`";
+    s += ", choose its folder (Folder…), or train the built-in demo model or random weights instead.";
+    return s;
+}
+
+PlannedModel find_planned_model(const ProfileLibrary& lib, const Plan& plan) {
+    PlannedModel m;
+    try {
+        const ResolvedModel r = resolve_model(lib, plan.model);
+        m.name = qs(r.name);
+        m.params = r.arch.parameter_count();
+        if (!r.interpolated && plan.model.config.is_null()) {
+            try {
+                m.repo = qs(lib.model(r.id).hf_repo);
+            } catch (const std::exception&) {
+            }
+        }
+    } catch (const std::exception&) {
+        m.name = qs(plan.model.model_id);
+    }
+    // An imported config names its repository or its folder.
+    const QString imported = qs(plan.model.config_name);
+    if (m.repo.isEmpty() && !imported.isEmpty()) {
+        if (QFileInfo(QDir(imported).filePath("config.json")).isFile()) m.folder = QDir(imported).absolutePath();
+        else if (imported.count('/') == 1 && !imported.startsWith('/')) m.repo = imported;
+    }
+    if (m.folder.isEmpty()) m.folder = hf_cache_snapshot(m.repo);
+    return m;
+}
+
+QString cannot_train_reason(const Plan& plan) {
+    if (plan.setup.method == Method::Serve)
+        return "This plan serves the model (inference only): there is nothing to train. Choose Full, LoRA or QLoRA "
+               "in the planner to train it.";
+    return {};
+}
+
+PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& plan, const RunOptions& run,
+                                       const QString& run_device_label) {
+    PlanRunComparison c;
+    // Each side as a list of (what, text); a pair that reads differently is a difference.
+    QString plan_model = qs(plan.model.model_id);
+    QString plan_machine;
+    if (lib) {
+        try {
+            plan_model = qs(resolve_model(*lib, plan.model).name);
+        } catch (const std::exception&) {
+        }
+    }
+    // The machine the plan is drawn for: this machine when it lists it, else its first.
+    plan_machine = run_options_for(plan, lib).machine_name;
+    QString run_model, run_weights;
+    switch (run.model_source) {
+        case RunOptions::ModelSource::BuiltIn:
+            run_model = "built-in demo model (3.1 M params)";
+            run_weights = "random weights";
+            break;
+        case RunOptions::ModelSource::PlanArchitecture:
+            run_model = plan_model + " architecture";
+            run_weights = "random weights";
+            break;
+        case RunOptions::ModelSource::Folder:
+            run_model = run.model_label;
+            run_weights = "weights from " + run.model_dir;
+            break;
+        case RunOptions::ModelSource::Planned:
+            run_model = plan_model;
+            run_weights = run.model_dir.isEmpty() ? QString("not on this machine") : "pretrained weights from " + run.model_dir;
+            break;
+    }
+    const Method plan_method = plan.setup.method;
+    const std::int64_t plan_batch = plan.setup.trains() ? plan.setup.micro_batch : plan.setup.serve_batch;
+    struct Pair {
+        QString what, planned, ran;
+    };
+    const QString loc = QLocale().toString(qlonglong(plan.setup.seq_len));
+    std::vector<Pair> pairs = {
+        {"model", plan_model, run_model},
+        {"weights", "pretrained weights", run_weights},
+        {"method", method_word(plan_method, plan.setup.lora_rank), method_word(run.method, run.rank)},
+        {"sequence", "seq " + loc + " × " + QString::number(plan_batch),
+         "seq " + QLocale().toString(qlonglong(run.seq)) + " × " + QString::number(run.batch)},
+        {"precision", precision_word(plan.setup.precision), precision_word(run.precision)},
+        {"device", plan_machine.isEmpty() ? QString("this machine") : plan_machine, run_device_label},
+    };
+    QStringList planned, ran;
+    for (const Pair& p : pairs) {
+        bool same = p.planned == p.ran;
+        if (p.what == "weights") same = run.model_source == RunOptions::ModelSource::Planned && !run.model_dir.isEmpty();
+        if (p.what == "model")
+            same = run.model_source == RunOptions::ModelSource::Planned ||
+                   (run.model_source == RunOptions::ModelSource::Folder && run.model_label == plan_model);
+        if (p.what == "device") {
+            // The plan's machine is where its memory was planned; the run is on this computer.
+            same = (plan_machine.isEmpty() || plan_machine == "This machine" || plan_machine.startsWith("This ")) &&
+                   (run_device_label.startsWith("cpu") || run_device_label.isEmpty());
+        }
+        if (!same) c.differences << p.what;
+        planned << (same ? p.planned.toHtmlEscaped() : "<b>" + p.planned.toHtmlEscaped() + "</b>");
+        ran << (same ? p.ran.toHtmlEscaped() : "<b>" + p.ran.toHtmlEscaped() + "</b>");
+    }
+    c.differs = !c.differences.isEmpty();
+    if (c.differs)
+        c.html = "Planner: " + planned.join(" · ") + " → this run: " + ran.join(" · ");
+    else
+        c.html = "This run trains the plan: " + ran.join(" · ");
+    return c;
+}
+
+}  // namespace wingspan::ui
