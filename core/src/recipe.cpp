@@ -240,6 +240,7 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         {"epochs", std::to_string(in.training.epochs)},
         {"max_steps", std::to_string(in.training.max_steps > 0 ? in.training.max_steps : -1)},
         {"steps", std::to_string(steps)},
+        {"micro_steps", std::to_string(steps * s.grad_accum)},   // batches, for frameworks that count those
         {"data_path", in.data_path},
         {"data_dir", data.parent_path().empty() ? "." : data.parent_path().string()},
         {"data_file", data.filename().string()},

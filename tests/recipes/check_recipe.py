@@ -131,6 +131,8 @@ elif framework == "mlx-lm":
         mlx_names = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
                      "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj"}
         expect("lora_parameters.keys", dig(cfg, "lora_parameters.keys"), [mlx_names[r] for r in roles])
+    steps = cfg["lr_schedule"]["arguments"][1] if cfg.get("lr_schedule") else cfg["iters"] // accum
+    expect("iters counts batches: optimizer steps × accumulation", cfg["iters"], steps * accum)
     data = os.path.join(folder, cfg["data"])
     expect("data folder has train.jsonl and valid.jsonl",
            all(os.path.isfile(os.path.join(data, f)) for f in ("train.jsonl", "valid.jsonl")), True)

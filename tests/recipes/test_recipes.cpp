@@ -266,8 +266,10 @@ private slots:
         QVERIFY(cfg.find("keys: ['self_attn.q_proj', 'self_attn.v_proj']") != std::string::npos);
         QVERIFY(cfg.find("rank: 32\n") != std::string::npos);
         QVERIFY(cfg.find("scale: 2\n") != std::string::npos);
-        // 480 sample conversations × 3 epochs at 2 × 8 per step = 90 iterations.
-        QVERIFY(cfg.find("iters: 90\n") != std::string::npos);
+        // 480 sample conversations × 3 epochs at 2 × 8 per step = 90 optimizer steps = 720 batches;
+        // mlx-lm's iters counts batches, its schedule optimizer steps.
+        QVERIFY(cfg.find("iters: 720\n") != std::string::npos);
+        QVERIFY(cfg.find("arguments: [0.0002, 90, 0.0]") != std::string::npos);
         const json p = json::parse(read(out / "predicted.json"));
         QCOMPARE(p["setup"]["lora_rank"].get<int>(), 32);
         QCOMPARE(p["model"]["id"].get<std::string>(), std::string("qwen2.5-7b"));
