@@ -124,7 +124,8 @@ elif framework == "mlx-lm":
     expect("grad_accumulation_steps", cfg["grad_accumulation_steps"], accum)
     expect("max_seq_length", cfg["max_seq_length"], seq)
     expect("grad_checkpoint", cfg["grad_checkpoint"], ckpt)
-    expect("num_layers", cfg["num_layers"], -1)
+    layers = setup.get("lora_layers", 0)
+    expect("num_layers", cfg["num_layers"], layers if 0 < layers < predicted["model"]["config"]["num_hidden_layers"] else -1)
     if lora:
         expect("lora_parameters.rank", dig(cfg, "lora_parameters.rank"), rank)
         expect("lora_parameters.scale", dig(cfg, "lora_parameters.scale"), alpha / rank)
