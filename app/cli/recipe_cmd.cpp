@@ -150,7 +150,7 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!own.count("--out")) throw InputError("recipe needs --out DIR, the folder to write the recipe to");
 
     const fs::path recipes = recipe::default_dir(executable);
-    recipe::framework(recipes, own["--framework"]);   // an unknown framework fails before any work
+    const recipe::FrameworkInfo fw = recipe::framework(recipes, own["--framework"]);   // unknown: fails before any work
     const std::string profiles_dir =
         last_value(plan_flags, "--profiles").value_or(ProfileLibrary::default_dir(executable).string());
     ProfileLibrary lib = ProfileLibrary::load(profiles_dir);
@@ -163,7 +163,9 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
         plan_args.insert(plan_args.end(), from_file.begin(), from_file.end());
     }
     plan_args.insert(plan_args.end(), plan_flags.begin(), plan_flags.end());
-    plan_args.push_back("--json");
+    // The framework's profile decides what the plan leaves open (its precision, checkpointing,
+    // adapted layers), as the framework itself would.
+    plan_args.insert(plan_args.end(), {"--framework", recipe::profile_for(lib, fw).id, "--json"});
     std::ostringstream plan_out, plan_err;
     const int rc = run(plan_args, plan_out, plan_err, executable);
     std::error_code ec;

@@ -59,6 +59,7 @@ std::map<std::string, std::string> knob_keys(const RecipeInput& in) {
             {"train_embeddings", s.train_embeddings ? "true" : "false"},
             {"loss_chunk", s.loss_chunk_tokens > 0 ? "chunked" : "none"},
             {"max_steps", in.training.max_steps > 0 ? "set" : "none"},
+            {"lora_layers", s.lora_layers > 0 && s.lora_layers < in.num_layers ? "last" : "all"},
             {"mlp_targets", s.method == Method::Full ? "all" : mlp == 0 ? "none" : mlp == 3 ? "all" : "partial"}};
 }
 
@@ -225,6 +226,8 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         {"model_label", in.model_label},
         {"model_type", in.model_type},
         {"num_layers", std::to_string(in.num_layers)},
+        // Adapters on the last N layers (mlx-lm's default 16), or -1: all of them.
+        {"adapted_layers", std::to_string(s.lora_layers > 0 && s.lora_layers < in.num_layers ? s.lora_layers : -1)},
         {"method", to_string(s.method)},
         {"precision", to_string(s.precision)},
         {"rank", std::to_string(s.lora_rank)},
@@ -240,6 +243,7 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         {"epochs", std::to_string(in.training.epochs)},
         {"max_steps", std::to_string(in.training.max_steps > 0 ? in.training.max_steps : -1)},
         {"steps", std::to_string(steps)},
+        {"micro_steps", std::to_string(steps * s.grad_accum)},   // batches, for frameworks that count those
         {"data_path", in.data_path},
         {"data_dir", data.parent_path().empty() ? "." : data.parent_path().string()},
         {"data_file", data.filename().string()},

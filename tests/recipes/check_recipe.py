@@ -124,13 +124,16 @@ elif framework == "mlx-lm":
     expect("grad_accumulation_steps", cfg["grad_accumulation_steps"], accum)
     expect("max_seq_length", cfg["max_seq_length"], seq)
     expect("grad_checkpoint", cfg["grad_checkpoint"], ckpt)
-    expect("num_layers", cfg["num_layers"], -1)
+    layers = setup.get("lora_layers", 0)
+    expect("num_layers", cfg["num_layers"], layers if 0 < layers < predicted["model"]["config"]["num_hidden_layers"] else -1)
     if lora:
         expect("lora_parameters.rank", dig(cfg, "lora_parameters.rank"), rank)
         expect("lora_parameters.scale", dig(cfg, "lora_parameters.scale"), alpha / rank)
         mlx_names = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
                      "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj"}
         expect("lora_parameters.keys", dig(cfg, "lora_parameters.keys"), [mlx_names[r] for r in roles])
+    steps = cfg["lr_schedule"]["arguments"][1] if cfg.get("lr_schedule") else cfg["iters"] // accum
+    expect("iters counts batches: optimizer steps × accumulation", cfg["iters"], steps * accum)
     data = os.path.join(folder, cfg["data"])
     expect("data folder has train.jsonl and valid.jsonl",
            all(os.path.isfile(os.path.join(data, f)) for f in ("train.jsonl", "valid.jsonl")), True)

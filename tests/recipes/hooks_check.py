@@ -101,15 +101,15 @@ expect("torchtune: close() ends the run", ev[-1]["event"] == "done" and ev[-1]["
 # mlx-lm TrainingCallback
 out = io.StringIO()
 rep = wr.Reporter(framework="mlx-lm", stream=out)
-cb = wr.MLXCallback(rep, total_steps=20)
+cb = wr.MLXCallback(rep, total_steps=20, grad_accum=4)   # iters: 20 batches, 4 per optimizer step
 cb.on_val_loss_report({"iteration": 0, "val_loss": 3.0, "val_time": 0.1})
-cb.on_train_loss_report({"iteration": 10, "train_loss": 2.0, "learning_rate": 1e-5, "iterations_per_second": 1.0,
+cb.on_train_loss_report({"iteration": 12, "train_loss": 2.0, "learning_rate": 1e-5, "iterations_per_second": 1.0,
                          "tokens_per_second": 900.0, "trained_tokens": 9000, "peak_memory": 1.5})
 rep.done("completed")
 ev = events(out)
 step = [e for e in ev if e["event"] == "step"][0]
-expect("mlx-lm: step from train_info", (step["step"], step["loss"], step["tokens_per_s"], step["total_steps"]) ==
-       (10, 2.0, 900.0, 20))
+expect("mlx-lm: optimizer step from the batch iteration", (step["step"], step["loss"], step["tokens_per_s"],
+                                                           step["total_steps"]) == (3, 2.0, 900.0, 5))
 expect("mlx-lm: validation loss", any(e["event"] == "eval" and e["loss"] == 3.0 for e in ev))
 
 # Axolotl plugin: adds the callback after the trainer is built; train end is done

@@ -187,7 +187,7 @@ private slots:
         QVERIFY(mlx.find("wingspan watch --plan predicted.json -- python3 wingspan_mlx_lora.py --config lora_config.yaml") !=
                 std::string::npos);
         const std::string tt = read(write_recipe("torchtune", "full") / "README.md");
-        QVERIFY(tt.find("no fp32 master copy") != std::string::npos);
+        QVERIFY(read(tmp_ / "torchtune-full" / "config.yaml").find("dtype: bf16\n") != std::string::npos);
         // A model without a Hugging Face id: the placeholder is named in the README too.
         std::ostringstream out, err;
         QCOMPARE(wingspan::cli::run({"recipe", "--framework", "torchtune", "--size", "5b", "--family", "qwen2.5", "--out",
@@ -266,8 +266,10 @@ private slots:
         QVERIFY(cfg.find("keys: ['self_attn.q_proj', 'self_attn.v_proj']") != std::string::npos);
         QVERIFY(cfg.find("rank: 32\n") != std::string::npos);
         QVERIFY(cfg.find("scale: 2\n") != std::string::npos);
-        // 480 sample conversations × 3 epochs at 2 × 8 per step = 90 iterations.
-        QVERIFY(cfg.find("iters: 90\n") != std::string::npos);
+        // 480 sample conversations × 3 epochs at 2 × 8 per step = 90 optimizer steps = 720 batches;
+        // mlx-lm's iters counts batches, its schedule optimizer steps.
+        QVERIFY(cfg.find("iters: 720\n") != std::string::npos);
+        QVERIFY(cfg.find("arguments: [0.0002, 90, 0.0]") != std::string::npos);
         const json p = json::parse(read(out / "predicted.json"));
         QCOMPARE(p["setup"]["lora_rank"].get<int>(), 32);
         QCOMPARE(p["model"]["id"].get<std::string>(), std::string("qwen2.5-7b"));
@@ -307,13 +309,13 @@ private slots:
         const json plan = json::parse(read(run / "plan.json"));
         QCOMPARE(plan["framework"].get<std::string>(), std::string("hf-transformers"));
         QCOMPARE(plan["external"]["command"][0].get<std::string>(), std::string("sh"));
-        QCOMPARE(wingspan::watched_profile(run).value_or(""), std::string("pytorch-cuda"));
+        QCOMPARE(wingspan::watched_profile(run).value_or(""), std::string("hf-transformers"));
         QCOMPARE(json::parse(read(run / "result.json"))["status"].get<std::string>(), std::string("completed"));
         // An external run feeds calibration of its framework's profile.
         const Result cal = cli({"calibrate", run.string(), "--json", "--profiles", WINGSPAN_TEST_PROFILES_DIR});
         QVERIFY2(cal.code == 0, cal.err.c_str());
-        QCOMPARE(json::parse(cal.out)["framework"].get<std::string>(), std::string("pytorch-cuda-calibrated"));
-        fs::remove_all(fs::path(qgetenv("XDG_CONFIG_HOME").toStdString()) / "wingspan/frameworks/pytorch-cuda-calibrated.json");
+        QCOMPARE(json::parse(cal.out)["framework"].get<std::string>(), std::string("hf-transformers-calibrated"));
+        fs::remove_all(fs::path(qgetenv("XDG_CONFIG_HOME").toStdString()) / "wingspan/frameworks/hf-transformers-calibrated.json");
     }
 
     // The reporter against a plain PyTorch loop on the CPU, through `wingspan watch`.

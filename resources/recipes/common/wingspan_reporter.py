@@ -385,19 +385,21 @@ class TorchtuneMetricLogger:
 
 
 class MLXCallback:
-    """mlx_lm's TrainingCallback: on_train_loss_report(info) every steps_per_report iterations."""
+    """mlx_lm's TrainingCallback: on_train_loss_report(info) every steps_per_report iterations.
+    mlx-lm's iterations are batches; grad_accum of them make one optimizer step, the protocol's step."""
 
-    def __init__(self, reporter, total_steps=None):
+    def __init__(self, reporter, total_steps=None, grad_accum=1):
         self.reporter = reporter
-        self.reporter.total_steps = int(total_steps or 0)
+        self.accum = max(1, int(grad_accum or 1))
+        self.reporter.total_steps = int(total_steps or 0) // self.accum
         self.reporter.set_phase("forward")
 
     def on_train_loss_report(self, info):
-        self.reporter.step(info["iteration"], info["train_loss"], lr=info.get("learning_rate"),
+        self.reporter.step(-(-int(info["iteration"]) // self.accum), info["train_loss"], lr=info.get("learning_rate"),
                            tokens_per_s=info.get("tokens_per_second"))
 
     def on_val_loss_report(self, info):
-        self.reporter.eval(info["iteration"], info["val_loss"])
+        self.reporter.eval(-(-int(info["iteration"]) // self.accum), info["val_loss"])
 
 
 def __getattr__(name):

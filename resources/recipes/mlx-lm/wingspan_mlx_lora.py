@@ -24,7 +24,7 @@ def main():
         config = yaml.load(f, lora.yaml_loader)
     args = dict(lora.CONFIG_DEFAULTS)
     args.update({k: v for k, v in config.items() if v is not None})
-    callback = MLXCallback(reporter, total_steps=args.get("iters"))
+    callback = MLXCallback(reporter, total_steps=args.get("iters"), grad_accum=args.get("grad_accumulation_steps", 1))
     reporter.run(lambda: lora.run(types.SimpleNamespace(**args), training_callback=callback))
 
 
