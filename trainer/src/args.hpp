@@ -47,6 +47,10 @@ struct Options {
     std::int64_t sample_tokens = 48;
     std::int64_t sample_every_ms = 50;
     std::string attention = "eager";   // eager | sdpa (at::_scaled_dot_product_attention)
+    // Data parallel (issue 18): ranks started here, how state is sharded, collective timeout.
+    int nproc = 1;
+    Sharding sharding = Sharding::Ddp;
+    int dist_timeout_s = 120;
 };
 
 // Thrown for a bad command line; the message names the flag.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher.hpp"
 #include "memory.hpp"
 #include "train.hpp"
 
@@ -30,5 +31,6 @@ int main(int argc, char** argv) {
         args.erase(args.begin());
         return wingspan::train::run_tokenize(args);
     }
+    if (wingspan::train::wants_launcher(args)) return wingspan::train::run_launcher(args, argv[0]);
     return wingspan::train::run_train(args, argv[0]);
 }

@@ -21,6 +21,8 @@
 
 #include "args.hpp"
 #include "data.hpp"
+#include "distributed.hpp"
+#include "distributed_sync.hpp"
 #include "emit.hpp"
 #include "memory.hpp"
 #include "model.hpp"
@@ -185,7 +187,7 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std:
 
 class Run {
 public:
-    Run(Options o, std::string argv0) : opt_(std::move(o)), argv0_(std::move(argv0)) {}
+    Run(Options o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
     int execute();
 
 private:
@@ -201,9 +203,17 @@ private:
     fs::path save(const fs::path& dir, bool final);
     std::string sample();
     void emit_done(const std::string& reason);
+    // Data parallel (issue 18; distributed*.cpp hold the logic).
+    int world() const { return group_ ? group_->world_size() : 1; }
+    bool sharded() const { return sync_ && sync_->sharded(); }
+    at::Tensor grad_for(std::size_t state) const;
+    bool stop_requested();
+    fs::path save_checkpoint(const fs::path& dir, bool final);
+    void swap_optimizer_state(std::vector<ParamState>& held);
 
     Options opt_;
     std::string argv0_;
+    dist::JobEnv job_;
     json hf_config_;
     ModelConfig cfg_;
     Architecture arch_;
@@ -227,6 +237,10 @@ private:
     std::vector<double> losses_;
     fs::path last_checkpoint_;
     mem::Sampler sampler_;
+    std::unique_ptr<dist::Group> group_;
+    std::unique_ptr<dist::GradientSync> sync_;
+    at::Tensor shard_m_, shard_v_, shard_master_;   // zero1/zero2: this rank's optimizer shard
+    bool stopping_ = false;
 };
 
 void Run::load_inputs() {
@@ -296,7 +310,8 @@ void Run::load_inputs() {
     setup_.lora_dropout = opt_.dropout;
     setup_.lora_targets = opt_.targets;
     setup_.quantization = opt_.method == Method::Qlora ? Quantization::Nf4DoubleQuant : Quantization::None;
-    setup_.devices = 1;
+    setup_.devices = world();
+    setup_.sharding = world() > 1 ? opt_.sharding : Sharding::None;
     if (opt_.method != Method::Full && opt_.rank > std::min(cfg_.hidden, cfg_.intermediate))
         throw RunError("bad_argument", "--rank " + std::to_string(opt_.rank) + " is larger than the model's width");
 
@@ -305,7 +320,8 @@ void Run::load_inputs() {
     chat_ = chat_format_for(*tok_);
     try {
         data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+        // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
+        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
                                       true, true);
         if (!data_.eval.empty()) {
             try {
@@ -434,6 +450,42 @@ void Run::build_model() {
 void Run::build_optimizer() {
     const bool mixed = opt_.precision == Precision::Bf16Mixed;
     const bool pure_bf16 = opt_.precision == Precision::Bf16;
+    // Gradients are made during backward; attribute them as they arrive.
+    for (auto& nt : model_->trainable())
+        nt.tensor.register_hook([](const at::Tensor& g) {
+            retag(g, Component::Gradients);
+            return g;
+        });
+    if (group_) {
+        std::vector<at::Tensor> params;
+        for (auto& nt : model_->trainable()) params.push_back(nt.tensor);
+        sync_ = std::make_unique<dist::GradientSync>(*group_, setup_.sharding, params);
+    }
+    if (sharded()) {
+        // ZeRO: moments (and the fp32 master) for this rank's range of the flat parameters only;
+        // each state is a piece of a parameter, viewing the parameter and the shard tensors.
+        const auto& trainable = model_->trainable();
+        const std::int64_t n = sync_->shard_elements();
+        if (mixed) {
+            mem::Scope scope(Component::MasterWeights);
+            shard_master_ = at::empty({n}, at::kFloat);
+        }
+        {
+            mem::Scope scope(Component::OptimizerState);
+            shard_m_ = at::zeros({n}, pure_bf16 ? at::kBFloat16 : at::kFloat);
+            shard_v_ = at::zeros({n}, pure_bf16 ? at::kBFloat16 : at::kFloat);
+        }
+        for (const auto& p : sync_->pieces()) {
+            ParamState s;
+            s.name = trainable[p.param].name;
+            s.param = sync_->param_piece(p);
+            s.m = dist::GradientSync::piece_of(shard_m_, p);
+            s.v = dist::GradientSync::piece_of(shard_v_, p);
+            if (mixed) s.master = dist::GradientSync::piece_of(shard_master_, p).copy_(s.param);
+            states_.push_back(std::move(s));
+        }
+        return;
+    }
     for (auto& nt : model_->trainable()) {
         ParamState s;
         s.name = nt.name;
@@ -449,11 +501,6 @@ void Run::build_optimizer() {
             s.m = at::zeros(nt.tensor.sizes(), dt);
             s.v = at::zeros(nt.tensor.sizes(), dt);
         }
-        // Gradients are made during backward; attribute them as they arrive.
-        nt.tensor.register_hook([](const at::Tensor& g) {
-            retag(g, Component::Gradients);
-            return g;
-        });
         states_.push_back(std::move(s));
     }
 }
@@ -471,7 +518,8 @@ void Run::resume() {
     mismatch("--precision", st.value("precision", ""), precision_name(opt_.precision));
     if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.value("rank", 0)), std::to_string(opt_.rank));
     mismatch("--seq", std::to_string(st.value("seq", 0)), std::to_string(opt_.seq));
-    mismatch("--batch", std::to_string(st.value("batch", 0)), std::to_string(opt_.batch));
+    // The global batch (--batch × ranks) decides the data order: any number of ranks resumes it.
+    mismatch("--batch × ranks", std::to_string(st.value("batch", 0)), std::to_string(opt_.batch * world()));
     mismatch("--grad-accum", std::to_string(st.value("grad_accum", 0)), std::to_string(opt_.grad_accum));
 
     at::NoGradGuard no_grad;
@@ -513,7 +561,7 @@ void Run::resume() {
 const Batch& Run::next_batch() {
     const std::int64_t epoch = cursor_ / batches_per_epoch_;
     if (epoch != cached_epoch_) {
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, epoch,
+        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, epoch,
                                       true, true);
         cached_epoch_ = epoch;
     }
@@ -525,40 +573,53 @@ const Batch& Run::next_batch() {
 double Run::train_step(std::int64_t step) {
     double loss_sum = 0;
     for (std::int64_t micro = 0; micro < opt_.grad_accum; ++micro) {
-        const Batch& b = next_batch();
+        const Batch& global = next_batch();
+        Batch mine;
+        const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
         mem::set_phase(mem::Phase::Forward);
         at::Tensor ids = to_tensor(b.input, b.rows, b.cols);
         at::Tensor labels = to_tensor(b.labels, b.rows, b.cols);
         at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
-        const double l = loss.item<double>();
+        double l = loss.item<double>();
+        if (group_) {
+            // Weighed by its share of the global batch's target tokens, the ranks' losses (and
+            // so their gradients) sum to those of the global batch's mean loss.
+            const double share = static_cast<double>(b.target_tokens) / static_cast<double>(std::max<std::int64_t>(1, global.target_tokens));
+            l = group_->sum(b.target_tokens > 0 ? l * share : 0.0);
+            loss = loss * share;
+        }
         if (!std::isfinite(l))
             throw RunError("nan_loss", "the loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " +
                                            std::to_string(step) + " (try a lower --lr)");
         loss_sum += l;
         mem::set_phase(mem::Phase::Backward);
         if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
-        torch::autograd::backward({loss});
+        if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
+        if (!group_ || b.target_tokens > 0) torch::autograd::backward({loss});
+        if (sync_) sync_->end_backward();
     }
     mem::set_phase(mem::Phase::Optimizer);
     {
         at::NoGradGuard no_grad;
         double sumsq = 0;
-        for (auto& s : states_) {
-            at::Tensor g = s.param.grad();
+        for (std::size_t i = 0; i < states_.size(); ++i) {
+            at::Tensor g = grad_for(i);
             if (g.defined()) {
                 retag(g, Component::Gradients);
                 sumsq += grad_sumsq(g);
             }
         }
+        if (sharded()) sumsq = group_->sum(sumsq);   // each rank holds its range of the gradients
         const double norm = std::sqrt(sumsq);
         const double scale = opt_.max_grad_norm > 0 && norm > opt_.max_grad_norm ? opt_.max_grad_norm / (norm + 1e-6) : 1.0;
         const double lr = lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio);
-        for (auto& s : states_) {
-            at::Tensor g = s.param.grad();
+        for (std::size_t i = 0; i < states_.size(); ++i) {
+            at::Tensor g = grad_for(i);
             if (!g.defined()) continue;
-            adamw_step(s, g, step, lr, opt_.weight_decay, scale);
-            s.param.mutable_grad() = at::Tensor();   // gradients are freed after the step
+            adamw_step(states_[i], g, step, lr, opt_.weight_decay, scale);
+            if (!sharded()) states_[i].param.mutable_grad() = at::Tensor();   // gradients are freed after the step
         }
+        if (sync_) sync_->after_update();
     }
     return loss_sum / static_cast<double>(opt_.grad_accum);
 }
@@ -630,7 +691,8 @@ fs::path Run::save(const fs::path& target, bool final) {
                          {"rank", opt_.rank},
                          {"alpha", opt_.alpha},
                          {"seq", opt_.seq},
-                         {"batch", opt_.batch},
+                         {"batch", opt_.batch * world()},
+                         {"world_size", world()},
                          {"grad_accum", opt_.grad_accum},
                          {"seed", opt_.seed},
                          {"lr", lr_},
@@ -693,6 +755,67 @@ void Run::emit_done(const std::string& reason) {
     emit(EventType::Done, d);
 }
 
+at::Tensor Run::grad_for(std::size_t state) const {
+    return sharded() ? sync_->grad_of(sync_->pieces()[state]) : states_[state].param.grad();
+}
+
+bool Run::stop_requested() {
+    bool stop = g_interrupted.load();
+    // Ranks stop together, after the same step (a signal reaches them at different moments).
+    if (group_) stop = group_->sum(stop ? 1.0 : 0.0) > 0;
+    stopping_ = stopping_ || stop;
+    return stopping_;
+}
+
+// Sharded runs: whole-parameter optimizer states (gathered from every rank) go into states_ for a
+// checkpoint to save or a resume to fill; `held` keeps this rank's pieces meanwhile. The second
+// call puts the pieces back, each taking its range of the whole states.
+void Run::swap_optimizer_state(std::vector<ParamState>& held) {
+    at::NoGradGuard no_grad;
+    if (held.empty()) {
+        mem::Scope scope(Component::Activations);   // checkpoint temporaries, like its reads and writes
+        const at::Tensor m = sync_->gather(shard_m_), v = sync_->gather(shard_v_);
+        const at::Tensor master = shard_master_.defined() ? sync_->gather(shard_master_) : at::Tensor();
+        const auto trainable = model_->trainable();
+        std::vector<ParamState> whole;
+        for (std::size_t i = 0; i < trainable.size(); ++i) {
+            const at::Tensor& p = trainable[i].tensor;
+            auto part = [&](const at::Tensor& flat) { return flat.narrow(0, sync_->flat_offset(i), p.numel()).view(p.sizes()); };
+            whole.push_back({trainable[i].name, p, master.defined() ? part(master) : at::Tensor(), part(m), part(v)});
+        }
+        held = std::exchange(states_, std::move(whole));
+        return;
+    }
+    for (std::size_t k = 0; k < held.size(); ++k) {
+        const auto& piece = sync_->pieces()[k];
+        const ParamState& w = states_[piece.param];
+        auto range = [&](const at::Tensor& t) { return t.reshape(-1).narrow(0, piece.begin, piece.length); };
+        held[k].m.copy_(range(w.m));
+        held[k].v.copy_(range(w.v));
+        if (held[k].master.defined()) held[k].master.copy_(range(w.master));
+    }
+    states_ = std::exchange(held, {});
+}
+
+// Every rank takes part (sharded state is gathered), rank 0 writes.
+fs::path Run::save_checkpoint(const fs::path& dir, bool final) {
+    if (!group_) return save(dir, final);
+    std::vector<ParamState> held;
+    if (sharded()) swap_optimizer_state(held);
+    fs::path path;
+    std::exception_ptr failed;
+    if (group_->rank() == 0) {
+        try {
+            path = save(dir, final);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    }
+    if (sharded()) swap_optimizer_state(held);
+    if (failed) std::rethrow_exception(failed);
+    return path;
+}
+
 void Run::train_loop() {
     const std::int64_t eval_every =
         opt_.eval_every >= 0 ? opt_.eval_every : std::max<std::int64_t>(1, total_steps_ / 5);
@@ -705,7 +828,7 @@ void Run::train_loop() {
         step_ = step;
         losses_.push_back(loss);
         mem::set_phase(mem::Phase::Idle);
-        const std::int64_t tokens = opt_.batch * opt_.seq * opt_.grad_accum;
+        const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum;
         emit(EventType::Step, {{"step", step},
                                {"total_steps", total_steps_},
                                {"loss", loss},
@@ -714,13 +837,14 @@ void Run::train_loop() {
                                {"tokens", tokens},
                                {"step_time_s", dt},
                                {"epoch", static_cast<double>(cursor_) / static_cast<double>(batches_per_epoch_)}});
-        if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !g_interrupted.load()) {
+        const bool stop = stop_requested();
+        if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !stop) {
             const double el = evaluate();
             if (std::isfinite(el)) emit(EventType::Eval, {{"step", step}, {"loss", el}});
         }
-        if (g_interrupted.load()) return;
+        if (stop) return;
         if (opt_.save_every > 0 && step % opt_.save_every == 0 && step < total_steps_ && !opt_.out_dir.empty())
-            save(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
+            save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
     }
     const double el = evaluate();
     if (std::isfinite(el)) emit(EventType::Eval, {{"step", step_}, {"loss", el}});
@@ -733,18 +857,33 @@ int Run::execute() {
     set_threads(threads);
     mem::install(opt_.memory_limit);
     mem::set_phase(mem::Phase::Setup);
+    if (job_.world_size > 1) group_ = dist::Group::join(job_, std::chrono::seconds(opt_.dist_timeout_s));
     load_inputs();
     announce();
+    if (group_)
+        log_info("rank " + std::to_string(group_->rank()) + " of " + std::to_string(world()) + " (" + group_->backend() +
+                 ", " + to_string(setup_.sharding) + ", micro-batch " + std::to_string(opt_.batch) + " of a global " +
+                 std::to_string(opt_.batch * world()) + ")");
     sampler_.start(opt_.sample_every_ms);
     build_model();
     build_optimizer();
-    resume();
+    {
+        std::vector<ParamState> shards;   // sharded: resume() fills whole states, each rank keeps its range
+        if (sharded() && !opt_.resume_dir.empty()) swap_optimizer_state(shards);
+        resume();
+        if (!shards.empty()) swap_optimizer_state(shards);
+    }
     {
         std::map<Component, std::int64_t> bytes;
         for (const auto& nt : model_->tensors()) bytes[nt.component] += storage_bytes(nt.tensor);
         for (const auto& s : states_) {
+            if (sharded()) break;   // pieces of the shard tensors, counted once below
             bytes[Component::OptimizerState] += storage_bytes(s.m) + storage_bytes(s.v);
             if (s.master.defined()) bytes[Component::MasterWeights] += storage_bytes(s.master);
+        }
+        if (sharded()) {
+            bytes[Component::OptimizerState] += storage_bytes(shard_m_) + storage_bytes(shard_v_);
+            if (shard_master_.defined()) bytes[Component::MasterWeights] += storage_bytes(shard_master_);
         }
         // The bytes of the trainer's own tensors, for checking the measured components.
         emit(EventType::Log, {{"level", "info"},
@@ -756,10 +895,10 @@ int Run::execute() {
     mem::Sampler::emit_now();
     train_loop();
     mem::set_phase(mem::Phase::Idle);
-    const bool interrupted = g_interrupted.load() && step_ < total_steps_;
+    const bool interrupted = stopping_ && step_ < total_steps_;
     if (!opt_.out_dir.empty()) {
-        if (interrupted) save(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step_)), false);
-        else save(opt_.out_dir, true);
+        if (interrupted) save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step_)), false);
+        else save_checkpoint(opt_.out_dir, true);
     } else if (interrupted) {
         log_warning("interrupted without --out: nothing saved");
     }
@@ -774,8 +913,18 @@ int Run::execute() {
 int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     Options opt;
     bool help = false;
+    dist::JobEnv job;
     try {
+        try {
+            job = dist::job_from_environment();
+        } catch (const std::invalid_argument& e) {
+            throw ArgError(std::string("torchrun environment: ") + e.what());
+        }
+        set_rank(job.rank, job.world_size);
         opt = parse_options(args, help);
+        if (job.world_size > 1 && opt.nproc > 1)
+            throw ArgError("--nproc starts its own ranks, but this process is already rank " + std::to_string(job.rank) +
+                           " of " + std::to_string(job.world_size) + " (RANK/WORLD_SIZE): leave --nproc out");
     } catch (const ArgError& e) {
         emit_minimal_hello();
         emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});
@@ -787,7 +936,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         std::cerr << usage();
         return 0;
     }
-    Run run(opt, argv0);
+    Run run(opt, argv0, job);
     std::string code, message;
     json extra = json::object();
     try {
@@ -802,6 +951,9 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         if (e.line > 0) extra["line"] = e.line;
     } catch (const InputError& e) {
         code = "bad_argument";
+        message = e.what();
+    } catch (const dist::CollectiveError& e) {
+        code = "distributed";
         message = e.what();
     } catch (const std::exception& e) {
         code = "internal";
