@@ -33,6 +33,14 @@ int env_int(const char* name, int fallback, long min_value, long max_value) {
     return static_cast<int>(x);
 }
 
+// gloo in libtorch 1.13 reduces and gathers fp32/fp64/fp16 and integers, not bf16: such tensors
+// travel as an fp32 copy (exact for bf16), a communication workspace.
+bool needs_staging(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; }
+at::Tensor staged_copy(const at::Tensor& t) {
+    mem::Scope scope(Component::FrameworkOverhead);
+    return t.to(at::kFloat);
+}
+
 bool is_loopback(const std::string& host) {
     return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
@@ -65,6 +73,8 @@ void Pending::wait() {
         throw CollectiveError(what_ + " failed (another rank stopped or did not answer): " + first_line(e.what()));
     }
     work_.reset();
+    if (target_.defined()) target_.copy_(staged_);
+    staged_ = target_ = at::Tensor();
 }
 
 std::unique_ptr<Group> Group::join(const JobEnv& env, std::chrono::milliseconds timeout) {
@@ -116,26 +126,34 @@ double Group::sum(double x) {
 }
 
 Pending Group::all_reduce_sum(at::Tensor t) {
-    std::vector<at::Tensor> ts{std::move(t)};
+    const at::Tensor target = needs_staging(t) ? t : at::Tensor();
+    std::vector<at::Tensor> ts{target.defined() ? staged_copy(t) : std::move(t)};
     try {
-        return Pending(impl_->pg->allreduce(ts), "all-reduce");
+        return Pending(impl_->pg->allreduce(ts), "all-reduce", target.defined() ? ts[0] : at::Tensor(), target);
     } catch (const std::exception& e) {
         throw CollectiveError("all-reduce failed: " + first_line(e.what()));
     }
 }
 
 Pending Group::reduce_sum(at::Tensor t, int root) {
-    std::vector<at::Tensor> ts{std::move(t)};
+    const at::Tensor target = needs_staging(t) && root == rank_ ? t : at::Tensor();
+    std::vector<at::Tensor> ts{needs_staging(t) ? staged_copy(t) : std::move(t)};
     c10d::ReduceOptions o;
     o.rootRank = root;
     try {
-        return Pending(impl_->pg->reduce(ts, o), "reduce");
+        return Pending(impl_->pg->reduce(ts, o), "reduce", target.defined() ? ts[0] : at::Tensor(), target);
     } catch (const std::exception& e) {
         throw CollectiveError("reduce failed: " + first_line(e.what()));
     }
 }
 
 void Group::all_gather(const at::Tensor& mine, at::Tensor& all) {
+    if (needs_staging(all)) {
+        at::Tensor staged_all = staged_copy(all);
+        all_gather(staged_copy(mine), staged_all);
+        all.copy_(staged_all);
+        return;
+    }
     const std::int64_t n = mine.numel();
     std::vector<std::vector<at::Tensor>> out(1);
     for (int r = 0; r < world_; ++r) out[0].push_back(all.narrow(0, r * n, n));

@@ -31,17 +31,20 @@ struct CollectiveError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// A collective in flight; wait() throws CollectiveError on failure.
+// A collective in flight; wait() throws CollectiveError on failure. A staged collective ran on
+// an fp32 copy (gloo has no bf16) that wait() copies back into the target.
 class Pending {
 public:
     Pending() = default;
-    Pending(c10::intrusive_ptr<c10d::Work> work, std::string what) : work_(std::move(work)), what_(std::move(what)) {}
+    Pending(c10::intrusive_ptr<c10d::Work> work, std::string what, at::Tensor staged = {}, at::Tensor target = {})
+        : work_(std::move(work)), what_(std::move(what)), staged_(std::move(staged)), target_(std::move(target)) {}
     void wait();
     bool valid() const { return static_cast<bool>(work_); }
 
 private:
     c10::intrusive_ptr<c10d::Work> work_;
     std::string what_;
+    at::Tensor staged_, target_;
 };
 
 class Group {
