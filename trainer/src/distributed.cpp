@@ -1,5 +1,6 @@
 #include "distributed.hpp"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL
@@ -86,11 +87,15 @@ std::unique_ptr<Group> Group::join(const JobEnv& env, std::chrono::milliseconds 
     try {
         c10d::TCPStoreOptions so;
         so.port = static_cast<std::uint16_t>(env.master_port);
-        so.isServer = env.rank == 0;
+        // Under torchrun the agent already serves the store at MASTER_PORT: every rank is a client.
+        const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+        so.isServer = env.rank == 0 && !(agent_store && std::string(agent_store) == "True");
         so.numWorkers = env.world_size;
         so.waitWorkers = true;
         so.timeout = timeout;
-        g->impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+        // Our keys apart from anything else in a shared store.
+        g->impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+            "wingspan-train/", c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
     } catch (const std::exception& e) {
         throw CollectiveError("rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
                               " failed within " + std::to_string(timeout.count() / 1000) + " s: " + first_line(e.what()));
