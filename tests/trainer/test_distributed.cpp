@@ -97,12 +97,12 @@ class TestDistributed : public QObject {
     Q_OBJECT
 
     QTemporaryDir dir_;
-    QString model_;
-    QStringList common(int steps) const {
-        return {"--model", model_, "--method", "lora", "--seq", "64", "--steps", QString::number(steps),
+    QString model_, wide_;
+    QStringList common(int steps, const QString& method = "lora") const {
+        return {"--model", model_, "--method", method, "--seq", "64", "--steps", QString::number(steps),
                 "--eval-every", "0", "--sample-tokens", "0", "--threads", "1", "--dist-timeout", "20"};
     }
-    Job single_, ddp_, zero1_;
+    Job single_, ddp_, zero1_, zero2_, full_zero1_, wide_ddp_;
 
 private Q_SLOTS:
     void initTestCase() {
@@ -116,15 +116,28 @@ private Q_SLOTS:
         model_ = dir_.filePath("model");
         QVERIFY(QDir().mkpath(model_));
         std::ofstream(model_.toStdString() + "/config.json") << cfg.dump(2);
+        // Wide enough that a full fine-tune's fp32 gradients fill two all-reduce buckets.
+        json wide = cfg;
+        wide["hidden_size"] = 256;
+        wide["intermediate_size"] = 512;
+        wide_ = dir_.filePath("wide");
+        QVERIFY(QDir().mkpath(wide_));
+        std::ofstream(wide_.toStdString() + "/config.json") << wide.dump(2);
 
         single_ = run_job(common(4) << "--batch" << "4");
         ddp_ = run_job(common(4) << "--batch" << "2" << "--nproc" << "2");
         zero1_ = run_job(common(4) << "--batch" << "2" << "--nproc" << "2" << "--sharding" << "zero1" << "--save-every"
                                    << "2" << "--out" << dir_.filePath("zero1"));
+        zero2_ = run_job(common(4) << "--batch" << "2" << "--nproc" << "2" << "--sharding" << "zero2");
+        full_zero1_ = run_job(common(2, "full") << "--precision" << "bf16-mixed" << "--batch" << "2" << "--nproc" << "2"
+                                                << "--sharding" << "zero1");
+        QStringList wide_args = common(2, "full");
+        wide_args[1] = wide_;
+        wide_ddp_ = run_job(wide_args << "--seq" << "32" << "--batch" << "1" << "--nproc" << "2");
     }
 
     void everyLineIsProtocolAndNamesItsRank() {
-        for (const Job* j : {&single_, &ddp_, &zero1_}) {
+        for (const Job* j : {&single_, &ddp_, &zero1_, &zero2_, &full_zero1_, &wide_ddp_}) {
             QCOMPARE(j->exit_code, 0);
             QVERIFY2(j->rejected.empty(), j->rejected.empty() ? "" : j->rejected.front().c_str());
             for (const auto& e : j->events) QVERIFY2(e.body.contains("rank"), e.body.dump().c_str());
@@ -147,7 +160,7 @@ private Q_SLOTS:
     void twoRanksTrainLikeOneProcess() {
         const auto ref = single_.losses(0);
         QCOMPARE(ref.size(), size_t(4));
-        for (const Job* j : {&ddp_, &zero1_})
+        for (const Job* j : {&ddp_, &zero1_, &zero2_})
             for (int r : {0, 1}) {
                 const auto l = j->losses(r);
                 QCOMPARE(l.size(), ref.size());
@@ -176,6 +189,32 @@ private Q_SLOTS:
         }
         // DDP keeps a second copy of the gradients (its all-reduce buckets); ZeRO-1 does not.
         QCOMPARE(ddp_.peak_of(0, "gradients"), 2 * zero1_.peak_of(0, "gradients"));
+        // ZeRO-2 holds half the optimizer state too (its gradient peak includes the whole
+        // gradients autograd makes before they are reduced: more than the planner's half).
+        QCOMPARE(zero2_.peak_of(1, "optimizer_state"), zero1_.peak_of(1, "optimizer_state"));
+    }
+
+    // A full fine-tune in bf16-mixed: ZeRO-1 shards the fp32 master copy as well.
+    void zero1ShardsTheMasterWeights() {
+        for (int r : {0, 1}) {
+            const std::int64_t master = full_zero1_.peak_of(r, "master_weights");
+            QVERIFY(master > 0);
+            QCOMPARE(master, full_zero1_.predicted(r, "master_weights"));
+            QCOMPARE(full_zero1_.peak_of(r, "optimizer_state"), 2 * master);   // two fp32 moments
+            QCOMPARE(full_zero1_.peak_of(r, "gradients"), full_zero1_.predicted(r, "gradients"));
+        }
+    }
+
+    // Buckets go out while backward is still making the earlier layers' gradients.
+    void allReduceOverlapsBackward() {
+        const Event* sync = nullptr;
+        for (const auto& e : wide_ddp_.events)
+            if (e.type == EventType::Log && e.string_field("message").rfind("gradient sync", 0) == 0) sync = &e;
+        QVERIFY(sync);
+        const std::string m = sync->string_field("message");
+        QVERIFY2(m.find("2 bucket(s)") != std::string::npos && m.find(", 1 launched while backward") != std::string::npos,
+                 m.c_str());
+        QCOMPARE(wide_ddp_.peak_of(0, "gradients"), wide_ddp_.predicted(0, "gradients"));
     }
 
     // Only rank 0 writes, and a 2-rank ZeRO-1 checkpoint resumes on one process of the same

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "emit.hpp"
 #include "memory.hpp"
 
 namespace wingspan::train::dist {
@@ -88,7 +89,9 @@ void GradientSync::begin_backward(bool last_micro_batch) {
 
 void GradientSync::on_gradient(std::size_t param) {
     if (!armed_) return;
+    in_backward_ = true;
     settle();
+    in_backward_ = false;
     just_arrived_ = static_cast<long>(param);
 }
 
@@ -144,6 +147,13 @@ void GradientSync::launch(Bucket& b) {
         }
     }
     in_flight_.push_back(&b);
+    if (in_backward_) ++launched_during_backward_;
+    // zero2 frees whole gradients as their bucket completes: finishing the older buckets now
+    // keeps at most two buckets of whole gradients alive (less overlap, less memory).
+    while (sharding_ == Sharding::Zero2 && in_flight_.size() > 2) {
+        complete(*in_flight_.front());
+        in_flight_.pop_front();
+    }
 }
 
 void GradientSync::complete(Bucket& b) {
@@ -182,6 +192,12 @@ void GradientSync::end_backward() {
         in_flight_.pop_front();
     }
     armed_ = false;
+    if (!reported_) {
+        reported_ = true;
+        log_info("gradient sync (" + std::string(to_string(sharding_)) + "): " + std::to_string(buckets_.size()) +
+                 " bucket(s) of up to " + std::to_string(kBucketBytes >> 20) + " MiB, " +
+                 std::to_string(launched_during_backward_) + " launched while backward was still running");
+    }
 }
 
 at::Tensor GradientSync::grad_of(const Piece& p) const {

@@ -102,6 +102,9 @@ private:
     at::Tensor shard_grad_;               // zero2
     bool armed_ = false;
     long just_arrived_ = -1;
+    bool in_backward_ = false;            // inside a gradient hook
+    int launched_during_backward_ = 0;    // in the first synchronised backward, for its log line
+    bool reported_ = false;
 };
 
 }  // namespace wingspan::train::dist
