@@ -744,7 +744,7 @@ void Run::emit_done(const std::string& reason) {
     if (!last_checkpoint_.empty()) d["checkpoint"] = last_checkpoint_.string();
     // Each component's own peak, exact from the allocator (the sampled events can miss one).
     d["component_peaks"] = protocol::components_to_json(mem::snapshot().component_peaks);
-    if (reason != "error") {
+    if (reason != "error" && (!group_ || group_->rank() == 0)) {   // the ranks hold the same weights
         try {
             d["sample"] = sample();
         } catch (const std::exception& e) {
