@@ -12,13 +12,16 @@ JOBS=${WINGSPAN_JOBS:-$(nproc)}
 # Debian 12 packages: toolchain, Qt 6 (Widgets, Charts, Svg, Test; Charts needs Qt OpenGL's
 # CMake files, which qt6-base-dev only recommends), nlohmann_json, libcurl, libtorch with
 # OpenBLAS (without it libtorch falls back to the reference BLAS and trains about 20 times
-# slower), PCRE2 for the tokenizer, Xvfb for looking at the GUI headless.
+# slower), PCRE2 and ICU (Unicode normalization) for the tokenizer, Xvfb for looking at the GUI headless,
+# Python with PyYAML and PyTorch for the recipe tests (tests/recipes: the recipes' Python compiles,
+# their YAML parses, the memory reporter runs on a CPU PyTorch loop).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev libvulkan-dev
-  nlohmann-json3-dev libcurl4-openssl-dev libpcre2-dev
+  nlohmann-json3-dev libcurl4-openssl-dev libpcre2-dev libicu-dev
   libtorch-dev libgloo-dev libopenblas0-pthread
   xvfb xauth
+  python3 python3-yaml python3-torch
 )
 
 install_missing() {

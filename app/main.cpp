@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     if (!args.empty() && args[0] == "export") {
         // Headless: no window is ever shown, so never depend on a display.
         if (!has_env("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-        QGuiApplication app(argc, argv);
+        // A QApplication: the charts are Qt Charts (graphics items), drawn offscreen.
+        QApplication app(argc, argv);
         set_identity();
         QStringList rest;
         for (size_t i = 1; i < args.size(); ++i) rest << QString::fromStdString(args[i]);
@@ -57,6 +58,16 @@ int main(int argc, char** argv) {
     }
     if (!args.empty() && wingspan::cli::is_cli_command(args[0]))
         return wingspan::cli::run(args, std::cout, std::cerr, exe);
+    // A word that is neither a command nor a file is a mistyped command: say so, never try to
+    // open a window for it.
+    if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
+        std::error_code ec;
+        if (!std::filesystem::exists(args[0], ec)) {
+            std::cerr << "wingspan: unknown command '" << args[0]
+                      << "' (and no plan file by that name); `wingspan --help` lists the commands\n";
+            return wingspan::cli::kExitBadInput;
+        }
+    }
 
     if (!has_env("DISPLAY") && !has_env("WAYLAND_DISPLAY") && !has_env("QT_QPA_PLATFORM")) {
 #ifdef __linux__

@@ -1,4 +1,6 @@
 #include "cli.hpp"
+#include "download_cmd.hpp"
+#include "recipe_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +16,11 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/hub.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/recipe_watch.hpp"
 #include "wingspan/run_record.hpp"
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
@@ -44,6 +49,9 @@ Commands:
   export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
   runs      the run history (runs launched from the window)
   calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
+  download  OWNER/NAME [--revision R] [--include GLOB] [--offline]   a model into the HF cache (download --help)
+  recipe    --framework ID --out DIR [plan flags]   the plan as a recipe for a training framework
+  watch     [--plan predicted.json] -- COMMAND...   run a command and record it in the run history
 
 plan / fit options:
   --model ID | --size 8b [--family F] | --config config.json
@@ -51,11 +59,14 @@ plan / fit options:
   --model-dir DIR                              a local folder with config.json and safetensors
   --method full|lora|qlora|serve   --seq N   --batch N   --grad-accum N
   --rank R  --alpha A  --targets q,k,v,o,gate,up,down|all   --train-embeddings
+  --lora-layers N (alias --num-layers: adapters on the last N layers, as mlx-lm)   --dora
   --quant nf4|nf4-dq|int8   --grad-checkpointing on|off   --loss-chunk TOKENS
   --precision fp32|bf16-mixed|bf16|fp16-mixed
   --optimizer adamw|adamw8bit|paged-adamw8bit|sgd|adafactor
   --attention eager|sdpa|flash   --devices N --sharding ddp|zero1|zero2|zero3|fsdp
-  --offload   --framework ID   --machine ID [--machine ID ...]
+  --offload   --framework ID (default: each machine's own; `wingspan frameworks`)
+  --machine ID [--machine ID ...]   precision, quantization, checkpointing and LoRA layers
+  not given on the command line follow the framework's defaults
   --examples N --tokens-per-example N --epochs N   (data set for time and cost)
   --unit GB|GiB   --json
 fit: --solve batch|seq|rank|size
@@ -92,8 +103,9 @@ const std::set<std::string> kValueOptions = {
     "--rank", "--alpha", "--dropout", "--targets", "--quant", "--grad-checkpointing",
     "--loss-chunk", "--precision", "--optimizer", "--attention", "--devices", "--sharding",
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
-    "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision"};
-const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline"};
+    "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
+    "--lora-layers", "--num-layers"};
+const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
     Options o;
@@ -185,10 +197,7 @@ ModelChoice choose_model(const ProfileLibrary& lib, const Options& o, std::ostre
     }
     if (auto dir = o.get("--model-dir")) return imported(hub::import_from_folder(*dir), err);
     if (auto cfg = o.get("--config")) {
-        std::ifstream in(*cfg);
-        if (!in) throw InputError("cannot read config file '" + *cfg + "'");
-        json j = json::parse(in, nullptr, false);
-        if (j.is_discarded()) throw InputError("'" + *cfg + "' is not valid JSON");
+        const json j = read_untrusted_json_file(*cfg);
         return {*cfg, *cfg, "imported", Architecture::from_hf_config(j)};
     }
     if (auto size = o.get("--size")) {
@@ -243,10 +252,22 @@ TrainingSetup build_setup(const Options& o, const Architecture& arch) {
     if (s.devices > 1 && !o.has("--sharding")) s.sharding = Sharding::Ddp;
     s.offload = o.has("--offload");
     s.train_embeddings = o.has("--train-embeddings");
+    s.lora_layers = parse_int(o, o.has("--num-layers") ? "--num-layers" : "--lora-layers", 0, 0);
+    s.dora = o.has("--dora");
     if (s.method == Method::Full && s.quantization != Quantization::None)
         throw InputError("--quant needs --method qlora or serve");
     s.validate(arch);
     return s;
+}
+
+// What the user chose on the command line; the rest follows each machine's framework.
+ChosenFields chosen_fields(const Options& o) {
+    ChosenFields c;
+    c.precision = o.has("--precision");
+    c.quantization = o.has("--quant");
+    c.grad_checkpointing = o.has("--grad-checkpointing");
+    c.lora_layers = o.has("--lora-layers") || o.has("--num-layers");
+    return c;
 }
 
 std::vector<const MachineProfile*> choose_machines(const ProfileLibrary& lib, const Options& o) {
@@ -275,12 +296,14 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
-std::string describe_setup(const TrainingSetup& s) {
+std::string describe_setup(const TrainingSetup& s, const FrameworkProfile& fw) {
     std::ostringstream d;
     d << to_string(s.method);
     if (s.method == Method::Lora || s.method == Method::Qlora)
         d << " rank " << s.lora_rank << " on " << targets_to_string(s.lora_targets);
-    if (s.effective_quantization() != Quantization::None) d << " · " << to_string(s.effective_quantization());
+    if (s.effective_quantization() != Quantization::None) d << " · " << quantization_label(s, fw);
+    if (s.lora_layers > 0 && s.method != Method::Full && s.method != Method::Serve) d << " · last " << s.lora_layers << " layers";
+    if (s.dora) d << " · DoRA";
     d << " · " << to_string(s.precision);
     if (s.trains()) d << " · " << to_string(s.optimizer);
     d << " · seq " << s.seq_len << " × batch " << (s.trains() ? s.micro_batch : s.serve_batch);
@@ -302,17 +325,44 @@ const FrameworkProfile* explicit_framework(const ProfileLibrary& lib, const Opti
     return id ? &lib.framework(*id) : nullptr;
 }
 
+// The framework ids, where each runs, its default precision and the ids it also answers to.
+int cmd_frameworks(const ProfileLibrary& lib, std::ostream& out) {
+    out << pad("id", 18) << pad("runs on", 14) << pad("precision", 12) << "name\n";
+    for (const auto& f : lib.frameworks()) {
+        std::string where, aliases;
+        for (const auto& d : f.devices) where += (where.empty() ? "" : ",") + d;
+        for (const auto& a : f.aliases) aliases += (aliases.empty() ? "" : ", ") + a;
+        out << pad(f.id, 18) << pad(where.empty() ? "—" : where, 14)
+            << pad(f.default_precision.empty() ? "bf16-mixed" : f.default_precision, 12) << f.name
+            << (aliases.empty() ? "" : " (also: " + aliases + ")") << "\n";
+    }
+    out << "Machine defaults: CUDA → " << ProfileLibrary::default_framework_id(MachineKind::Gpu) << ", Apple → "
+        << ProfileLibrary::default_framework_id(MachineKind::Unified) << ", CPU → "
+        << ProfileLibrary::default_framework_id(MachineKind::Cpu) << "\n";
+    return kExitOk;
+}
+
 int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     const ModelChoice model = choose_model(lib, o, err);
-    const TrainingSetup setup = build_setup(o, model.arch);
+    const TrainingSetup asked = build_setup(o, model.arch);
+    const ChosenFields chosen = chosen_fields(o);
     const FrameworkProfile* forced = explicit_framework(lib, o);
-    const FrameworkProfile& top_fw = forced ? *forced : lib.framework("pytorch-cuda");
+    const auto machines = choose_machines(lib, o);
+    // The totals: the framework asked for, else the one machine's, else the CUDA default.
+    const FrameworkProfile& top_fw = forced ? *forced
+                                     : o.all("--machine").size() == 1 ? lib.framework_for(*machines.front())
+                                                                      : lib.framework(ProfileLibrary::default_framework_id(MachineKind::Gpu));
+    const TrainingSetup setup = apply_framework_defaults(asked, top_fw, chosen);
+    setup.validate(model.arch);
     const MemoryEstimate est = estimate_memory(model.arch, setup, top_fw);
     const ByteUnit unit = parse_unit(o);
     const double tokens = dataset_tokens(o);
+    const bool serving = !setup.trains();
     std::vector<MachineVerdict> verdicts;
-    for (const auto* m : choose_machines(lib, o))
-        verdicts.push_back(evaluate(model.arch, setup, *m, forced ? *forced : lib.framework_for(*m)));
+    for (const auto* m : machines) {
+        const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
+        verdicts.push_back(evaluate(model.arch, apply_framework_defaults(asked, fw, chosen), *m, fw));
+    }
 
     if (o.has("--json")) {
         json j = est.to_json();
@@ -320,17 +370,24 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
                       {"config", model.arch.to_hf_config()}, {"assumptions", model.arch.assumptions}};
         j["setup"] = setup.to_json();
         j["framework"] = top_fw.id;
-        j["flops_per_token"] = training_flops_per_token(model.arch, setup);
-        j["dataset_tokens"] = tokens;
-        json machines = json::array();
+        j["precision_in_force"] = precision_in_force(setup, top_fw);
+        j["quantization_format"] = quantization_label(setup, top_fw);
+        if (!serving) {
+            j["flops_per_token"] = training_flops_per_token(model.arch, setup);
+            j["dataset_tokens"] = tokens;
+        }
+        json machines_json = json::array();
         for (const auto& v : verdicts) {
             json m = v.to_json();
-            const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
-            m["run_seconds"] = cost.seconds;
-            m["run_cost_usd"] = cost.dollars ? json(*cost.dollars) : json(nullptr);
-            machines.push_back(m);
+            m["framework"] = v.framework ? v.framework->id : top_fw.id;
+            if (!serving) {
+                const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+                m["run_seconds"] = cost.seconds;
+                m["run_cost_usd"] = cost.dollars ? json(*cost.dollars) : json(nullptr);
+            }
+            machines_json.push_back(m);
         }
-        j["machines"] = machines;
+        j["machines"] = machines_json;
         out << j.dump(2) << "\n";
         return kExitOk;
     }
@@ -339,45 +396,71 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     out << model.name << " (" << model.id << "): " << format_count(p.total) << " parameters, "
         << format_count(p.trainable) << " trainable";
     if (p.total > 0) out << " (" << std::fixed << std::setprecision(2) << 100.0 * double(p.trainable) / double(p.total) << " %)";
-    out << "\n" << describe_setup(setup) << "\n";
+    out << "\n" << describe_setup(setup, top_fw) << "\n";
     for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
-    out << "Framework for the totals below: " << top_fw.name << "\n\n";
+    out << "Framework for the totals below: " << top_fw.name << " [" << top_fw.id << "]\n"
+        << "Precision in force: " << precision_in_force(setup, top_fw)
+        << (chosen.precision ? " (--precision)" : top_fw.default_precision.empty() ? "" : " (the framework's default)") << "\n";
+    if (setup.effective_quantization() != Quantization::None)
+        out << "Quantized storage: " << quantization_label(setup, top_fw) << "\n";
+    out << "\n";
     const bool gib = unit == ByteUnit::GiB;
-    out << pad("Component", 24) << pad(gib ? "GiB" : "GB", 10, true) << "   how\n";
+    // "at peak": the component at the peak phase (they sum to the total); "max": the most it
+    // holds in any phase, what its formula computes (shown where it differs).
+    const auto maxima = est.component_maxima();
+    out << pad("Component", 24) << pad(std::string(gib ? "GiB" : "GB") + " at peak", 12, true)
+        << pad("max", 8, true) << "   how (the formula gives the max over phases)\n";
     for (Component c : kAllComponents) {
         auto it = est.components.find(c);
-        if (it == est.components.end() || it->second == 0) continue;
+        auto mx = maxima.find(c);
+        const std::int64_t at_peak = it == est.components.end() ? 0 : it->second;
+        const std::int64_t most = mx == maxima.end() ? 0 : mx->second;
+        if (at_peak == 0 && most == 0) continue;
         std::string how = est.explain(c);
         std::replace(how.begin(), how.end(), '\n', ';');
-        char value[32];
-        std::snprintf(value, sizeof value, "%.2f", double(it->second) / (gib ? kGiB : kGB));
-        out << pad(std::string(component_label(c)), 24) << pad(value, 10, true) << "   " << how << "\n";
+        char value[32], max_value[32] = "";
+        std::snprintf(value, sizeof value, "%.2f", double(at_peak) / (gib ? kGiB : kGB));
+        if (most != at_peak) std::snprintf(max_value, sizeof max_value, "%.2f", double(most) / (gib ? kGiB : kGB));
+        out << pad(std::string(component_label(c)), 24) << pad(value, 12, true) << pad(max_value, 8, true) << "   "
+            << how << "\n";
     }
     out << "\nPeak of allocated tensors (" << est.peak_phase << "): " << format_bytes(double(est.peak_allocated_bytes), unit, 2)
         << "\nTotal the device holds at the peak:  " << format_bytes(double(est.total_bytes), unit, 2);
     if (est.host_bytes > 0) out << "\nHost RAM for offloaded state:        " << format_bytes(double(est.host_bytes), unit, 2);
     out << "\n\n";
     out << pad("Machine", 34) << pad("usable", 10, true) << pad("needed", 10, true) << pad("margin", 10, true) << "  "
-        << pad("verdict", 8) << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("cost", 9, true) << "\n";
+        << pad("verdict", 8) << pad("framework", 17);
+    if (!serving) out << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("cost", 9, true);
+    out << "\n";
     for (const auto& v : verdicts) {
-        const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
-        char tps[32], dollars[32] = "—";
-        std::snprintf(tps, sizeof tps, "%.0f", v.speed.tokens_per_s);
-        if (cost.dollars) std::snprintf(dollars, sizeof dollars, "$%.2f", *cost.dollars);
         out << pad(v.machine->name.substr(0, 33), 34) << pad(format_bytes(double(v.usable_bytes), unit), 10, true)
             << pad(format_bytes(double(v.needed_bytes), unit), 10, true)
             << pad(format_bytes(double(v.margin_bytes), unit), 10, true) << "  " << pad(to_string(v.fit), 8)
-            << pad(tps, 10, true) << pad(format_duration(cost.seconds), 11, true) << pad(dollars, 9, true) << "\n";
+            << pad(v.framework ? v.framework->id : top_fw.id, 17);
+        if (!serving) {
+            const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+            char tps[32], dollars[32] = "—";
+            std::snprintf(tps, sizeof tps, "%.0f", v.speed.tokens_per_s);
+            if (cost.dollars) std::snprintf(dollars, sizeof dollars, "$%.2f", *cost.dollars);
+            out << pad(tps, 10, true) << pad(format_duration(cost.seconds), 11, true) << pad(dollars, 9, true);
+        }
+        out << "\n";
         for (const auto& note : v.notes) out << "    note: " << note << "\n";
     }
-    out << "\nTime and cost for " << format_count(std::int64_t(tokens))
-        << " training tokens (--examples × --tokens-per-example × --epochs). GB = 10^9 bytes, GiB = 2^30.\n";
+    if (serving)
+        out << "\nServing " << setup.serve_batch << " sequence" << (setup.serve_batch > 1 ? "s" : "") << " of up to "
+            << format_count(setup.seq_len) << " tokens of context (weights, KV cache and one layer's prefill). "
+            << "GB = 10^9 bytes, GiB = 2^30.\n";
+    else
+        out << "\nTime and cost for " << format_count(std::int64_t(tokens))
+            << " training tokens (--examples × --tokens-per-example × --epochs). GB = 10^9 bytes, GiB = 2^30.\n";
     return kExitOk;
 }
 
 int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     const ModelChoice model = choose_model(lib, o, err);
-    const TrainingSetup setup = build_setup(o, model.arch);
+    const TrainingSetup asked = build_setup(o, model.arch);
+    const ChosenFields chosen = chosen_fields(o);
     auto what_text = o.get("--solve");
     if (!what_text) throw InputError("fit needs --solve batch|seq|rank|size");
     const SolveFor what = parse_solve_for(*what_text);
@@ -388,14 +471,15 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
     json results = json::array();
     for (const auto* m : choose_machines(lib, o)) {
         const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
+        const TrainingSetup setup = apply_framework_defaults(asked, fw, chosen);
         const Solution s = solve(what, model.arch, setup, *m, fw, &lib, family);
-        json r = {{"machine", m->id}, {"solve", *what_text}, {"value", s.value}, {"unbounded", s.unbounded},
+        json r = {{"machine", m->id}, {"framework", fw.id}, {"precision", to_string(setup.precision)}, {"solve", *what_text}, {"value", s.value}, {"unbounded", s.unbounded},
                   {"verdict", to_string(s.at_value.fit)}, {"needed_bytes", s.at_value.needed_bytes},
                   {"usable_bytes", s.at_value.usable_bytes}};
         if (!s.model_id.empty()) r["model"] = s.model_id;
         results.push_back(r);
         if (o.has("--json")) continue;
-        out << m->name << ": ";
+        out << m->name << " [" << fw.id << ", " << to_string(setup.precision) << "]: ";
         if (s.value == 0) {
             out << "nothing fits — even the smallest " << *what_text << " needs "
                 << format_bytes(double(s.at_value.needed_bytes), unit) << " of "
@@ -411,7 +495,7 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
         out << " — needs " << format_bytes(double(s.at_value.needed_bytes), unit) << " of "
             << format_bytes(double(s.at_value.usable_bytes), unit) << " (" << to_string(s.at_value.fit) << ")\n";
     }
-    if (o.has("--json")) out << json{{"model", model.id}, {"setup", setup.to_json()}, {"results", results}}.dump(2) << "\n";
+    if (o.has("--json")) out << json{{"model", model.id}, {"setup", asked.to_json()}, {"results", results}}.dump(2) << "\n";
     return kExitOk;
 }
 
@@ -430,7 +514,7 @@ int cmd_table(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
     return kExitOk;
 }
 
-int cmd_runs(std::ostream& out) {
+int cmd_runs(std::ostream& out) {   // a run that cannot be read is named and skipped
     const RunStore store;
     const auto runs = store.list();
     if (runs.empty()) {
@@ -438,25 +522,39 @@ int cmd_runs(std::ostream& out) {
         return kExitOk;
     }
     for (const auto& dir : runs) {
-        const RunRecord r = RunStore::load(dir);
+        RunRecord r;
+        try {
+            r = RunStore::load(dir);
+        } catch (const InputError& e) {
+            out << pad(dir.filename().string(), 44) << "skipped: " << e.what() << "\n";
+            continue;
+        }
         const RunSummary s = r.summary();
-        out << pad(dir.filename().string(), 44) << pad(r.status_text().substr(0, 40), 42) << " peak "
+        out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42) << " peak "
             << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
             << " predicted\n";
     }
     return kExitOk;
 }
 
-int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out) {
+int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     if (o.positional.empty()) throw InputError("calibrate needs one or more run folders (see `wingspan runs`)");
     std::vector<RunRecord> runs;
-    for (const auto& p : o.positional) runs.push_back(RunStore::load(p));
-    const FrameworkProfile& base = lib.framework(o.get("--framework").value_or("libtorch-cpu"));
+    for (const auto& p : o.positional) {
+        try {
+            runs.push_back(RunStore::load(p));
+        } catch (const InputError& e) {
+            err << "wingspan: warning: " << e.what() << " (skipped)\n";
+        }
+    }
+    if (runs.empty()) throw InputError("calibrate: none of the run folders could be read");
+    const FrameworkProfile& base =
+        lib.framework(o.get("--framework").value_or(watched_profile(o.positional.front()).value_or("libtorch-cpu")));
     const Calibration cal = calibrate(base, runs);
     const std::filesystem::path dir = ProfileLibrary::user_dir() / "frameworks";
     std::filesystem::create_directories(dir);
     const std::filesystem::path file = dir / (cal.profile.id + ".json");
-    std::ofstream(file) << framework_profile_to_json(cal.profile).dump(2) << "\n";
+    write_file_atomically(file, framework_profile_to_json(cal.profile).dump(2) + "\n");   // IoError on a full disk
     if (o.has("--json")) {
         out << json{{"framework", cal.profile.id}, {"file", file.string()}, {"runs", cal.runs},
                     {"context_bytes", cal.profile.context_bytes}, {"allocator_slack", cal.profile.allocator_slack},
@@ -499,7 +597,8 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
-                                                    "scenarios", "runs", "calibrate", "help", "--help", "-h", "version", "--version"};
+                                                    "scenarios", "runs", "calibrate", "download", "recipe", "watch",
+                                                    "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
 
@@ -512,7 +611,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         out << "wingspan " << WINGSPAN_CLI_VERSION << "\n";
         return kExitOk;
     }
+    if (args[0] == "download") return cmd_download(args, out, err);
     try {
+        if (args[0] == "recipe") return run_recipe(args, out, err, executable);
+        if (args[0] == "watch") return run_watch(args, out, err, executable);
         const Options o = parse_options(args, 1);
         if (o.has("--help")) {
             out << kUsage;
@@ -523,19 +625,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         const auto dir = o.get("--profiles").value_or(ProfileLibrary::default_dir(executable).string());
         ProfileLibrary lib = ProfileLibrary::load(dir);
         lib.add_machine(detect_this_machine());
-        lib.load_user_profiles(ProfileLibrary::user_dir());
+        for (const auto& w : lib.load_user_profiles(ProfileLibrary::user_dir())) err << "wingspan: warning: " << w << "\n";
         const std::string& cmd = args[0];
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);
         if (cmd == "table") return cmd_table(lib, o, out);
         if (cmd == "models") return cmd_models(lib, out);
         if (cmd == "runs") return cmd_runs(out);
-        if (cmd == "calibrate") return cmd_calibrate(lib, o, out);
+        if (cmd == "calibrate") return cmd_calibrate(lib, o, out, err);
         if (cmd == "machines") return cmd_machines(lib, out);
-        if (cmd == "frameworks") {
-            for (const auto& f : lib.frameworks()) out << pad(f.id, 16) << f.name << "\n";
-            return kExitOk;
-        }
+        if (cmd == "frameworks") return cmd_frameworks(lib, out);
         if (cmd == "scenarios") {
             for (const auto& [id, s] : lib.scenarios()) out << pad(id, 28) << s.value("title", std::string()) << "\n";
             return kExitOk;
@@ -545,6 +644,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     } catch (const InputError& e) {
         err << "wingspan: " << e.what() << "\n";
         return kExitBadInput;
+    } catch (const json::exception& e) {
+        // A value of the wrong type in a file the user gave us.
+        err << "wingspan: bad input: " << e.what() << "\n";
+        return kExitBadInput;
+    } catch (const IoError& e) {
+        err << "wingspan: " << e.what() << "\n";
+        return kExitFailure;
     } catch (const std::exception& e) {
         err << "wingspan: internal error: " << e.what() << "\n";
         return kExitFailure;

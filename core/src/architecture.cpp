@@ -132,6 +132,19 @@ void Architecture::validate() const {
          "must be a positive integer");
     need(!is_moe() || (experts_per_token > 0 && experts_per_token <= experts),
          "num_experts_per_tok", "must be between 1 and the number of experts");
+    // Sizes from a downloaded file: bounded so the products below stay exact in 64 bits.
+    constexpr std::int64_t kMaxDim = (std::int64_t(1) << 31) - 1;
+    const std::pair<std::int64_t, const char*> sizes[] = {
+        {hidden, "hidden_size"}, {layers, "num_hidden_layers"}, {heads, "num_attention_heads"},
+        {head_dim, "head_dim"}, {vocab, "vocab_size"}, {intermediate, "intermediate_size"},
+        {expert_intermediate, "moe_intermediate_size"},
+        {shared_expert_intermediate, "shared_expert_intermediate_size"}, {experts, "num_experts"},
+        {max_positions, "max_position_embeddings"}};
+    for (const auto& [value, field] : sizes)
+        need(value <= kMaxDim, field, "is larger than any model can be (at most 2^31 - 1)");
+    long double params = 0;
+    for (const auto& t : tensor_groups()) params += static_cast<long double>(t.rows) * t.cols * t.count;
+    need(params <= 1e15L, "config.json", "describes more than 10^15 parameters; no machine can hold that model");
 }
 
 namespace {
@@ -163,7 +176,8 @@ bool read_bool(const json& c, const char* name, bool fallback, bool* present = n
 
 }  // namespace
 
-Architecture Architecture::from_hf_config(const json& c) {
+// A field of the wrong JSON type anywhere below is the file's fault: bad input, not internal.
+Architecture Architecture::from_hf_config(const json& c) try {
     if (!c.is_object()) throw InputError("config.json: expected a JSON object");
     Architecture a;
     a.model_type = c.value("model_type", std::string());
@@ -241,6 +255,8 @@ Architecture Architecture::from_hf_config(const json& c) {
     }
     a.validate();
     return a;
+} catch (const json::exception& e) {
+    throw InputError(std::string("config.json: a field has the wrong type (") + e.what() + ")");
 }
 
 json Architecture::to_hf_config() const {

@@ -1,6 +1,7 @@
 // Importing a model from the Hugging Face Hub: config.json, the safetensors index and the
 // shard headers (range requests), with the disk cache as fallback and offline source.
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <ctime>
 #include <memory>
@@ -99,6 +100,7 @@ public:
           opt_(opt),
           progress_(progress),
           cancel_(cancel),
+          deadline_(std::chrono::steady_clock::now() + opt.import_deadline),
           cache_(opt.cache_dir) {}
 
     const std::string& repo() const { return repo_; }
@@ -118,6 +120,11 @@ public:
 
     void check_cancel() const {
         if (cancel_ && cancel_->load()) throw HubError(HubErrorKind::Cancelled, "Import cancelled.");
+        if (std::chrono::steady_clock::now() > deadline_)
+            throw HubError(HubErrorKind::Timeout,
+                           "The import of " + repo_ + " took longer than " +
+                               std::to_string(opt_.import_deadline.count() / 1000) +
+                               " s, its overall deadline. The Hub or the network is slow; try again later.");
     }
 
     // One file (or byte range of it). `probe`: a missing file is an answer (nullopt), not an
@@ -176,6 +183,11 @@ public:
         HubError e = status_error(r, file, range, what);
         if (auto c = fall_back(e, key)) return c;
         throw e;
+    }
+
+    // The error for an HTTP answer the caller did not expect (shared with the download).
+    HubError answer_error(const HttpResponse& r, const std::string& file, const std::string& what) const {
+        return status_error(r, file, std::nullopt, what);
     }
 
     // Stores every answer of a successful import; problems become a warning.
@@ -340,6 +352,7 @@ private:
     const HubOptions& opt_;
     const ProgressCallback& progress_;
     CancelFlag cancel_;
+    std::chrono::steady_clock::time_point deadline_;
     detail::DiskCache cache_;
     std::unique_ptr<detail::HttpClient> client_;
     std::vector<Pending> pending_;
@@ -403,6 +416,12 @@ std::optional<safetensors::Header> read_remote_header(HubSession& s, const HubOp
 
 }  // namespace
 
+HubError detail::status_error(const HttpResponse& r, const std::string& typed, const std::string& repo,
+                              const HubOptions& opt, const std::string& file, const std::string& what) {
+    static const ProgressCallback no_progress;
+    return HubSession(typed, repo, opt, no_progress, nullptr).answer_error(r, file, what);
+}
+
 std::string normalize_repo_id(const std::string& typed, const std::string& endpoint) {
     std::string s = detail::trim(typed);
     auto invalid = [&](const std::string& why) {
@@ -453,6 +472,8 @@ std::string profile_id_for_repo(const std::string& repo_id, const std::string& r
 ImportedModel import_from_hub(const std::string& repo_id, const HubOptions& options,
                               const ProgressCallback& progress, CancelFlag cancel) {
     HubOptions opt = options;
+    const bool had_userinfo = strip_userinfo(opt.endpoint) != opt.endpoint;
+    opt.endpoint = strip_userinfo(opt.endpoint);
     while (!opt.endpoint.empty() && opt.endpoint.back() == '/') opt.endpoint.pop_back();
     if (opt.endpoint.empty()) opt.endpoint = kPublicEndpoint;
     if (opt.revision.empty()) opt.revision = "main";
@@ -466,6 +487,9 @@ ImportedModel import_from_hub(const std::string& repo_id, const HubOptions& opti
     m.repo_id = repo;
     m.revision = opt.revision;
     m.endpoint = opt.endpoint;
+    if (had_userinfo)
+        m.warnings.push_back("the endpoint carried a user name and password; they were removed and are not stored "
+                             "(give a token in HF_TOKEN instead)");
 
     s.report("Fetching config.json", "config.json");
     auto cfg = s.get("config.json", std::nullopt, false, "config.json of " + repo);

@@ -13,6 +13,9 @@
 #include <system_error>
 
 #include "hub_internal.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
+#include "wingspan/errors.hpp"
 
 namespace wingspan::hub {
 
@@ -86,7 +89,7 @@ std::optional<CachedResponse> DiskCache::load(const CacheKey& key) const {
     std::string magic, meta_line;
     if (!std::getline(in, magic) || magic != kMagic) return std::nullopt;
     if (!std::getline(in, meta_line)) return std::nullopt;
-    nlohmann::json meta = nlohmann::json::parse(meta_line, nullptr, false);
+    const nlohmann::json meta = try_parse_untrusted_json(meta_line).value_or(nlohmann::json());
     if (!meta.is_object() || !meta.contains("size") || !meta["size"].is_number_unsigned())
         return std::nullopt;
     std::ostringstream body;
@@ -110,33 +113,18 @@ std::string DiskCache::store(const CacheKey& key, const std::string& url,
     fs::create_directories(path.parent_path(), ec);
     if (ec) return "cannot create " + path.parent_path().string() + ": " + ec.message();
 
-    static std::atomic<unsigned> counter{0};
-    std::random_device rd;
-    fs::path tmp = path;
-    tmp += ".tmp-" + std::to_string(rd()) + "-" + std::to_string(counter++);
-
     nlohmann::json meta = {{"url", url},
                            {"size", static_cast<std::uint64_t>(r.body.size())},
                            {"fetched_at", r.fetched_at.empty() ? utc_now_iso8601() : r.fetched_at}};
     if (!key.range.empty()) meta["range"] = key.range;
     if (r.total_size) meta["total_size"] = *r.total_size;
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) return "cannot write " + tmp.string();
-        out << kMagic << '\n' << meta.dump() << '\n';
-        out.write(r.body.data(), static_cast<std::streamsize>(r.body.size()));
-        out.flush();
-        if (!out) {
-            out.close();
-            fs::remove(tmp, ec);
-            return "cannot write " + tmp.string() + " (disk full?)";
-        }
-    }
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignore;
-        fs::remove(tmp, ignore);
-        return "cannot rename into " + path.string() + ": " + ec.message();
+    try {
+        AtomicFile out(path);   // exclusive temporary, checked writes, fsync, rename
+        out.write(std::string(kMagic) + '\n' + meta.dump() + '\n');
+        out.write(r.body);
+        out.commit();
+    } catch (const IoError& e) {
+        return e.what();
     }
     return {};
 }

@@ -71,8 +71,17 @@ HubError::HubError(HubErrorKind kind, const std::string& message, long http_stat
 
 // ---- Defaults from the environment ----------------------------------------------------
 
+std::string strip_userinfo(const std::string& endpoint) {
+    const auto scheme = endpoint.find("://");
+    const size_t host_from = scheme == std::string::npos ? 0 : scheme + 3;
+    const size_t host_end = std::min(endpoint.find('/', host_from), endpoint.size());
+    const auto at = endpoint.rfind('@', host_end == 0 ? 0 : host_end - 1);
+    if (at == std::string::npos || at < host_from || at >= host_end) return endpoint;
+    return endpoint.substr(0, host_from) + endpoint.substr(at + 1);
+}
+
 std::string default_endpoint() {
-    std::string e = detail::trim(env("HF_ENDPOINT"));
+    std::string e = strip_userinfo(detail::trim(env("HF_ENDPOINT")));
     while (!e.empty() && e.back() == '/') e.pop_back();
     return e.empty() ? std::string(kPublicEndpoint) : e;
 }
@@ -202,6 +211,8 @@ struct Transfer {
     bool oversize = false;
     bool enough = false;                 // server ignored Range: we stopped after `want` bytes
     CancelFlag cancel = nullptr;
+    const HttpClient::BodySink* sink = nullptr;   // streaming: 2xx bytes go here, not to body
+    bool sink_stopped = false;
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -228,6 +239,16 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
     return len;
 }
 
+// A server that ignored Range answers 200 with the whole file: drop the bytes before the
+// range's start.
+void drop_ignored_range_prefix(Transfer* t, char*& data, size_t& len) {
+    if (t->status != 200 || t->skip == 0) return;
+    size_t drop = static_cast<size_t>(std::min<std::uint64_t>(len, t->skip));
+    t->skip -= drop;
+    data += drop;
+    len -= drop;
+}
+
 size_t on_body(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
     size_t len = size * n;
@@ -236,15 +257,19 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
             t->body.append(data, std::min<size_t>(len, kErrorBodyCap - t->body.size()));
         return len;
     }
+    if (t->sink) {   // streaming (downloads): the same Range rules, bytes to the sink
+        const size_t whole = len;
+        drop_ignored_range_prefix(t, data, len);
+        if (len > 0 && !(*t->sink)(data, len)) {
+            t->sink_stopped = true;
+            return 0;
+        }
+        return whole;
+    }
     if (t->want) {   // a range request: never keep more than asked for
         const size_t whole = len;
-        if (t->status == 200 && t->skip > 0) {   // the server ignored Range: drop the prefix
-            size_t drop = static_cast<size_t>(std::min<std::uint64_t>(len, t->skip));
-            t->skip -= drop;
-            data += drop;
-            len -= drop;
-            if (len == 0) return whole;
-        }
+        drop_ignored_range_prefix(t, data, len);
+        if (len == 0) return whole;
         std::uint64_t room = *t->want > t->body.size() ? *t->want - t->body.size() : 0;
         if (len > room) {
             // More bytes than the range holds (the server ignored Range): keep what was
@@ -380,6 +405,16 @@ HttpClient::~HttpClient() {
 
 HttpResponse HttpClient::get(const std::string& url, const std::optional<ByteRange>& range,
                              const std::string& what) {
+    return get_via(url, range, what, nullptr);
+}
+
+HttpResponse HttpClient::get_to(const std::string& url, const std::optional<ByteRange>& range,
+                                const std::string& what, const BodySink& sink) {
+    return get_via(url, range, what, &sink);
+}
+
+HttpResponse HttpClient::get_via(const std::string& url, const std::optional<ByteRange>& range,
+                                 const std::string& what, const BodySink* sink) {
     const std::string home = url_origin(options_.endpoint);
     // The total timeout covers the whole request, redirects included.
     const auto deadline = std::chrono::steady_clock::now() + options_.total_timeout;
@@ -394,7 +429,7 @@ HttpResponse HttpClient::get(const std::string& url, const std::optional<ByteRan
                            url_host(current) + " did not deliver " + what + " within " +
                                seconds_text(options_.total_timeout) +
                                " (the total timeout for one request, redirects included).");
-        HttpResponse r = get_once(current, range, what, same_origin, static_cast<long>(left.count()));
+        HttpResponse r = get_once(current, range, what, same_origin, static_cast<long>(left.count()), sink);
         bool redirect = r.status == 301 || r.status == 302 || r.status == 303 ||
                         r.status == 307 || r.status == 308;
         if (!redirect) return r;
@@ -428,7 +463,8 @@ HttpResponse HttpClient::get(const std::string& url, const std::optional<ByteRan
 }
 
 HttpResponse HttpClient::get_once(const std::string& url, const std::optional<ByteRange>& range,
-                                  const std::string& what, bool send_token, long timeout_ms) {
+                                  const std::string& what, bool send_token, long timeout_ms,
+                                  const BodySink* sink) {
     if (cancel_ && cancel_->load()) throw HubError(HubErrorKind::Cancelled, "Import cancelled.");
     CURL* c = static_cast<CURL*>(curl_);
     curl_easy_reset(c);
@@ -436,6 +472,7 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
     Transfer t;
     t.limit = options_.max_response_bytes;
     t.cancel = cancel_;
+    t.sink = sink;
     if (range) {
         t.want = range->length();
         t.skip = range->first;
@@ -475,7 +512,12 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
     if (!options_.ca_bundle.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_bundle.c_str());
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, std::max(1L, timeout_ms));
-    if (!range)
+    if (sink) {   // a download may take hours; a stalled one must not
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+                         std::max(1L, static_cast<long>(options_.connect_timeout.count() * 3 / 1000)));
+    }
+    if (!range && !sink)
         curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
                          static_cast<curl_off_t>(options_.max_response_bytes));
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
@@ -499,6 +541,8 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
                            " bytes, the limit for one response; Wingspan reads only configs, "
                            "indexes and safetensors headers, which are far smaller. Refusing "
                            "to read it.");
+    if (t.sink_stopped)
+        throw HubError(HubErrorKind::Filesystem, "Stopped the transfer of " + what + ": it could not be stored.");
     bool ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.enough);
     if (!ok) {
         curl_off_t connect_us = 0;

@@ -3,6 +3,7 @@
 // Not installed, not included outside core/src.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,10 +48,19 @@ public:
     // `what` names the request in messages ("config.json of Qwen/Qwen2.5-7B").
     HttpResponse get(const std::string& url, const std::optional<ByteRange>& range,
                      const std::string& what);
+    // A 2xx body goes to `sink` as it arrives instead of into the response (no size limit;
+    // a stalled transfer, under 1 byte/s for connect_timeout x 3, fails as a Timeout). The
+    // sink returns false to stop the transfer (then get_to throws; the caller knows why).
+    using BodySink = std::function<bool(const char* data, std::size_t size)>;
+    HttpResponse get_to(const std::string& url, const std::optional<ByteRange>& range,
+                        const std::string& what, const BodySink& sink);
 
 private:
+    HttpResponse get_via(const std::string& url, const std::optional<ByteRange>& range,
+                         const std::string& what, const BodySink* sink);
     HttpResponse get_once(const std::string& url, const std::optional<ByteRange>& range,
-                          const std::string& what, bool send_token, long timeout_ms);
+                          const std::string& what, bool send_token, long timeout_ms,
+                          const BodySink* sink);
     const HubOptions& options_;
     CancelFlag cancel_;
     void* curl_ = nullptr;
@@ -88,6 +98,12 @@ private:
 };
 
 std::string utc_now_iso8601();
+
+// The error the import gives for an HTTP answer it did not expect (401/403 gated, 404,
+// 416, 429 with Retry-After, 5xx, others), for other Hub clients (the download) to share
+// its messages. `typed` is the id as the user typed it, `file` the file asked for.
+HubError status_error(const HttpResponse& r, const std::string& typed, const std::string& repo,
+                      const HubOptions& opt, const std::string& file, const std::string& what);
 
 // ---- Shared import logic (model_import.cpp) ------------------------------------------
 

@@ -60,6 +60,36 @@ TrainableStorage storage_for(Precision p) {
     return {4, 4, 0, 4};
 }
 
+// Bytes per element of each kind of tensor under this framework, method and precision: the
+// precision's textbook scheme unless the profile's dtypes say otherwise.
+struct Storage {
+    int frozen, weight, adapter, gradient /*0: as the parameter*/, master /*for 16-bit trainables*/, moment;
+    int grad_of(int param_bytes) const { return gradient > 0 ? gradient : param_bytes; }
+    int master_of(int param_bytes) const { return param_bytes < 4 ? master : 0; }
+};
+
+Storage resolve_storage(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    const TrainableStorage st = storage_for(setup.precision);
+    Storage s{dtype_bytes(setup.precision), st.weight, st.weight, st.grad, st.master, st.moment};
+    auto apply = [&](const std::string& key) {
+        auto it = fw.dtypes.find(key);
+        if (it == fw.dtypes.end()) return;
+        for (const auto& [k, v] : it->second) {
+            if (k == "frozen") s.frozen = v;
+            else if (k == "trainable") s.weight = v;
+            else if (k == "adapter") s.adapter = v;
+            else if (k == "gradient") s.gradient = v;
+            else if (k == "master") s.master = v;
+            else if (k == "moments") s.moment = v;
+        }
+        if (!it->second.count("gradient")) s.gradient = 0;
+    };
+    const std::string precision = to_string(setup.precision);
+    apply(precision);
+    apply(std::string(to_string(setup.method)) + "/" + precision);
+    return s;
+}
+
 const char* dtype_label(int bytes) { return bytes == 4 ? "fp32" : bytes == 2 ? "16-bit" : "8-bit"; }
 
 std::string n(std::int64_t v) { return format_count(v); }
@@ -124,10 +154,58 @@ ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& 
             if (quant != Quantization::None && g.kind == TensorKind::Linear) p.quantized += total;
         }
         if (lora && g.kind == TensorKind::Linear && setup.lora_targets.count(g.role))
-            p.adapter += g.count * setup.lora_rank * (g.rows + g.cols);
+            p.adapter += adapted_count(arch, setup, g) * (setup.lora_rank * (g.rows + g.cols) + (setup.dora ? g.rows : 0));
     }
     p.trainable += p.adapter;
     return p;
+}
+
+std::int64_t adapted_layers(const Architecture& arch, const TrainingSetup& setup) {
+    return setup.lora_layers > 0 ? std::min(arch.layers, setup.lora_layers) : arch.layers;
+}
+
+std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g) {
+    if (g.name.rfind("layers.", 0) != 0 || arch.layers <= 0) return g.count;
+    return g.count / arch.layers * adapted_layers(arch, setup);
+}
+
+TrainingSetup apply_framework_defaults(TrainingSetup s, const FrameworkProfile& fw, const ChosenFields& chosen) {
+    if (!chosen.precision && !fw.default_precision.empty()) s.precision = parse_precision(fw.default_precision);
+    if (!chosen.quantization && !fw.default_quantization.empty() && s.method == Method::Qlora)
+        s.quantization = parse_quantization(fw.default_quantization);
+    if (!chosen.grad_checkpointing && fw.default_grad_checkpointing >= 0) s.grad_checkpointing = fw.default_grad_checkpointing == 1;
+    if (!chosen.lora_layers && (s.method == Method::Lora || s.method == Method::Qlora)) s.lora_layers = fw.default_lora_layers;
+    return s;
+}
+
+std::string precision_in_force(const TrainingSetup& setup, const FrameworkProfile& fw) {
+    const Storage st = resolve_storage(fw, setup);
+    auto dt = [](int b) { return std::string(b == 4 ? "fp32" : b == 2 ? "16-bit" : "8-bit"); };
+    std::string out = to_string(setup.precision);
+    switch (setup.precision) {
+        case Precision::Bf16: out += " (bf16-true: no autocast)"; break;
+        case Precision::Bf16Mixed: out += " (bf16 autocast)"; break;
+        case Precision::Fp16Mixed: out += " (fp16 autocast)"; break;
+        case Precision::Fp32: break;
+    }
+    const bool lora = setup.method == Method::Lora || setup.method == Method::Qlora;
+    out += ": ";
+    if (setup.method == Method::Serve) return out + "weights " + dt(st.frozen);
+    if (lora) out += "frozen weights " + dt(st.frozen) + ", adapters " + dt(st.adapter);
+    else out += "weights " + dt(st.weight);
+    const int trained = lora ? st.adapter : st.weight;
+    out += ", gradients " + dt(st.grad_of(trained)) + ", optimizer moments " + dt(st.moment) + ", " +
+           (st.master_of(trained) > 0 ? "fp32 master copy" : "no master copy");
+    return out;
+}
+
+std::string quantization_label(const TrainingSetup& s, const FrameworkProfile& fw) {
+    const Quantization q = s.effective_quantization();
+    if (q == Quantization::None) return "none";
+    if (fw.quant_format == "affine")
+        return "MLX affine " + std::to_string(q == Quantization::Int8 ? 8 : 4) + "-bit (groups of " +
+               std::to_string(fw.quant_group) + ", scale + bias)";
+    return q == Quantization::Int8 ? "int8" : q == Quantization::Nf4 ? "NF4" : "NF4 + double quant";
 }
 
 std::int64_t slack_base_bytes(const FrameworkProfile& framework,
@@ -146,16 +224,33 @@ std::string slack_base_name(const FrameworkProfile& framework) {
     return framework.allocator_slack_of == "transient" ? "the activations and logits" : "the peak";
 }
 
-MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
+namespace {
+// The architecture as the framework builds it: some keep an untied LM head (LitGPT copies the
+// tied embedding into lm_head when it converts a checkpoint).
+Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
+    Architecture a = arch;
+    const auto model = fw.behaviour.find("model");
+    if (model != fw.behaviour.end() && model->value("unties_embeddings", false)) a.tied_embeddings = false;
+    return a;
+}
+}  // namespace
+
+MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup& setup,
                                const FrameworkProfile& fw) {
+    const Architecture built = as_built(arch_in, fw);
+    const Architecture& arch = built;
+    require_plan_size_bounded(arch, setup);   // before any product can overflow
     MemoryEstimate est;
     const std::vector<TensorGroup> groups = arch.tensor_groups();
     est.params = count_parameters(arch, setup);
     const bool trains = setup.trains();
     const bool lora = setup.method == Method::Lora || setup.method == Method::Qlora;
     const Quantization quant = setup.effective_quantization();
-    const TrainableStorage st = storage_for(setup.precision);
-    const int frozen_bytes = dtype_bytes(setup.precision);
+    const Storage st = resolve_storage(fw, setup);
+    // QLoRA preparation may upcast every non-quantized 16-bit parameter to fp32.
+    const bool upcast_plain = quant != Quantization::None && setup.method == Method::Qlora && fw.qlora_upcast_non_quantized;
+    const int frozen_bytes = upcast_plain ? 4 : st.frozen;
+    const std::int64_t Lg = lora ? adapted_layers(arch, setup) : arch.layers;
     const std::int64_t N = std::max<std::int64_t>(1, setup.devices);
     const bool shard_optimizer = setup.sharding == Sharding::Zero1 ||
                                  setup.sharding == Sharding::Zero2 ||
@@ -171,7 +266,8 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     std::int64_t frozen_plain = 0, frozen_plain_elems = 0;
     std::int64_t packed = 0, constants = 0, quant_elems = 0;
     std::int64_t trainable_w = 0, adapter_w = 0, grads = 0, master = 0, optimizer = 0;
-    std::int64_t trainable_elems = 0, adapter_elems = 0, largest_trainable = 0;
+    std::int64_t trainable_elems = 0, adapter_elems = 0, largest_trainable = 0, master_elems = 0;
+    std::int64_t largest_adapted = 0;
     std::int64_t largest_quantized = 0, layer_param_elems = 0, down_quantized = 0;
     // Gradient bytes by when backward makes them (one layer's share for layer tensors): the
     // head and final norm first, then per layer the down projection, the rest of the MLP block
@@ -182,16 +278,18 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     auto add_trainable = [&](std::int64_t rows, std::int64_t cols, std::int64_t count,
                              bool adapter) {
         const std::int64_t el = rows * cols * count;
-        (adapter ? adapter_w : trainable_w) += el * st.weight;
+        const int wb = adapter ? st.adapter : st.weight;
+        const int gbytes = st.grad_of(wb);
+        (adapter ? adapter_w : trainable_w) += el * wb;
         (adapter ? adapter_elems : trainable_elems) += el;
-        grads += el * st.grad;
+        grads += el * gbytes;
         if (const TensorGroup* g = current_group) {
-            const std::int64_t gb = el * st.grad;
+            const std::int64_t gb = el * gbytes;
             const bool in_layers = g->name.rfind("layers.", 0) == 0;
             if (!in_layers) {
                 (g->kind == TensorKind::Embedding && !arch.tied_embeddings ? g_embed : g_head) += gb;
             } else {
-                const std::int64_t per_layer = gb / arch.layers;
+                const std::int64_t per_layer = gb / (adapter ? std::max<std::int64_t>(1, Lg) : arch.layers);
                 switch (g->role) {
                     case LinearRole::Down: g_down += per_layer; break;
                     case LinearRole::Gate: case LinearRole::Up: case LinearRole::Router:
@@ -205,7 +303,8 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
                 }
             }
         }
-        master += el * st.master;
+        master += el * st.master_of(wb);
+        master_elems += st.master_of(wb) > 0 ? el : 0;
         optimizer += count * optimizer_bytes(setup.optimizer, st.moment, rows, cols);
         largest_trainable = std::max(largest_trainable, rows * cols);
     };
@@ -218,10 +317,19 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
              (g.kind == TensorKind::Embedding || g.kind == TensorKind::Head));
         if (trainable) {
             add_trainable(g.rows, g.cols, g.count, false);
-        } else if (quant != Quantization::None && g.kind == TensorKind::Linear) {
-            const QuantLayout l = quant == Quantization::Int8
-                                      ? int8_layout(g.rows, g.cols)
-                                      : nf4_layout(g.elements(), quant == Quantization::Nf4DoubleQuant);
+        } else if (quant != Quantization::None &&
+                   (g.kind == TensorKind::Linear || (fw.quantizes_embeddings && g.kind == TensorKind::Embedding) ||
+                    (fw.quantizes_head && g.kind == TensorKind::Head))) {
+            QuantLayout l;
+            if (fw.quant_format == "affine") {
+                // MLX: bits per value packed in uint32 words, a scale and a bias per group.
+                const std::int64_t bits = quant == Quantization::Int8 ? 8 : 4;
+                l.packed_bytes = g.elements() * bits / 8;
+                l.constant_bytes = (g.elements() + fw.quant_group - 1) / fw.quant_group * fw.quant_constant_bytes;
+            } else {
+                l = quant == Quantization::Int8 ? int8_layout(g.rows, g.cols)
+                                                : nf4_layout(g.elements(), quant == Quantization::Nf4DoubleQuant);
+            }
             packed += l.packed_bytes * g.count;
             constants += l.constant_bytes * g.count;
             quant_elems += g.total_elements();
@@ -232,10 +340,14 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
             frozen_plain_elems += g.total_elements();
         }
         if (lora && g.kind == TensorKind::Linear && setup.lora_targets.count(g.role)) {
-            add_trainable(setup.lora_rank, g.cols, g.count, true);   // A: r x d_in
-            add_trainable(g.rows, setup.lora_rank, g.count, true);   // B: d_out x r
+            const std::int64_t adapted = adapted_count(arch, setup, g);
+            add_trainable(setup.lora_rank, g.cols, adapted, true);   // A: r x d_in
+            add_trainable(g.rows, setup.lora_rank, adapted, true);   // B: d_out x r
+            if (setup.dora) add_trainable(g.rows, 1, adapted, true);   // DoRA magnitude per output row
+            largest_adapted = std::max(largest_adapted, g.elements());
         }
     }
+    est.params.quantized = quant_elems;
     if (!trains) trainable_w = grads = master = optimizer = 0;
 
     auto term = [&](Component c, std::int64_t bytes, std::string formula,
@@ -250,19 +362,23 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         term(Component::FrozenWeights, frozen_plain / param_div,
              std::to_string(frozen_bytes) + " B × " + n(frozen_plain_elems) + " frozen params (" +
                  dtype_label(frozen_bytes) + (quant != Quantization::None ? ", not quantized: embeddings, head, norms, biases" : "") +
+                 (upcast_plain ? "; upcast to fp32 by the QLoRA preparation" : "") +
                  ")" + (param_div > 1 ? per_dev : ""),
              {{"bytes_per_param", frozen_bytes}, {"params", double(frozen_plain_elems)}, {"devices", double(param_div)}});
     std::int64_t packed_dev = 0, constants_dev = 0;
     if (quant != Quantization::None) {
         const bool int8 = quant == Quantization::Int8;
         packed_dev = term(Component::FrozenWeights, packed / param_div,
-                          std::string(int8 ? "1 B" : "0.5 B") + " × " + n(quant_elems) +
-                              (int8 ? " int8" : " NF4") + " params (packed codes)" +
+                          std::string(int8 ? "1 B" : "0.5 B") + " × " + n(quant_elems) + " " +
+                              quantization_label(setup, fw) + " params (packed codes)" +
                               (param_div > 1 ? per_dev : ""),
                           {{"params", double(quant_elems)}, {"bytes_per_param", int8 ? 1.0 : 0.5}});
         constants_dev = term(
             Component::QuantConstants, constants / param_div,
-            int8 ? "4 B fp32 scale per output row"
+            fw.quant_format == "affine"
+                ? std::to_string(fw.quant_constant_bytes) + " B scale + bias per " + std::to_string(fw.quant_group) +
+                      "-value group (" + n((quant_elems + fw.quant_group - 1) / fw.quant_group) + " groups)"
+            : int8 ? "4 B fp32 scale per output row"
                  : quant == Quantization::Nf4DoubleQuant
                        ? "double quant: 1 B per 64-value block + 4 B per 256 blocks (" +
                              n(quant_elems / kNf4BlockSize) + " blocks)"
@@ -272,10 +388,11 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     }
     const std::int64_t adapters_dev =
         term(Component::Adapters, adapter_w,
-             std::to_string(st.weight) + " B × " + n(adapter_elems) + " adapter params (rank " +
-                 std::to_string(setup.lora_rank) + ", r·(d_in+d_out) per targeted linear: " +
-                 targets_to_string(setup.lora_targets) + ")",
-             {{"bytes_per_param", st.weight}, {"params", double(adapter_elems)}, {"rank", double(setup.lora_rank)}});
+             std::to_string(st.adapter) + " B × " + n(adapter_elems) + " adapter params (" + dtype_label(st.adapter) +
+                 ", rank " + std::to_string(setup.lora_rank) + ", r·(d_in+d_out)" + (setup.dora ? " + d_out DoRA magnitude" : "") +
+                 " per targeted linear: " + targets_to_string(setup.lora_targets) +
+                 (Lg < arch.layers ? ", last " + std::to_string(Lg) + " of " + std::to_string(arch.layers) + " layers" : "") + ")",
+             {{"bytes_per_param", st.adapter}, {"params", double(adapter_elems)}, {"rank", double(setup.lora_rank)}});
     const std::int64_t trainable_dev =
         term(Component::TrainableWeights, trainable_w / param_div,
              std::to_string(st.weight) + " B × " + n(trainable_elems) + " trainable params (" +
@@ -284,9 +401,11 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     const std::int64_t all_trainable = trains ? trainable_elems + adapter_elems : 0;
     const std::int64_t grads_dev =
         term(Component::Gradients, grads / grad_div,
-             std::to_string(st.grad) + " B × " + n(all_trainable) + " trainable params" +
+             (all_trainable > 0 && grads % all_trainable == 0 ? std::to_string(grads / all_trainable) + " B"
+                                                              : "16/32-bit") +
+                 " × " + n(all_trainable) + " trainable params (as their parameters' dtype)" +
                  (grad_div > 1 ? per_dev : ""),
-             {{"bytes_per_param", st.grad}, {"params", double(all_trainable)}, {"devices", double(grad_div)}});
+             {{"bytes_per_param", all_trainable > 0 ? double(grads) / double(all_trainable) : 0.0}, {"params", double(all_trainable)}, {"devices", double(grad_div)}});
     std::int64_t ddp_buckets = 0;
     if (setup.sharding == Sharding::Ddp && N > 1)
         ddp_buckets = term(Component::Gradients, grads,
@@ -294,9 +413,9 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     const bool offload = setup.offload && trains;
     const std::int64_t master_dev =
         term(Component::MasterWeights, master / opt_div,
-             "4 B × " + n(all_trainable) + " trainable params (fp32 master copy)" +
+             "4 B × " + n(trains ? master_elems : 0) + " trainable params (fp32 master copy)" +
                  (opt_div > 1 ? per_dev : ""),
-             {{"bytes_per_param", 4}, {"params", double(all_trainable)}}, offload);
+             {{"bytes_per_param", 4}, {"params", double(trains ? master_elems : 0)}}, offload);
     const std::int64_t optimizer_dev =
         term(Component::OptimizerState, optimizer / opt_div,
              std::string(optimizer_formula(setup.optimizer, st.moment)) + ", " + n(all_trainable) +
@@ -321,6 +440,8 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     const std::int64_t bs = b * s;
     const bool ckpt = setup.grad_checkpointing;
     const double act_factor = fw.activation_factor;
+    // Layers that keep tensors for backward: from the first adapted one (all when embeddings train).
+    const std::int64_t Lsaved = setup.train_embeddings ? L : Lg;
     auto scaled = [&](std::int64_t bytes) {
         return static_cast<std::int64_t>(std::llround(double(bytes) * act_factor));
     };
@@ -375,6 +496,7 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
             const double share = g.in_experts ? double(arch.experts_per_token) / arch.experts : 1.0;
             std::int64_t one = bs * setup.lora_rank * e;
             if (setup.lora_dropout > 0) one += bs * g.cols * (e + 1);
+            if (setup.dora) one += bs * g.rows * e;   // DoRA rescales the base output: kept for the magnitude's gradient
             const auto bytes = static_cast<std::int64_t>(per_layer * share * one);
             lora_saved += bytes;
             if (g.role == LinearRole::O) lora_o += bytes;
@@ -405,7 +527,9 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     const std::int64_t G = bs * h * e;   // gradient of a layer's output, and of the final hidden state
     const std::int64_t inner_grad = bs * inner * e;
     const std::int64_t dequant_down = quant != Quantization::None ? down_quantized * e : 0;
-    const std::int64_t mlp_extra = (gated ? inner_grad : 0) + std::max(inner_grad, dequant_down) - lora_down;
+    // DoRA composes W + s·B·A (fp32) of an adapted linear to take its column norms, forward and backward.
+    const std::int64_t dora_compose = setup.dora ? 4 * largest_adapted : 0;
+    const std::int64_t mlp_extra = (gated ? inner_grad : 0) + std::max(inner_grad, dequant_down) - lora_down + dora_compose;
     // Eager attention's backward: the MLP block, its norm, the attention output and the output
     // projection's adapter input are freed; the softmax's backward holds the probabilities, their
     // gradient and the scores' gradient (a checkpointed layer also still holds its output's
@@ -431,23 +555,28 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         if (ckpt) {
             // Every layer's input (and its checkpoint state) is kept; backward recomputes one
             // layer at a time, whose output and the checkpoint's own state are alive beside it.
-            const std::int64_t kept = L * (layer_input + ckpt_state);
+            // Layers before the first adapted one need no gradient and keep nothing. With
+            // offloaded checkpoints the inputs live in host RAM; one is on the device at a time.
+            const std::int64_t kept_all = Lsaved * (layer_input + ckpt_state);
+            const std::int64_t kept = fw.checkpoint_offload ? layer_input + Lsaved * ckpt_state : kept_all;
+            if (fw.checkpoint_offload) est.host_bytes += Lsaved * layer_input;
             const std::int64_t shared_input = e >= 4 ? layer_input : 0;   // fp32: the norm keeps the kept input
             const std::int64_t recomputed = layer_saved - shared_input + layer_input + ckpt_state + G;
             act_forward = kept + outside_layers + ckpt_mask;
             top_base = kept + inputs + ckpt_mask + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
-            bottom_base = layer_input + L * ckpt_state + inputs + ckpt_mask + recomputed;
-            act_formula = "checkpointing: " + std::to_string(L) + " layers × b·s·h·" + std::to_string(e) +
-                          " B kept (" + n(layer_input) + " B each) + one layer recomputed in backward (" +
+            bottom_base = layer_input + Lsaved * ckpt_state + inputs + ckpt_mask + recomputed;
+            act_formula = "checkpointing: " + std::to_string(Lsaved) + " layers × b·s·h·" + std::to_string(e) +
+                          " B kept (" + n(layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
+                          ") + one layer recomputed in backward (" +
                           n(layer_saved) + " B: norms 2×" + norm_desc + "; attention " + n(attn_saved) + " [" +
                           attn_desc + "]; MLP " + n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
                           ") + its backward";
         } else {
-            act_forward = first_layer_saved + (L - 1) * layer_saved + outside_layers;
+            act_forward = first_layer_saved + (Lsaved - 1) * layer_saved + outside_layers;
             top_base = act_forward - norm_saved + G;
             bottom_base = first_layer_saved + inputs + G;
-            act_formula = std::to_string(L) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
+            act_formula = std::to_string(Lsaved) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
                           norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
                           n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") + ")" +
                           (first_norm_outside ? ", the first layer's input norm outside the graph" : "") +
@@ -472,7 +601,22 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
     // ---- logits and loss ----
     std::int64_t logit_tokens = bs;
     if (setup.loss_chunk_tokens > 0) logit_tokens = std::min(bs, setup.loss_chunk_tokens);
-    if (fw.fused_loss) logit_tokens = std::min<std::int64_t>(bs, 4096);
+    // The framework's own loss: how many tokens one chunk of it covers.
+    const bool framework_loss = fw.behaviour.contains("loss") || fw.loss_fused;
+    std::int64_t chunk = bs, chunks = 1;
+    if (fw.loss_chunks > 0) chunk = (bs + fw.loss_chunks - 1) / fw.loss_chunks;
+    if (fw.loss_chunk_tokens > 0) chunk = std::min(chunk, fw.loss_chunk_tokens);
+    if (fw.loss_chunk_fp32_bytes > 0) {
+        // As many chunks (a multiple of loss_chunks_multiple) as keep one chunk's fp32 logits under the target.
+        const double full = double(bs) * double(V) * 4.0;
+        if (full > double(fw.loss_chunk_fp32_bytes)) {
+            const double m = double(fw.loss_chunks_multiple);
+            chunks = static_cast<std::int64_t>(std::ceil(full / double(fw.loss_chunk_fp32_bytes) / m - 1e-9) * m);
+            chunk = (bs + chunks - 1) / chunks;
+        }
+    }
+    if (setup.loss_chunk_tokens > 0) chunk = std::min(chunk, setup.loss_chunk_tokens);
+    chunks = (bs + chunk - 1) / chunk;
     std::int64_t logits_forward = 0, logits_backward = 0;
     std::string logits_formula;
     if (!trains) {
@@ -490,6 +634,27 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
                          std::to_string(4 + (e < 4 ? e : 0)) +
                          " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
                          (logit_tokens < bs ? " (chunked loss)" : "");
+    } else if (framework_loss) {
+        // Per token × vocab: the logits the model returns when it keeps them, the log-softmax the
+        // loss saves (fp32 when it upcasts), none of it when fused (the gradient is made in
+        // forward). Per chunk: the logits of a chunk not kept whole and the fp32 upcast in
+        // forward; in backward the two gradients of the log-softmax.
+        const std::int64_t lsm = (fw.loss_upcast_fp32 || e >= 4) ? 4 : e;
+        const std::int64_t upcast = (fw.loss_upcast_fp32 && e < 4) ? 4 : 0;
+        const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? e : 0) + lsm;
+        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
+        const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
+        const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
+        logits_forward = bs * V * held + chunk * V * fwd_chunk + hidden_grad;
+        logits_backward = bs * V * held + chunk * V * bwd_chunk + hidden_grad;
+        logit_tokens = chunk;
+        logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
+                         (fw.loss_fused ? std::string("fused loss: nothing")
+                                        : std::string(fw.logits_held ? "logits + " : "") + (lsm == 4 ? "fp32" : "16-bit") +
+                                              " log-softmax") +
+                         ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
+                         " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
+                         " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "");
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
         // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
@@ -571,7 +736,7 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         const bool tied_trains = arch.tied_embeddings && g_head > 0 &&
                                  (setup.method == Method::Full || setup.train_embeddings);
         if (tied_trains && !fw.tied_grad_in_place) {
-            const std::int64_t dense = V * h * st.grad / grad_div;
+            const std::int64_t dense = V * h * st.grad_of(st.weight) / grad_div;
             term(Component::Gradients, dense,
                  "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
                  {{"vocab", double(V)}, {"hidden", double(h)}});
@@ -581,7 +746,7 @@ MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& se
         std::int64_t step_temp = 0;
         if (!offload && all_trainable > 0) {
             const int temp_per_el = 4;
-            const bool mixed = st.master > 0;
+            const bool mixed = master > 0;
             if (setup.optimizer == Optimizer::AdamW || setup.optimizer == Optimizer::Adafactor) {
                 if (fw.optimizer_step == "foreach")
                     step_temp = temp_per_el * all_trainable / opt_div;

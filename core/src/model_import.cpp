@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "hub_internal.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 
 namespace wingspan::hub {
 
@@ -28,6 +30,9 @@ bool looks_like_html(const std::string& text) {
 }
 
 nlohmann::json parse_json_file(const std::string& text, const std::string& where) {
+    if (!json_depth_within(text))
+        throw HubError(HubErrorKind::MalformedJson,
+                       where + " is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels; no real one is.");
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
@@ -485,23 +490,10 @@ std::filesystem::path save_imported_profile(const ImportedModel& model,
     if (ec)
         throw HubError(HubErrorKind::Filesystem,
                        "Cannot create " + dir.string() + " to remember the model: " + ec.message());
-    fs::path tmp = path;
-    tmp += ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << model.profile_json().dump(2) << '\n';
-        out.flush();
-        if (!out) {
-            out.close();
-            fs::remove(tmp, ec);
-            throw HubError(HubErrorKind::Filesystem, "Cannot write " + tmp.string() + " (disk full?).");
-        }
-    }
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignore;
-        fs::remove(tmp, ignore);
-        throw HubError(HubErrorKind::Filesystem, "Cannot write " + path.string() + ": " + ec.message());
+    try {
+        write_file_atomically(path, model.profile_json().dump(2) + "\n");
+    } catch (const IoError& e) {
+        throw HubError(HubErrorKind::Filesystem, std::string(e.what()) + ".");
     }
     return path;
 }

@@ -4,10 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/nvml.hpp"
 #include "wingspan/units.hpp"
 
 namespace fs = std::filesystem;
@@ -18,16 +21,16 @@ namespace wingspan {
 namespace {
 
 json read_json_file(const fs::path& file) {
-    std::ifstream in(file);
-    if (!in) throw ProfileError(file.string(), "(file)", "cannot be read");
-    std::stringstream ss;
-    ss << in.rdbuf();
+    std::string text;
     try {
-        return json::parse(ss.str());
-    } catch (const json::parse_error& e) {
-        throw ProfileError(file.string(), "(JSON)",
-                           "is not valid JSON: " + std::string(e.what()));
+        text = read_regular_file(file);
+    } catch (const InputError& e) {
+        throw ProfileError(file.string(), "(file)", e.what());
     }
+    std::string why;
+    auto j = try_parse_untrusted_json(text, &why);
+    if (!j) throw ProfileError(file.string(), "(JSON)", why);
+    return std::move(*j);
 }
 
 // Field readers that name the file and field and say what was expected.
@@ -192,9 +195,7 @@ MachineProfile parse_machine_profile(const json& j, const std::string& file) {
     m.power_w = f.num("power_w", 0.0);
     if (j.contains("price_per_hour") && !j["price_per_hour"].is_null())
         m.price_per_hour = f.num("price_per_hour");
-    m.default_framework = f.str("default_framework",
-                                std::string(m.kind == MachineKind::Gpu ? "pytorch-cuda"
-                                            : m.kind == MachineKind::Unified ? "mlx" : "libtorch-cpu"));
+    m.default_framework = f.str("default_framework", ProfileLibrary::default_framework_id(m.kind));
     m.sources = f.strings("sources");
     m.user_defined = f.boolean("user_defined", false);
     m.file = file;
@@ -221,6 +222,92 @@ json machine_profile_to_json(const MachineProfile& m) {
     return j;
 }
 
+namespace {
+
+std::vector<std::string> string_list(const json& j, const char* k, const std::string& file) {
+    std::vector<std::string> out;
+    if (!j.contains(k) || j[k].is_null()) return out;
+    if (!j[k].is_array()) throw ProfileError(file, k, "expected an array of strings");
+    for (const auto& v : j[k]) {
+        if (!v.is_string()) throw ProfileError(file, k, "expected an array of strings");
+        out.push_back(v.get<std::string>());
+    }
+    return out;
+}
+
+// The behaviour sections (profiles/frameworks/README.md). Every one is optional: a profile
+// without them behaves as the planner's reference (and as before they existed).
+void parse_framework_behaviour(const json& j, const std::string& file, FrameworkProfile& p) {
+    p.aliases = string_list(j, "aliases", file);
+    p.devices = string_list(j, "devices", file);
+    for (const auto& d : p.devices)
+        if (d != "gpu" && d != "unified" && d != "cpu")
+            throw ProfileError(file, "devices", "expected gpu, unified or cpu, got '" + d + "'");
+    auto section = [&](const char* k) -> const json* {
+        if (!j.contains(k) || j[k].is_null()) return nullptr;
+        if (!j[k].is_object()) throw ProfileError(file, k, "expected an object");
+        p.behaviour[k] = j[k];
+        return &j[k];
+    };
+    if (!p.aliases.empty()) p.behaviour["aliases"] = p.aliases;
+    if (!p.devices.empty()) p.behaviour["devices"] = p.devices;
+    const std::string where = file;
+    if (const json* d = section("defaults")) {
+        Fields f(*d, where);
+        p.default_precision = f.str("precision", std::string());
+        p.default_quantization = f.str("quantization", std::string());
+        if (d->contains("grad_checkpointing")) p.default_grad_checkpointing = f.boolean("grad_checkpointing", false) ? 1 : 0;
+        p.default_lora_layers = f.bytes("lora_layers", 0);
+    }
+    if (const json* d = section("dtypes")) {
+        static const std::set<std::string> kKeys = {"frozen", "trainable", "adapter", "gradient", "master", "moments"};
+        for (const auto& [key, entry] : d->items()) {
+            if (!entry.is_object()) throw ProfileError(file, "dtypes." + key, "expected an object of byte sizes");
+            for (const auto& [field, v] : entry.items()) {
+                if (!kKeys.count(field))
+                    throw ProfileError(file, "dtypes." + key + "." + field,
+                                       "unknown (expected frozen, trainable, adapter, gradient, master or moments)");
+                if (!v.is_number_integer() || (v.get<int>() != 0 && v.get<int>() != 1 && v.get<int>() != 2 && v.get<int>() != 4))
+                    throw ProfileError(file, "dtypes." + key + "." + field, "expected 0, 1, 2 or 4 bytes");
+                p.dtypes[key][field] = v.get<int>();
+            }
+        }
+    }
+    if (const json* d = section("qlora")) p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
+    if (const json* d = section("quantization")) {
+        Fields f(*d, where);
+        p.quant_format = f.str("format", std::string("nf4"));
+        if (p.quant_format != "nf4" && p.quant_format != "affine")
+            throw ProfileError(file, "quantization.format", "expected \"nf4\" or \"affine\"");
+        p.quant_group = f.bytes("group", 64);
+        if (p.quant_group < 1) throw ProfileError(file, "quantization.group", "must be positive");
+        p.quant_constant_bytes = static_cast<int>(f.bytes("constant_bytes", 4));
+        p.quantizes_embeddings = f.boolean("embeddings", false);
+        p.quantizes_head = f.boolean("head", false);
+    }
+    if (const json* d = section("loss")) {
+        Fields f(*d, where);
+        p.logits_held = f.boolean("logits_held", true);
+        p.loss_upcast_fp32 = f.boolean("upcast_fp32", true);
+        p.loss_fused = f.boolean("fused", false);
+        p.loss_chunks = f.bytes("chunks", 0);
+        p.loss_chunk_tokens = f.bytes("chunk_tokens", 0);
+        p.loss_chunk_fp32_bytes = f.bytes("chunk_fp32_bytes", 0);
+        p.loss_chunks_multiple = std::max<std::int64_t>(1, f.bytes("chunks_multiple", 1));
+    } else if (p.fused_loss) {
+        // The older flag: a fused loss over 4096-token chunks that never holds the full logits.
+        p.loss_fused = true;
+        p.logits_held = false;
+        p.loss_chunk_tokens = 4096;
+    }
+    if (const json* d = section("checkpointing")) p.checkpoint_offload = Fields(*d, where).boolean("offload", false);
+    // model.unties_embeddings: the framework's own model keeps a separate LM head even where the
+    // checkpoint ties it to the embedding (read by the memory model from `behaviour`).
+    if (const json* d = section("model")) (void)Fields(*d, where).boolean("unties_embeddings", false);
+}
+
+}  // namespace
+
 FrameworkProfile parse_framework_profile(const json& j, const std::string& file) {
     Fields f(j, file);
     FrameworkProfile p;
@@ -244,6 +331,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.checkpoint_state_bytes = f.bytes("checkpoint_state_bytes", 0);
     p.technique_lead = static_cast<int>(f.num("technique_lead", 0));
     p.sources = f.strings("sources");
+    parse_framework_behaviour(j, file, p);
     auto in_range = [&](double v, double lo, double hi, const char* k) {
         if (!(v >= lo && v <= hi))
             throw ProfileError(file, k, "expected a number between " + std::to_string(lo) + " and " + std::to_string(hi));
@@ -279,7 +367,9 @@ ProfileLibrary ProfileLibrary::load(const fs::path& dir) {
     }
     for (const auto& m : lib.machines_) {
         bool known = false;
-        for (const auto& fw : lib.frameworks_) known |= fw.id == m.default_framework;
+        for (const auto& fw : lib.frameworks_)
+            known |= fw.id == m.default_framework ||
+                     std::find(fw.aliases.begin(), fw.aliases.end(), m.default_framework) != fw.aliases.end();
         if (!known && !lib.frameworks_.empty())
             throw ProfileError(m.file.string(), "default_framework",
                                "names '" + m.default_framework + "', which is not in frameworks/");
@@ -309,14 +399,29 @@ fs::path ProfileLibrary::user_dir() {
     return fs::temp_directory_path() / "wingspan-config";
 }
 
-void ProfileLibrary::load_user_profiles(const fs::path& dir) {
-    for (const auto& f : json_files(dir / "machines")) {
+std::vector<std::string> ProfileLibrary::load_user_profiles(const fs::path& dir) {
+    // One bad file of the user's (an interrupted save, a hand edit) is skipped and named, so
+    // it never breaks every command.
+    std::vector<std::string> skipped;
+    auto each = [&](const char* kind, const auto& add) {
+        for (const auto& f : json_files(dir / kind)) {
+            try {
+                add(f);
+            } catch (const InputError& e) {
+                skipped.push_back(std::string(e.what()) + " (skipped)");
+            } catch (const json::exception& e) {
+                skipped.push_back(f.string() + ": " + e.what() + " (skipped)");
+            }
+        }
+    };
+    each("machines", [&](const fs::path& f) {
         MachineProfile m = parse_machine_profile(read_json_file(f), f.string());
         m.user_defined = true;
         add_machine(std::move(m));
-    }
-    for (const auto& f : json_files(dir / "models")) add_model(parse_model_profile(read_json_file(f), f.string()));
-    for (const auto& f : json_files(dir / "frameworks")) add_framework(parse_framework_profile(read_json_file(f), f.string()));
+    });
+    each("models", [&](const fs::path& f) { add_model(parse_model_profile(read_json_file(f), f.string())); });
+    each("frameworks", [&](const fs::path& f) { add_framework(parse_framework_profile(read_json_file(f), f.string())); });
+    return skipped;
 }
 
 const ModelProfile& ProfileLibrary::model(const std::string& id) const { return find_by_id(models_, id, "model"); }
@@ -324,7 +429,32 @@ const MachineProfile& ProfileLibrary::machine(const std::string& id) const {
     return find_by_id(machines_, id, "machine");
 }
 const FrameworkProfile& ProfileLibrary::framework(const std::string& id) const {
+    for (const auto& f : frameworks_)
+        if (std::find(f.aliases.begin(), f.aliases.end(), id) != f.aliases.end() &&
+            std::none_of(frameworks_.begin(), frameworks_.end(), [&](const auto& g) { return g.id == id; }))
+            return f;
     return find_by_id(frameworks_, id, "framework");
+}
+
+std::string ProfileLibrary::default_framework_id(MachineKind kind) {
+    return kind == MachineKind::Gpu ? "hf-transformers" : kind == MachineKind::Unified ? "mlx-lm" : "libtorch-cpu";
+}
+
+std::vector<const FrameworkProfile*> ProfileLibrary::frameworks_for(const MachineProfile& m) const {
+    const std::string kind = m.kind == MachineKind::Gpu ? "gpu" : m.kind == MachineKind::Unified ? "unified" : "cpu";
+    std::vector<const FrameworkProfile*> out;
+    const FrameworkProfile* preferred = nullptr;
+    try {
+        preferred = &framework_for(m);
+    } catch (const InputError&) {
+    }
+    if (preferred) out.push_back(preferred);
+    for (const auto& f : frameworks_) {
+        if (&f == preferred) continue;
+        if (f.id.size() > 11 && f.id.substr(f.id.size() - 11) == "-calibrated") continue;
+        if (std::find(f.devices.begin(), f.devices.end(), kind) != f.devices.end()) out.push_back(&f);
+    }
+    return out;
 }
 
 const json& ProfileLibrary::scenario(const std::string& id) const {
@@ -397,19 +527,21 @@ MachineProfile detect_this_machine() {
     MachineProfile m;
     m.id = kThisMachineId;
     m.kind = MachineKind::Cpu;
-    std::int64_t total = 0, available = 0;
+    std::int64_t total = 0;
     std::ifstream meminfo("/proc/meminfo");
     std::string key;
     std::int64_t value;
     std::string unit;
     while (meminfo >> key >> value >> unit) {
         if (key == "MemTotal:") total = value * 1024;
-        if (key == "MemAvailable:") available = value * 1024;
     }
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     if (total <= 0) total = std::int64_t(8) * 1024 * 1024 * 1024;
     m.memory_bytes = total;
-    m.usable_bytes = available > 0 ? std::min(available, total) : total * 3 / 4;
+    // From the total only, so the figure is the same on every launch (MemAvailable moves with
+    // whatever else runs): the system and a desktop keep an eighth of RAM, 1 to 8 GiB.
+    const std::int64_t reserve = std::clamp<std::int64_t>(total / 8, std::int64_t(1) << 30, std::int64_t(8) << 30);
+    m.usable_bytes = std::max<std::int64_t>(total / 2, total - reserve);
     m.host_memory_bytes = total;
     m.name = "This machine (" + std::to_string(cores) + " cores, " + format_bytes(double(total), ByteUnit::GiB) + " RAM)";
     // About 16 fp32 FLOPs per cycle per core with AVX2 FMA at ~2.5 GHz; calibrate for accuracy.
@@ -418,9 +550,10 @@ MachineProfile detect_this_machine() {
     m.bandwidth_gb_s = 20;
     m.default_framework = "libtorch-cpu";
     m.sources = {{"memory_bytes", "/proc/meminfo MemTotal"},
-                 {"usable_bytes", "/proc/meminfo MemAvailable at start-up"},
+                 {"usable_bytes", "/proc/meminfo MemTotal minus an eighth (1-8 GiB) for the system and desktop; not MemAvailable, which differs on each launch"},
                  {"tflops_fp32", "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
                  {"bandwidth_gb_s", "estimate: dual-channel DDR4"}};
+    nvml::apply_detected_gpu(m);   // an NVIDIA GPU's memory is the ceiling, where NVML finds one
     return m;
 }
 

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "wingspan/json_input.hpp"
+
 namespace wingspan::protocol {
 
 using nlohmann::json;
@@ -65,11 +67,34 @@ std::string Event::string_field(const char* name, const std::string& fallback) c
     return it != body.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+DeviceMemory device_memory(const Event& e) {
+    DeviceMemory d;
+    d.device = e.string_field("device", "cpu");
+    const std::int64_t allocated = e.int_field("allocated_bytes", 0);
+    const std::int64_t peak = e.int_field("peak_bytes", 0);
+    d.reserved_bytes = e.int_field("reserved_bytes", allocated);
+    d.reserved_peak_bytes = e.int_field("reserved_peak_bytes", peak);
+    auto optional = [&](const char* name) -> std::optional<std::int64_t> {
+        auto it = e.body.find(name);
+        if (it == e.body.end() || !it->is_number()) return std::nullopt;
+        return it->get<std::int64_t>();
+    };
+    d.device_process_bytes = optional("device_process_bytes");
+    d.device_process_peak_bytes = optional("device_process_peak_bytes");
+    return d;
+}
+
 ParseResult parse_line(std::string_view line) {
     ParseResult r;
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
+    std::string why;
+    std::optional<json> parsed = try_parse_untrusted_json(line, &why);
+    if (!parsed) {
+        r.error = why + ": " + quoted(line);
+        return r;
+    }
+    json j = std::move(*parsed);
+    if (!j.is_object()) {
         r.error = "not a JSON object: " + quoted(line);
         return r;
     }

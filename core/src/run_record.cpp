@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cctype>
 #include <cmath>
 #include <csignal>
@@ -11,6 +13,8 @@
 #include <fstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
 
 namespace fs = std::filesystem;
@@ -179,6 +183,8 @@ std::string RunRecord::status_text() const {
 
 RunSummary RunRecord::summary() const {
     RunSummary s;
+    // A framework that reports totals only (a watched recipe) is compared on totals only.
+    if (!measured_maxima_.empty())
     for (Component c : kAllComponents) {
         if (c == Component::FrameworkOverhead) continue;
         const auto p = predicted_maxima_.find(c);
@@ -214,11 +220,15 @@ fs::path RunStore::create(const json& plan, const std::string& label) {
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     std::string safe;
     for (char c : label) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '-';
-    fs::create_directories(root_);
+    std::error_code ec;
+    fs::create_directories(root_, ec);
+    if (ec) throw IoError("cannot create the run history folder " + root_.string() + ": " + ec.message());
+    // mkdir fails when the folder exists, so of several processes starting runs in the same
+    // second each gets its own folder.
     fs::path dir = root_ / (std::string(stamp) + "-" + safe);
-    for (int i = 2; fs::exists(dir); ++i) dir = root_ / (std::string(stamp) + "-" + safe + "-" + std::to_string(i));
-    fs::create_directories(dir);
-    std::ofstream(dir / "plan.json") << plan.dump(2) << "\n";
+    for (int i = 2; !create_directory_exclusively(dir); ++i)
+        dir = root_ / (std::string(stamp) + "-" + safe + "-" + std::to_string(i));
+    write_file_atomically(dir / "plan.json", plan.dump(2) + "\n");
     return dir;
 }
 
@@ -232,8 +242,7 @@ std::string RunStore::label_of(const fs::path& run) {
 }
 
 void RunStore::append_line(const fs::path& run, const std::string& line) {
-    std::ofstream out(run / "events.jsonl", std::ios::app);
-    out << line << "\n";
+    wingspan::append_line(run / "events.jsonl", line);   // one O_APPEND write per line
 }
 
 void RunStore::write_result(const fs::path& run, const RunRecord& r) {
@@ -255,9 +264,7 @@ void RunStore::write_result(const fs::path& run, const RunRecord& r) {
                          {"components", comps},
                          {"checkpoints", r.checkpoints()},
                          {"malformed_lines", r.malformed_lines()}};
-    const fs::path tmp = run / "result.json.tmp";
-    std::ofstream(tmp) << result.dump(2) << "\n";
-    fs::rename(tmp, run / "result.json");
+    write_file_atomically(run / "result.json", result.dump(2) + "\n");
 }
 
 std::vector<fs::path> RunStore::list() const {
@@ -276,12 +283,22 @@ RunRecord RunStore::load(const fs::path& run) {
     RunRecord r;
     std::string line;
     while (std::getline(in, line)) r.ingest_line(line);
-    std::ifstream result_file(run / "result.json");
-    json result = json::parse(result_file, nullptr, false);
-    if (result.is_object())
-        r.finish(result.value("exit_code", 1), result.value("signal", 0));
-    else
-        r.finish(-1, 0);
+    if (!fs::exists(run / "result.json")) {
+        r.finish(-1, 0);   // it crashed together with its launcher
+        return r;
+    }
+    std::string why;
+    const auto result = try_parse_untrusted_json(read_regular_file(run / "result.json", 1 << 20), &why);
+    auto int_field = [&](const char* name, int fallback) {
+        auto it = result->find(name);
+        if (it == result->end()) return fallback;
+        if (!it->is_number_integer() || it->get<std::int64_t>() < INT32_MIN || it->get<std::int64_t>() > INT32_MAX)
+            throw InputError("run " + run.string() + ": result.json: \"" + name + "\" must be an integer");
+        return it->get<int>();
+    };
+    if (!result) throw InputError("run " + run.string() + ": result.json is " + why);
+    if (!result->is_object()) throw InputError("run " + run.string() + ": result.json is not a JSON object");
+    r.finish(int_field("exit_code", 1), int_field("signal", 0));
     return r;
 }
 
@@ -352,7 +369,7 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
 }
 
 json framework_profile_to_json(const FrameworkProfile& f) {
-    return {{"id", f.id},
+    json j = {{"id", f.id},
             {"name", f.name},
             {"context_bytes", f.context_bytes},
             {"workspace_bytes", f.workspace_bytes},
@@ -372,6 +389,8 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"checkpoint_state_bytes", f.checkpoint_state_bytes},
             {"technique_lead", f.technique_lead},
             {"sources", f.sources}};
+    for (const auto& [k, v] : f.behaviour.items()) j[k] = v;   // dtypes, loss, quantization, ...
+    return j;
 }
 
 }  // namespace wingspan

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wingspan/checked_math.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 
 namespace wingspan::safetensors {
 
@@ -19,13 +21,13 @@ namespace {
 
 std::int64_t TensorInfo::elements() const {
     std::int64_t n = 1;
-    for (auto d : shape) n *= d;
+    for (auto d : shape) n = checked_mul(n, d, "safetensors: tensor \"" + name + "\"");
     return n;
 }
 
 std::int64_t Header::total_elements() const {
     std::int64_t n = 0;
-    for (const auto& t : tensors) n += t.elements();
+    for (const auto& t : tensors) n = checked_add(n, t.elements(), "safetensors: the tensors' elements");
     return n;
 }
 
@@ -58,12 +60,10 @@ std::uint64_t parse_header_length(const unsigned char prefix[8]) {
 
 Header parse_header(const std::string& json_text, std::uint64_t header_bytes,
                     std::uint64_t data_size) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(json_text);
-    } catch (const nlohmann::json::exception& e) {
-        fail(std::string("header is not valid JSON: ") + e.what());
-    }
+    std::string why;
+    auto parsed = try_parse_untrusted_json(json_text, &why);
+    if (!parsed) fail("header: " + why);
+    const nlohmann::json j = std::move(*parsed);
     if (!j.is_object()) fail("header is not a JSON object");
 
     Header h;
@@ -105,7 +105,8 @@ Header parse_header(const std::string& json_text, std::uint64_t header_bytes,
         t.begin = v["data_offsets"][0].get<std::uint64_t>();
         t.end = v["data_offsets"][1].get<std::uint64_t>();
         if (t.end < t.begin) fail("tensor \"" + name + "\": data_offsets end before begin");
-        const std::uint64_t expect = static_cast<std::uint64_t>(t.elements()) * esize;
+        // Checked: a shape like [2^62, 2] must not wrap to the size of empty offsets.
+        const std::uint64_t expect = static_cast<std::uint64_t>(checked_mul(t.elements(), esize, "safetensors: tensor \"" + name + "\" bytes"));
         if (t.end - t.begin != expect)
             fail("tensor \"" + name + "\": " + std::to_string(t.end - t.begin) +
                  " bytes in data_offsets but shape and dtype need " + std::to_string(expect));
@@ -136,6 +137,7 @@ Header parse_header(const std::string& json_text, std::uint64_t header_bytes,
 }
 
 Header read_header(const std::filesystem::path& file) {
+    require_regular_file(file);   // a named pipe would block the open below forever
     std::ifstream in(file, std::ios::binary);
     if (!in) fail("cannot open " + file.string());
     std::error_code ec;

@@ -83,7 +83,7 @@ public:
     }
     MemoryEstimate estimate(const ModelProfile& model, const TrainingSetup& st) const {
         const FrameworkProfile* f = framework();
-        return estimate_memory(model.arch, st, f ? *f : lib_.framework("pytorch-cuda"));
+        return estimate_memory(model.arch, st, f ? *f : lib_.framework("hf-transformers"));
     }
 
     Table size_table() const {
@@ -107,7 +107,13 @@ public:
         Table t = header();
         const ModelProfile& model = lib_.model(str(s_, "model"));
         const TrainingSetup st = setup(s_);
-        const MemoryEstimate e = estimate(model, st);
+        // The lesson teaches the precision's textbook split (bf16 weights and gradients, an fp32
+        // master, fp32 moments); a framework's own dtypes (HF: fp32 weights under autocast, the
+        // same 16 B in total) would show another split of the same sum.
+        const FrameworkProfile* f = framework();
+        FrameworkProfile textbook = f ? *f : lib_.framework("hf-transformers");
+        textbook.dtypes.clear();
+        const MemoryEstimate e = estimate_memory(model.arch, st, textbook);
         const double params = double(e.params.total);
         t.headers = {"Component", "Bytes per parameter", "For " + model.name};
         double sum = 0;

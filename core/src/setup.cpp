@@ -1,6 +1,8 @@
 #include "wingspan/setup.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
@@ -143,9 +145,36 @@ void TrainingSetup::validate(const Architecture& arch) const {
                                            std::to_string(arch.hidden));
         need(!lora_targets.empty(), "LoRA needs at least one target module");
         need(lora_dropout >= 0 && lora_dropout < 1, "LoRA dropout must be in [0, 1)");
+        need(lora_layers >= 0, "LoRA layers must be 0 (all) or a positive number of last layers (got " +
+                                   std::to_string(lora_layers) + ")");
     }
     need(!(method == Method::Full && quantization != Quantization::None),
          "a full fine-tune cannot train quantized weights (use qlora)");
+    require_plan_size_bounded(arch, *this);
+}
+
+void require_plan_size_bounded(const Architecture& arch, const TrainingSetup& s) {
+    using LD = long double;
+    LD params = 0;
+    for (const auto& t : arch.tensor_groups()) params += LD(t.rows) * LD(t.cols) * LD(t.count);
+    const LD seq = LD(std::max<std::int64_t>(1, s.seq_len));
+    const LD batch = LD(std::max({std::int64_t{1}, s.micro_batch, s.serve_batch}));
+    const LD tokens = batch * seq;
+    const LD inner = LD(std::max(arch.intermediate, arch.expert_intermediate * std::max<std::int64_t>(1, arch.experts_per_token)));
+    // Eager attention keeps every head's seq × seq scores; the fused kernels do not.
+    const LD scores = s.attention == Attention::Eager ? LD(arch.heads) * seq * 8 : 0;
+    const LD per_layer_token = LD(arch.hidden) * 64 + inner * 16 + scores + LD(arch.kv_dim()) * 8;
+    // Every term is a generous upper bound of what the model computes, so no product inside it
+    // exceeds this sum.
+    const LD bytes = params * 32 + tokens * LD(arch.layers) * per_layer_token + tokens * LD(arch.vocab) * 16 +
+                     LD(std::max<std::int64_t>(1, s.lora_rank)) * LD(arch.hidden) * LD(arch.layers) * 7 * 64;
+    if (bytes > kMaxPlanBytes) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.3Lg", bytes);
+        throw PlanTooLargeError("this plan needs on the order of " + std::string(text) +
+                                " bytes, more than any machine can hold (check the batch, sequence length and "
+                                "the model's sizes)");
+    }
 }
 
 nlohmann::json TrainingSetup::to_json() const {
@@ -164,6 +193,8 @@ nlohmann::json TrainingSetup::to_json() const {
         {"lora_dropout", lora_dropout},
         {"lora_targets", targets_to_string(lora_targets)},
         {"train_embeddings", train_embeddings},
+        {"lora_layers", lora_layers},
+        {"dora", dora},
         {"quantization", to_string(effective_quantization())},
         {"serve_batch", serve_batch},
         {"devices", devices},
@@ -211,6 +242,8 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     integer("devices", s.devices);
     boolean("grad_checkpointing", s.grad_checkpointing);
     boolean("train_embeddings", s.train_embeddings);
+    integer("lora_layers", s.lora_layers);
+    boolean("dora", s.dora);
     boolean("offload", s.offload);
     number("lora_alpha", s.lora_alpha);
     number("lora_dropout", s.lora_dropout);

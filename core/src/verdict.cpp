@@ -163,6 +163,7 @@ json MachineVerdict::to_json() const {
               {"margin_bytes", margin_bytes},
               {"verdict", to_string(fit)},
               {"precision", wingspan::to_string(setup.precision)},
+              {"setup", setup.to_json()},   // as run on this machine with its framework's defaults
               {"peak_allocated_bytes", estimate.peak_allocated_bytes},
               {"total_bytes", estimate.total_bytes},
               {"host_bytes", estimate.host_bytes},
@@ -228,7 +229,11 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
     Solution sol;
     sol.what = what;
     auto fits_with = [&](const Architecture& a, const TrainingSetup& s) {
-        return evaluate(a, s, machine, framework).fit != Fit::No;
+        try {
+            return evaluate(a, s, machine, framework).fit != Fit::No;
+        } catch (const PlanTooLargeError&) {
+            return false;   // beyond any machine: certainly not this one
+        }
     };
     TrainingSetup s = setup;
     switch (what) {

@@ -63,6 +63,26 @@ private slots:
         QCOMPARE(r.event->components().size(), size_t(1));
     }
 
+    // memory/done device fields (issue 12), and what an older trainer's lines mean.
+    void deviceMemoryFields() {
+        auto cuda = parse_line(R"({"v":1,"event":"memory","t":1,"device":"cuda:0","allocated_bytes":100,)"
+                               R"("peak_bytes":150,"reserved_bytes":2097152,"reserved_peak_bytes":4194304,)"
+                               R"("device_process_bytes":600000000})");
+        QVERIFY(cuda.event);
+        const DeviceMemory d = device_memory(*cuda.event);
+        QCOMPARE(d.device, std::string("cuda:0"));
+        QCOMPARE(d.reserved_bytes, std::int64_t(2097152));
+        QCOMPARE(d.reserved_peak_bytes, std::int64_t(4194304));
+        QCOMPARE(d.device_process_bytes.value_or(-1), std::int64_t(600000000));
+        QVERIFY(!d.device_process_peak_bytes);
+        auto old = parse_line(R"({"v":1,"event":"memory","t":1,"allocated_bytes":100,"peak_bytes":150})");
+        QVERIFY(old.event);
+        const DeviceMemory o = device_memory(*old.event);
+        QCOMPARE(o.device, std::string("cpu"));
+        QCOMPARE(o.reserved_bytes, std::int64_t(100));
+        QCOMPARE(o.reserved_peak_bytes, std::int64_t(150));
+        QVERIFY(!o.device_process_bytes);
+    }
     // Lines from several ranks name theirs; older lines (no rank) read as rank 0 of 1.
     void rankAndWorldSize() {
         const auto old_line = parse_line("{\"v\":1,\"event\":\"hello\",\"t\":0}");

@@ -188,14 +188,15 @@ private slots:
         ticker.stop();
         const double seconds = double(wall.elapsed()) / 1000.0;
         const RunRecord& r = *panel->shownRecord();
+        auto* chart = panel->findChild<TimeChartWidget*>("runMemoryChart");
         qInfo() << "flood:" << r.memory_events() << "memory events in" << seconds << "s; worst event-loop gap" << worst
-                << "ms; repaints" << panel->repaintCount() << "; RSS growth" << (own_rss() - rss_before) / 1e6 << "MB";
+                << "ms; repaints" << panel->repaintCount() << "; chart rebuilds" << chart->builder().rebuilds()
+                << "; RSS growth" << (own_rss() - rss_before) / 1e6 << "MB";
         QCOMPARE(r.status(), RunStatus::Completed);
         QVERIFY(r.memory_events() > 20000);
         QVERIFY2(worst < 400, qPrintable(QString("event loop stalled for %1 ms").arg(worst)));
         // Charts repaint on a timer (5 a second), not per event.
         QVERIFY2(panel->repaintCount() < int(seconds * 5) + 20, qPrintable(QString::number(panel->repaintCount())));
-        auto* chart = panel->findChild<TimeChartWidget*>("runMemoryChart");
         QVERIFY(chart->paintCount() < int(seconds * 5) + 20);
         // Bounded memory: samples are merged, the log keeps its last lines.
         QVERIFY(r.memory().size() <= RunSession::kMemorySamples);

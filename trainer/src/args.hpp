@@ -15,6 +15,7 @@ struct Options {
     std::string model_dir;          // empty: the built-in default architecture
     std::string data_file;          // empty: the bundled sample data
     std::string tokenizer_file;     // empty: <model>/tokenizer.json, else byte-level
+    std::string chat_format;        // empty: from the model's chat template (chat_format.hpp)
     Method method = Method::Lora;
     bool method_given = false;
     std::int64_t rank = 8;
@@ -47,6 +48,9 @@ struct Options {
     std::int64_t sample_tokens = 48;
     std::int64_t sample_every_ms = 50;
     std::string attention = "eager";   // eager | sdpa (at::_scaled_dot_product_attention)
+    double initial_loss_scale = 65536;      // fp16-mixed: the first loss scale (PyTorch GradScaler's)
+    std::int64_t loss_scale_growth = 2000;  // fp16-mixed: good steps before the scale doubles
+    std::string device = "auto";       // auto | cpu | cuda | cuda:N | mps (device.hpp resolves it)
     // Data parallel (issue 18): ranks started here, how state is sharded, collective timeout.
     int nproc = 1;
     Sharding sharding = Sharding::Ddp;

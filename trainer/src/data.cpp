@@ -1,5 +1,7 @@
 #include "data.hpp"
 
+#include "chat_format.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -54,6 +56,11 @@ std::string ChatFormat::name() const {
     switch (kind) {
         case ChatML: return "chatml";
         case Llama3: return "llama3";
+        case Llama2: return "llama2";
+        case Mistral: return "mistral";
+        case Zephyr: return "zephyr";
+        case Gemma: return "gemma";
+        case Phi3: return "phi3";
         default: return "plain";
     }
 }
@@ -76,12 +83,17 @@ ChatFormat chat_format_for(const Tokenizer& tok) {
                 break;
             }
     }
+    // SentencePiece models (Llama 2, Mistral, Gemma) start every sequence with the BOS their
+    // tokenizer_config.json asks for.
+    if (f.bos < 0 && tok.adds_bos()) f.bos = *tok.bos_id();
+    if (f.eos < 0 && tok.eos_id()) f.eos = *tok.eos_id();
     f.pad = id("<|pad|>") >= 0 ? id("<|pad|>") : (f.eos >= 0 ? f.eos : 0);
     return f;
 }
 
 Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
                     bool add_generation_prompt) {
+    if (f.is_template()) return render_template_chat(messages, tok, f, add_generation_prompt);
     Example e;
     append_id(e, f.bos, false);
     for (const auto& m : messages) {

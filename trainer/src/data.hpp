@@ -18,7 +18,12 @@ struct Example {
 
 // How conversations become tokens; chosen from the tokenizer's special tokens.
 struct ChatFormat {
-    enum Kind { ChatML, Llama3, Plain } kind = ChatML;
+    // Llama2 .. Phi3: rendered by chat_format.cpp from the model's chat template.
+    enum Kind { ChatML, Llama3, Plain, Llama2, Mistral, Zephyr, Gemma, Phi3 } kind = ChatML;
+    bool from_template = false;          // chosen from a chat template or --chat-format
+    bool is_template() const { return from_template || kind >= Llama2; }
+    std::string default_system;          // a template's built-in system prompt (Qwen, SmolLM)
+    bool llama31_dates = false;          // Llama 3.1's "Cutting Knowledge Date" system header
     std::int32_t eos = -1;               // appended to `text` and `completion` examples
     std::int32_t bos = -1;               // prepended to every example when >= 0
     std::int32_t pad = -1;

@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "generate.hpp"
 #include "launcher.hpp"
 #include "memory.hpp"
+#include "merge.hpp"
 #include "train.hpp"
 
 int main(int argc, char** argv) {
@@ -27,10 +29,13 @@ int main(int argc, char** argv) {
     // Before any tensor exists, so every allocation is counted.
     wingspan::train::mem::install();
     std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args[0] == "devices") return wingspan::train::run_devices();
     if (!args.empty() && args[0] == "tokenize") {
         args.erase(args.begin());
         return wingspan::train::run_tokenize(args);
     }
+    if (!args.empty() && args[0] == "merge") return wingspan::train::run_merge({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "generate") return wingspan::train::run_generate({args.begin() + 1, args.end()});
     if (wingspan::train::wants_launcher(args)) return wingspan::train::run_launcher(args, argv[0]);
     return wingspan::train::run_train(args, argv[0]);
 }

@@ -11,23 +11,20 @@
 #include <new>
 #include <string>
 
+#include <unistd.h>
+
+#include <unordered_map>
+
+#include "device_memory.hpp"
 #include "emit.hpp"
+#include "wingspan/nvml.hpp"
 #include "wingspan/protocol.hpp"
 
 namespace wingspan::train::mem {
 
 namespace {
 
-constexpr std::size_t kHeaderBytes = 64;   // keeps the 64-byte alignment of the default allocator
-constexpr std::uint64_t kMagic = 0x57494e4753504e31ULL;
 constexpr int kComponents = static_cast<int>(kAllComponents.size());
-
-struct Header {
-    std::uint64_t magic;
-    std::int64_t bytes;
-    std::atomic<int> component;
-};
-static_assert(sizeof(Header) <= kHeaderBytes);
 
 std::atomic<std::int64_t> g_by_component[kComponents];
 std::atomic<std::int64_t> g_component_peak[kComponents];
@@ -41,6 +38,25 @@ std::atomic<std::int64_t> g_step{0};
 std::mutex g_oom_mutex;
 OomRecord g_oom;
 c10::Allocator* g_inner = nullptr;
+std::atomic<DeviceTracker*> g_tracker{nullptr};
+std::mutex g_device_name_mutex;
+std::string g_device_name = "cpu";
+std::atomic<std::int64_t> g_device_process_peak{-1};
+
+// Every live allocation of the counting allocator: its size, component and the inner
+// allocator's own deleter. A table beside the blocks (not a header in front of them) hands the
+// inner allocator exactly the bytes asked for, so c10's reporting hook sees the same sizes.
+struct Block {
+    std::int64_t bytes;
+    int component;
+    c10::DeleterFnPtr inner_deleter;
+    void* inner_context;
+};
+std::mutex g_blocks_mutex;
+std::unordered_map<const void*, Block>& blocks() {
+    static auto* table = new std::unordered_map<const void*, Block>();   // outlives static tensors
+    return *table;
+}
 
 void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t now) {
     std::int64_t p = peak.load(std::memory_order_relaxed);
@@ -54,14 +70,18 @@ void add_bytes(int c, std::int64_t n) {
 }
 
 void count_delete(void* ptr) {
-    auto* h = reinterpret_cast<Header*>(static_cast<char*>(ptr) - kHeaderBytes);
-    const int c = h->component.load(std::memory_order_relaxed);
-    g_by_component[c].fetch_sub(h->bytes, std::memory_order_relaxed);
-    g_live.fetch_sub(h->bytes, std::memory_order_relaxed);
+    Block b{};
+    {
+        std::lock_guard<std::mutex> lock(g_blocks_mutex);
+        const auto it = blocks().find(ptr);
+        if (it == blocks().end()) return;   // cannot happen: only our DataPtrs carry this deleter
+        b = it->second;
+        blocks().erase(it);
+    }
+    g_by_component[b.component].fetch_sub(b.bytes, std::memory_order_relaxed);
+    g_live.fetch_sub(b.bytes, std::memory_order_relaxed);
     g_count.fetch_sub(1, std::memory_order_relaxed);
-    h->magic = 0;
-    h->~Header();
-    g_inner->raw_deallocate(h);
+    if (b.inner_deleter) b.inner_deleter(b.inner_context);
 }
 
 class CountingAllocator final : public c10::Allocator {
@@ -84,22 +104,21 @@ public:
                             std::max<std::int64_t>(0, limit - live), " available");
             }
         }
-        void* raw = g_inner->raw_allocate(n + kHeaderBytes);
-        auto* h = new (raw) Header{kMagic, bytes, {c}};
-        (void)h;
+        c10::DataPtr inner = g_inner->allocate(n);
+        void* p = inner.get();
+        if (!p) return inner;   // zero bytes: nothing to count
+        const c10::DeleterFnPtr inner_deleter = inner.get_deleter();
+        void* inner_context = inner.release_context();
+        {
+            std::lock_guard<std::mutex> lock(g_blocks_mutex);
+            blocks()[p] = {bytes, c, inner_deleter, inner_context};
+        }
         add_bytes(c, bytes);
         g_count.fetch_add(1, std::memory_order_relaxed);
-        void* p = static_cast<char*>(raw) + kHeaderBytes;
         return {p, p, &count_delete, c10::Device(c10::DeviceType::CPU)};
     }
     c10::DeleterFnPtr raw_deleter() const override { return &count_delete; }
 };
-
-Header* header_of(const void* p) {
-    if (!p) return nullptr;
-    auto* h = reinterpret_cast<Header*>(const_cast<char*>(static_cast<const char*>(p)) - kHeaderBytes);
-    return h->magic == kMagic ? h : nullptr;
-}
 
 }  // namespace
 
@@ -120,26 +139,49 @@ void set_current(Component c) { g_current.store(static_cast<int>(c), std::memory
 DeleterFn counting_deleter() { return &count_delete; }
 
 std::int64_t retag(const void* data, Component c) {
-    Header* h = header_of(data);
-    if (!h) return -1;
+    // A tracked device block (on the CPU too when a test tracks both ways).
+    std::int64_t tracked = -1;
+    if (DeviceTracker* t = g_tracker.load()) tracked = t->retag(data, c);
+    std::int64_t bytes = 0;
+    int from = 0;
     const int to = static_cast<int>(c);
-    const int from = h->component.exchange(to);
-    if (from != to) {
-        g_by_component[from].fetch_sub(h->bytes);
-        raise_peak(g_component_peak[to], g_by_component[to].fetch_add(h->bytes) + h->bytes);
+    {
+        std::lock_guard<std::mutex> lock(g_blocks_mutex);
+        const auto it = blocks().find(data);
+        if (it == blocks().end()) return tracked;
+        bytes = it->second.bytes;
+        from = it->second.component;
+        it->second.component = to;
     }
-    return h->bytes;
+    if (from != to) {
+        g_by_component[from].fetch_sub(bytes);
+        raise_peak(g_component_peak[to], g_by_component[to].fetch_add(bytes) + bytes);
+    }
+    return bytes;
 }
 
 bool lookup(const void* data, Component& c, std::int64_t& bytes) {
-    Header* h = header_of(data);
-    if (!h) return false;
-    c = kAllComponents[h->component.load()];
-    bytes = h->bytes;
+    std::lock_guard<std::mutex> lock(g_blocks_mutex);
+    const auto it = blocks().find(data);
+    if (it == blocks().end()) return false;
+    c = kAllComponents[it->second.component];
+    bytes = it->second.bytes;
     return true;
 }
 
+void set_tracker(DeviceTracker* tracker) { g_tracker.store(tracker); }
+
+void set_device_name(const std::string& name) {
+    std::lock_guard<std::mutex> lock(g_device_name_mutex);
+    g_device_name = name;
+}
+
 Snapshot snapshot() {
+    if (DeviceTracker* t = g_tracker.load()) return t->snapshot();
+    return counting_snapshot();
+}
+
+Snapshot counting_snapshot() {
     Snapshot s;
     for (int i = 0; i < kComponents; ++i) {
         const Component c = kAllComponents[i];
@@ -150,13 +192,17 @@ Snapshot snapshot() {
     s.allocated = g_live.load();
     s.peak = g_peak.load();
     s.allocations = g_count.load();
+    s.reserved = s.allocated;        // the CPU holds what is allocated (the heap's slack is RSS)
+    s.reserved_peak = s.peak;
     return s;
 }
 
-std::int64_t allocated() { return g_live.load(); }
-std::int64_t peak() { return g_peak.load(); }
+std::int64_t allocated() { return snapshot().allocated; }
+std::int64_t peak() { return snapshot().peak; }
+void reset_peak() { g_peak.store(g_live.load()); }
 void reset_component_peaks() {
     for (int i = 0; i < kComponents; ++i) g_component_peak[i].store(g_by_component[i].load());
+    if (DeviceTracker* t = g_tracker.load()) t->reset_component_peaks();
 }
 
 OomRecord last_oom() {
@@ -195,17 +241,40 @@ Phase phase() { return static_cast<Phase>(g_phase.load()); }
 void set_step(std::int64_t s) { g_step.store(s); }
 std::int64_t step() { return g_step.load(); }
 
+std::optional<std::int64_t> device_process_bytes() {
+    DeviceTracker* t = g_tracker.load();
+    if (!t || !t->device().is_cuda()) return std::nullopt;
+    const auto bytes = nvml::process_bytes(static_cast<long>(getpid()));
+    if (bytes) raise_peak(g_device_process_peak, *bytes);
+    return bytes;
+}
+
+std::optional<std::int64_t> device_process_peak_bytes() {
+    const std::int64_t p = g_device_process_peak.load();
+    return p >= 0 ? std::optional<std::int64_t>(p) : std::nullopt;
+}
+
 void Sampler::emit_now() {
     const Snapshot s = snapshot();
     const Rss r = read_rss();
-    emit(protocol::EventType::Memory,
-         {{"step", step()},
-          {"phase", phase_name(phase())},
-          {"components", protocol::components_to_json(s.components)},
-          {"allocated_bytes", s.allocated},
-          {"peak_bytes", s.peak},
-          {"rss_bytes", r.rss},
-          {"rss_peak_bytes", r.hwm}});
+    std::string device;
+    {
+        std::lock_guard<std::mutex> lock(g_device_name_mutex);
+        device = g_device_name;
+    }
+    nlohmann::json fields = {{"step", step()},
+                             {"phase", phase_name(phase())},
+                             {"device", device},
+                             {"components", protocol::components_to_json(s.components)},
+                             {"allocated_bytes", s.allocated},
+                             {"peak_bytes", s.peak},
+                             {"reserved_bytes", s.reserved},
+                             {"reserved_peak_bytes", s.reserved_peak},
+                             {"rss_bytes", r.rss},
+                             {"rss_peak_bytes", r.hwm}};
+    // What the GPU holds for this process, as nvidia-smi shows it (absent without NVML).
+    if (const auto gpu = device_process_bytes()) fields["device_process_bytes"] = *gpu;
+    emit(protocol::EventType::Memory, fields);
 }
 
 void Sampler::start(std::int64_t interval_ms) {

@@ -1,17 +1,21 @@
 #pragma once
 // Exact memory accounting: a counting CPU allocator (wrapping libtorch's default one) that
-// knows live and peak bytes and which component every live allocation belongs to.
+// knows live and peak bytes and which component every live allocation belongs to. On a GPU the
+// same figures come from c10's reporting hook (device_memory.hpp), registered with set_tracker().
 // No torch in this header; tensor helpers live in model.hpp.
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "wingspan/components.hpp"
 
 namespace wingspan::train::mem {
+
+class DeviceTracker;
 
 // Installs the counting allocator as libtorch's CPU allocator (once; later calls only
 // change the limit). limit_bytes 0: no limit.
@@ -51,10 +55,20 @@ struct Snapshot {
     std::int64_t allocated = 0;                     // live bytes now
     std::int64_t peak = 0;                          // peak of live bytes since start / reset
     std::int64_t allocations = 0;                   // live allocation count
+    std::int64_t reserved = 0;                      // held by the device's allocator (= allocated on the CPU)
+    std::int64_t reserved_peak = 0;
 };
+// The training device's figures: the tracker's when one is set, else the counting allocator's.
 Snapshot snapshot();
+Snapshot counting_snapshot();   // the CPU counting allocator's, always
 std::int64_t allocated();
 std::int64_t peak();
+// Peak of allocated bytes starts again from the live bytes (tests).
+void reset_peak();
+// The tracker of the training device (nullptr: the CPU's counting allocator is the source).
+void set_tracker(DeviceTracker* tracker);
+// The device named in `memory` events ("cpu", "cuda:0", "mps").
+void set_device_name(const std::string& name);
 // Component peaks start again from the live bytes (after setup: load temporaries are not part
 // of a training step).
 void reset_component_peaks();
@@ -75,6 +89,11 @@ struct Rss {
     std::int64_t rss = 0, hwm = 0;
 };
 Rss read_rss();
+
+// GPU bytes of this process as NVML reports them (nvidia-smi's figure), for a CUDA run where
+// NVML is present; nullopt otherwise. Each read raises the peak that done reports.
+std::optional<std::int64_t> device_process_bytes();
+std::optional<std::int64_t> device_process_peak_bytes();
 
 // Phase and step shown in `memory` events.
 enum class Phase { Setup, Forward, Backward, Optimizer, Eval, Idle };

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device.hpp"
+#include "device_ops.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
 
@@ -35,10 +37,10 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
     if (!j.is_object()) throw InputError("config.json is not a JSON object");
     ModelConfig c;
     c.model_type = j.value("model_type", "llama");
-    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "smollm", "smollm2"};
+    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "qwen3", "smollm", "smollm2"};
     if (!supported.count(c.model_type))
         throw InputError("config.json: model_type \"" + c.model_type +
-                         "\" is not supported by wingspan-train (llama, mistral, qwen2)");
+                         "\" is not supported by wingspan-train (llama, mistral, qwen2, qwen3)");
     c.hidden = need_int(j, "hidden_size");
     c.layers = need_int(j, "num_hidden_layers");
     c.heads = need_int(j, "num_attention_heads");
@@ -55,6 +57,7 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
     c.qkv_bias = c.model_type == "qwen2" || attention_bias;
     c.o_bias = attention_bias;
     c.mlp_bias = j.value("mlp_bias", false);
+    c.qk_norm = c.model_type == "qwen3";
     if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.rms_eps = j["rms_norm_eps"].get<double>();
     if (j.contains("rope_theta") && j["rope_theta"].is_number()) c.rope_theta = j["rope_theta"].get<double>();
     if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
@@ -138,6 +141,10 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected_tensors(
         if (c.qkv_bias) t.push_back({p + "self_attn.v_proj.bias", {kv}});
         t.push_back({p + "self_attn.o_proj.weight", {c.hidden, q}});
         if (c.o_bias) t.push_back({p + "self_attn.o_proj.bias", {c.hidden}});
+        if (c.qk_norm) {
+            t.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
+            t.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
+        }
         t.push_back({p + "post_attention_layernorm.weight", {c.hidden}});
         t.push_back({p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}});
         if (c.mlp_bias) t.push_back({p + "mlp.gate_proj.bias", {c.intermediate}});
@@ -162,7 +169,8 @@ std::int64_t storage_bytes(const at::Tensor& t) {
 void retag(const at::Tensor& t, Component c) {
     if (!t.defined() || !t.has_storage()) return;
     const auto& dp = t.storage().data_ptr();
-    if (dp.get_deleter() != mem::counting_deleter()) return;
+    // A CPU storage not from the counting allocator is not ours; a GPU block is the tracker's.
+    if (t.is_cpu() && dp.get_deleter() != mem::counting_deleter()) return;
     mem::retag(dp.get(), c);
 }
 
@@ -256,7 +264,20 @@ Nf4Weight Nf4Weight::quantize(const at::Tensor& w_in) {
     return q;
 }
 
+void Nf4Weight::to(const c10::Device& d) {
+    if (codes.device() == d) return;
+    {
+        mem::Scope scope(Component::FrozenWeights);
+        codes = codes.to(d);
+    }
+    mem::Scope scope(Component::QuantConstants);
+    block_codes = block_codes.to(d);
+    group_scales = group_scales.to(d);
+    mean = mean.to(d);
+}
+
 at::Tensor Nf4Weight::absmax() const {
+    if (!block_codes.is_cpu()) return ops::nf4_absmax(block_codes, group_scales, mean);
     const std::int64_t blocks = block_codes.numel();
     at::Tensor out = at::empty({blocks}, at::kFloat);
     const auto* bc = block_codes.data_ptr<std::uint8_t>();
@@ -293,10 +314,13 @@ void dequant_kernel(const Nf4Weight& q, const float* absmax, T* out) {
 
 at::Tensor Nf4Weight::dequantize(at::ScalarType dtype) const {
     at::Tensor am = absmax();
+    if (!codes.is_cpu()) return ops::nf4_dequantize(codes, am, numel, shape, dtype);
     at::Tensor out = at::empty(shape, dtype);
     if (dtype == at::kFloat) dequant_kernel<float>(*this, am.data_ptr<float>(), out.data_ptr<float>());
     else if (dtype == at::kBFloat16)
         dequant_kernel<c10::BFloat16>(*this, am.data_ptr<float>(), out.data_ptr<c10::BFloat16>());
+    else if (dtype == at::kHalf)
+        dequant_kernel<c10::Half>(*this, am.data_ptr<float>(), out.data_ptr<c10::Half>());
     else if (dtype == at::kDouble)   // for gradient checks
         dequant_kernel<double>(*this, am.data_ptr<float>(), out.data_ptr<double>());
     else
@@ -311,13 +335,13 @@ struct Nf4LinearFn : public torch::autograd::Function<Nf4LinearFn> {
         ctx->saved_data["w"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(w));
         ctx->saved_data["dtype"] = static_cast<std::int64_t>(compute);
         at::Tensor W = w->dequantize(compute);
-        return at::matmul(x, W.t());
+        return ops::matmul(x, W.t());
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
         const auto* w = reinterpret_cast<const Nf4Weight*>(static_cast<std::intptr_t>(ctx->saved_data["w"].toInt()));
         const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
         at::Tensor W = w->dequantize(dtype);
-        return {at::matmul(grads[0], W), Variable(), Variable()};
+        return {ops::matmul(grads[0], W), Variable(), Variable()};
     }
 };
 
@@ -329,7 +353,7 @@ at::Tensor weight_grad_mm(const at::Tensor& a, const at::Tensor& b) {
         mem::Scope scope(Component::Gradients);
         out = at::empty({a.size(0), b.size(1)}, a.options());
     }
-    at::mm_out(out, a, b);
+    ops::mm_out(out, a, b);
     return out;
 }
 
@@ -340,7 +364,7 @@ at::Tensor weight_grad_mm(const at::Tensor& a, const at::Tensor& b) {
 struct TrainableLinearFn : public torch::autograd::Function<TrainableLinearFn> {
     static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight) {
         ctx->save_for_backward({x, weight});
-        return at::matmul(x, weight.t());
+        return ops::matmul(x, weight.t());
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
         auto s = ctx->get_saved_variables();
@@ -352,7 +376,7 @@ struct TrainableLinearFn : public torch::autograd::Function<TrainableLinearFn> {
             const at::Tensor g2 = g.reshape({-1, g.size(-1)}), x2 = x.reshape({-1, x.size(-1)});
             dw = weight_grad_mm(g2.t(), x2);
         }
-        if (ctx->needs_input_grad(0)) dx = at::matmul(g, w);
+        if (ctx->needs_input_grad(0)) dx = ops::matmul(g, w);
         return {dx, dw};
     }
 };
@@ -373,18 +397,20 @@ at::Tensor Linear::forward(const at::Tensor& x) const {
     else if (weight.requires_grad() && at::GradMode::is_enabled())
         y = TrainableLinearFn::apply(x, weight);
     else
-        y = at::matmul(x, weight.t());
+        y = ops::matmul(x, weight.t());
     if (bias.defined()) y = y + bias;
     if (has_lora()) {
-        at::Tensor h = lora_dropout > 0 ? at::dropout(x, lora_dropout, at::GradMode::is_enabled()) : x;
-        h = at::matmul(at::matmul(h, lora_a.t()), lora_b.t());
+        at::Tensor h = lora_dropout > 0 ? ops::dropout(x, lora_dropout, at::GradMode::is_enabled()) : x;
+        h = ops::matmul(ops::matmul(h, lora_a.t()), lora_b.t());
         y = y + h * lora_scaling;
     }
     return y;
 }
 
 Model::Model(ModelConfig cfg, ModelOptions opt) : cfg_(std::move(cfg)), opt_(std::move(opt)) {
-    dtype_ = opt_.precision == Precision::Fp32 ? at::kFloat : at::kBFloat16;
+    dtype_ = opt_.precision == Precision::Fp32        ? at::kFloat
+             : opt_.precision == Precision::Fp16Mixed ? at::kHalf
+                                                      : at::kBFloat16;
     inv_freq_ = cfg_.inv_freq();
     const std::int64_t q = cfg_.heads * cfg_.head_dim, kv = cfg_.kv_heads * cfg_.head_dim;
     layers_.resize(cfg_.layers);
@@ -432,8 +458,11 @@ void Model::build(const Source& source, std::uint64_t seed) {
     };
     auto store = [&](const at::Tensor& t) {
         mem::Scope scope(base);
-        // Fresh tensors of the right type are kept as they are (no second copy while loading).
-        at::Tensor s = t.scalar_type() == dtype_ && t.is_contiguous() ? t : t.to(dtype_).contiguous();
+        // Fresh tensors of the right type are kept as they are (no second copy while loading);
+        // on a GPU each tensor goes to the device as it is read, one at a time.
+        at::Tensor s = t.scalar_type() == dtype_ && t.is_contiguous() && t.device() == opt_.device
+                           ? t
+                           : t.to(at::TensorOptions().device(opt_.device).dtype(dtype_)).contiguous();
         retag(s, base);
         return s;
     };
@@ -448,7 +477,8 @@ void Model::build(const Source& source, std::uint64_t seed) {
         for (Linear* l : L.linears()) {
             at::Tensor w = make(l->name + ".weight", {l->out, l->in}, false);
             if (qlora) {
-                l->qweight = Nf4Weight::quantize(w);
+                l->qweight = Nf4Weight::quantize(w.is_cpu() ? w : w.to(at::kCPU));
+                l->qweight.to(opt_.device);
             } else {
                 l->weight = store(w);
             }
@@ -469,6 +499,10 @@ void Model::build(const Source& source, std::uint64_t seed) {
             }
         }
         L.post_norm = dense(p + "post_attention_layernorm.weight", {cfg_.hidden}, true);
+        if (cfg_.qk_norm) {
+            L.q_norm = dense(p + "self_attn.q_norm.weight", {cfg_.head_dim}, true);
+            L.k_norm = dense(p + "self_attn.k_norm.weight", {cfg_.head_dim}, true);
+        }
     }
     final_norm_ = dense("model.norm.weight", {cfg_.hidden}, true);
     if (!cfg_.tied) head_ = dense("lm_head.weight", {cfg_.vocab, cfg_.hidden});
@@ -492,8 +526,8 @@ void Model::init_adapters(std::uint64_t seed) {
             const double bound = 1.0 / std::sqrt(static_cast<double>(l->in));
             at::Tensor a = at::empty({opt_.rank, l->in}, at::kFloat);
             a.uniform_(-bound, bound, gen);
-            l->lora_a = a.to(dtype_).contiguous();
-            l->lora_b = at::zeros({l->out, opt_.rank}, dtype_);
+            l->lora_a = a.to(at::TensorOptions().device(opt_.device).dtype(dtype_)).contiguous();
+            l->lora_b = at::zeros({l->out, opt_.rank}, at::TensorOptions().device(opt_.device).dtype(dtype_));
             retag(l->lora_a, Component::Adapters);
             retag(l->lora_b, Component::Adapters);
             l->lora_a.set_requires_grad(true);
@@ -529,6 +563,10 @@ std::vector<NamedTensor> Model::tensors() const {
             }
         }
         out.push_back({p + "post_attention_layernorm.weight", L.post_norm, base, full});
+        if (L.q_norm.defined()) {
+            out.push_back({p + "self_attn.q_norm.weight", L.q_norm, base, full});
+            out.push_back({p + "self_attn.k_norm.weight", L.k_norm, base, full});
+        }
     }
     out.push_back({"model.norm.weight", final_norm_, base, full});
     if (!cfg_.tied) out.push_back({"lm_head.weight", head_, base, full});
@@ -590,16 +628,16 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
     if (opt_.sdpa && Tk == T) {
         at::Tensor kk = g > 1 ? k.repeat_interleave(g, 1) : k;
         at::Tensor vv = g > 1 ? v.repeat_interleave(g, 1) : v;
-        auto out = std::get<0>(at::_scaled_dot_product_attention(q, kk, vv, {}, 0.0, false, true));
+        auto out = ops::causal_sdpa(q, kk, vv);
         return out.transpose(1, 2).reshape({B, T, Hq * D});
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
     at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
-    at::Tensor scores = at::matmul(qg, k.transpose(-1, -2));          // [B, Hkv, g*Tq, Tk]
+    at::Tensor scores = ops::matmul(qg, k.transpose(-1, -2));         // [B, Hkv, g*Tq, Tk]
     scores.view({B, Hkv, g, T, Tk}).add_(mask);
-    at::Tensor probs = at::softmax(scores, -1);
+    at::Tensor probs = ops::softmax(scores, -1);
     scores.reset();
-    at::Tensor out = at::matmul(probs, v);                              // [B, Hkv, g*Tq, D]
+    at::Tensor out = ops::matmul(probs, v);                             // [B, Hkv, g*Tq, D]
     return out.view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
 }
 
@@ -612,6 +650,10 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     at::Tensor k = L.k.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
     at::Tensor v = L.v.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
     h.reset();
+    if (cfg_.qk_norm) {   // per head, over head_dim, before RoPE
+        q = rms_norm(q, L.q_norm);
+        k = rms_norm(k, L.k_norm);
+    }
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
     if (cache) {
@@ -629,7 +671,7 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     at::Tensor y = x + L.o.forward(a);
     a.reset();
     h = rms_norm(y, L.post_norm);
-    at::Tensor m = at::silu(L.gate.forward(h)) * L.up.forward(h);
+    at::Tensor m = ops::silu(L.gate.forward(h)) * L.up.forward(h);
     h.reset();
     return y + L.down.forward(m);
 }
@@ -643,7 +685,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
         ctx->saved_data["model"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(model));
         ctx->saved_data["layer"] = layer;
         // Dropout masks must be the same when the layer is recomputed.
-        ctx->saved_data["rng"] = at::detail::getDefaultCPUGenerator().get_state();
+        ctx->saved_data["rng"] = dev::default_generator(model->device()).get_state();
         return model->layer_forward(layer, x, cos, sin, mask);
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -651,7 +693,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
         const auto* model = reinterpret_cast<const Model*>(static_cast<std::intptr_t>(ctx->saved_data["model"].toInt()));
         const std::int64_t layer = ctx->saved_data["layer"].toInt();
         at::Tensor x = saved[0].detach().requires_grad_(true);
-        at::Generator gen = at::detail::getDefaultCPUGenerator();
+        at::Generator gen = dev::default_generator(model->device());
         at::Tensor rng_now = gen.get_state();
         gen.set_state(ctx->saved_data["rng"].toTensor());
         at::Tensor y;
@@ -672,7 +714,7 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         at::Tensor valid = labels.ne(-100);
         const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
         at::Tensor safe = labels.clamp_min(0).unsqueeze(1);
-        at::Tensor logits = at::matmul(hidden, weight.t());
+        at::Tensor logits = ops::matmul(hidden, weight.t());
         const bool low = logits.scalar_type() == at::kBFloat16 || logits.scalar_type() == at::kHalf;
         at::Tensor lf = low ? logits.to(at::kFloat) : logits;   // fp32 upcast of 16-bit logits
         logits.reset();
@@ -698,7 +740,7 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         at::Tensor dh, dw;
         if (ctx->needs_input_grad(0)) {
             mem::Scope act(Component::Activations);
-            dh = at::matmul(dl, weight);
+            dh = ops::matmul(dl, weight);
         }
         if (ctx->needs_input_grad(1)) {
             dw = weight_grad_mm(dl.t(), hidden);
@@ -757,10 +799,11 @@ at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCac
     at::Tensor freq = at::tensor(inv_freq_, at::kDouble).unsqueeze(0);
     at::Tensor angles = pos * freq;                                        // [T, D/2]
     angles = at::cat({angles, angles}, -1);
-    at::Tensor cos = angles.cos().to(dtype_), sin = angles.sin().to(dtype_);
+    // Angles in double on the CPU (not every device has float64), then to the device.
+    const auto on_device = at::TensorOptions().device(opt_.device).dtype(dtype_);
+    at::Tensor cos = angles.cos().to(on_device), sin = angles.sin().to(on_device);
     // Query t (absolute past + t) sees keys 0 .. past + t.
-    at::Tensor mask = at::full({T, past + T}, -std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(dtype_))
-                          .triu(past + 1);
+    at::Tensor mask = at::full({T, past + T}, -std::numeric_limits<float>::infinity(), on_device).triu(past + 1);
     if (cache && cache->k.empty()) {
         cache->k.resize(cfg_.layers);
         cache->v.resize(cfg_.layers);
@@ -797,14 +840,14 @@ std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& promp
     std::vector<std::int64_t> ctx = prompt;
     if (static_cast<std::int64_t>(ctx.size()) > cfg_.max_positions - tokens)
         ctx.erase(ctx.begin(), ctx.end() - std::max<std::int64_t>(1, cfg_.max_positions - tokens));
-    at::Tensor ids = at::tensor(ctx, at::kLong).unsqueeze(0);
+    at::Tensor ids = at::tensor(ctx, at::kLong).unsqueeze(0).to(opt_.device);
     for (std::int64_t t = 0; t < tokens; ++t) {
         at::Tensor h = hidden_states(ids, false, &cache);
         at::Tensor last = h.select(1, h.size(1) - 1);                    // [1, H]
-        const std::int64_t next = at::matmul(last, head_weight().t()).argmax(-1).item<std::int64_t>();
+        const std::int64_t next = ops::matmul(last, head_weight().t()).argmax(-1).item<std::int64_t>();
         if (next == stop_id) break;
         out.push_back(next);
-        ids = at::full({1, 1}, next, at::kLong);
+        ids = at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong).device(opt_.device));
     }
     return out;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The Llama-family decoder on libtorch: RMSNorm, RoPE (theta, linear and llama3 scaling),
+// The Llama-family decoder (Llama, Mistral, Qwen2, Qwen3 with q/k norms) on libtorch: RMSNorm, RoPE (theta, linear and llama3 scaling),
 // grouped-query attention, SwiGLU, tied or untied head, q/k/v biases; LoRA adapters and NF4
 // (double-quantized, 64-element blocks, core's nf4_layout) frozen weights.
 #include <ATen/ATen.h>
@@ -24,6 +24,7 @@ struct ModelConfig {
     std::int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
     std::int64_t intermediate = 0, vocab = 0, max_positions = 2048;
     bool tied = false, qkv_bias = false, o_bias = false, mlp_bias = false;
+    bool qk_norm = false;                  // Qwen3: RMSNorm of each head's q and k before RoPE
     double rms_eps = 1e-6;
     double rope_theta = 10000.0;
     std::string rope_type;                 // "", "default", "linear", "llama3"
@@ -54,7 +55,8 @@ struct Nf4Weight {
     std::vector<std::int64_t> shape;
     std::int64_t numel = 0;
 
-    static Nf4Weight quantize(const at::Tensor& w);
+    static Nf4Weight quantize(const at::Tensor& w);   // on the CPU
+    void to(const c10::Device& d);                    // moves the four tensors, components kept
     at::Tensor dequantize(at::ScalarType dtype) const;   // full tensor of `shape`
     at::Tensor absmax() const;                           // fp32 [blocks], as dequantization uses it
     bool defined() const { return codes.defined(); }
@@ -82,6 +84,7 @@ struct Linear {
 
 struct Layer {
     at::Tensor input_norm, post_norm;
+    at::Tensor q_norm, k_norm;         // [head_dim], Qwen3 only
     Linear q, k, v, o, gate, up, down;
     std::vector<Linear*> linears() { return {&q, &k, &v, &o, &gate, &up, &down}; }
     std::vector<const Linear*> linears() const { return {&q, &k, &v, &o, &gate, &up, &down}; }
@@ -95,6 +98,7 @@ struct ModelOptions {
     double dropout = 0;
     std::set<LinearRole> targets;
     bool sdpa = false;                 // at::_scaled_dot_product_attention instead of eager
+    c10::Device device{c10::kCPU};     // where every tensor of the model lives
 };
 
 struct NamedTensor {
@@ -129,6 +133,8 @@ public:
     std::vector<NamedTensor> trainable() const;
     std::int64_t base_parameter_count() const;
     std::int64_t adapter_parameter_count() const;
+    const c10::Device& device() const { return opt_.device; }
+    at::ScalarType compute_dtype() const { return dtype_; }
 
     // Keys and values of earlier positions, per layer (generation only).
     struct KvCache {

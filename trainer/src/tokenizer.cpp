@@ -1,8 +1,5 @@
 #include "tokenizer.hpp"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -15,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer_internal.hpp"
 #include "wingspan/errors.hpp"
 
 namespace wingspan::train {
@@ -22,190 +20,45 @@ namespace wingspan::train {
 namespace {
 
 using nlohmann::json;
-
-std::string utf8_of(unsigned cp) {
-    std::string s;
-    if (cp < 0x80) {
-        s.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        s.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        s.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        s.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-    return s;
-}
-
-// Length of the UTF-8 sequence starting with byte c (1 for stray bytes).
-size_t utf8_len(unsigned char c) {
-    if (c < 0x80) return 1;
-    if ((c >> 5) == 0x6) return 2;
-    if ((c >> 4) == 0xE) return 3;
-    if ((c >> 3) == 0x1E) return 4;
-    return 1;
-}
-
-// GPT-2's reversible byte -> printable character map used by byte-level BPE.
-struct ByteMap {
-    std::array<std::string, 256> to_str;
-    std::unordered_map<std::string, unsigned char> to_byte;
-    ByteMap() {
-        std::vector<int> bs;
-        for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
-        for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
-        for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
-        std::vector<int> cs = bs;
-        int n = 0;
-        for (int b = 0; b < 256; ++b) {
-            if (std::find(bs.begin(), bs.end(), b) == bs.end()) {
-                bs.push_back(b);
-                cs.push_back(256 + n++);
-            }
-        }
-        for (size_t i = 0; i < bs.size(); ++i) {
-            to_str[bs[i]] = utf8_of(static_cast<unsigned>(cs[i]));
-            to_byte[to_str[bs[i]]] = static_cast<unsigned char>(bs[i]);
-        }
-    }
-};
-
-const ByteMap& byte_map() {
-    static const ByteMap m;
-    return m;
-}
+using tok::byte_map;
+using tok::utf8_len;
+using tok::Regex;
+using tok::split_by_matches;
 
 const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-class Regex {
-public:
-    explicit Regex(const std::string& pattern) {
-        int err = 0;
-        PCRE2_SIZE off = 0;
-        code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                              PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &off, nullptr);
-        if (!code_) {
-            PCRE2_UCHAR buf[256];
-            pcre2_get_error_message(err, buf, sizeof buf);
-            throw InputError("tokenizer: cannot compile the split pattern at offset " +
-                             std::to_string(off) + ": " + reinterpret_cast<char*>(buf));
-        }
-        pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);   // optional speed-up
-        data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
-    }
-    ~Regex() {
-        pcre2_match_data_free(data_);
-        pcre2_code_free(code_);
-    }
-    Regex(const Regex&) = delete;
-    Regex& operator=(const Regex&) = delete;
-
-    // All non-overlapping matches as [begin, end) byte offsets.
-    std::vector<std::pair<size_t, size_t>> find_all(std::string_view s) const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        std::vector<std::pair<size_t, size_t>> out;
-        size_t pos = 0;
-        while (pos <= s.size()) {
-            const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, 0,
-                                       data_, nullptr);
-            if (rc < 0) break;
-            const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data_);
-            const size_t b = ov[0], e = ov[1];
-            if (e == b) {   // empty match: step one character on
-                pos = b + (b < s.size() ? utf8_len(static_cast<unsigned char>(s[b])) : 1);
-                continue;
-            }
-            out.emplace_back(b, e);
-            pos = e;
-        }
-        return out;
-    }
-
-private:
-    pcre2_code* code_ = nullptr;
-    pcre2_match_data* data_ = nullptr;
-    mutable std::mutex mutex_;
-};
-
-// One step of the pre-tokenizer pipeline: splits each piece into smaller pieces.
 struct PreStep {
-    enum Kind { SplitRegex, SplitString, Digits, ByteLevelRegex } kind;
+    enum Kind { SplitRegex, SplitString, Digits, ByteLevelRegex, Metaspace } kind;
     std::shared_ptr<Regex> regex;
     std::string literal;
     std::string behavior = "Isolated";
     bool invert = false;
     bool individual_digits = false;
+    // Metaspace: ' ' -> replacement (literal), "always"/"first"/"never" prepend it, split on it.
+    std::string prepend_scheme = "always";
+    bool split = true;
 };
-
-std::vector<std::string> split_by_matches(std::string_view s,
-                                          const std::vector<std::pair<size_t, size_t>>& m,
-                                          const std::string& behavior, bool invert) {
-    // Mark pieces: (text, is_match).
-    std::vector<std::pair<std::string_view, bool>> parts;
-    size_t pos = 0;
-    for (auto [b, e] : m) {
-        if (b > pos) parts.emplace_back(s.substr(pos, b - pos), false);
-        parts.emplace_back(s.substr(b, e - b), true);
-        pos = e;
-    }
-    if (pos < s.size()) parts.emplace_back(s.substr(pos), false);
-    if (invert)
-        for (auto& p : parts) p.second = !p.second;
-
-    std::vector<std::string> out;
-    if (behavior == "Isolated") {
-        for (auto& p : parts) out.emplace_back(p.first);
-    } else if (behavior == "Removed") {
-        for (auto& p : parts)
-            if (!p.second) out.emplace_back(p.first);
-    } else if (behavior == "MergedWithPrevious") {
-        for (auto& p : parts) {
-            if (p.second && !out.empty()) out.back() += std::string(p.first);
-            else out.emplace_back(p.first);
-        }
-    } else if (behavior == "MergedWithNext") {
-        std::string pending;
-        for (auto& p : parts) {
-            if (p.second) {
-                pending += std::string(p.first);
-            } else {
-                out.push_back(pending + std::string(p.first));
-                pending.clear();
-            }
-        }
-        if (!pending.empty()) out.push_back(pending);
-    } else if (behavior == "Contiguous") {
-        bool prev_match = false;
-        for (auto& p : parts) {
-            if (!out.empty() && p.second && prev_match) out.back() += std::string(p.first);
-            else out.emplace_back(p.first);
-            prev_match = p.second;
-        }
-    } else {
-        throw InputError("tokenizer: unsupported split behavior \"" + behavior + "\"");
-    }
-    return out;
-}
 
 }  // namespace
 
 struct Tokenizer::Impl {
     bool builtin = false;
     std::string origin;
-    // Byte-level BPE
-    std::unordered_map<std::string, std::int32_t> vocab;       // byte-mapped token text -> id
-    std::vector<std::string> id_to_token;                      // byte-mapped text ("" for gaps)
-    std::unordered_map<std::string, std::int32_t> merge_rank;  // "a b" -> rank
-    bool ignore_merges = false;
+    // BPE: byte-level (GPT-2, Llama 3, Qwen) maps raw bytes to printable characters before
+    // the model; SentencePiece-style (Llama 2, Mistral, Gemma) uses ▁ for spaces and <0xXX>
+    // byte tokens for what the vocabulary lacks.
+    tok::BpeModel bpe_model;
+    bool byte_level = false;
+    tok::Normalizer normalizer;
     bool add_prefix_space = false;
     std::vector<PreStep> pre;
+    // Decoding of SentencePiece-style vocabularies: ▁ -> ' ', <0xXX> -> the byte, then drop
+    // this many leading spaces (the decoder's Strip, or Metaspace's added prefix).
+    bool sp_decode = false;
+    int strip_leading_spaces = 0;
+    std::optional<std::int32_t> bos, eos;   // tokenizer_config.json (or the post-processor)
+    bool add_bos = false, add_eos = false;
     // Added tokens (specials included), matched in the raw text before anything else.
     struct Added {
         std::string content;
@@ -231,7 +84,7 @@ struct Tokenizer::Impl {
         for (const auto& a : added) added_by_id[a.id] = &a;
     }
 
-    std::vector<std::string> pre_tokenize(const std::string& text) const {
+    std::vector<std::string> pre_tokenize(const std::string& text, bool first_section) const {
         std::vector<std::string> pieces{text};
         for (const auto& step : pre) {
             std::vector<std::string> next;
@@ -252,6 +105,27 @@ struct Tokenizer::Impl {
                             }
                         }
                         parts = split_by_matches(p, m, step.behavior, step.invert);
+                        break;
+                    }
+                    case PreStep::Metaspace: {
+                        std::string t;
+                        for (size_t at = 0, prev = 0;; prev = at + 1) {
+                            at = p.find(' ', prev);
+                            t.append(p, prev, at == std::string::npos ? std::string::npos : at - prev);
+                            if (at == std::string::npos) break;
+                            t += step.literal;
+                        }
+                        const bool prepend = step.prepend_scheme == "always" ||
+                                             (step.prepend_scheme == "first" && first_section && &p == &pieces.front());
+                        if (prepend && t.compare(0, step.literal.size(), step.literal) != 0) t = step.literal + t;
+                        if (!step.split) {
+                            parts.push_back(std::move(t));
+                            break;
+                        }
+                        std::vector<std::pair<size_t, size_t>> m;
+                        for (size_t at = 0; (at = t.find(step.literal, at)) != std::string::npos; at += step.literal.size())
+                            m.emplace_back(at, at + step.literal.size());
+                        parts = split_by_matches(t, m, "MergedWithNext", false);
                         break;
                     }
                     case PreStep::Digits: {
@@ -279,91 +153,53 @@ struct Tokenizer::Impl {
         return pieces;
     }
 
-    // Byte-level BPE of one pre-token (raw bytes).
+    // BPE of one pre-token; byte-level tokenizers see its bytes as GPT-2's characters.
     void bpe(const std::string& piece, std::vector<std::int32_t>& out) const {
-        const auto& bm = byte_map();
-        std::string mapped;
-        std::vector<std::string> symbols;
-        symbols.reserve(piece.size());
-        for (unsigned char c : piece) {
-            symbols.push_back(bm.to_str[c]);
-            mapped += bm.to_str[c];
+        std::string word;
+        if (byte_level) {
+            for (unsigned char c : piece) word += byte_map().to_str[c];
+        } else {
+            word = piece;
         }
-        {
+        const bool cacheable = word.size() <= 256;   // SentencePiece pieces can be whole lines
+        if (cacheable) {
             std::lock_guard<std::mutex> lock(cache_mutex);
-            auto it = cache.find(mapped);
+            auto it = cache.find(word);
             if (it != cache.end()) {
                 out.insert(out.end(), it->second.begin(), it->second.end());
                 return;
             }
         }
         std::vector<std::int32_t> ids;
-        auto whole = vocab.find(mapped);
-        if (ignore_merges && whole != vocab.end()) {
-            ids.push_back(whole->second);
-        } else {
-            while (symbols.size() > 1) {
-                int best_rank = INT_MAX;
-                size_t best = 0;
-                for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-                    auto it = merge_rank.find(symbols[i] + " " + symbols[i + 1]);
-                    if (it != merge_rank.end() && it->second < best_rank) {
-                        best_rank = it->second;
-                        best = i;
-                    }
-                }
-                if (best_rank == INT_MAX) break;
-                // Merge every occurrence of the best pair, left to right.
-                const std::string a = symbols[best], b = symbols[best + 1];
-                std::vector<std::string> merged;
-                merged.reserve(symbols.size());
-                for (size_t i = 0; i < symbols.size();) {
-                    if (i + 1 < symbols.size() && symbols[i] == a && symbols[i + 1] == b) {
-                        merged.push_back(a + b);
-                        i += 2;
-                    } else {
-                        merged.push_back(symbols[i]);
-                        ++i;
-                    }
-                }
-                symbols = std::move(merged);
-            }
-            for (const auto& s : symbols) {
-                auto it = vocab.find(s);
-                if (it != vocab.end()) {
-                    ids.push_back(it->second);
-                    continue;
-                }
-                // A symbol missing from the vocabulary: fall back to its single bytes.
-                for (size_t i = 0; i < s.size();) {
-                    const size_t len = utf8_len(static_cast<unsigned char>(s[i]));
-                    auto jt = vocab.find(s.substr(i, len));
-                    if (jt != vocab.end()) ids.push_back(jt->second);
-                    i += len;
-                }
-            }
-        }
+        bpe_model.encode(word, ids);
         out.insert(out.end(), ids.begin(), ids.end());
+        if (!cacheable) return;
         std::lock_guard<std::mutex> lock(cache_mutex);
         if (cache.size() > 200000) cache.clear();
-        cache.emplace(std::move(mapped), std::move(ids));
+        cache.emplace(std::move(word), std::move(ids));
     }
 
-    void encode_plain(const std::string& text, std::vector<std::int32_t>& out) const {
+    // One stretch of text between added tokens (Hugging Face normalizes and pre-tokenizes
+    // each stretch on its own). `first`: the stretch starts the input.
+    void encode_plain(const std::string& text, std::vector<std::int32_t>& out, bool first) const {
         if (text.empty()) return;
         if (builtin) {
             for (unsigned char c : text) out.push_back(c);
             return;
         }
-        std::string t = text;
+        std::string t = normalizer.empty() ? text : normalizer.apply(text);
         if (add_prefix_space && !t.empty() && t[0] != ' ') t = " " + t;
-        for (const auto& piece : pre_tokenize(t)) bpe(piece, out);
+        if (pre.empty()) {
+            bpe(t, out);
+            return;
+        }
+        for (const auto& piece : pre_tokenize(t, first)) bpe(piece, out);
     }
 
     std::vector<std::int32_t> encode(std::string_view text) const {
         std::vector<std::int32_t> out;
         std::string pending;
-        size_t i = 0;
+        size_t i = 0, start = 0;   // start: where `pending` begins in the text
         while (i < text.size()) {
             const Added* hit = nullptr;
             for (const auto& a : added) {
@@ -373,20 +209,21 @@ struct Tokenizer::Impl {
                 }
             }
             if (!hit) {
+                if (pending.empty()) start = i;
                 pending.push_back(text[i++]);
                 continue;
             }
             if (hit->lstrip)
                 while (!pending.empty() && std::isspace(static_cast<unsigned char>(pending.back())))
                     pending.pop_back();
-            encode_plain(pending, out);
+            encode_plain(pending, out, start == 0);
             pending.clear();
             out.push_back(hit->id);
             i += hit->content.size();
             if (hit->rstrip)
                 while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
         }
-        encode_plain(pending, out);
+        encode_plain(pending, out, start == 0);
         return out;
     }
 
@@ -403,8 +240,25 @@ struct Tokenizer::Impl {
                 if (id >= 0 && id < 256) out.push_back(static_cast<char>(id));
                 continue;
             }
-            if (id < 0 || static_cast<size_t>(id) >= id_to_token.size()) continue;
-            const std::string& tok = id_to_token[id];
+            if (id < 0 || static_cast<size_t>(id) >= bpe_model.id_to_token.size()) continue;
+            const std::string& tok = bpe_model.id_to_token[static_cast<size_t>(id)];
+            if (sp_decode) {
+                unsigned byte = 0;
+                if (tok.size() == 6 && std::sscanf(tok.c_str(), "<0x%2X>", &byte) == 1) {
+                    out.push_back(static_cast<char>(byte));
+                    continue;
+                }
+                static const std::string kSpace = "\u2581";
+                for (size_t i = 0; i < tok.size();) {
+                    if (tok.compare(i, kSpace.size(), kSpace) == 0) {
+                        out.push_back(' ');
+                        i += kSpace.size();
+                    } else {
+                        out.push_back(tok[i++]);
+                    }
+                }
+                continue;
+            }
             for (size_t i = 0; i < tok.size();) {
                 const size_t len = utf8_len(static_cast<unsigned char>(tok[i]));
                 auto it = bm.to_byte.find(tok.substr(i, len));
@@ -413,6 +267,8 @@ struct Tokenizer::Impl {
                 i += len;
             }
         }
+        if (sp_decode)
+            for (int n = 0; n < strip_leading_spaces && !out.empty() && out.front() == ' '; ++n) out.erase(out.begin());
         return out;
     }
 };
@@ -447,6 +303,16 @@ void add_pre_step(Tokenizer::Impl& impl, const json& p, const std::string& origi
             s.regex = std::make_shared<Regex>(kGpt2Pattern);
             impl.pre.push_back(std::move(s));
         }
+    } else if (type == "Metaspace") {
+        PreStep s;
+        s.kind = PreStep::Metaspace;
+        s.literal = p.value("replacement", std::string("\u2581"));
+        if (p.contains("prepend_scheme") && p["prepend_scheme"].is_string())
+            s.prepend_scheme = p["prepend_scheme"].get<std::string>();
+        else
+            s.prepend_scheme = p.value("add_prefix_space", true) ? "always" : "never";
+        s.split = p.value("split", true);
+        impl.pre.push_back(std::move(s));
     } else if (type == "Digits") {
         PreStep s;
         s.kind = PreStep::Digits;
@@ -458,16 +324,62 @@ void add_pre_step(Tokenizer::Impl& impl, const json& p, const std::string& origi
     }
 }
 
-bool uses_byte_level(const json& j) {
-    if (j.is_null()) return false;
-    if (j.value("type", "") == "ByteLevel") return true;
-    if (j.contains("pretokenizers"))
-        for (const auto& s : j["pretokenizers"])
-            if (uses_byte_level(s)) return true;
-    if (j.contains("decoders"))
-        for (const auto& s : j["decoders"])
-            if (uses_byte_level(s)) return true;
+// Whether a pre-tokenizer, normalizer or decoder (or a Sequence of them) has a step of `type`.
+bool uses_type(const json& j, const std::string& type) {
+    if (!j.is_object()) return false;
+    if (j.value("type", "") == type) return true;
+    for (const char* list : {"pretokenizers", "normalizers", "decoders"})
+        if (j.contains(list) && j[list].is_array())
+            for (const auto& s : j[list])
+                if (uses_type(s, type)) return true;
     return false;
+}
+
+bool uses_byte_level(const json& j) { return uses_type(j, "ByteLevel"); }
+
+// Leading spaces the decoder drops: a Strip step's "start", or one for a Metaspace decoder
+// that prepended ▁ (add_prefix_space / prepend_scheme other than "never").
+int strip_start(const json& dec) {
+    if (!dec.is_object()) return 0;
+    const std::string type = dec.value("type", "");
+    if (type == "Strip" && dec.value("content", " ") == " ") return dec.value("start", 0);
+    if (type == "Metaspace")
+        return dec.value("prepend_scheme", dec.value("add_prefix_space", true) ? "always" : "never") == "never" ? 0 : 1;
+    if (dec.contains("decoders") && dec["decoders"].is_array())
+        for (const auto& d : dec["decoders"])
+            if (int n = strip_start(d)) return n;
+    return 0;
+}
+
+// BOS/EOS the post-processor adds around a single sequence (TemplateProcessing), until
+// tokenizer_config.json says otherwise.
+void read_post_processor(Tokenizer::Impl& impl, const json& pp, const std::string& origin) {
+    if (!pp.is_object()) return;
+    if (pp.value("type", "") == "Sequence" && pp.contains("processors")) {
+        for (const auto& p : pp["processors"]) read_post_processor(impl, p, origin);
+        return;
+    }
+    if (pp.value("type", "") != "TemplateProcessing" || !pp.contains("single") || !pp["single"].is_array()) return;
+    const auto& single = pp["single"];
+    auto special_id = [&](const json& item) -> std::optional<std::int32_t> {
+        if (!item.is_object() || !item.contains("SpecialToken")) return std::nullopt;
+        const std::string name = item["SpecialToken"].value("id", "");
+        if (pp.contains("special_tokens") && pp["special_tokens"].contains(name)) {
+            const auto& ids = pp["special_tokens"][name].value("ids", json::array());
+            if (ids.is_array() && ids.size() == 1) return tok::checked_id(ids[0], "special token " + name, origin);
+        }
+        return std::nullopt;
+    };
+    if (!single.empty())
+        if (auto id = special_id(single.front())) {
+            impl.bos = id;
+            impl.add_bos = true;
+        }
+    if (single.size() > 1)
+        if (auto id = special_id(single.back())) {
+            impl.eos = id;
+            impl.add_eos = true;
+        }
 }
 
 }  // namespace
@@ -491,7 +403,17 @@ std::shared_ptr<Tokenizer> Tokenizer::from_file(const std::filesystem::path& fil
     if (!in) throw InputError("cannot read tokenizer file " + file.string());
     std::stringstream ss;
     ss << in.rdbuf();
-    return from_json_text(ss.str(), file.string());
+    auto t = from_json_text(ss.str(), file.string());
+    // BOS/EOS and whether they are added come from tokenizer_config.json beside it.
+    const auto config_file = file.parent_path() / "tokenizer_config.json";
+    if (std::ifstream cin(config_file); cin) {
+        std::stringstream cs;
+        cs << cin.rdbuf();
+        json config = json::parse(cs.str(), nullptr, false);
+        if (config.is_discarded()) throw InputError(config_file.string() + ": not valid JSON");
+        t->apply_config(config, config_file.string());
+    }
+    return t;
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, const std::string& origin) {
@@ -504,42 +426,38 @@ std::shared_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
     auto impl = std::make_unique<Impl>();
     impl->origin = origin;
     try {
+        if (!j.is_object()) throw InputError(origin + ": not a tokenizer.json (not a JSON object)");
         const auto& model = j.at("model");
         const std::string type = model.value("type", "BPE");
-        if (type != "BPE") throw InputError(origin + ": unsupported tokenizer model \"" + type + "\" (BPE only)");
-        if (!uses_byte_level(j.value("pre_tokenizer", json())) && !uses_byte_level(j.value("decoder", json())))
-            throw InputError(origin + ": only byte-level BPE tokenizers are supported "
-                             "(this one has no ByteLevel pre-tokenizer or decoder)");
-        impl->ignore_merges = model.value("ignore_merges", false);
-        for (auto it = model.at("vocab").begin(); it != model.at("vocab").end(); ++it) {
-            const auto id = it.value().get<std::int32_t>();
-            impl->vocab[it.key()] = id;
-            if (static_cast<size_t>(id) >= impl->id_to_token.size()) impl->id_to_token.resize(id + 1);
-            impl->id_to_token[id] = it.key();
+        if (type != "BPE")
+            throw InputError(origin + ": unsupported tokenizer model \"" + type + "\" (BPE only: byte-level as in "
+                             "GPT-2, Llama 3, Qwen, SmolLM, or SentencePiece-style as in Llama 2, Mistral, Gemma)");
+        const json pre = j.value("pre_tokenizer", json());
+        const json dec = j.value("decoder", json());
+        impl->byte_level = uses_byte_level(pre) || uses_byte_level(dec);
+        impl->bpe_model.load(model, origin);
+        if (!impl->byte_level) {
+            // SentencePiece-style: spaces become ▁ in a normalizer (Prepend + Replace) or a
+            // Metaspace pre-tokenizer; the decoder turns them back.
+            const bool metaspace = uses_type(pre, "Metaspace");
+            if (!metaspace && !impl->bpe_model.byte_fallback && !uses_type(j.value("normalizer", json()), "Replace"))
+                throw InputError(origin + ": a BPE tokenizer that is neither byte-level nor SentencePiece-style "
+                                 "(no ByteLevel, no Metaspace, no byte_fallback); it is not supported");
+            impl->sp_decode = true;
+            impl->strip_leading_spaces = strip_start(dec);
         }
-        impl->vocab_size = static_cast<std::int64_t>(impl->id_to_token.size());
-        std::int32_t rank = 0;
-        for (const auto& m : model.at("merges")) {
-            std::string key;
-            if (m.is_string()) key = m.get<std::string>();
-            else if (m.is_array() && m.size() == 2) key = m[0].get<std::string>() + " " + m[1].get<std::string>();
-            else throw InputError(origin + ": malformed merge entry " + m.dump());
-            impl->merge_rank.emplace(std::move(key), rank++);
-        }
-        const json norm = j.value("normalizer", json());
-        if (!norm.is_null()) {
-            const std::string nt = norm.value("type", "");
-            if (nt == "NFC") impl->warnings.push_back("NFC normalizer not applied (input is assumed to be NFC already)");
-            else throw InputError(origin + ": unsupported normalizer \"" + nt + "\"");
-        }
-        add_pre_step(*impl, j.value("pre_tokenizer", json()), origin);
+        impl->vocab_size = static_cast<std::int64_t>(impl->bpe_model.id_to_token.size());
+        impl->normalizer.load(j.value("normalizer", json()), origin);
+        add_pre_step(*impl, pre, origin);
         if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
             for (const auto& a : j["added_tokens"]) {
-                impl->added.push_back({a.at("content").get<std::string>(), a.at("id").get<std::int32_t>(),
+                const std::string content = a.at("content").get<std::string>();
+                impl->added.push_back({content, tok::checked_id(a.at("id"), "added token \"" + content.substr(0, 40) + "\"", origin),
                                        a.value("special", false), a.value("lstrip", false),
                                        a.value("rstrip", false)});
             }
         }
+        read_post_processor(*impl, j.value("post_processor", json()), origin);
     } catch (const json::exception& e) {
         throw InputError(origin + ": malformed tokenizer.json (" + e.what() + ")");
     }
@@ -554,16 +472,41 @@ std::string Tokenizer::decode(const std::vector<std::int32_t>& ids, bool skip_sp
 std::int64_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
 std::string Tokenizer::description() const { return impl_->origin; }
 const std::vector<std::string>& Tokenizer::warnings() const { return impl_->warnings; }
+std::optional<std::int32_t> Tokenizer::bos_id() const { return impl_->bos; }
+std::optional<std::int32_t> Tokenizer::eos_id() const { return impl_->eos; }
+bool Tokenizer::adds_bos() const { return impl_->add_bos && impl_->bos.has_value(); }
+bool Tokenizer::adds_eos() const { return impl_->add_eos && impl_->eos.has_value(); }
+
+void Tokenizer::apply_config(const nlohmann::json& config, const std::string& origin) {
+    if (!config.is_object()) return;
+    // "bos_token": "<s>" or {"content": "<s>", ...}; a token the vocabulary lacks is an error.
+    auto token = [&](const char* key, std::optional<std::int32_t>& slot) {
+        if (!config.contains(key) || config[key].is_null()) return;
+        const json& v = config[key];
+        const std::string text = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
+        if (text.empty()) return;
+        auto id = token_id(text);
+        if (!id) throw InputError(origin + ": " + key + " \"" + text + "\" is not a token of the tokenizer");
+        slot = id;
+    };
+    token("bos_token", impl_->bos);
+    token("eos_token", impl_->eos);
+    if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) impl_->add_bos = config["add_bos_token"].get<bool>();
+    if (config.contains("add_eos_token") && config["add_eos_token"].is_boolean()) impl_->add_eos = config["add_eos_token"].get<bool>();
+}
 
 std::optional<std::int32_t> Tokenizer::token_id(std::string_view content) const {
     auto a = impl_->added_ids.find(std::string(content));
     if (a != impl_->added_ids.end()) return a->second;
     if (impl_->builtin) return std::nullopt;
-    // Vocabulary keys are byte-mapped.
+    // Byte-level vocabulary keys are byte-mapped.
     std::string mapped;
-    for (unsigned char c : content) mapped += byte_map().to_str[c];
-    auto v = impl_->vocab.find(mapped);
-    if (v != impl_->vocab.end()) return v->second;
+    if (impl_->byte_level)
+        for (unsigned char c : content) mapped += byte_map().to_str[c];
+    else
+        mapped = content;
+    auto v = impl_->bpe_model.vocab.find(mapped);
+    if (v != impl_->bpe_model.vocab.end()) return v->second;
     return std::nullopt;
 }
 

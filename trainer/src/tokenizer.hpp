@@ -1,6 +1,8 @@
 #pragma once
-// Tokenizers: a Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Llama 3,
-// Qwen2, SmolLM), or the built-in byte-level tokenizer (256 bytes + 4 special tokens).
+// Tokenizers: a Hugging Face tokenizer.json with a BPE model, byte-level (GPT-2, Llama 3,
+// Qwen2, SmolLM) or SentencePiece-style with byte fallback (Llama 2, Mistral, TinyLlama,
+// Gemma), its normalizers (NFC, Prepend, Replace, ...), added and special tokens, and BOS/EOS
+// from tokenizer_config.json; or the built-in byte-level tokenizer (256 bytes + 4 specials).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -9,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace wingspan::train {
 
 class Tokenizer {
@@ -16,7 +20,8 @@ public:
     // The built-in tokenizer: ids 0..255 are bytes, then <|endoftext|>, <|im_start|>,
     // <|im_end|>, <|pad|>.
     static std::shared_ptr<Tokenizer> byte_level();
-    // Throws InputError naming what is unsupported or malformed.
+    // Throws InputError naming what is unsupported or malformed. Reads tokenizer_config.json
+    // from the same folder when there is one.
     static std::shared_ptr<Tokenizer> from_file(const std::filesystem::path& file);
     static std::shared_ptr<Tokenizer> from_json_text(const std::string& text, const std::string& origin);
 
@@ -35,6 +40,14 @@ public:
     std::string description() const;
     // Warnings collected while reading the file (e.g. an ignored normalizer).
     const std::vector<std::string>& warnings() const;
+    // BOS/EOS: from the post-processor's template, overridden by tokenizer_config.json
+    // (bos_token, eos_token, add_bos_token, add_eos_token).
+    std::optional<std::int32_t> bos_id() const;
+    std::optional<std::int32_t> eos_id() const;
+    bool adds_bos() const;   // a sequence starts with BOS
+    bool adds_eos() const;
+    // Applies a tokenizer_config.json object. Throws InputError for a BOS/EOS not in the vocabulary.
+    void apply_config(const nlohmann::json& config, const std::string& origin);
 
     struct Impl;
 

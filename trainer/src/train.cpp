@@ -21,12 +21,18 @@
 
 #include "args.hpp"
 #include "data.hpp"
+#include "device.hpp"
+#include "device_memory.hpp"
+#include "device_ops.hpp"
 #include "distributed.hpp"
 #include "distributed_sync.hpp"
 #include "emit.hpp"
 #include "memory.hpp"
 #include "model.hpp"
+#include "optimizer.hpp"
 #include "tokenizer.hpp"
+#include "chat_format.hpp"
+#include "model_source.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/memory_model.hpp"
@@ -47,6 +53,7 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 bool g_hello_sent = false;
+std::string g_device_name = "cpu";   // what --device asked for until it is resolved
 
 // `hello` is the first line of every run, failed ones included.
 void emit_minimal_hello() {
@@ -55,7 +62,7 @@ void emit_minimal_hello() {
     emit(EventType::Hello, {{"trainer", "wingspan-train"},
                             {"version", WINGSPAN_VERSION},
                             {"torch", TORCH_VERSION},
-                            {"device", "cpu"},
+                            {"device", g_device_name},
                             {"threads", at::get_num_threads()}});
 }
 
@@ -101,74 +108,6 @@ std::string role_module(LinearRole r) {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// AdamW, one tensor at a time, with no temporaries: m and v in fp32 (bf16 in pure bf16),
-// an fp32 master copy where the parameter is bf16 and mixed precision is on.
-
-struct ParamState {
-    std::string name;
-    at::Tensor param, master, m, v;
-};
-
-template <typename P, typename G, typename M>
-void adamw_kernel(P* p, float* master, const G* g, M* m, M* v, std::int64_t n, float lr, float b1, float b2,
-                  float eps, float wd, float bc1, float bc2_sqrt, float gscale) {
-    at::parallel_for(0, n, 4096, [&](std::int64_t i0, std::int64_t i1) {
-        for (std::int64_t i = i0; i < i1; ++i) {
-            const float gi = static_cast<float>(g[i]) * gscale;
-            const float mi = b1 * static_cast<float>(m[i]) + (1 - b1) * gi;
-            const float vi = b2 * static_cast<float>(v[i]) + (1 - b2) * gi * gi;
-            m[i] = static_cast<M>(mi);
-            v[i] = static_cast<M>(vi);
-            float w = master ? master[i] : static_cast<float>(p[i]);
-            w *= 1 - lr * wd;
-            w -= (lr / bc1) * mi / (std::sqrt(vi) / bc2_sqrt + eps);
-            if (master) master[i] = w;
-            p[i] = static_cast<P>(w);
-        }
-    });
-}
-
-void adamw_step(ParamState& s, const at::Tensor& grad, std::int64_t step, double lr, double wd, double gscale) {
-    const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-    const float bc1 = 1.0f - std::pow(b1, static_cast<float>(step));
-    const float bc2s = std::sqrt(1.0f - std::pow(b2, static_cast<float>(step)));
-    at::Tensor g = grad.contiguous();
-    const std::int64_t n = s.param.numel();
-    float* master = s.master.defined() ? s.master.data_ptr<float>() : nullptr;
-    const auto pt = s.param.scalar_type();
-    if (pt == at::kFloat) {
-        adamw_kernel(s.param.data_ptr<float>(), master, g.data_ptr<float>(), s.m.data_ptr<float>(),
-                     s.v.data_ptr<float>(), n, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
-    } else if (s.m.scalar_type() == at::kFloat) {
-        adamw_kernel(s.param.data_ptr<c10::BFloat16>(), master, g.data_ptr<c10::BFloat16>(), s.m.data_ptr<float>(),
-                     s.v.data_ptr<float>(), n, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
-    } else {
-        adamw_kernel(s.param.data_ptr<c10::BFloat16>(), master, g.data_ptr<c10::BFloat16>(),
-                     s.m.data_ptr<c10::BFloat16>(), s.v.data_ptr<c10::BFloat16>(), n, lr, b1, b2, eps, wd, bc1,
-                     bc2s, gscale);
-    }
-}
-
-double grad_sumsq(const at::Tensor& grad) {
-    at::Tensor g = grad.contiguous();
-    const std::int64_t n = g.numel();
-    auto reduce = [&](auto* p) {
-        return at::parallel_reduce(
-            0, n, 1 << 15, 0.0,
-            [&](std::int64_t i0, std::int64_t i1, double acc) {
-                for (std::int64_t i = i0; i < i1; ++i) {
-                    const double x = static_cast<float>(p[i]);
-                    acc += x * x;
-                }
-                return acc;
-            },
-            std::plus<double>());
-    };
-    if (g.scalar_type() == at::kFloat) return reduce(g.data_ptr<float>());
-    return reduce(g.data_ptr<c10::BFloat16>());
-}
-
 double lr_at(std::int64_t step, std::int64_t total, std::int64_t warmup, double peak, double min_ratio) {
     if (warmup > 0 && step <= warmup) return peak * static_cast<double>(step) / static_cast<double>(warmup);
     const double span = std::max<std::int64_t>(1, total - warmup);
@@ -177,10 +116,11 @@ double lr_at(std::int64_t step, std::int64_t total, std::int64_t warmup, double 
     return peak * (min_ratio + (1 - min_ratio) * cosine);
 }
 
-at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std::int64_t cols) {
+at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std::int64_t cols,
+                     const c10::Device& device) {
     at::Tensor t = at::empty({rows, cols}, at::kLong);
     std::memcpy(t.data_ptr<std::int64_t>(), v.data(), v.size() * sizeof(std::int64_t));
-    return t;
+    return t.to(device);   // the same tensor on the CPU
 }
 
 // ---------------------------------------------------------------------------------------
@@ -211,9 +151,12 @@ private:
     fs::path save_checkpoint(const fs::path& dir, bool final);
     void swap_optimizer_state(std::vector<ParamState>& held);
 
+    void select_device();
+
     Options opt_;
     std::string argv0_;
     dist::JobEnv job_;
+    c10::Device device_{c10::kCPU};   // where every tensor of the run lives
     json hf_config_;
     ModelConfig cfg_;
     Architecture arch_;
@@ -225,6 +168,9 @@ private:
     std::optional<WeightReader> weights_;
     std::unique_ptr<Model> model_;
     std::vector<ParamState> states_;
+    LossScaler scaler_;                // fp16-mixed only
+    double last_loss_scale_ = 1.0;     // the scale of the last step's backward
+    bool last_step_skipped_ = false;   // its gradients overflowed: no update
     double lr_ = 0;
     std::int64_t warmup_ = 0;
     std::int64_t total_steps_ = 0;
@@ -236,7 +182,8 @@ private:
     std::vector<Batch> eval_batches_;
     std::vector<double> losses_;
     fs::path last_checkpoint_;
-    mem::Sampler sampler_;
+    std::unique_ptr<mem::DeviceTracking> tracking_;   // a GPU's bytes through c10's hook
+    mem::Sampler sampler_;                            // stopped before tracking_ ends
     std::unique_ptr<dist::Group> group_;
     std::unique_ptr<dist::GradientSync> sync_;
     at::Tensor shard_m_, shard_v_, shard_master_;   // zero1/zero2: this rank's optimizer shard
@@ -246,6 +193,11 @@ private:
 void Run::load_inputs() {
     // Model configuration and weights.
     if (!opt_.model_dir.empty()) {
+        try {
+            opt_.model_dir = resolve_model_argument(opt_.model_dir).string();
+        } catch (const InputError& e) {
+            throw RunError("io", e.what());
+        }
         const fs::path dir = opt_.model_dir;
         if (!fs::is_directory(dir)) throw RunError("io", "--model: " + dir.string() + " is not a folder");
         const fs::path cfg = dir / "config.json";
@@ -317,7 +269,13 @@ void Run::load_inputs() {
 
     // Data.
     data_path_ = opt_.data_file.empty() ? default_sample_data(argv0_) : fs::path(opt_.data_file);
-    chat_ = chat_format_for(*tok_);
+    try {
+        chat_ = chat_format_for_model(*tok_, opt_.model_dir, opt_.chat_format);
+    } catch (const DataError& e) {
+        throw RunError("bad_data", e.what());
+    } catch (const InputError& e) {
+        throw RunError("bad_argument", e.what());
+    }
     try {
         data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
         // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
@@ -359,6 +317,7 @@ void Run::announce() {
     mo.dropout = opt_.dropout;
     mo.targets = opt_.targets;
     mo.sdpa = opt_.attention == "sdpa";
+    mo.device = device_;
     model_ = std::make_unique<Model>(cfg_, mo);   // shapes only: build_model() allocates
     const std::int64_t base = model_->base_parameter_count();
     const std::int64_t adapter = model_->adapter_parameter_count();
@@ -373,7 +332,8 @@ void Run::announce() {
          {{"trainer", "wingspan-train"},
           {"version", WINGSPAN_VERSION},
           {"torch", TORCH_VERSION},
-          {"device", "cpu"},
+          {"device", device_.str()},
+          {"device_name", dev::info(device_).name},
           {"threads", at::get_num_threads()},
           {"plan", plan},
           {"params", {{"total", base + adapter}, {"trainable", opt_.method == Method::Full ? base : adapter}}},
@@ -387,21 +347,23 @@ void Run::announce() {
 
     // The planner's prediction for exactly this run, with this machine's calibration when the
     // user saved one (Calibrate from my runs… / wingspan calibrate).
+    // The framework profile of the device that trains: libtorch-cpu, libtorch-cuda, libtorch-mps.
     FrameworkProfile fw;
-    fw.id = "libtorch-cpu";
+    fw.id = device_.is_cuda() ? "libtorch-cuda" : device_.is_mps() ? "libtorch-mps" : "libtorch-cpu";
+    const std::string bundled_id = fw.id;
     try {
         ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv0_));
         fw = lib.framework(fw.id);
         try {
             lib.load_user_profiles(ProfileLibrary::user_dir());
             fw = lib.calibrated_or_bundled(fw.id);
-            if (fw.id == calibrated_framework_id("libtorch-cpu"))
+            if (fw.id == calibrated_framework_id(bundled_id))
                 log_info("predicting with your calibrated framework profile " + fw.file.string());
         } catch (const std::exception& e) {
             log_warning(std::string("your own profiles were not loaded (") + e.what() + "); predicting with the bundled one");
         }
     } catch (const std::exception& e) {
-        log_warning(std::string("framework profile libtorch-cpu not loaded (") + e.what() + "); predicting without it");
+        log_warning("framework profile " + bundled_id + " not loaded (" + e.what() + "); predicting without it");
     }
     try {
         const MemoryEstimate est = estimate_memory(arch_, setup_, fw);
@@ -448,7 +410,10 @@ void Run::build_model() {
 }
 
 void Run::build_optimizer() {
-    const bool mixed = opt_.precision == Precision::Bf16Mixed;
+    scaler_.enabled = opt_.precision == Precision::Fp16Mixed;
+    scaler_.scale = scaler_.enabled ? opt_.initial_loss_scale : 1.0;
+    scaler_.growth_interval = opt_.loss_scale_growth;
+    const bool mixed = opt_.precision == Precision::Bf16Mixed || opt_.precision == Precision::Fp16Mixed;
     const bool pure_bf16 = opt_.precision == Precision::Bf16;
     // Gradients are made during backward; attribute them as they arrive.
     for (auto& nt : model_->trainable())
@@ -466,14 +431,15 @@ void Run::build_optimizer() {
         // each state is a piece of a parameter, viewing the parameter and the shard tensors.
         const auto& trainable = model_->trainable();
         const std::int64_t n = sync_->shard_elements();
+        const at::TensorOptions on_device = trainable.front().tensor.options();
         if (mixed) {
             mem::Scope scope(Component::MasterWeights);
-            shard_master_ = at::empty({n}, at::kFloat);
+            shard_master_ = at::empty({n}, on_device.dtype(at::kFloat));
         }
         {
             mem::Scope scope(Component::OptimizerState);
-            shard_m_ = at::zeros({n}, pure_bf16 ? at::kBFloat16 : at::kFloat);
-            shard_v_ = at::zeros({n}, pure_bf16 ? at::kBFloat16 : at::kFloat);
+            shard_m_ = at::zeros({n}, on_device.dtype(pure_bf16 ? at::kBFloat16 : at::kFloat));
+            shard_v_ = at::zeros({n}, on_device.dtype(pure_bf16 ? at::kBFloat16 : at::kFloat));
         }
         for (const auto& p : sync_->pieces()) {
             ParamState s;
@@ -498,8 +464,8 @@ void Run::build_optimizer() {
         {
             mem::Scope scope(Component::OptimizerState);
             const auto dt = pure_bf16 ? at::kBFloat16 : at::kFloat;
-            s.m = at::zeros(nt.tensor.sizes(), dt);
-            s.v = at::zeros(nt.tensor.sizes(), dt);
+            s.m = at::zeros(nt.tensor.sizes(), nt.tensor.options().dtype(dt));
+            s.v = at::zeros(nt.tensor.sizes(), nt.tensor.options().dtype(dt));
         }
         states_.push_back(std::move(s));
     }
@@ -577,8 +543,8 @@ double Run::train_step(std::int64_t step) {
         Batch mine;
         const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
         mem::set_phase(mem::Phase::Forward);
-        at::Tensor ids = to_tensor(b.input, b.rows, b.cols);
-        at::Tensor labels = to_tensor(b.labels, b.rows, b.cols);
+        at::Tensor ids = to_tensor(b.input, b.rows, b.cols, device_);
+        at::Tensor labels = to_tensor(b.labels, b.rows, b.cols, device_);
         at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
         double l = loss.item<double>();
         if (group_) {
@@ -594,6 +560,7 @@ double Run::train_step(std::int64_t step) {
         loss_sum += l;
         mem::set_phase(mem::Phase::Backward);
         if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
+        if (scaler_.enabled) loss = loss * scaler_.scale;
         if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
         if (!group_ || b.target_tokens > 0) torch::autograd::backward({loss});
         if (sync_) sync_->end_backward();
@@ -602,21 +569,27 @@ double Run::train_step(std::int64_t step) {
     {
         at::NoGradGuard no_grad;
         double sumsq = 0;
+        at::Tensor device_sumsq;   // summed on the device, read once
         for (std::size_t i = 0; i < states_.size(); ++i) {
             at::Tensor g = grad_for(i);
-            if (g.defined()) {
-                retag(g, Component::Gradients);
-                sumsq += grad_sumsq(g);
-            }
+            if (!g.defined()) continue;
+            retag(g, Component::Gradients);
+            if (g.is_cpu()) sumsq += grad_sumsq(g);
+            else device_sumsq = device_sumsq.defined() ? device_sumsq + ops::sumsq(g) : ops::sumsq(g);
         }
+        if (device_sumsq.defined()) sumsq += device_sumsq.item<double>();
         if (sharded()) sumsq = group_->sum(sumsq);   // each rank holds its range of the gradients
-        const double norm = std::sqrt(sumsq);
-        const double scale = opt_.max_grad_norm > 0 && norm > opt_.max_grad_norm ? opt_.max_grad_norm / (norm + 1e-6) : 1.0;
+        // Gradients of a scaled loss: an inf or NaN anywhere means the scale overflowed fp16.
+        last_loss_scale_ = scaler_.scale;
+        last_step_skipped_ = !scaler_.update(std::isfinite(sumsq));
+        const double unscale = scaler_.enabled ? 1.0 / last_loss_scale_ : 1.0;
+        const double norm = std::sqrt(sumsq) * unscale;
+        const double clip = opt_.max_grad_norm > 0 && norm > opt_.max_grad_norm ? opt_.max_grad_norm / (norm + 1e-6) : 1.0;
         const double lr = lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio);
         for (std::size_t i = 0; i < states_.size(); ++i) {
             at::Tensor g = grad_for(i);
             if (!g.defined()) continue;
-            adamw_step(states_[i], g, step, lr, opt_.weight_decay, scale);
+            if (!last_step_skipped_) adamw_step(states_[i], g, step, lr, opt_.weight_decay, clip * unscale);
             if (!sharded()) states_[i].param.mutable_grad() = at::Tensor();   // gradients are freed after the step
         }
         if (sync_) sync_->after_update();
@@ -632,7 +605,8 @@ double Run::evaluate() {
     std::int64_t n = 0;
     for (const auto& b : eval_batches_) {
         if (b.target_tokens == 0) continue;
-        const double l = model_->loss(to_tensor(b.input, b.rows, b.cols), to_tensor(b.labels, b.rows, b.cols), false)
+        const double l = model_->loss(to_tensor(b.input, b.rows, b.cols, device_),
+                                      to_tensor(b.labels, b.rows, b.cols, device_), false)
                              .item<double>();
         sum += l * static_cast<double>(b.target_tokens);
         n += b.target_tokens;
@@ -737,13 +711,16 @@ std::string Run::sample() {
 }
 
 void Run::emit_done(const std::string& reason) {
+    const mem::Snapshot now = mem::snapshot();
     json d = {{"reason", reason},
               {"steps", step_},
-              {"peak_bytes", mem::peak()},
+              {"peak_bytes", now.peak},
+              {"reserved_peak_bytes", now.reserved_peak},
               {"rss_peak_bytes", mem::read_rss().hwm}};
+    if (const auto gpu = mem::device_process_peak_bytes()) d["device_process_peak_bytes"] = *gpu;
     if (!last_checkpoint_.empty()) d["checkpoint"] = last_checkpoint_.string();
     // Each component's own peak, exact from the allocator (the sampled events can miss one).
-    d["component_peaks"] = protocol::components_to_json(mem::snapshot().component_peaks);
+    d["component_peaks"] = protocol::components_to_json(now.component_peaks);
     if (reason != "error" && (!group_ || group_->rank() == 0)) {   // the ranks hold the same weights
         try {
             d["sample"] = sample();
@@ -824,19 +801,25 @@ void Run::train_loop() {
         mem::set_step(step);
         const auto t0 = std::chrono::steady_clock::now();
         const double loss = train_step(step);
+        dev::synchronize(device_);   // a GPU's queued work belongs to this step's time
         const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         step_ = step;
         losses_.push_back(loss);
         mem::set_phase(mem::Phase::Idle);
         const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum;
-        emit(EventType::Step, {{"step", step},
-                               {"total_steps", total_steps_},
-                               {"loss", loss},
-                               {"lr", lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio)},
-                               {"tokens_per_s", dt > 0 ? static_cast<double>(tokens) / dt : 0.0},
-                               {"tokens", tokens},
-                               {"step_time_s", dt},
-                               {"epoch", static_cast<double>(cursor_) / static_cast<double>(batches_per_epoch_)}});
+        json fields = {{"step", step},
+                       {"total_steps", total_steps_},
+                       {"loss", loss},
+                       {"lr", lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio)},
+                       {"tokens_per_s", dt > 0 ? static_cast<double>(tokens) / dt : 0.0},
+                       {"tokens", tokens},
+                       {"step_time_s", dt},
+                       {"epoch", static_cast<double>(cursor_) / static_cast<double>(batches_per_epoch_)}};
+        if (scaler_.enabled) {
+            fields["loss_scale"] = last_loss_scale_;
+            fields["skipped"] = last_step_skipped_;   // gradients overflowed: the weights did not move
+        }
+        emit(EventType::Step, fields);
         const bool stop = stop_requested();
         if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !stop) {
             const double el = evaluate();
@@ -850,13 +833,45 @@ void Run::train_loop() {
     if (std::isfinite(el)) emit(EventType::Eval, {{"step", step_}, {"loss", el}});
 }
 
+// --device: a device this build or machine lacks ends the run with device_unavailable, never
+// with a quiet fall-back to the CPU.
+void Run::select_device() {
+    g_device_name = opt_.device;
+    try {
+        device_ = dev::resolve(opt_.device);
+    } catch (const dev::BadDeviceName& e) {
+        throw RunError("bad_argument", e.what());
+    } catch (const dev::DeviceUnavailable& e) {
+        throw RunError("device_unavailable", e.what());
+    }
+    g_device_name = device_.str();
+    mem::set_device_name(device_.str());
+    mem::install(device_.is_cpu() ? opt_.memory_limit : 0);
+    // A GPU's allocations reach us through c10's reporting hook. WINGSPAN_MEMORY_HOOK=1 uses it
+    // on the CPU as well, which is how the tests show it measures what the counting allocator does.
+    if (!device_.is_cpu() || std::getenv("WINGSPAN_MEMORY_HOOK"))
+        tracking_ = std::make_unique<mem::DeviceTracking>(device_);
+    if (!device_.is_cpu()) {
+        // The BLAS library's workspace comes from the device allocator on the first matmul and
+        // stays: make it now, as framework overhead, so no component's peak includes it.
+        mem::Scope scope(Component::FrameworkOverhead);
+        const at::Tensor a = at::ones({64, 64}, at::TensorOptions().device(device_));
+        (void)at::mm(a, a).sum().item<float>();
+    }
+    if (const std::string why = dev::apply_memory_limit(device_, opt_.memory_limit); !why.empty())
+        throw RunError("bad_argument", "--memory-limit on " + device_.str() + ": " + why);
+}
+
 int Run::execute() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     const int threads = opt_.threads > 0 ? opt_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     set_threads(threads);
-    mem::install(opt_.memory_limit);
+    select_device();
     mem::set_phase(mem::Phase::Setup);
+    if (job_.world_size > 1 && !device_.is_cpu())
+        throw RunError("device_unavailable", "data-parallel ranks train on the CPU (gloo) in this build: "
+                                             "GPU ranks need a libtorch with NCCL (add --device cpu)");
     if (job_.world_size > 1) group_ = dist::Group::join(job_, std::chrono::seconds(opt_.dist_timeout_s));
     load_inputs();
     announce();
@@ -958,6 +973,11 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     } catch (const std::exception& e) {
         code = "internal";
         message = e.what();
+        // A GPU allocator's own out-of-memory error ("CUDA out of memory. Tried to allocate …").
+        if (message.find("out of memory") != std::string::npos) {
+            code = "out_of_memory";
+            extra = {{"component", component_name(mem::current())}};
+        }
     }
     const mem::OomRecord oom = mem::last_oom();
     if (oom.hit) {
@@ -978,9 +998,18 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     emit_minimal_hello();
     emit(EventType::Error, err);
     std::cerr << "wingspan-train: " << message << "\n";
-    json done = {{"reason", "error"}, {"peak_bytes", mem::peak()}, {"rss_peak_bytes", mem::read_rss().hwm}};
+    const mem::Snapshot now = mem::snapshot();
+    json done = {{"reason", "error"},
+                 {"peak_bytes", now.peak},
+                 {"reserved_peak_bytes", now.reserved_peak},
+                 {"rss_peak_bytes", mem::read_rss().hwm}};
     emit(EventType::Done, done);
-    return code == "bad_argument" ? 2 : 1;
+    return code == "bad_argument" ? 2 : 1;   // device_unavailable: the machine, not the input
+}
+
+int run_devices() {
+    std::cout << dev::devices_json().dump() << std::endl;
+    return 0;
 }
 
 int run_tokenize(const std::vector<std::string>& args) {

@@ -10,5 +10,7 @@ namespace wingspan::train {
 int run_train(const std::vector<std::string>& args, const std::string& argv0);
 // `wingspan-train tokenize [--tokenizer FILE]`: stdin text -> one JSON array of ids.
 int run_tokenize(const std::vector<std::string>& args);
+// `wingspan-train devices`: one JSON object listing the devices it can train on (device.hpp).
+int run_devices();
 
 }  // namespace wingspan::train

@@ -206,7 +206,11 @@ void save_safetensors(const fs::path& file, const std::vector<std::pair<std::str
         for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
         write_all(f, prefix, 8, tmp);
         write_all(f, header.data(), header.size(), tmp);
-        for (const auto& t : data) write_all(f, t.data_ptr(), t.numel() * t.element_size(), tmp);
+        for (const auto& t : data) {
+            // A GPU tensor comes to the host one at a time, as it is written.
+            const at::Tensor host = t.is_cpu() ? t : t.to(at::kCPU);
+            write_all(f, host.data_ptr(), host.numel() * host.element_size(), tmp);
+        }
         commit(f, tmp, file);
     } catch (...) {
         std::error_code ec;

@@ -11,7 +11,9 @@
 
 #include <fstream>
 
+#include "wingspan/errors.hpp"
 #include "wingspan/memory_model.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan::ui {
@@ -194,18 +196,10 @@ bool CalibrationDialog::save() {
     std::error_code ec;
     fs::create_directories(dir, ec);
     const fs::path file = dir / (calibration_->profile.id + ".json");
-    const fs::path tmp = dir / ("." + calibration_->profile.id + ".json.tmp");
-    {
-        std::ofstream out(tmp);
-        out << framework_profile_to_json(calibration_->profile).dump(2) << "\n";
-        if (!out) {
-            error_ = "cannot write " + qs(tmp.string());
-            return false;
-        }
-    }
-    fs::rename(tmp, file, ec);
-    if (ec) {
-        error_ = "cannot write " + qs(file.string()) + ": " + qs(ec.message());
+    try {
+        write_file_atomically(file, framework_profile_to_json(calibration_->profile).dump(2) + "\n");
+    } catch (const IoError& e) {
+        error_ = qs(e.what());
         return false;
     }
     saved_path_ = file;

@@ -10,6 +10,8 @@
 #include <QTextStream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/safe_file.hpp"
+#include "wingspan/ui/memory_qchart.hpp"
 
 namespace wingspan::ui {
 
@@ -30,9 +32,7 @@ ChartStyle style_for(const ImageOptions& o) {
 // Paints at a logical size of (width, height) × 96 / dpi, scaled up to the device.
 void paint_scaled(QPainter& p, const ChartData& d, const ImageOptions& o, double device_w, double device_h) {
     const double s = o.dpi / 96.0;
-    p.scale(s, s);
-    ChartPainter painter;
-    painter.paint(p, QRectF(0, 0, device_w / s, device_h / s), d, style_for(o));
+    render_memory_chart(p, QRectF(0, 0, device_w, device_h), QSizeF(device_w / s, device_h / s), d, style_for(o));
 }
 
 QString slug(const QString& text) {
@@ -46,14 +46,11 @@ QString slug(const QString& text) {
 }
 
 bool write_text(const QString& path, const QString& text, QString* error) {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
-        set_error(error, "cannot write " + path + ": " + f.errorString());
-        return false;
-    }
     const QByteArray bytes = text.toUtf8();
-    if (f.write(bytes) != bytes.size()) {
-        set_error(error, "writing " + path + " failed: " + f.errorString());
+    try {
+        write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), size_t(bytes.size())));
+    } catch (const IoError& e) {
+        set_error(error, QString::fromStdString(e.what()));
         return false;
     }
     return true;

@@ -14,6 +14,7 @@
 #include <QVBoxLayout>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan::ui {
@@ -260,10 +261,10 @@ bool MachineDialog::save(const std::filesystem::path& user_dir) {
     }
     MachineProfile saved = *m;
     saved.user_defined = true;
-    std::ofstream out(dir / (saved.id + ".json"));
-    out << machine_profile_to_json(saved).dump(2) << "\n";
-    if (!out) {
-        error_ = "cannot write " + QString::fromStdString((dir / (saved.id + ".json")).string());
+    try {
+        write_file_atomically(dir / (saved.id + ".json"), machine_profile_to_json(saved).dump(2) + "\n");
+    } catch (const IoError& e) {
+        error_ = QString::fromStdString(e.what());
         return false;
     }
     return true;

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 
 namespace wingspan::ui {
 
@@ -113,10 +115,7 @@ Plan Plan::from_json(const json& j) {
 }
 
 Plan read_plan_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw InputError("cannot open plan file '" + path + "'");
-    json j = json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw InputError("'" + path + "' is not valid JSON");
+    const json j = read_untrusted_json_file(path);
     try {
         return Plan::from_json(j);
     } catch (const InputError& e) {
@@ -125,10 +124,11 @@ Plan read_plan_file(const std::string& path) {
 }
 
 void write_plan_file(const Plan& plan, const std::string& path) {
-    std::ofstream out(path);
-    if (!out) throw InputError("cannot write plan file '" + path + "'");
-    out << plan.to_json().dump(2) << "\n";
-    if (!out) throw InputError("writing '" + path + "' failed");
+    try {
+        write_file_atomically(path, plan.to_json().dump(2) + "\n");
+    } catch (const IoError& e) {
+        throw InputError(e.what());   // callers show InputError's message
+    }
 }
 
 // ------------------------------------------------------------------------- models ----

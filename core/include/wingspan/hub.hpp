@@ -29,8 +29,11 @@ namespace wingspan::hub {
 
 inline constexpr const char* kPublicEndpoint = "https://huggingface.co";
 
-// $HF_ENDPOINT (trailing '/' removed), else the public Hub.
+// $HF_ENDPOINT (trailing '/' and any user:password@ removed), else the public Hub.
 std::string default_endpoint();
+// The endpoint without "user:password@": credentials never reach profiles, cache paths or
+// messages (a token goes in HF_TOKEN).
+std::string strip_userinfo(const std::string& endpoint);
 // $HF_TOKEN, else $HUGGING_FACE_HUB_TOKEN, else the file huggingface-cli login writes
 // ($HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token); "" if none.
 std::string token_from_environment();
@@ -48,6 +51,8 @@ struct HubOptions {
     std::filesystem::path cache_dir = default_cache_dir();  // empty: no disk cache
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds total_timeout{60'000};        // per file request, redirects included
+    // The whole import: no request starts after it (so an import ends by deadline + total_timeout).
+    std::chrono::milliseconds import_deadline{300'000};
     std::uint64_t max_response_bytes = 64ull << 20;          // every response body (and header JSON)
     int max_redirects = 10;
     bool offline = offline_from_environment();    // answer from the cache only, never connect

@@ -70,6 +70,28 @@ std::string slack_base_name(const FrameworkProfile& framework);
 
 ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& setup);
 
+// Layers that carry adapters (the last setup.lora_layers, or all), and how many tensors of a
+// group are adapted under that choice.
+std::int64_t adapted_layers(const Architecture& arch, const TrainingSetup& setup);
+std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g);
+
+// Which setup fields the user chose; the others take the framework's defaults (its precision,
+// QLoRA quantization, checkpointing and adapted layers), as the framework itself would.
+struct ChosenFields {
+    bool precision = false;
+    bool quantization = false;
+    bool grad_checkpointing = false;
+    bool lora_layers = false;
+};
+TrainingSetup apply_framework_defaults(TrainingSetup setup, const FrameworkProfile& framework,
+                                       const ChosenFields& chosen);
+// The quantized storage a setup gets under a framework, in words ("NF4 + double quant",
+// "MLX affine 4-bit (groups of 64, scale + bias)", "none").
+std::string quantization_label(const TrainingSetup& setup, const FrameworkProfile& framework);
+// What a setup's precision means under a framework, in words: "bf16 (bf16-true): weights bf16,
+// adapters fp32, gradients as their parameters, AdamW moments fp32, no master copy".
+std::string precision_in_force(const TrainingSetup& setup, const FrameworkProfile& framework);
+
 MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
                                const FrameworkProfile& framework);
 

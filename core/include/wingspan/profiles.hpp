@@ -73,6 +73,42 @@ struct FrameworkProfile {
                                            // gradient (no second vocab × hidden gradient)
     std::int64_t checkpoint_state_bytes = 0;   // kept per checkpointed layer besides its input (RNG state)
     int technique_lead = 0;                // how early new techniques land (higher = sooner)
+
+    // ---- behaviour read from the framework's source (profiles/frameworks/README.md) ----
+    std::vector<std::string> aliases;      // other ids that name this profile ("pytorch-cuda")
+    // What the framework does when the user does not say: "" keeps the planner's own default.
+    std::string default_precision;         // "bf16" (bf16-true) | "bf16-mixed" | "fp32" ...
+    std::string default_quantization;      // "nf4" | "nf4-dq" | "int8" for QLoRA
+    int default_grad_checkpointing = -1;   // -1: planner default, 0 off, 1 on
+    std::int64_t default_lora_layers = 0;  // adapters on the last N layers (0: all; mlx-lm: 16)
+    // Bytes per element by "<method>/<precision>" or "<precision>": keys frozen, trainable,
+    // adapter, gradient (0: as the parameter), master (4: an fp32 copy of 16-bit trainables, 0: none),
+    // moments. Absent entries keep the precision's textbook scheme (storage of bf16-mixed: 2/2/4/4).
+    std::map<std::string, std::map<std::string, int>> dtypes;
+    // QLoRA preparation (peft prepare_model_for_kbit_training): every non-quantized 16-bit
+    // parameter (embeddings, head, norms) upcast to fp32.
+    bool qlora_upcast_non_quantized = false;
+    // Quantized storage: "nf4" (bitsandbytes / torchao: 64-value blocks, fp32 absmax or double
+    // quant) or "affine" (MLX: groups of quant_group values, a scale and a bias each).
+    std::string quant_format = "nf4";
+    std::int64_t quant_group = 64;
+    int quant_constant_bytes = 4;          // affine: bytes of constants per group (scale + bias)
+    bool quantizes_embeddings = false;     // the token embedding is quantized too (MLX)
+    bool quantizes_head = false;           // the LM head is quantized too (MLX, LitGPT via Fabric)
+    // Loss: the full logits kept until backward (model output), the loss upcast to fp32, fused
+    // (gradient computed in forward, nothing kept), and how the tokens are chunked: a number of
+    // chunks, a number of tokens per chunk, or as many chunks (a multiple of
+    // loss_chunks_multiple) as keep one chunk's fp32 logits under loss_chunk_fp32_bytes.
+    bool logits_held = true;
+    bool loss_upcast_fp32 = true;
+    bool loss_fused = false;
+    std::int64_t loss_chunks = 0;
+    std::int64_t loss_chunk_tokens = 0;
+    std::int64_t loss_chunk_fp32_bytes = 0;
+    std::int64_t loss_chunks_multiple = 1;
+    bool checkpoint_offload = false;       // checkpointed layer inputs live in host RAM (Unsloth)
+    nlohmann::json behaviour;              // the behaviour sections as read, written back by calibrate
+    std::vector<std::string> devices;      // "gpu", "unified", "cpu": where it runs
     std::map<std::string, std::string> sources;
     std::filesystem::path file;
 };
@@ -95,7 +131,8 @@ public:
     // The user's own machines, models and calibrated frameworks: $XDG_CONFIG_HOME/wingspan
     // (or ~/.config/wingspan), in machines/, models/ and frameworks/.
     static std::filesystem::path user_dir();
-    void load_user_profiles(const std::filesystem::path& user_dir);
+    // Files that cannot be used are skipped; returns one warning per skipped file.
+    std::vector<std::string> load_user_profiles(const std::filesystem::path& user_dir);
 
     const std::vector<ModelProfile>& models() const { return models_; }
     const std::vector<MachineProfile>& machines() const { return machines_; }
@@ -105,7 +142,14 @@ public:
     // Lookups throw InputError with the closest known ids on a miss.
     const ModelProfile& model(const std::string& id) const;
     const MachineProfile& machine(const std::string& id) const;
+    // A framework by id or by one of its aliases ("pytorch-cuda" → hf-transformers).
     const FrameworkProfile& framework(const std::string& id) const;
+    // The framework a machine uses unless the user picks another: its default_framework, else
+    // by kind (CUDA → hf-transformers, Apple → mlx-lm, CPU → libtorch-cpu).
+    static std::string default_framework_id(MachineKind kind);
+    // The frameworks the user can pick for a machine: those that run on its kind of device
+    // (profile "devices": gpu / unified / cpu), the default first.
+    std::vector<const FrameworkProfile*> frameworks_for(const MachineProfile& m) const;
     const nlohmann::json& scenario(const std::string& id) const;
     // The user's calibration of framework `id` when one was saved, else framework `id`.
     const FrameworkProfile& calibrated_or_bundled(const std::string& id) const;

@@ -40,6 +40,17 @@ struct ParseResult {
     std::string error;      // set when event is empty: why the line was rejected
 };
 
+// The device fields of a `memory` or `done` event (docs/protocol.md), with what a trainer that
+// predates them means: the CPU, and reserved equal to allocated.
+struct DeviceMemory {
+    std::string device = "cpu";                        // "cpu", "cuda:0", "mps"
+    std::int64_t reserved_bytes = 0;                   // memory: held by the device allocator now
+    std::int64_t reserved_peak_bytes = 0;              // memory and done: its peak
+    std::optional<std::int64_t> device_process_bytes;  // memory: NVML's figure for the process (CUDA)
+    std::optional<std::int64_t> device_process_peak_bytes;   // done: its peak
+};
+DeviceMemory device_memory(const Event& e);
+
 ParseResult parse_line(std::string_view line);
 // One line (no trailing newline) with v, event and t set.
 std::string encode(EventType type, double t, nlohmann::json fields = nlohmann::json::object());

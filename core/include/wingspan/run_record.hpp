@@ -136,7 +136,8 @@ public:
     // Newest first.
     std::vector<std::filesystem::path> list() const;
     // Replays events.jsonl; a run without result.json is reported as failed (it crashed
-    // together with its launcher).
+    // together with its launcher). A result.json that is not ours (invalid, wrong types) is an
+    // InputError naming the run, so listings skip that run and go on.
     static RunRecord load(const std::filesystem::path& run);
 
 private:

@@ -55,6 +55,8 @@ struct TrainingSetup {
                                          LinearRole::O, LinearRole::Gate, LinearRole::Up,
                                          LinearRole::Down};
     bool train_embeddings = false;     // embeddings and head train fully besides adapters
+    std::int64_t lora_layers = 0;      // adapters on the last N layers only (mlx-lm --num-layers; 0: all)
+    bool dora = false;                 // DoRA: a trainable magnitude per output row of each adapted linear
     // QLoRA / quantized serving. Method::Qlora defaults to NF4 with double quantization.
     Quantization quantization = Quantization::None;
     // Serving
@@ -68,7 +70,7 @@ struct TrainingSetup {
     Quantization effective_quantization() const;
     bool trains() const { return method != Method::Serve; }
     // Throws InputError for impossible values (sequence 0, rank > hidden, ...).
-    void validate(const Architecture& arch) const;
+    void validate(const Architecture& arch) const;   // includes require_plan_size_bounded
 
     nlohmann::json to_json() const;
     static TrainingSetup from_json(const nlohmann::json&);   // missing fields keep defaults
@@ -77,5 +79,13 @@ struct TrainingSetup {
 // Bytes of one element of a storage dtype.
 int dtype_bytes(Precision p);                // compute/storage dtype of weights
 int compute_dtype_bytes(Precision p);        // activations: 2 for bf16/fp16 schemes, 4 for fp32
+
+// Bytes beyond any machine (2^60, about 1.15 EB); plans above it are refused before the
+// memory model multiplies sizes, so no product can overflow 64 bits into a small number.
+inline constexpr long double kMaxPlanBytes = 1152921504606846976.0L;
+// Throws PlanTooLargeError when a generous upper bound of the plan's bytes (computed in long
+// double: weights and optimizer state, activations, attention scores, logits, KV cache)
+// exceeds kMaxPlanBytes.
+void require_plan_size_bounded(const Architecture& arch, const TrainingSetup& setup);
 
 }  // namespace wingspan

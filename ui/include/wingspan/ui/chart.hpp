@@ -1,21 +1,15 @@
 #pragma once
 // The stacked memory bar chart: a plain description of what to draw (ChartData, built from
-// core's results), one painter that draws it into any QPainter (window, PNG, SVG, PDF), and
-// the widget that shows it with hover tooltips.
-#include <memory>
+// core's results), drawn by Qt Charts (MemoryQChart: a QStackedBarSeries with a QBarSet per
+// component) in the window, in every export and offscreen for `wingspan export`.
 #include <optional>
 #include <vector>
 
 #include <QColor>
-#include <QFont>
-#include <QPointF>
-#include <QRectF>
 #include <QString>
-#include <QWidget>
 
 #include "wingspan/ui/plan.hpp"
 
-class QPainter;
 class QPalette;
 
 namespace wingspan::ui {
@@ -25,6 +19,9 @@ struct ChartSegment {
     std::int64_t bytes = 0;
     QString label;                         // "Frozen weights"
     QString formula;                       // core's explanation, one term per line
+    // When this component is larger in another phase of the step than at the peak (gradients
+    // at a mid-backward peak): why it looks small here, with its own maximum.
+    QString peak_note;
 };
 
 struct ChartBar {
@@ -49,6 +46,15 @@ struct ChartLine {
     std::int64_t bytes = 0;
 };
 
+// How the value axis copes with a bar far past the others.
+enum class ChartScale {
+    Auto,   // linear; when a bar passes clip_factor × the largest ceiling, cut it there (listed)
+    Full,   // linear up to the tallest bar
+    Log,    // logarithmic: small and huge bars both readable
+};
+QString chart_scale_id(ChartScale s);              // "auto", "full", "log"
+ChartScale parse_chart_scale(const QString& id);   // unknown: Auto
+
 struct ChartData {
     QString title;
     QString subtitle;
@@ -58,20 +64,40 @@ struct ChartData {
     ByteUnit unit = ByteUnit::GB;
     QString empty_message;                 // shown instead of bars when there are none
     bool is_error = false;                 // the empty message is an error
-    // Bars taller than this many times the largest ceiling are cut with a break mark.
+    // Auto scale: bars taller than this many times the largest ceiling are cut (and listed).
     double clip_factor = 2.2;
+    ChartScale scale = ChartScale::Auto;
 
     const ChartBar* bar(const QString& id) const;
     std::vector<Component> legend() const;   // components present, in kAllComponents order
+    bool has_offloaded() const;              // a segment without a component (same-pool offload)
 };
 
 // Builders (all numbers from core):
 ChartData machines_chart(const Evaluation& eval, ByteUnit unit);
 ChartData methods_chart(const ProfileLibrary& lib, const Plan& plan, const Evaluation& eval, ByteUnit unit);
-// Grouped bars: one group per size (rows), one bar per method (columns) of a size_table
-// scenario, with the ceilings of `machines` as reference lines.
+// Grouped bars: one group per method, one bar per size of a size_table scenario, with the
+// ceilings of `machines` as reference lines.
 ChartData size_chart(const ProfileLibrary& lib, const nlohmann::json& scenario,
                      const std::vector<const MachineProfile*>& machines, ByteUnit unit);
+
+// Value axis of a chart: one unit for the whole chart (no "1212 GB" beside "1.2 TB").
+struct ChartAxis {
+    double max_bytes = 1;        // top of the axis
+    double min_bytes = 0;        // bottom (log scale: above zero)
+    bool log = false;
+    bool clipped = false;        // some bars pass the top
+    QString unit_suffix;         // " GB" / " GiB" / " TB" / " TiB"
+    double unit_bytes = 1e9;     // bytes per axis unit
+};
+ChartAxis chart_axis(const ChartData& data);
+// "21.3 GB": a byte count in the axis's unit, the same unit on every label of the chart.
+QString axis_value_text(double bytes, const ChartAxis& axis);
+// What a cut bar hides above the top of the axis ("70B · Full: optimizer state 420 GB,
+// gradients 140 GB above 175 GB"), one line per cut bar. Empty when nothing is cut.
+QStringList hidden_segments(const ChartData& data, const ChartAxis& axis);
+// The verdict printed over a bar, its bytes in the axis's unit ("does not fit · short 1,212 GB").
+QString chart_verdict_text(const ChartBar& bar, const ChartAxis& axis);
 
 // Colours and fonts for drawing; light is what exports use.
 struct ChartStyle {
@@ -85,67 +111,21 @@ struct ChartStyle {
 };
 
 QColor component_qcolor(Component c);
+QColor fit_qcolor(const ChartStyle& style, Fit fit);
 
-struct TextCache;
-
-// Draws a ChartData; remembers where everything went for hit tests.
-class ChartPainter {
-public:
-    void paint(QPainter& p, const QRectF& area, const ChartData& data, const ChartStyle& style);
-
-    struct Hit {
-        int bar = -1;
-        int segment = -1;     // -1: not on a segment
-        bool ceiling = false; // on the ceiling marker
-        bool verdict = false; // on the verdict label or the bar's caption
-    };
-    std::optional<Hit> hit(const QPointF& pos) const;
-    QRectF bar_rect(int bar) const;          // the bar's full drawn rect (for tests and focus)
-    double y_for(double bytes) const;        // axis mapping of the last paint
-    double axis_max_bytes() const { return axis_max_; }
-
-private:
-    struct BarGeometry {
-        QRectF bar;
-        std::vector<QRectF> segments;
-        QRectF ceiling;
-        QRectF verdict;
-        QRectF caption;
-    };
-    std::vector<BarGeometry> geo_;
-    QRectF plot_;
-    double axis_max_ = 1;
-    std::shared_ptr<TextCache> cache_;
+// A place on the chart: a bar, and a segment of it or its ceiling or its caption.
+struct ChartHit {
+    int bar = -1;
+    int segment = -1;     // -1: not on a segment
+    bool ceiling = false; // on the ceiling marker
+    bool verdict = false; // on the verdict label or the bar's caption
 };
-
 // Tooltip HTML for a hit (bytes exact, formula with its numbers).
-QString hit_tooltip(const ChartData& data, const ChartPainter::Hit& hit, ByteUnit unit);
-
-class MemoryChartWidget : public QWidget {
-    Q_OBJECT
-public:
-    explicit MemoryChartWidget(QWidget* parent = nullptr);
-    void setData(ChartData data);
-    const ChartData& data() const { return data_; }
-    const ChartPainter& painter() const { return painter_; }
-    QSize sizeHint() const override { return {760, 480}; }
-    QSize minimumSizeHint() const override { return {360, 260}; }
-    int focusedBar() const { return focus_bar_; }
-
-protected:
-    void paintEvent(QPaintEvent*) override;
-    void mouseMoveEvent(QMouseEvent*) override;
-    void leaveEvent(QEvent*) override;
-    void keyPressEvent(QKeyEvent*) override;
-    void focusInEvent(QFocusEvent*) override;
-    void focusOutEvent(QFocusEvent*) override;
-    bool event(QEvent*) override;
-
-private:
-    void showFocusTooltip();
-    ChartData data_;
-    ChartPainter painter_;
-    int focus_bar_ = -1;
-};
+QString hit_tooltip(const ChartData& data, const ChartHit& hit, ByteUnit unit);
+// The same as plain text, for the status line and screen readers.
+QString hit_text(const ChartData& data, const ChartHit& hit, ByteUnit unit);
 
 }  // namespace wingspan::ui
+
+// The widget lives in its own header; most users of chart.hpp want it too.
+#include "wingspan/ui/chart_view.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // Exports for course material: charts to PNG/SVG/PDF, tables to CSV/Markdown, the lessons'
-// "course pack", and the headless `wingspan export` command. The same ChartPainter draws
-// the window and every file.
+// "course pack", and the headless `wingspan export` command. The same Qt Charts chart
+// (MemoryQChart) draws the window and every file.
 #include <QImage>
 #include <QString>
 #include <QStringList>

@@ -1,32 +1,26 @@
 #pragma once
 #include "wingspan/hub.hpp"
-// The planner window: inputs on the left, the charts and tables in the middle, the machines
-// with their verdicts on the right. Every number on screen comes from core.
+// The planner window, a thin assembly of its parts: the inputs form (left dock), the charts and
+// tables (middle tabs), the machines list with verdicts (right dock, folds away on small
+// screens). Every number on screen comes from core.
 #include <optional>
 
 #include <QMainWindow>
 #include <QPointer>
 
 #include "wingspan/ui/chart.hpp"
+#include "wingspan/ui/inputs_panel.hpp"
+#include "wingspan/ui/machines_panel.hpp"
 #include "wingspan/ui/plan.hpp"
+#include "wingspan/ui/which_machine_page.hpp"
 #include "wingspan/ui/widgets.hpp"
 
-class QAbstractButton;
 class QActionGroup;
-class QButtonGroup;
-class QCheckBox;
-class QComboBox;
-class QLabel;
+class QDockWidget;
 class QPushButton;
-class QSlider;
-class QSpinBox;
 class QStackedWidget;
 class QTabWidget;
-class QTableView;
 class QTimer;
-class QToolButton;
-class QTreeWidget;
-class QTreeWidgetItem;
 class QWidget;
 
 namespace wingspan::ui {
@@ -113,26 +107,21 @@ private:
     void buildUi();
     void buildErrorPage();
     void buildMenus();
-    QWidget* buildInputs();
-    QWidget* buildMachinesPanel();
-    void populateModels();
-    void populateMachines();
-    void syncControls();          // plan_ -> controls
-    void readControls();          // controls -> plan_, then recompute
-    void updateSizeSlider();
-    void updateMachineVerdicts();
+    QWidget* buildActionBar();
+    void connectParts();
+    void syncControls();          // plan_ -> every part
+    void readControls();          // every part -> plan_, then recompute
+    void onModelChosen(const ModelChoice& choice, bool from_slider);
     void updateSummary();
     void updateSidePanels();
-    void updateSizeLabel();
     void markTablesDirty();
     void refreshVisibleTables();
     void refreshTable(int which);
     void saveSettings();
     void restoreSettings();
     void setModel(const std::string& id);
-    void onSizeSlider(int pos);
-    void onModelActivated(int index);
     void importConfigDialog();
+    void showStatus(const QString& text, int ms = 6000);
     QString currentChartName() const;
 
     std::optional<ProfileLibrary> lib_;
@@ -148,60 +137,26 @@ private:
     QString plan_path_;
     bool syncing_ = false;
     bool train_connected_ = false;
-    FamilyRange family_;
 
     // Lazily refreshed tables: 0 methods, 1 sizes, 2 machines.
     bool dirty_[3] = {true, true, true};
-    TableModel* table_models_[3] = {};
+    TableModel* table_models_[2] = {};
     QTimer* table_timer_ = nullptr;
     QTimer* settings_timer_ = nullptr;
     QTimer* side_timer_ = nullptr;   // verdict list and summary while a slider moves
     bool from_slider_ = false;
 
-    // Inputs.
-    QComboBox* model_ = nullptr;
-    QLabel* model_info_ = nullptr;
-    QSlider* size_ = nullptr;
-    QLabel* size_label_ = nullptr;
-    QButtonGroup* method_ = nullptr;
-    QSlider* rank_ = nullptr;
-    QLabel* rank_label_ = nullptr;
-    QWidget* lora_box_ = nullptr;
-    QCheckBox* targets_[7] = {};
-    QComboBox* quant_ = nullptr;
-    QWidget* quant_row_ = nullptr;
-    QSlider* seq_ = nullptr;
-    QSpinBox* seq_spin_ = nullptr;
-    QSpinBox* batch_ = nullptr;
-    QSpinBox* accum_ = nullptr;
-    QCheckBox* ckpt_ = nullptr;
-    QComboBox* precision_ = nullptr;
-    QComboBox* optimizer_ = nullptr;
-    QComboBox* attention_ = nullptr;
-    QSpinBox* devices_ = nullptr;
-    QComboBox* sharding_ = nullptr;
-    QCheckBox* offload_ = nullptr;
-    QSpinBox* loss_chunk_ = nullptr;
-    QCheckBox* train_embeddings_ = nullptr;
-    QComboBox* framework_ = nullptr;
-    QToolButton* advanced_toggle_ = nullptr;
-    QWidget* advanced_box_ = nullptr;
-    QSpinBox* examples_ = nullptr;
-    QSpinBox* tokens_ = nullptr;
-    QSpinBox* epochs_ = nullptr;
-
-    // Middle and right.
+    // The parts the window is assembled from.
+    InputsPanel* inputs_ = nullptr;
+    MachinesPanel* machines_ = nullptr;
+    WhichMachinePage* which_ = nullptr;
+    QDockWidget* inputs_dock_ = nullptr;
+    QDockWidget* machines_dock_ = nullptr;
     QStackedWidget* stack_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     MemoryChartWidget* machine_chart_ = nullptr;
     MemoryChartWidget* methods_chart_ = nullptr;
     MemoryChartWidget* sizes_chart_ = nullptr;
-    QTableView* table_views_[3] = {};
-    QLabel* dataset_total_ = nullptr;
-    QTreeWidget* machines_ = nullptr;
-    QPushButton* edit_machine_ = nullptr;
-    QPushButton* remove_machine_ = nullptr;
-    QLabel* summary_ = nullptr;
     QPushButton* train_ = nullptr;
     QActionGroup* unit_group_ = nullptr;
     QActionGroup* theme_group_ = nullptr;

@@ -8,7 +8,9 @@
 //   RunOptions / trainer_arguments / find_trainer   what to launch and where the trainer is
 //   RunSession                                       one trainer process (QProcess), its
 //                                                    RunRecord and run folder; no widgets
-//   TimeChartData / TimeChartPainter / RunPanel      the charts and the panel
+//   TimeChartData / TimeChartWidget (run_charts.hpp) the charts (Qt Charts)
+//   RunPanel                                         the panel, assembled from parts:
+//     run_form.cpp, run_live_view.cpp, run_results.cpp, run_history.cpp, run_compare.cpp
 // Nothing here computes memory: the prediction comes from the trainer's `predicted` event
 // (core linked into the trainer), the measurements from its `memory` events and /proc.
 #include <cstdint>
@@ -34,6 +36,7 @@
 #include "wingspan/ui/chart.hpp"
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/plan.hpp"
+#include "wingspan/ui/run_charts.hpp"
 
 class QCheckBox;
 class QComboBox;
@@ -213,118 +216,6 @@ private:
     bool dirty_ = false;
 };
 
-// ------------------------------------------------------------------ charts ----
-
-// A chart over time (or steps): stacked areas bottom first, then lines and points, plus
-// horizontal reference lines. Markers far above the data are listed as "off scale" instead of
-// squashing the chart.
-struct TimeSeries {
-    enum class Kind { Area, Line, Points };
-    QString label;
-    QColor color;
-    Kind kind = Kind::Line;
-    Qt::PenStyle style = Qt::SolidLine;
-    double width = 1.8;
-    std::vector<QPointF> points;     // x ascending; areas of one chart share their x values
-    std::optional<Component> component;
-    bool fit = true;                 // false: drawn, clipped, but the y axis does not stretch for it
-    bool halo = false;               // a background-coloured outline, readable over busy areas
-};
-
-struct TimeMarker {
-    QString label;
-    double value = 0;
-    QColor color;
-    Qt::PenStyle style = Qt::DashLine;
-    bool fit = true;                 // false: drawn only when inside the axis the data sets
-};
-
-struct TimeChartData {
-    QString title;
-    QString subtitle;
-    QString footnote;
-    QString x_title;                  // "time" or "step"
-    bool x_is_time = true;            // ticks read 0:30, 1:00 ...
-    bool y_bytes = true;              // ticks in `unit`
-    ByteUnit unit = ByteUnit::GB;
-    QString y_title;
-    bool y_from_zero = true;
-    std::vector<TimeSeries> series;
-    std::vector<TimeMarker> markers;
-    QString empty_message = "No data yet";
-    double off_scale_factor = 3.0;    // fitting markers above this × the data's maximum are listed, not drawn
-
-    const TimeSeries* find(const QString& label) const;
-};
-
-// The panel's charts for a run (live or loaded). `rss` is what the GUI sampled; `overlay`
-// (optional) a second run drawn as dotted lines, labelled `overlay_label`.
-struct RunChartInputs {
-    const RunRecord* record = nullptr;
-    const std::vector<QPointF>* rss = nullptr;
-    const RunOptions* options = nullptr;
-    QString title;
-    const RunRecord* overlay = nullptr;
-    const std::vector<QPointF>* overlay_rss = nullptr;
-    QString overlay_label;
-    ByteUnit unit = ByteUnit::GB;
-    size_t max_points = 1200;
-    // The memory chart's scale: the tensors (the planner's components) or the whole process
-    // (its RSS and predicted total too).
-    bool whole_process = false;
-};
-TimeChartData run_memory_chart(const RunChartInputs& in);
-TimeChartData run_loss_chart(const RunChartInputs& in);
-TimeChartData run_throughput_chart(const RunChartInputs& in);
-// Predicted vs measured at the peak as two stacked bars (the planner's chart), framework
-// overhead on top of each (predicted: the trainer's own estimate; measured: RSS − tensors).
-// `whole_process` false: tensors only (the planner's components, side by side).
-ChartData run_summary_chart(const RunRecord& record, const RunOptions* options, const QString& title, ByteUnit unit,
-                            bool whole_process = true);
-// Bytes as a run's scale reads: "70.2 MB" for small runs, "18.41 GB" for big ones.
-QString format_run_bytes(double bytes, ByteUnit unit);
-// The summary as a table: a row per component, the peak of all tensors and the process total.
-Table run_summary_table(const RunRecord& record, ByteUnit unit);
-
-class TimeChartPainter {
-public:
-    void paint(QPainter& p, const QRectF& area, const TimeChartData& data, const ChartStyle& style);
-    // Values of every series at the point nearest `pos` (tooltip HTML); empty off the plot.
-    QString tooltip(const QPointF& pos, const TimeChartData& data) const;
-    QRectF plotRect() const { return plot_; }
-
-private:
-    QRectF plot_;
-    double x0_ = 0, x1_ = 1, y0_ = 0, y1_ = 1;
-    bool y_bytes_ = true;
-    ByteUnit unit_ = ByteUnit::GB;
-};
-
-QImage render_time_chart(const TimeChartData& data, const ImageOptions& options);
-// PNG, SVG or PDF from the suffix, like export_chart.
-bool export_time_chart(const TimeChartData& data, const QString& path, const ImageOptions& options,
-                       QString* error = nullptr);
-
-class TimeChartWidget : public QWidget {
-    Q_OBJECT
-public:
-    explicit TimeChartWidget(QWidget* parent = nullptr);
-    void setData(TimeChartData data);
-    const TimeChartData& data() const { return data_; }
-    QSize sizeHint() const override { return {640, 360}; }
-    QSize minimumSizeHint() const override { return {280, 180}; }
-    int paintCount() const { return paints_; }
-
-protected:
-    void paintEvent(QPaintEvent*) override;
-    bool event(QEvent*) override;
-
-private:
-    TimeChartData data_;
-    TimeChartPainter painter_;
-    int paints_ = 0;
-};
-
 // ------------------------------------------------------------------ the panel ----
 
 class RunPanel : public QWidget {
@@ -411,7 +302,8 @@ private:
     void buildUi();
     QWidget* buildForm();
     QWidget* buildCharts();
-    QWidget* buildBottom();
+    QWidget* buildBottom();        // run_results.cpp: summary, chart, log; the history tab from:
+    QWidget* buildHistoryTab();    // run_history.cpp
     void populateModelSources();
     void updateTrainerBanner();
     void updateFormEnabled();
@@ -495,7 +387,7 @@ private:
     int chart_tab_ = 1;
     QTableView* summary_view_ = nullptr;
     TableModel* summary_model_ = nullptr;
-    MemoryChartWidget* summary_chart_ = nullptr;
+    RunSummaryChartView* summary_chart_ = nullptr;
     QLabel* summary_text_ = nullptr;
     QPlainTextEdit* sample_ = nullptr;
     QPlainTextEdit* log_ = nullptr;

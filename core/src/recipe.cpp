@@ -1,0 +1,380 @@
+#include "wingspan/recipe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/memory_model.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan::recipe {
+
+namespace {
+
+json read_json(const fs::path& file) {
+    std::ifstream in(file);
+    if (!in) throw InputError("cannot read recipe data '" + file.string() + "'");
+    json j = json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw InputError("'" + file.string() + "' is not valid JSON");
+    return j;
+}
+
+std::string read_text(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError("cannot read recipe template '" + file.string() + "'");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+bool truthy(const std::string& v) { return !v.empty() && v != "false" && v != "False" && v != "0"; }
+
+// The plan's value of each knob a framework's values.json can map, as the lookup key.
+std::map<std::string, std::string> knob_keys(const RecipeInput& in) {
+    const TrainingSetup& s = in.setup;
+    size_t mlp = 0;
+    for (LinearRole r : {LinearRole::Gate, LinearRole::Up, LinearRole::Down}) mlp += s.lora_targets.count(r);
+    return {{"method", to_string(s.method)},
+            {"precision", to_string(s.precision)},
+            {"optimizer", to_string(s.optimizer)},
+            {"schedule", in.training.schedule},
+            {"attention", to_string(s.attention)},
+            {"quantization", s.method == Method::Full ? "none" : to_string(s.effective_quantization())},
+            {"grad_checkpointing", s.grad_checkpointing ? "true" : "false"},
+            {"grad_accum", std::to_string(s.grad_accum)},
+            {"devices", std::to_string(s.devices)},
+            {"offload", s.offload ? "true" : "false"},
+            {"train_embeddings", s.train_embeddings ? "true" : "false"},
+            {"loss_chunk", s.loss_chunk_tokens > 0 ? "chunked" : "none"},
+            {"max_steps", in.training.max_steps > 0 ? "set" : "none"},
+            {"mlp_targets", s.method == Method::Full ? "all" : mlp == 0 ? "none" : mlp == 3 ? "all" : "partial"}};
+}
+
+// A framework's spelling of one knob value: "<method>:<value>", then "<value>", then "*".
+const json* lookup(const json& table, const std::string& method, const std::string& value) {
+    for (const std::string& key : {method + ":" + value, value, std::string("*")})
+        if (auto it = table.find(key); it != table.end()) return &*it;
+    return nullptr;
+}
+
+void apply_entry(const std::string& prefix, const json& entry, std::map<std::string, std::string>& vars,
+                 std::vector<std::string>& notes) {
+    if (entry.is_string()) {
+        vars[prefix] = entry.get<std::string>();
+        return;
+    }
+    if (!entry.is_object()) throw InputError("recipe data: '" + prefix + "' must be a string or an object");
+    if (entry.contains("value")) vars[prefix] = entry["value"].is_string() ? entry["value"].get<std::string>() : entry["value"].dump();
+    if (auto v = entry.find("vars"); v != entry.end())
+        for (const auto& [k, x] : v->items()) vars[prefix + "_" + k] = x.is_string() ? x.get<std::string>() : x.dump();
+    if (auto n = entry.find("instead"); n != entry.end()) notes.push_back(n->get<std::string>());
+}
+
+std::string flow_list(const std::vector<std::string>& items) {
+    std::string s = "[";
+    for (size_t i = 0; i < items.size(); ++i) s += (i ? ", '" : "'") + items[i] + "'";
+    return s + "]";
+}
+
+std::string plan_summary(const RecipeInput& in) {
+    const TrainingSetup& s = in.setup;
+    std::ostringstream d;
+    d << to_string(s.method);
+    if (s.method != Method::Full) d << " r" << s.lora_rank << " alpha " << number(s.lora_alpha);
+    if (s.method == Method::Qlora) d << " " << to_string(s.effective_quantization());
+    d << ", " << to_string(s.precision) << ", " << to_string(s.optimizer) << ", seq " << s.seq_len << " x batch "
+      << s.micro_batch << " x accum " << s.grad_accum << ", checkpointing " << (s.grad_checkpointing ? "on" : "off")
+      << ", attention " << to_string(s.attention);
+    return d.str();
+}
+
+}  // namespace
+
+fs::path default_dir(const fs::path& executable) {
+    if (const char* env = std::getenv("WINGSPAN_RECIPES"); env && *env) return env;
+    std::error_code ec;
+    if (!executable.empty()) {
+        const fs::path bin = fs::weakly_canonical(executable, ec).parent_path();
+        for (const fs::path& candidate : {bin / "../share/wingspan/recipes", bin / "../resources/recipes"})
+            if (fs::is_regular_file(candidate / "frameworks.json", ec)) return fs::weakly_canonical(candidate, ec);
+    }
+#ifdef WINGSPAN_SOURCE_RECIPES_DIR
+    return WINGSPAN_SOURCE_RECIPES_DIR;
+#else
+    return "resources/recipes";
+#endif
+}
+
+std::vector<FrameworkInfo> frameworks(const fs::path& dir) {
+    std::vector<FrameworkInfo> out;
+    const json list = read_json(dir / "frameworks.json");   // kept alive: the loop walks into it
+    for (const auto& f : list.at("frameworks"))
+        out.push_back({f.at("id").get<std::string>(), f.at("name").get<std::string>(), f.at("profile").get<std::string>()});
+    return out;
+}
+
+FrameworkInfo framework(const fs::path& dir, const std::string& id) {
+    std::vector<std::string> ids;
+    for (const auto& f : frameworks(dir)) {
+        if (f.id == id) return f;
+        ids.push_back(f.id);
+    }
+    std::string list;
+    for (const auto& i : ids) list += (list.empty() ? "" : ", ") + i;
+    throw InputError("no recipe for framework '" + id + "' (did you mean " + closest_names(id, ids, 1).front() +
+                     "?); recipes exist for: " + list);
+}
+
+const FrameworkProfile& profile_for(const ProfileLibrary& lib, const FrameworkInfo& fw) {
+    for (const auto& p : lib.frameworks())
+        if (p.id == fw.id) return lib.calibrated_or_bundled(fw.id);
+    return lib.calibrated_or_bundled(fw.profile);
+}
+
+json prediction_json(const std::string& model_id, const std::string& model_name, const std::string& family,
+                     const Architecture& arch, const TrainingSetup& setup, const FrameworkProfile& profile) {
+    const MemoryEstimate est = estimate_memory(arch, setup, profile);
+    json j = est.to_json();
+    j["model"] = {{"id", model_id}, {"name", model_name}, {"family", family}, {"config", arch.to_hf_config()}};
+    j["setup"] = setup.to_json();
+    j["framework"] = profile.id;
+    return j;
+}
+
+std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars) {
+    auto value_of = [&](const std::string& name) -> const std::string& {
+        auto it = vars.find(name);
+        if (it == vars.end()) throw InputError("recipe template uses an unknown value {{" + name + "}}");
+        return it->second;
+    };
+    std::string out;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const size_t open = text.find("{{", pos);
+        if (open == std::string::npos) {
+            out.append(text, pos, std::string::npos);
+            break;
+        }
+        out.append(text, pos, open - pos);
+        const size_t close = text.find("}}", open);
+        if (close == std::string::npos) throw InputError("recipe template: '{{' without '}}'");
+        const std::string tag = text.substr(open + 2, close - open - 2);
+        pos = close + 2;
+        if (tag.empty()) throw InputError("recipe template: empty {{}}");
+        if (tag[0] == '#' || tag[0] == '^') {
+            const std::string name = tag.substr(1);
+            const std::string end = "{{/" + name + "}}";
+            // A tag alone on its line takes its line with it (the template stays readable and
+            // the output has no blank lines where sections were).
+            const bool open_alone = (open == 0 || text[open - 1] == '\n') && pos < text.size() && text[pos] == '\n';
+            const size_t body = open_alone ? pos + 1 : pos;
+            // Sections of one name do not nest, so the first end tag closes this one.
+            const size_t stop = text.find(end, body);
+            if (stop == std::string::npos) throw InputError("recipe template: {{" + tag + "}} is never closed");
+            const size_t after = stop + end.size();
+            const bool close_alone = (stop == 0 || text[stop - 1] == '\n') && after < text.size() && text[after] == '\n';
+            if (truthy(value_of(name)) == (tag[0] == '#')) out += render_template(text.substr(body, stop - body), vars);
+            pos = after + (close_alone ? 1 : 0);
+            continue;
+        }
+        if (tag[0] == '/') throw InputError("recipe template: {{" + tag + "}} closes nothing");
+        out += value_of(tag);
+    }
+    return out;
+}
+
+Recipe render(const fs::path& dir, const std::string& framework_id, const RecipeInput& in) {
+    Recipe r;
+    r.framework = framework(dir, framework_id);
+    r.notes = in.notes;
+    const fs::path fw_dir = dir / framework_id;
+    const json values = read_json(fw_dir / "values.json");
+    const TrainingSetup& s = in.setup;
+    if (s.method == Method::Serve) throw InputError("a recipe trains; the plan's method is serve (choose full, lora or qlora)");
+
+    const auto bools = values.value("bool", std::vector<std::string>{"true", "false"});
+    auto flag = [&](bool b) { return b ? bools.at(0) : bools.at(1); };
+    const bool lora = s.method != Method::Full;
+    const Quantization q = lora ? s.effective_quantization() : Quantization::None;
+    const double lr = in.training.learning_rate > 0 ? in.training.learning_rate : (lora ? 2e-4 : 2e-5);
+    const std::int64_t per_step = s.micro_batch * s.grad_accum * std::max<std::int64_t>(1, s.devices);
+    const std::int64_t examples = std::max<std::int64_t>(1, in.examples);
+    const std::int64_t steps =
+        in.training.max_steps > 0 ? in.training.max_steps : std::max<std::int64_t>(1, (examples * in.training.epochs + per_step - 1) / per_step);
+    const fs::path data(in.data_path);
+
+    std::map<std::string, std::string> vars = {
+        {"framework", r.framework.id},
+        {"framework_name", r.framework.name},
+        {"profile", in.predicted.value("framework", r.framework.profile)},
+        {"summary", plan_summary(in)},
+        {"schedule", in.training.schedule},
+        {"model", in.model_repo},
+        {"model_label", in.model_label},
+        {"model_type", in.model_type},
+        {"num_layers", std::to_string(in.num_layers)},
+        {"method", to_string(s.method)},
+        {"precision", to_string(s.precision)},
+        {"rank", std::to_string(s.lora_rank)},
+        {"alpha", number(s.lora_alpha)},
+        {"dropout", number(s.lora_dropout)},
+        {"scale", number(s.lora_alpha / double(std::max<std::int64_t>(1, s.lora_rank)))},
+        {"seq_len", std::to_string(s.seq_len)},
+        {"micro_batch", std::to_string(s.micro_batch)},
+        {"grad_accum", std::to_string(s.grad_accum)},
+        {"lr", number(lr)},
+        {"warmup_ratio", number(in.training.warmup_ratio)},
+        {"warmup_steps", std::to_string(std::llround(in.training.warmup_ratio * double(steps)))},
+        {"epochs", std::to_string(in.training.epochs)},
+        {"max_steps", std::to_string(in.training.max_steps > 0 ? in.training.max_steps : -1)},
+        {"steps", std::to_string(steps)},
+        {"data_path", in.data_path},
+        {"data_dir", data.parent_path().empty() ? "." : data.parent_path().string()},
+        {"data_file", data.filename().string()},
+        {"output_dir", in.training.output_dir},
+        {"seed", std::to_string(in.training.seed)},
+        {"tokens_per_step", std::to_string(s.seq_len * per_step)},
+        {"is_full", flag(!lora)},
+        {"is_lora", flag(lora)},
+        {"is_qlora", flag(s.method == Method::Qlora)},
+        {"is_quantized", flag(q != Quantization::None)},
+        {"is_4bit", flag(q == Quantization::Nf4 || q == Quantization::Nf4DoubleQuant)},
+        {"is_8bit", flag(q == Quantization::Int8)},
+        {"double_quant", flag(q == Quantization::Nf4DoubleQuant)},
+        {"grad_ckpt", flag(s.grad_checkpointing)},
+        {"has_max_steps", flag(in.training.max_steps > 0)},
+        {"train_embeddings", flag(s.train_embeddings)},
+    };
+
+    // Target modules: the framework's names for the plan's roles, in the plan's order.
+    std::vector<std::string> targets;
+    if (lora) {
+        const json& names = values.at("targets");
+        for (LinearRole role : s.lora_targets) {
+            const std::string key = linear_role_name(role);
+            auto it = names.find(key);
+            if (it == names.end()) {
+                r.notes.push_back(r.framework.name + " cannot put an adapter on the '" + key +
+                                  "' projections by name; they stay frozen.");
+                continue;
+            }
+            if (!it->get<std::string>().empty()) targets.push_back(it->get<std::string>());
+        }
+        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
+                                LinearRole::Up, LinearRole::Down})
+            vars[std::string("target_") + linear_role_name(role)] = flag(s.lora_targets.count(role) > 0);
+    } else {
+        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
+                                LinearRole::Up, LinearRole::Down})
+            vars[std::string("target_") + linear_role_name(role)] = flag(false);
+    }
+    vars["targets_list"] = flow_list(targets);
+    std::string csv;
+    for (const auto& t : targets) csv += (csv.empty() ? "" : ",") + t;
+    vars["targets_csv"] = csv;
+    vars["targets_mlp"] = flag(s.lora_targets.count(LinearRole::Gate) || s.lora_targets.count(LinearRole::Up) ||
+                               s.lora_targets.count(LinearRole::Down));
+
+    // Each knob in the framework's own spelling (fw_<knob>, fw_<knob>_<var>), and what it
+    // does instead where it has no spelling for the plan's value.
+    const std::string method = to_string(s.method);
+    for (const auto& [knob, key] : knob_keys(in)) {
+        auto table = values.at("knobs").find(knob);
+        if (table == values.at("knobs").end()) continue;
+        const json* entry = lookup(*table, method, key);
+        if (!entry)
+            throw InputError(r.framework.name + " has no setting for " + knob + " = " + key +
+                             " (resources/recipes/" + framework_id + "/values.json)");
+        apply_entry("fw_" + knob, *entry, vars, r.notes);
+    }
+    // Per-model names (torchtune's builders, LLaMA-Factory's chat templates).
+    if (auto models = values.find("models"); models != values.end()) {
+        const std::string id = in.predicted.contains("model") ? in.predicted["model"].value("id", "") : "";
+        const json* entry = models->contains(id) ? &(*models)[id] : models->contains("*") ? &(*models)["*"] : nullptr;
+        if (!entry) throw InputError(r.framework.name + " recipe has no entry for model '" + id + "'");
+        apply_entry("fw_model", *entry, vars, r.notes);
+    }
+    // Framework values may name plan values ("[{{lr}}, {{steps}}, 0.0]"): fill them once.
+    for (auto& [name, value] : vars)
+        if (name.rfind("fw_", 0) == 0 && value.find("{{") != std::string::npos) value = render_template(value, vars);
+    for (auto& note : r.notes) note = render_template(note, vars);
+
+    r.command = render_template(values.at("command").get<std::string>(), vars);
+    vars["command"] = r.command;
+    std::string notes_md;
+    for (const auto& n : r.notes) notes_md += "- " + n + "\n";
+    vars["notes"] = notes_md.empty() ? "Every knob of the plan is set in " + r.framework.name + "'s own keys.\n" : notes_md;
+
+    for (const auto& f : values.at("files")) {
+        const fs::path tpl = fw_dir / f.at("template").get<std::string>();
+        const bool raw = f.value("raw", false);   // copied as is (the reporter: Python braces)
+        r.files.push_back({f.at("path").get<std::string>(), raw ? read_text(tpl) : render_template(read_text(tpl), vars),
+                           f.value("executable", false)});
+    }
+    r.files.push_back({"README.md", render_template(read_text(dir / "common" / "README.md.in"), vars), false});
+    r.files.push_back({"predicted.json", in.predicted.dump(2) + "\n", false});
+    // What "Run a recipe…" runs: the command as arguments (the templates' commands never quote).
+    json argv = json::array();
+    std::istringstream words(r.command);
+    for (std::string w; words >> w;) argv.push_back(w);
+    r.files.push_back({kRecipeFile, json{{"framework", r.framework.id}, {"command", argv}}.dump(2) + "\n", false});
+    return r;
+}
+
+fs::path sample_data_file(const fs::path& dir) {
+    std::error_code ec;
+    const fs::path file = fs::weakly_canonical(dir / ".." / "sample-data" / "chat.jsonl", ec);
+    return fs::is_regular_file(file, ec) ? file : fs::path();
+}
+
+std::int64_t add_sample_data(Recipe& recipe, const fs::path& sample) {
+    std::ifstream in(sample);
+    if (!in) throw InputError("cannot read the bundled sample data '" + sample.string() + "'");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) lines.push_back(line);
+    std::string train, valid;
+    for (const auto& l : lines) train += l + "\n";
+    // mlx-lm refuses to train without a validation file; the last twentieth stands in for one.
+    for (size_t i = lines.size() - std::min(lines.size(), std::max<size_t>(1, lines.size() / 20)); i < lines.size(); ++i)
+        valid += lines[i] + "\n";
+    recipe.files.push_back({"data/train.jsonl", train, false});
+    recipe.files.push_back({"data/valid.jsonl", valid, false});
+    return std::int64_t(lines.size());
+}
+
+void write(const Recipe& recipe, const fs::path& out) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw InputError("cannot create the recipe folder '" + out.string() + "': " + ec.message());
+    for (const auto& f : recipe.files) {
+        const fs::path target = out / f.path;
+        fs::create_directories(target.parent_path(), ec);
+        const fs::path tmp = target.string() + ".tmp";
+        {
+            std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+            if (!o) throw InputError("cannot write '" + tmp.string() + "'");
+            o << f.text;
+            if (!o.flush()) throw InputError("writing '" + tmp.string() + "' failed");
+        }
+        fs::rename(tmp, target, ec);
+        if (ec) throw InputError("cannot rename '" + tmp.string() + "': " + ec.message());
+        if (f.executable)
+            fs::permissions(target, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                            fs::perm_options::add, ec);
+    }
+}
+
+}  // namespace wingspan::recipe

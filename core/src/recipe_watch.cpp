@@ -1,0 +1,108 @@
+#include "wingspan/recipe_watch.hpp"
+
+#include <csignal>
+#include <fstream>
+
+#include "wingspan/protocol.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan {
+
+namespace {
+
+std::string label_for(const json& plan, const std::string& framework) {
+    std::string label = framework;
+    // Appended piece by piece: `"-" + string` trips GCC 12's false -Wrestrict (bug 105329).
+    if (plan.is_object() && plan.contains("model") && plan["model"].is_object())
+        label.append("-").append(plan["model"].value("id", std::string("model")));
+    if (plan.is_object() && plan.contains("setup") && plan["setup"].is_object())
+        label.append("-").append(plan["setup"].value("method", std::string()));
+    return label;
+}
+
+}  // namespace
+
+WatchedRun::WatchedRun(const RunStore& store, const json& plan, std::string framework, std::vector<std::string> command,
+                       std::string label)
+    : framework_(std::move(framework)) {
+    if (framework_.empty())
+        framework_ = plan.is_object() && plan.contains("recipe") ? plan["recipe"].get<std::string>() : "external";
+    const std::string profile = plan.is_object() ? plan.value("framework", std::string()) : std::string();
+    std::error_code ec;
+    const json saved = {{"format", "wingspan-run"},
+                        {"version", 1},
+                        {"planner", plan},
+                        {"framework", framework_},
+                        {"external", {{"framework", framework_}, {"profile", profile}, {"command", command},
+                                      {"cwd", fs::current_path(ec).string()}}}};
+    folder_ = RunStore(store).create(saved, label.empty() ? label_for(plan, framework_) : label);
+    // Until (unless) the command says hello and predicted itself, the plan speaks for it, so a
+    // command without the reporter still shows measured against predicted where it can.
+    append(protocol::encode(protocol::EventType::Hello, 0,
+                            {{"trainer", "wingspan watch"}, {"framework", framework_}, {"external", true},
+                             {"command", command}, {"plan", plan.is_object() ? plan.value("setup", json::object()) : json::object()}}));
+    if (plan.is_object() && plan.contains("components"))
+        append(protocol::encode(protocol::EventType::Predicted, 0,
+                                {{"components", plan["components"]},
+                                 {"component_maxima", plan.value("component_maxima", plan["components"])},
+                                 {"peak_bytes", plan.value("peak_allocated_bytes", std::int64_t(0))},
+                                 {"total_bytes", plan.value("total_bytes", std::int64_t(0))},
+                                 {"framework", profile}}));
+}
+
+void WatchedRun::append(const std::string& line) {
+    record_.ingest_line(line);
+    RunStore::append_line(folder_, line);
+}
+
+void WatchedRun::log(const std::string& source, const std::string& text, double t) {
+    append(protocol::encode(protocol::EventType::Log, t, {{"level", "info"}, {"source", source}, {"message", text}}));
+}
+
+void WatchedRun::stdout_line(const std::string& raw, double t) {
+    std::string line = raw;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) return;
+    // Protocol lines are JSON objects; a framework's own output never starts with {"v":.
+    if (line.rfind("{\"v\":", 0) == 0 && protocol::parse_line(line).event) {
+        append(line);
+        return;
+    }
+    log("stdout", line, t);
+}
+
+void WatchedRun::stderr_line(const std::string& raw, double t) {
+    std::string line = raw;
+    while (!line.empty() && line.back() == '\r') line.pop_back();
+    // Progress bars redraw with carriage returns: keep the last state of the line.
+    if (auto cr = line.find_last_of('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    if (line.find_first_not_of(" \t") == std::string::npos) return;
+    log("stderr", line, t);
+}
+
+void WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
+    if (stopped_by_user && !record_.done()) {
+        const std::int64_t steps = record_.steps().empty() ? 0 : record_.steps().back().step;
+        append(protocol::encode(protocol::EventType::Done, 0, {{"reason", "interrupted"}, {"steps", steps}}));
+    }
+    const bool interrupted = stopped_by_user && record_.done()->string_field("reason") == "interrupted";
+    // The framework may die of the signal it was sent (Python re-raises SIGINT): still a stop.
+    if (interrupted && (signal == SIGINT || signal == SIGTERM || exit_code == 0 || exit_code == 128 + SIGINT ||
+                        exit_code == 128 + SIGTERM))
+        exit_code = 0, signal = 0;
+    record_.finish(exit_code, signal);
+    RunStore::write_result(folder_, record_);
+}
+
+std::optional<std::string> watched_profile(const fs::path& run) {
+    std::ifstream in(run / "plan.json");
+    const json j = json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("external") || !j["external"].is_object()) return std::nullopt;
+    const std::string profile = j["external"].value("profile", std::string());
+    if (profile.empty()) return std::nullopt;
+    return profile;
+}
+
+}  // namespace wingspan

@@ -1,0 +1,266 @@
+// Framework profiles as behaviour: each framework's dtypes, quantization, loss and defaults
+// change the prediction where the frameworks differ, checked with hand-computed bytes.
+#include <QtTest>
+
+#include <sstream>
+
+#include "cli.hpp"
+#include "test_support.hpp"
+#include "wingspan/errors.hpp"
+
+using namespace wingspan;
+
+namespace {
+
+std::int64_t term_bytes(const MemoryEstimate& e, Component c) {
+    std::int64_t b = 0;
+    for (const auto& t : e.terms)
+        if (t.component == c && !t.on_host && t.formula.find("temporaries") == std::string::npos) b += t.bytes;
+    return b;
+}
+
+const Architecture& llama8b() { return test::library().model("llama-3.1-8b").arch; }
+
+TrainingSetup qlora_setup() {
+    TrainingSetup s;
+    s.method = Method::Qlora;
+    s.quantization = Quantization::Nf4;
+    s.seq_len = 512;
+    return s;
+}
+
+struct CliResult {
+    int code;
+    std::string out, err;
+};
+
+CliResult run_cli(std::vector<std::string> args) {
+    args.push_back("--profiles");
+    args.push_back(WINGSPAN_TEST_PROFILES_DIR);
+    std::ostringstream out, err;
+    const int code = wingspan::cli::run(args, out, err);
+    return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+class TestFrameworks : public QObject {
+    Q_OBJECT
+private slots:
+    void ids_and_aliases() {
+        const auto& lib = test::library();
+        for (const char* id : {"hf-transformers", "torchtune", "litgpt", "unsloth", "mlx-lm", "libtorch-cpu"}) {
+            const FrameworkProfile& f = lib.framework(id);
+            QCOMPARE(f.id, std::string(id));
+            QVERIFY2(!f.sources.empty(), id);
+        }
+        QCOMPARE(lib.framework("pytorch-cuda").id, std::string("hf-transformers"));
+        QCOMPARE(lib.framework("mlx").id, std::string("mlx-lm"));
+        QVERIFY_THROWS_EXCEPTION(InputError, lib.framework("pytorch-cudaa"));
+        QCOMPARE(ProfileLibrary::default_framework_id(MachineKind::Gpu), std::string("hf-transformers"));
+        QCOMPARE(ProfileLibrary::default_framework_id(MachineKind::Unified), std::string("mlx-lm"));
+        QCOMPARE(ProfileLibrary::default_framework_id(MachineKind::Cpu), std::string("libtorch-cpu"));
+        QCOMPARE(lib.framework_for(lib.machine("rtx-4090")).id, std::string("hf-transformers"));
+        QCOMPARE(lib.framework_for(lib.machine("m4-max-128gb")).id, std::string("mlx-lm"));
+        // The picker: a machine's own framework first, then the others of its kind.
+        const auto cuda = lib.frameworks_for(lib.machine("rtx-4090"));
+        QCOMPARE(cuda.front()->id, std::string("hf-transformers"));
+        QCOMPARE(cuda.size(), size_t(4));   // hf-transformers, litgpt, torchtune, unsloth
+        const auto apple = lib.frameworks_for(lib.machine("m4-max-128gb"));
+        QCOMPARE(apple.size(), size_t(1));
+        QCOMPARE(apple.front()->id, std::string("mlx-lm"));
+    }
+
+    void every_behaviour_field_cites_a_source() {
+        for (const auto& f : test::library().frameworks()) {
+            if (f.id == "libtorch-cpu") continue;
+            for (const auto& [key, value] : f.behaviour.items()) {
+                if (key == "aliases" || key == "devices") continue;
+                bool cited = false;
+                for (const auto& [s, text] : f.sources) cited |= s.rfind(key, 0) == 0 && !text.empty();
+                QVERIFY2(cited, (f.id + ": " + key + " has no source").c_str());
+            }
+        }
+    }
+
+    void mlx_affine_4bit_is_not_nf4() {
+        // Apple prices QLoRA as MLX affine 4-bit: 0.5 B + 4 B (bf16 scale and bias) per 64
+        // values, embeddings and head quantized too; NF4: 0.5 B + 4 B fp32 absmax per 64, linears only.
+        const auto& lib = test::library();
+        TrainingSetup s = qlora_setup();
+        const Architecture& a = llama8b();
+        const auto mlx = estimate_memory(a, s, lib.framework("mlx-lm"));
+        const auto hf = estimate_memory(a, s, lib.framework("hf-transformers"));
+        std::int64_t linear = 0, embed = 0;
+        for (const auto& g : a.tensor_groups()) {
+            if (g.kind == TensorKind::Linear) linear += g.total_elements();
+            if (g.kind == TensorKind::Embedding || g.kind == TensorKind::Head) embed += g.total_elements();
+        }
+        QCOMPARE(mlx.params.quantized, linear + embed);
+        QCOMPARE(term_bytes(mlx, Component::QuantConstants), (linear + embed) / 64 * 4);
+        QCOMPARE(hf.params.quantized, linear);
+        QCOMPARE(term_bytes(hf, Component::QuantConstants), linear / 64 * 4);
+        QVERIFY(mlx.explain(Component::QuantConstants).find("scale + bias") != std::string::npos);
+        // HF's preparation upcasts the 1.05 B embedding and head parameters (and norms) to fp32.
+        QVERIFY(term_bytes(hf, Component::FrozenWeights) - linear / 2 >= embed * 4);
+        QVERIFY(term_bytes(mlx, Component::FrozenWeights) < hf.components.at(Component::FrozenWeights) - embed * 3);
+    }
+
+    void loss_differs_by_framework() {
+        // 2 × 2048 tokens × 128,256 vocab in bf16. transformers: 16-bit logits + fp32 log-softmax
+        // kept, two fp32 gradients in backward: (2 + 4 + 8) B per token·vocab. torchtune: no
+        // logits kept, fp32 log-softmax kept, 8 chunks of 512 tokens: 4 B + (8 B)/8.
+        const auto& lib = test::library();
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.precision = Precision::Bf16;
+        s.seq_len = 2048;
+        s.micro_batch = 2;
+        const std::int64_t tv = 4096LL * 128256;
+        const auto hf = estimate_memory(llama8b(), s, lib.framework("hf-transformers"));
+        const auto tt = estimate_memory(llama8b(), s, lib.framework("torchtune"));
+        const auto lg = estimate_memory(llama8b(), s, lib.framework("litgpt"));
+        const auto un = estimate_memory(llama8b(), s, lib.framework("unsloth"));
+        QCOMPARE(term_bytes(hf, Component::LogitsLoss), tv * 14);
+        QCOMPARE(term_bytes(tt, Component::LogitsLoss), tv * 4 + tv / 8 * 8);
+        // LitGPT: 16-bit logits and a 16-bit log-softmax kept, 128-token chunks in backward.
+        QCOMPARE(term_bytes(lg, Component::LogitsLoss), tv * 4 + 128LL * 128256 * 4);
+        // Unsloth: 4096 × 128,256 × 4 B = 2.1 GB of fp32 logits fits its 4 GiB chunk target: one
+        // chunk, nothing kept, the hidden states' gradient kept: (2 + 4 + 12) B in forward.
+        QCOMPARE(term_bytes(un, Component::LogitsLoss), tv * 18 + 4096LL * 4096 * 2);
+        // At 4 × 8192 tokens the fp32 logits (16.8 GB) need 4 chunks of 8192 tokens.
+        s.seq_len = 8192;
+        s.micro_batch = 4;
+        const auto un_long = estimate_memory(llama8b(), s, lib.framework("unsloth"));
+        QVERIFY(un_long.explain(Component::LogitsLoss).find("4 chunks of 8,192 tokens") != std::string::npos);
+    }
+
+    void precision_as_frameworks_mean_it() {
+        const auto& lib = test::library();
+        TrainingSetup s;
+        s.method = Method::Full;
+        const Architecture& a = test::library().model("llama-3.2-1b").arch;
+        const std::int64_t p = count_parameters(a, s).trainable;
+        // bf16-true (torchtune's default): 2 B weights, 2 B gradients, 2 × 2 B moments, no master.
+        const TrainingSetup tt_setup = apply_framework_defaults(s, lib.framework("torchtune"), {});
+        QCOMPARE(tt_setup.precision, Precision::Bf16);
+        const auto tt = estimate_memory(a, tt_setup, lib.framework("torchtune"));
+        QCOMPARE(term_bytes(tt, Component::TrainableWeights), 2 * p);
+        QCOMPARE(tt.term(Component::Gradients)->bytes, 2 * p);   // (the tied embedding's dense gradient is a second term)
+        QCOMPARE(term_bytes(tt, Component::MasterWeights), std::int64_t(0));
+        QCOMPARE(term_bytes(tt, Component::OptimizerState), 4 * p);
+        // HF bf16-mixed: an fp32 model under autocast, 4 + 4 + 8, no separate master.
+        const auto hf = estimate_memory(a, s, lib.framework("hf-transformers"));
+        QCOMPARE(term_bytes(hf, Component::TrainableWeights), 4 * p);
+        QCOMPARE(term_bytes(hf, Component::MasterWeights), std::int64_t(0));
+        QCOMPARE(term_bytes(hf, Component::OptimizerState), 8 * p);
+        // A chosen precision is kept; the CLI and window say which is in force.
+        ChosenFields chosen;
+        chosen.precision = true;
+        QCOMPARE(apply_framework_defaults(s, lib.framework("torchtune"), chosen).precision, Precision::Bf16Mixed);
+        QVERIFY(precision_in_force(tt_setup, lib.framework("torchtune")).find("no master copy") != std::string::npos);
+        QVERIFY(precision_in_force(s, lib.framework("libtorch-cpu")).find("fp32 master copy") != std::string::npos);
+        // LoRA under peft: fp32 adapters even in bf16.
+        TrainingSetup l;
+        l.method = Method::Lora;
+        const auto hf_lora = estimate_memory(llama8b(), l, lib.framework("hf-transformers"));
+        QCOMPARE(term_bytes(hf_lora, Component::Adapters), 4 * hf_lora.params.adapter);
+    }
+
+    void mlx_num_layers_and_dora() {
+        const auto& lib = test::library();
+        const FrameworkProfile& mlx = lib.framework("mlx-lm");
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.grad_checkpointing = false;   // as mlx-lm's default
+        const TrainingSetup d = apply_framework_defaults(s, mlx, {});
+        QVERIFY(!d.grad_checkpointing);
+        QCOMPARE(d.lora_layers, std::int64_t(16));
+        const Architecture& a = llama8b();   // 32 layers
+        const auto all = count_parameters(a, s);
+        const auto last16 = count_parameters(a, d);
+        QCOMPARE(last16.adapter * 2, all.adapter);
+        const auto e_all = estimate_memory(a, s, mlx);
+        const auto e_16 = estimate_memory(a, d, mlx);
+        QVERIFY(e_16.components.at(Component::Activations) < e_all.components.at(Component::Activations));
+        // DoRA: one magnitude per output row of each adapted linear.
+        TrainingSetup dora = s;
+        dora.dora = true;
+        std::int64_t rows = 0;
+        for (const auto& g : a.tensor_groups())
+            if (g.kind == TensorKind::Linear && s.lora_targets.count(g.role)) rows += g.rows * g.count;
+        QCOMPARE(count_parameters(a, dora).adapter - all.adapter, rows);
+        QVERIFY(estimate_memory(a, dora, mlx).peak_allocated_bytes > e_all.peak_allocated_bytes);
+        TrainingSetup bad = s;
+        bad.lora_layers = -1;
+        QVERIFY_THROWS_EXCEPTION(InputError, bad.validate(a));
+    }
+
+    void this_machine_is_stable() {
+        const MachineProfile a = detect_this_machine();
+        const MachineProfile b = detect_this_machine();
+        QCOMPARE(a.usable_bytes, b.usable_bytes);
+        QVERIFY(a.usable_bytes < a.memory_bytes && a.usable_bytes >= a.memory_bytes / 2);
+    }
+
+    void old_profile_without_behaviour_predicts_as_before() {
+        // A profile file without the behaviour sections (as libtorch-cuda/-mps were written) keeps the
+        // reference path: the bare framework and one parsed from JSON agree to the byte.
+        const FrameworkProfile parsed = parse_framework_profile(
+            nlohmann::json{{"id", "bare"}, {"name", "bare"}, {"optimizer_step", "per_tensor"}}, "bare.json");
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        const auto x = estimate_memory(test::tiny_arch(), s, parsed);
+        const auto y = estimate_memory(test::tiny_arch(), s, test::bare_framework());
+        QCOMPARE(x.total_bytes, y.total_bytes);
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"dtypes", {{"bf16", {{"adapters", 4}}}}}}, "x.json"));
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"quantization", {{"format", "gguf"}}}}, "x.json"));
+    }
+
+    void cli_lists_and_picks_frameworks() {
+        const auto list = run_cli({"frameworks"});
+        QCOMPARE(list.code, 0);
+        for (const char* id : {"hf-transformers", "torchtune", "litgpt", "unsloth", "mlx-lm", "libtorch-cpu"})
+            QVERIFY2(list.out.find(id) != std::string::npos, id);
+        QVERIFY(list.out.find("also: pytorch-cuda") != std::string::npos);
+        // Each machine gets its own framework and that framework's default precision.
+        const auto plan = run_cli({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--machine", "rtx-4090",
+                               "--machine", "m4-max-128gb", "--json"});
+        QCOMPARE(plan.code, 0);
+        const auto j = nlohmann::json::parse(plan.out);
+        QCOMPARE(j["machines"][0]["framework"].get<std::string>(), std::string("hf-transformers"));
+        QCOMPARE(j["machines"][1]["framework"].get<std::string>(), std::string("mlx-lm"));
+        QCOMPARE(j["machines"][1]["setup"]["precision"].get<std::string>(), std::string("bf16"));
+        QCOMPARE(j["machines"][1]["setup"]["lora_layers"].get<int>(), 16);
+        // --framework and --precision win; the text says which precision is in force and why.
+        const auto tt = run_cli({"plan", "--model", "llama-3.2-1b", "--framework", "torchtune"});
+        QVERIFY(tt.out.find("Precision in force: bf16 (bf16-true") != std::string::npos);
+        QVERIFY(tt.out.find("(the framework's default)") != std::string::npos);
+        const auto chosen = run_cli({"plan", "--model", "llama-3.2-1b", "--framework", "torchtune", "--precision", "bf16-mixed"});
+        QVERIFY(chosen.out.find("Precision in force: bf16-mixed") != std::string::npos);
+        QVERIFY(chosen.out.find("(--precision)") != std::string::npos);
+        QVERIFY(run_cli({"plan", "--model", "llama-3.2-1b", "--framework", "pytorch-cuda"}).code == 0);
+        QCOMPARE(run_cli({"plan", "--model", "llama-3.2-1b", "--framework", "nope"}).code, 2);
+        QCOMPARE(run_cli({"plan", "--model", "llama-3.2-1b", "--lora-layers", "-3"}).code, 2);
+        // mlx-lm's --num-layers, and the GB column says what it shows.
+        const auto mlx = run_cli({"plan", "--model", "llama-3.1-8b", "--framework", "mlx-lm", "--num-layers", "8", "--dora"});
+        QVERIFY(mlx.out.find("last 8 of 32 layers") != std::string::npos);
+        QVERIFY(mlx.out.find("DoRA") != std::string::npos);
+        QVERIFY(mlx.out.find("GB at peak") != std::string::npos);
+    }
+
+    void serve_plans_speak_of_serving() {
+        const auto serve = run_cli({"plan", "--model", "llama-3.2-1b", "--method", "serve", "--machine", "rtx-4090"});
+        QCOMPARE(serve.code, 0);
+        QVERIFY(serve.out.find("training tokens") == std::string::npos);
+        QVERIFY(serve.out.find("cost") == std::string::npos);
+        QVERIFY(serve.out.find("Serving 1 sequence") != std::string::npos);
+        const auto train = run_cli({"plan", "--model", "llama-3.2-1b", "--machine", "rtx-4090"});
+        QVERIFY(train.out.find("training tokens") != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestFrameworks)
+#include "test_frameworks.moc"

@@ -1,0 +1,83 @@
+#pragma once
+// ChartData drawn with Qt Charts: a QStackedBarSeries with one QBarSet per component (the
+// fixed Okabe-Ito colours, overhead hatched), dashed usable ceilings as line series, and the
+// totals, verdicts and captions placed over the plot. The window's chart view and every export
+// (PNG, SVG, PDF, offscreen) draw this same QChart.
+#include <optional>
+#include <vector>
+
+#include <QChart>
+
+#include "wingspan/ui/chart.hpp"
+
+class QPainter;
+
+QT_BEGIN_NAMESPACE
+class QBarCategoryAxis;
+class QBarSet;
+class QStackedBarSeries;
+class QLineSeries;
+class QAbstractAxis;
+QT_END_NAMESPACE
+
+namespace wingspan::ui {
+
+class ChartText;
+
+class MemoryQChart : public QChart {
+    Q_OBJECT
+public:
+    explicit MemoryQChart(QGraphicsItem* parent = nullptr);
+    ~MemoryQChart() override;
+
+    // Shows `data`: updates the series in place when only values changed (a slider moving),
+    // rebuilds them otherwise.
+    void setContent(const ChartData& data, const ChartStyle& style);
+    const ChartData& content() const { return data_; }
+    // On screen (default) labels are cached as pixmaps; files want real text and vectors.
+    void setForScreen(bool on);
+    const ChartAxis& valueAxis() const { return axis_; }
+
+    // Where bar i is drawn, in chart coordinates (clipped to the plot when cut).
+    QRectF barRect(int bar) const;
+    // What lies at a point in chart coordinates.
+    std::optional<ChartHit> hitAt(const QPointF& pos) const;
+    // The rectangle of segment `segment` of bar `bar` (chart coordinates), for focus rings.
+    QRectF segmentRect(int bar, int segment) const;
+    // Places the totals, verdicts and captions for the current plot area.
+    void layoutDecorations();
+
+private:
+    struct Decor;
+    void rebuild();
+    void updateValues();
+    void applyAxis();
+    void clearDecorations();
+    void buildDecorations();
+    void refreshDecorationTexts();
+    double axisValue(double bytes) const;   // bytes -> the value axis's units, clamped
+    QPointF toChart(double category, double bytes) const;
+    QString signature(const ChartData& d) const;
+
+    ChartData data_;
+    ChartStyle style_;
+    ChartAxis axis_;
+    QString signature_;
+    std::vector<int> category_of_bar_;   // grouped charts leave a gap between groups
+    std::vector<std::optional<Component>> set_components_;
+    QStackedBarSeries* bars_ = nullptr;
+    std::vector<QBarSet*> sets_;
+    std::vector<QLineSeries*> ceilings_;   // per bar (nullptr: no ceiling)
+    std::vector<QLineSeries*> lines_;
+    QBarCategoryAxis* x_ = nullptr;
+    QAbstractAxis* y_ = nullptr;
+    std::unique_ptr<Decor> decor_;
+    bool for_screen_ = true;
+};
+
+// Draws `data` into `target` of any paint device (image, SVG, PDF) at `logical` size: the
+// chart is laid out at the logical size and scaled to the target.
+void render_memory_chart(QPainter& painter, const QRectF& target, const QSizeF& logical, const ChartData& data,
+                         const ChartStyle& style);
+
+}  // namespace wingspan::ui

@@ -1,0 +1,212 @@
+#include "wingspan/ui/machines_panel.hpp"
+
+#include <algorithm>
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace wingspan::ui {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+int machine_rank(const MachineProfile& m) {
+    // GPUs first, then unified memory, then CPU-only; the user's own last.
+    const int kind = m.kind == MachineKind::Gpu ? 0 : m.kind == MachineKind::Unified ? 1 : 2;
+    return (m.user_defined ? 10 : 0) + kind;
+}
+
+}  // namespace
+
+MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
+    setObjectName("machinesPanel");
+    setMinimumWidth(260);
+    auto* v = new QVBoxLayout(this);
+    v->setContentsMargins(6, 8, 10, 8);
+    auto* title = new QLabel("Mac&hines");
+    QFont tf = title->font();
+    tf.setBold(true);
+    title->setFont(tf);
+    list_ = new QTreeWidget;
+    list_->setObjectName("machineList");
+    title->setBuddy(list_);
+    list_->setColumnCount(2);
+    list_->setHeaderLabels({"Machine", "Verdict"});
+    list_->setRootIsDecorated(false);
+    list_->setUniformRowHeights(true);
+    list_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    // A fixed verdict column: measuring every row's text on each slider move costs a frame.
+    list_->header()->setSectionResizeMode(1, QHeaderView::Fixed);
+    list_->header()->resizeSection(1, list_->fontMetrics().horizontalAdvance("✗ short 1,234.5 GB") + 14);
+    list_->header()->setStretchLastSection(false);
+    list_->setToolTip("Tick the machines to compare. Space toggles the selected row.");
+    connect(list_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int column) {
+        if (column == 0 && !syncing_) emit selectionEdited();
+    });
+    connect(list_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+        const bool mine = item && item->data(0, Qt::UserRole + 1).toBool();
+        edit_->setEnabled(mine);
+        remove_->setEnabled(mine);
+    });
+    v->addWidget(title);
+    v->addWidget(list_, 1);
+
+    auto* sel = new QHBoxLayout;
+    auto* all = new QPushButton("All");
+    all->setToolTip("Select every machine");
+    auto* none = new QPushButton("None");
+    auto* lesson = new QPushButton("Lesson's");
+    lesson->setToolTip("The lessons' machines: RTX 4090, Mac Studio M3 Ultra, T4, A100 80GB, a CPU laptop and this machine");
+    connect(all, &QPushButton::clicked, this, [this] { setAllChecked(true); });
+    connect(none, &QPushButton::clicked, this, [this] { setAllChecked(false); });
+    connect(lesson, &QPushButton::clicked, this, &MachinesPanel::lessonMachinesRequested);
+    sel->addWidget(all);
+    sel->addWidget(none);
+    sel->addWidget(lesson);
+    v->addLayout(sel);
+
+    auto* mine = new QHBoxLayout;
+    auto* add = new QPushButton("&Add your machine…");
+    add->setObjectName("addMachine");
+    connect(add, &QPushButton::clicked, this, &MachinesPanel::addRequested);
+    edit_ = new QPushButton("Edit…");
+    edit_->setEnabled(false);
+    connect(edit_, &QPushButton::clicked, this, &MachinesPanel::editRequested);
+    remove_ = new QPushButton("Remove");
+    remove_->setEnabled(false);
+    connect(remove_, &QPushButton::clicked, this, &MachinesPanel::removeRequested);
+    mine->addWidget(add, 1);
+    mine->addWidget(edit_);
+    mine->addWidget(remove_);
+    v->addLayout(mine);
+
+    summary_ = new QLabel;
+    summary_->setObjectName("summary");
+    summary_->setWordWrap(true);
+    summary_->setFrameShape(QFrame::StyledPanel);
+    summary_->setMargin(8);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Plain text: this label changes on every slider move, and rich text costs a frame.
+    summary_->setTextFormat(Qt::PlainText);
+    v->addWidget(summary_);
+}
+
+void MachinesPanel::setSummary(const QString& text) { summary_->setText(text); }
+
+void MachinesPanel::setAllChecked(bool on) {
+    syncing_ = true;
+    for (int i = 0; i < list_->topLevelItemCount(); ++i)
+        list_->topLevelItem(i)->setCheckState(0, on ? Qt::Checked : Qt::Unchecked);
+    syncing_ = false;
+    emit selectionEdited();
+}
+
+QString MachinesPanel::currentUserMachineId() const {
+    auto* item = list_->currentItem();
+    if (!item || !item->data(0, Qt::UserRole + 1).toBool()) return {};
+    return item->data(0, Qt::UserRole).toString();
+}
+
+QString MachinesPanel::currentMachineText() const { return list_->currentItem() ? list_->currentItem()->text(0) : QString(); }
+
+void MachinesPanel::populate(const ProfileLibrary& lib, ByteUnit unit) {
+    syncing_ = true;
+    list_->clear();
+    std::vector<const MachineProfile*> ms;
+    for (const auto& m : lib.machines()) ms.push_back(&m);
+    std::stable_sort(ms.begin(), ms.end(), [](const MachineProfile* a, const MachineProfile* b) {
+        if (machine_rank(*a) != machine_rank(*b)) return machine_rank(*a) < machine_rank(*b);
+        if (a->id == kThisMachineId || b->id == kThisMachineId) return b->id == kThisMachineId;
+        return a->usable_bytes < b->usable_bytes;
+    });
+    for (const auto* m : ms) {
+        auto* item = new QTreeWidgetItem(list_);
+        item->setText(0, qs(short_machine_name(*m)) + (m->user_defined ? "  (yours)" : ""));
+        item->setData(0, Qt::UserRole, qs(m->id));
+        item->setData(0, Qt::UserRole + 1, m->user_defined);
+        item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+        item->setCheckState(0, Qt::Unchecked);
+        QString tip = "<b>" + qs(m->name).toHtmlEscaped() + "</b><br>" + qs(format_bytes(double(m->memory_bytes), unit)) +
+                      " memory, " + qs(format_bytes(double(usable_bytes(*m, lib.framework_for(*m))), unit)) +
+                      " usable for training<br>" + qs(lib.framework_for(*m).name).toHtmlEscaped();
+        if (!m->bf16) tip += "<br>no bf16: trains in fp16 mixed precision";
+        if (m->price_per_hour) tip += QString("<br>rents for about $%1/h").arg(*m->price_per_hour, 0, 'f', 2);
+        if (auto it = m->sources.find("usable_bytes"); it != m->sources.end())
+            tip += "<br><small>usable: " + qs(it->second).toHtmlEscaped() + "</small>";
+        item->setToolTip(0, tip);
+    }
+    syncing_ = false;
+}
+
+// ------------------------------------------------------------------------ sync ----
+
+void MachinesPanel::showPlan(const Plan& plan) {
+    syncing_ = true;
+    for (int i = 0; i < list_->topLevelItemCount(); ++i) {
+        auto* item = list_->topLevelItem(i);
+        const std::string id = item->data(0, Qt::UserRole).toString().toStdString();
+        const bool on = std::find(plan.machines.begin(), plan.machines.end(), id) != plan.machines.end();
+        item->setCheckState(0, on ? Qt::Checked : Qt::Unchecked);
+    }
+    syncing_ = false;
+}
+
+std::vector<std::string> MachinesPanel::checkedMachines(const std::vector<std::string>& previous) const {
+    std::vector<std::string> checked;
+    for (int i = 0; i < list_->topLevelItemCount(); ++i) {
+        auto* item = list_->topLevelItem(i);
+        if (item->checkState(0) == Qt::Checked) checked.push_back(item->data(0, Qt::UserRole).toString().toStdString());
+    }
+    std::vector<std::string> ordered;
+    for (const auto& id : previous)
+        if (std::find(checked.begin(), checked.end(), id) != checked.end()) ordered.push_back(id);
+    for (const auto& id : checked)
+        if (std::find(ordered.begin(), ordered.end(), id) == ordered.end()) ordered.push_back(id);
+    return ordered;
+}
+
+void MachinesPanel::showVerdicts(const Evaluation& eval, ByteUnit unit) {
+    const bool dark = palette().color(QPalette::Base).lightness() < 128;
+    const QColor fits(dark ? "#3ccf9f" : "#007a5a"), tight(dark ? "#f5b342" : "#b36b00"), no(dark ? "#ff7a45" : "#c2410c");
+    const bool was = syncing_;
+    syncing_ = true;
+    list_->blockSignals(true);
+    for (int i = 0; i < list_->topLevelItemCount(); ++i) {
+        auto* item = list_->topLevelItem(i);
+        const std::string id = item->data(0, Qt::UserRole).toString().toStdString();
+        const MachineVerdict* v = nullptr;
+        for (const auto& candidate : eval.verdicts)
+            if (candidate.machine->id == id) v = &candidate;
+        if (!v) {
+            const QString text = item->checkState(0) == Qt::Checked && !eval.ok() ? "—" : "";
+            if (item->text(1) != text) item->setText(1, text);
+            item->setData(1, Qt::ForegroundRole, QVariant());
+            if (!item->toolTip(1).isEmpty()) item->setToolTip(1, {});
+            continue;
+        }
+        const double margin = double(v->margin_bytes);
+        QString text;
+        switch (v->fit) {
+            case Fit::Fits: text = "✓ " + qs(format_bytes(margin, unit)) + " free"; break;
+            case Fit::Tight: text = "! tight, " + qs(format_bytes(margin, unit)) + " free"; break;
+            case Fit::No: text = margin < 0 ? "✗ short " + qs(format_bytes(-margin, unit)) : "✗ host RAM"; break;
+        }
+        if (item->text(1) != text) item->setText(1, text);
+        const QColor colour = v->fit == Fit::Fits ? fits : v->fit == Fit::Tight ? tight : no;
+        if (item->foreground(1).color() != colour) item->setForeground(1, colour);
+        QString tip = qs(verdict_text(*v, unit)) + "\nneeds " + qs(format_count(v->needed_bytes)) + " bytes of " +
+                      qs(format_count(v->usable_bytes)) + " usable";
+        for (const auto& n : v->notes) tip += "\n" + qs(n);
+        if (item->toolTip(1) != tip) item->setToolTip(1, tip);
+    }
+    list_->blockSignals(false);
+    syncing_ = was;
+}
+
+
+}  // namespace wingspan::ui

@@ -1,0 +1,389 @@
+// The run panel's form: what trains (model, method, setup, data, output, ceiling, cap), filled
+// from the planner, read back as RunOptions.
+#include <algorithm>
+#include <fstream>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeWidget>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/widgets.hpp"
+
+#include "run_panel_text.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan::ui {
+
+using namespace run_text;
+
+// ------------------------------------------------------------------ the form ----
+
+QWidget* RunPanel::buildForm() {
+    auto* w = new QWidget;
+    w->setObjectName("runForm");
+    auto* g = new QGridLayout(w);
+    g->setContentsMargins(4, 0, 4, 0);
+    g->setHorizontalSpacing(8);
+    g->setVerticalSpacing(4);
+    auto label = [](const QString& text, QWidget* buddy) {
+        auto* l = new QLabel(text);
+        l->setBuddy(buddy);
+        return l;
+    };
+    auto spin = [](const char* name, int lo, int hi, const QString& tip) {
+        auto* s = new QSpinBox;
+        s->setObjectName(name);
+        s->setRange(lo, hi);
+        s->setToolTip(tip);
+        s->setGroupSeparatorShown(true);
+        return s;
+    };
+
+    // Row 0: the model, and what it means for the plan's model.
+    model_ = new QComboBox;
+    model_->setObjectName("runModel");
+    model_->setMinimumContentsLength(24);
+    model_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    model_->setToolTip("What trains. The built-in model (3 M parameters, random weights) runs in seconds on any machine.\n"
+                       "\"Plan's architecture\" builds the planner's model with random weights: exact memory, no download\n"
+                       "(large models need that much RAM). A folder holds a Hugging Face model: config.json + safetensors.");
+    model_browse_ = new QPushButton("Folder…");
+    model_browse_->setToolTip("Train a model from a local Hugging Face folder (config.json, *.safetensors, tokenizer.json)");
+    connect(model_browse_, &QPushButton::clicked, this, &RunPanel::chooseModelFolder);
+    connect(model_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    auto* model_row = new QHBoxLayout;
+    model_row->addWidget(model_, 1);
+    model_row->addWidget(model_browse_);
+    g->addWidget(label("Model", model_), 0, 0);
+    g->addLayout(model_row, 0, 1, 1, 7);
+    model_note_ = new QLabel;
+    model_note_->setObjectName("modelNote");
+    model_note_->setWordWrap(true);
+    QPalette muted = model_note_->palette();
+    muted.setColor(QPalette::WindowText, muted.color(QPalette::PlaceholderText));
+    model_note_->setPalette(muted);
+    g->addWidget(model_note_, 1, 1, 1, 7);
+
+    // Rows 2-3: the setup (from the plan).
+    method_ = new QComboBox;
+    method_->setObjectName("runMethod");
+    method_->addItem("LoRA", int(Method::Lora));
+    method_->addItem("QLoRA", int(Method::Qlora));
+    method_->addItem("Full fine-tune", int(Method::Full));
+    connect(method_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    rank_ = spin("runRank", 1, 4096, "LoRA rank r (--rank); alpha is kept at the plan's ratio");
+    seq_ = spin("runSeq", 8, 1 << 20, "Tokens per sequence (--seq)");
+    batch_ = spin("runBatch", 1, 4096, "Sequences per micro-batch (--batch)");
+    accum_ = spin("runAccum", 1, 4096, "Micro-batches per optimizer step (--grad-accum)");
+    steps_ = spin("runSteps", 1, 10000000, "Optimizer steps to train (--steps)");
+    steps_->setValue(60);
+    precision_ = new QComboBox;
+    precision_->setObjectName("runPrecision");
+    precision_->addItem("fp32", int(Precision::Fp32));
+    precision_->addItem("bf16 mixed", int(Precision::Bf16Mixed));
+    precision_->addItem("bf16", int(Precision::Bf16));
+    precision_->setToolTip("Storage of weights and gradients (--precision). bf16 mixed keeps an fp32 master copy of what trains.");
+    ckpt_ = new QCheckBox("Gradient checkpointing");
+    ckpt_->setObjectName("runCheckpointing");
+    ckpt_->setToolTip("--grad-checkpointing: keep one tensor per layer, recompute the rest in backward");
+    // Rows 2 and 3: label, field, label, field, …
+    const std::vector<std::pair<int, std::vector<std::pair<const char*, QWidget*>>>> fields = {
+        {2, {{"Method", method_}, {"Rank", rank_}, {"Sequence", seq_}, {"Batch", batch_}}},
+        {3, {{"Precision", precision_}, {"Accum.", accum_}, {"Steps", steps_}}}};
+    for (const auto& [row, pairs] : fields)
+        for (size_t i = 0; i < pairs.size(); ++i) {
+            g->addWidget(label(pairs[i].first, pairs[i].second), row, int(2 * i));
+            g->addWidget(pairs[i].second, row, int(2 * i + 1));
+        }
+    g->addWidget(ckpt_, 3, 6, 1, 2);
+
+    // Row 4: data and output. Row 5: the ceiling drawn and the memory cap.
+    data_ = new QLineEdit;
+    data_->setObjectName("runData");
+    data_->setPlaceholderText("the bundled sample (chat.jsonl)");
+    data_->setToolTip("JSONL with text, prompt/completion or chat messages (--data). Empty: the bundled sample set\n" +
+                      (sample_data_.isEmpty() ? QString("(not found next to Wingspan)") : sample_data_));
+    auto* data_browse = new QToolButton;
+    data_browse->setText("…");
+    data_browse->setToolTip("Choose a data file");
+    connect(data_browse, &QToolButton::clicked, this, &RunPanel::chooseDataFile);
+    out_ = new QLineEdit;
+    out_->setObjectName("runOut");
+    out_->setPlaceholderText("in the run's history folder");
+    out_->setToolTip("Where the trainer writes adapters or weights and checkpoints (--out)");
+    auto* out_browse = new QToolButton;
+    out_browse->setText("…");
+    out_browse->setToolTip("Choose an output folder");
+    connect(out_browse, &QToolButton::clicked, this, &RunPanel::chooseOutDir);
+    auto* data_row = new QHBoxLayout;
+    data_row->addWidget(data_, 1);
+    data_row->addWidget(data_browse);
+    auto* out_row = new QHBoxLayout;
+    out_row->addWidget(out_, 1);
+    out_row->addWidget(out_browse);
+    g->addWidget(label("Data", data_), 4, 0);
+    g->addLayout(data_row, 4, 1, 1, 3);
+    g->addWidget(label("Output", out_), 4, 4);
+    g->addLayout(out_row, 4, 5, 1, 3);
+
+    machine_ = new QComboBox;
+    machine_->setObjectName("runMachine");
+    machine_->setMinimumContentsLength(14);
+    machine_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    machine_->setToolTip("The machine whose usable memory is drawn as the ceiling");
+    cap_mode_ = new QComboBox;
+    cap_mode_->setObjectName("runCapMode");
+    cap_mode_->addItem("no cap");
+    cap_mode_->addItem("at the ceiling");
+    cap_mode_->addItem("custom");
+    cap_mode_->setToolTip("--memory-limit: rehearse a smaller machine. An allocation past the cap stops the run\n"
+                          "with an out-of-memory error naming the component, instead of the OS killing it.");
+    cap_gb_ = new QDoubleSpinBox;
+    cap_gb_->setObjectName("runCapGb");
+    cap_gb_->setDecimals(3);
+    cap_gb_->setRange(0.001, 100000);
+    cap_gb_->setValue(1.0);
+    cap_gb_->setSuffix(" GB");
+    connect(cap_mode_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    auto* cap_row = new QHBoxLayout;
+    cap_row->addWidget(cap_mode_);
+    cap_row->addWidget(cap_gb_, 1);
+    g->addWidget(label("Ceiling", machine_), 5, 0);
+    g->addWidget(machine_, 5, 1, 1, 3);
+    g->addWidget(label("Memory cap", cap_mode_), 5, 4);
+    g->addLayout(cap_row, 5, 5, 1, 3);
+    for (int c : {1, 3, 5, 7}) g->setColumnStretch(c, 1);
+
+    if (!lib_) machine_->addItem("—");
+    return w;
+}
+
+
+void RunPanel::populateModelSources() {
+    const auto current = model_->currentData().toInt();
+    model_->blockSignals(true);
+    model_->clear();
+    model_->addItem("Built-in test model (3.1 M params, random weights)", int(RunOptions::ModelSource::BuiltIn));
+    model_note_->clear();
+    if (has_plan_ && lib_) {
+        try {
+            const ResolvedModel m = resolve_model(*lib_, plan_.model);
+            const std::int64_t params = m.arch.parameter_count();
+            model_->addItem(QString("Plan's architecture: %1 (%2 params, random weights)")
+                                .arg(qs(m.name), qs(format_params_short(params))),
+                            int(RunOptions::ModelSource::PlanArchitecture));
+            model_note_->setText(QString("The plan's %1 can train here with random weights (its exact memory, no "
+                                         "download) or from its folder; the built-in model runs in seconds anywhere.")
+                                     .arg(qs(m.name)));
+        } catch (const std::exception&) {
+        }
+    }
+    if (!last_model_dir_.isEmpty())
+        model_->addItem("Folder: " + QDir(last_model_dir_).dirName(), int(RunOptions::ModelSource::Folder));
+    model_note_->setVisible(!model_note_->text().isEmpty());
+    int idx = model_->findData(current);
+    model_->setCurrentIndex(idx >= 0 ? idx : 0);
+    model_->blockSignals(false);
+    updateFormEnabled();
+}
+
+
+// ------------------------------------------------------------------ options ----
+
+void RunPanel::setPlan(const Plan& plan) {
+    plan_ = plan;
+    has_plan_ = true;
+    const RunOptions keep = options();
+    machine_->blockSignals(true);
+    machine_->clear();
+    if (lib_) {
+        for (const auto& id : plan.machines) {
+            try {
+                const MachineProfile& m = lib_->machine(id);
+                machine_->addItem(qs(short_machine_name(m)) + " · " + qs(format_bytes(double(m.usable_bytes), unit_)),
+                                  qs(m.id));
+            } catch (const std::exception&) {
+            }
+        }
+    }
+    if (machine_->count() == 0) machine_->addItem("—");
+    machine_->blockSignals(false);
+    populateModelSources();
+    RunOptions o = run_options_for(plan, lib_);
+    o.steps = keep.steps;
+    o.data_file = keep.data_file;
+    o.out_dir = keep.out_dir;
+    o.model_source = keep.model_source;
+    o.model_dir = keep.model_dir;
+    o.threads = keep.threads;
+    o.extra_args = keep.extra_args;
+    if (cap_mode_->currentIndex() == 2) o.memory_limit = keep.memory_limit;
+    setOptions(o);
+}
+
+RunOptions RunPanel::options() const {
+    RunOptions o;
+    o.model_source = RunOptions::ModelSource(model_->currentData().toInt());
+    o.model_label = "built-in";
+    if (o.model_source == RunOptions::ModelSource::Folder) {
+        o.model_dir = last_model_dir_;
+        o.model_label = QDir(last_model_dir_).dirName();
+    } else if (o.model_source == RunOptions::ModelSource::PlanArchitecture && lib_ && has_plan_) {
+        try {
+            const ResolvedModel m = resolve_model(*lib_, plan_.model);
+            o.model_config = m.arch.to_hf_config();
+            o.model_label = qs(m.id.empty() ? m.name : m.id) + "-random";
+        } catch (const std::exception&) {
+            o.model_source = RunOptions::ModelSource::BuiltIn;
+        }
+    }
+    o.method = Method(method_->currentData().toInt());
+    o.rank = rank_->value();
+    o.alpha = has_plan_ && plan_.setup.lora_rank > 0 ? plan_.setup.lora_alpha / double(plan_.setup.lora_rank) * double(o.rank)
+                                                     : 2.0 * double(o.rank);
+    o.precision = Precision(precision_->currentData().toInt());
+    o.seq = seq_->value();
+    o.batch = batch_->value();
+    o.grad_accum = accum_->value();
+    o.steps = steps_->value();
+    o.grad_checkpointing = ckpt_->isChecked();
+    o.data_file = data_->text().trimmed();
+    o.out_dir = out_->text().trimmed();
+    o.extra_args = extra_args_;
+    o.threads = threads_;
+    if (lib_ && machine_->currentData().isValid()) {
+        try {
+            const MachineProfile& m = lib_->machine(machine_->currentData().toString().toStdString());
+            o.machine_id = qs(m.id);
+            o.machine_name = qs(short_machine_name(m));
+            o.machine_ceiling = m.usable_bytes;
+        } catch (const std::exception&) {
+        }
+    }
+    if (cap_mode_->currentIndex() == 1) o.memory_limit = o.machine_ceiling;
+    else if (cap_mode_->currentIndex() == 2) o.memory_limit = std::llround(cap_gb_->value() * 1e9);
+    if (o.model_source == RunOptions::ModelSource::PlanArchitecture && o.memory_limit == 0 && lib_) {
+        // Random weights of a big architecture can ask for more than this machine has: cap at
+        // what it can use, so the run ends with a clean out-of-memory event instead of the OS
+        // killing it.
+        try {
+            o.memory_limit = lib_->machine(kThisMachineId).usable_bytes;
+        } catch (const std::exception&) {
+        }
+    }
+    return o;
+}
+
+void RunPanel::setOptions(const RunOptions& o) {
+    int mi = model_->findData(int(o.model_source));
+    if (o.model_source == RunOptions::ModelSource::Folder && !o.model_dir.isEmpty()) {
+        last_model_dir_ = o.model_dir;
+        populateModelSources();
+        mi = model_->findData(int(o.model_source));
+    }
+    if (mi >= 0) model_->setCurrentIndex(mi);
+    method_->setCurrentIndex(std::max(0, method_->findData(int(o.method == Method::Serve ? Method::Lora : o.method))));
+    rank_->setValue(int(o.rank));
+    seq_->setValue(int(o.seq));
+    batch_->setValue(int(o.batch));
+    accum_->setValue(int(o.grad_accum));
+    steps_->setValue(int(std::min<std::int64_t>(o.steps, steps_->maximum())));
+    precision_->setCurrentIndex(std::max(0, precision_->findData(int(o.precision))));
+    ckpt_->setChecked(o.grad_checkpointing);
+    data_->setText(o.data_file);
+    out_->setText(o.out_dir);
+    extra_args_ = o.extra_args;
+    threads_ = o.threads;
+    if (!o.machine_id.isEmpty()) {
+        const int i = machine_->findData(o.machine_id);
+        if (i >= 0) machine_->setCurrentIndex(i);
+    }
+    if (o.memory_limit > 0 && !(o.machine_ceiling > 0 && o.memory_limit == o.machine_ceiling)) {
+        cap_mode_->setCurrentIndex(2);
+        cap_gb_->setValue(double(o.memory_limit) / 1e9);
+    } else if (o.memory_limit > 0) {
+        cap_mode_->setCurrentIndex(1);
+    } else {
+        cap_mode_->setCurrentIndex(0);
+    }
+    updateFormEnabled();
+}
+
+void RunPanel::chooseModelFolder() {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Model folder (config.json + safetensors)",
+                                                          last_model_dir_.isEmpty() ? QDir::homePath() : last_model_dir_);
+    if (dir.isEmpty()) return;
+    if (!QFileInfo(QDir(dir).filePath("config.json")).isFile()) {
+        QMessageBox::warning(this, "Model folder",
+                             dir + " has no config.json. Choose the folder of a Hugging Face model (config.json, "
+                                   "model.safetensors or its shards, tokenizer.json).");
+        return;
+    }
+    last_model_dir_ = dir;
+    QSettings().setValue("run/modelDir", dir);
+    populateModelSources();
+    model_->setCurrentIndex(model_->findData(int(RunOptions::ModelSource::Folder)));
+}
+
+void RunPanel::chooseDataFile() {
+    const QString f = QFileDialog::getOpenFileName(this, "Training data", data_->text().isEmpty() ? QDir::homePath() : data_->text(),
+                                                   "JSON lines (*.jsonl *.json);;All files (*)");
+    if (!f.isEmpty()) data_->setText(f);
+}
+
+void RunPanel::chooseOutDir() {
+    const QString d = QFileDialog::getExistingDirectory(this, "Output folder", out_->text().isEmpty() ? QDir::homePath() : out_->text());
+    if (!d.isEmpty()) out_->setText(d);
+}
+
+void RunPanel::setTrainerPath(const QString& path) {
+    trainer_override_ = path;
+    trainer_ = check_trainer(path);
+    updateTrainerBanner();
+}
+
+void RunPanel::setStoreRoot(const fs::path& root) {
+    store_root_ = root;
+    refreshHistory();
+}
+
+void RunPanel::setUnit(ByteUnit unit) {
+    unit_ = unit;
+    refresh(true);
+    refreshSummary();
+    refreshHistory();
+}
+
+}  // namespace wingspan::ui

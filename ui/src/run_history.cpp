@@ -1,0 +1,250 @@
+// The run panel's history: every run in the run store, listed, opened and deleted.
+#include <algorithm>
+#include <fstream>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeWidget>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/widgets.hpp"
+
+#include "run_panel_text.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace wingspan::ui {
+
+using namespace run_text;
+
+// ------------------------------------------------------------------ history ----
+
+QWidget* RunPanel::buildHistoryTab() {
+    auto* hist = new QWidget;
+    auto* hv = new QVBoxLayout(hist);
+    hv->setContentsMargins(4, 4, 4, 4);
+    history_ = new QTreeWidget;
+    history_->setObjectName("runHistory");
+    history_->setRootIsDecorated(false);
+    history_->setUniformRowHeights(true);
+    history_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    history_->setHeaderLabels({"Run", "Settings", "Status", "Tensors peak", "Predicted", "Error", "RSS peak"});
+    history_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    history_->header()->setSectionResizeMode(1, QHeaderView::Stretch);
+    history_->header()->setStretchLastSection(false);
+    connect(history_, &QTreeWidget::itemDoubleClicked, this, [this](QTreeWidgetItem* item) {
+        QString error;
+        if (!openRun(fs::path(item->data(0, Qt::UserRole).toString().toStdString()), &error))
+            QMessageBox::warning(this, "Open run", error);
+    });
+    auto* hb = new QHBoxLayout;
+    auto selected = [this]() -> std::optional<fs::path> {
+        auto items = history_->selectedItems();
+        if (items.isEmpty()) return std::nullopt;
+        return fs::path(items.first()->data(0, Qt::UserRole).toString().toStdString());
+    };
+    auto* open = new QPushButton("Open");
+    open->setToolTip("Show this run's charts, summary and log");
+    connect(open, &QPushButton::clicked, this, [this, selected] {
+        if (auto p = selected()) {
+            QString error;
+            if (!openRun(*p, &error)) QMessageBox::warning(this, "Open run", error);
+        }
+    });
+    auto* compare = new QPushButton("Compare with shown run");
+    compare->setToolTip("Draw the selected run over the shown one, dotted (memory, loss, tokens/s)");
+    connect(compare, &QPushButton::clicked, this, [this, selected] {
+        auto items = history_->selectedItems();
+        if (items.size() == 2) {
+            // Two selected: show the first, compare with the second.
+            QString error;
+            if (!openRun(fs::path(items[0]->data(0, Qt::UserRole).toString().toStdString()), &error) ||
+                !overlayRun(fs::path(items[1]->data(0, Qt::UserRole).toString().toStdString()), &error))
+                QMessageBox::warning(this, "Compare runs", error);
+            return;
+        }
+        if (auto p = selected()) {
+            QString error;
+            if (!overlayRun(*p, &error)) QMessageBox::warning(this, "Compare runs", error);
+        }
+    });
+    auto* uncompare = new QPushButton("Clear comparison");
+    connect(uncompare, &QPushButton::clicked, this, &RunPanel::clearOverlay);
+    auto* folder = new QPushButton("Show folder");
+    connect(folder, &QPushButton::clicked, this, [selected] {
+        if (auto p = selected()) QDesktopServices::openUrl(QUrl::fromLocalFile(qs(p->string())));
+    });
+    auto* remove = new QPushButton("Delete…");
+    connect(remove, &QPushButton::clicked, this, [this, selected] {
+        auto p = selected();
+        if (!p) return;
+        if (session_ && session_->isActive() && session_->folder() == *p) return;
+        if (QMessageBox::question(this, "Delete run", "Delete " + qs(p->filename().string()) + " and everything in its folder?") !=
+            QMessageBox::Yes)
+            return;
+        std::error_code ec;
+        fs::remove_all(*p, ec);
+        if (loaded_ && loaded_->folder == *p) showLive();
+        refreshHistory();
+    });
+    auto* reload = new QPushButton("Refresh");
+    connect(reload, &QPushButton::clicked, this, &RunPanel::refreshHistory);
+    for (QWidget* b : {open, compare, uncompare, folder, remove}) hb->addWidget(b);
+    hb->addStretch(1);
+    hb->addWidget(reload);
+    hv->addWidget(history_, 1);
+    hv->addLayout(hb);
+    return hist;
+}
+
+// ------------------------------------------------------------------ history ----
+
+std::vector<fs::path> RunPanel::historyRuns() const {
+    try {
+        return RunStore(store_root_).list();
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+void RunPanel::refreshHistory() {
+    if (!history_) return;
+    const QString selected =
+        history_->currentItem() ? history_->currentItem()->data(0, Qt::UserRole).toString() : QString();
+    history_->clear();
+    const auto runs = historyRuns();
+    int shown = 0;
+    for (const auto& run : runs) {
+        if (++shown > 500) break;
+        auto* item = new QTreeWidgetItem(history_);
+        item->setData(0, Qt::UserRole, qs(run.string()));
+        item->setText(0, qs(run.filename().string()));
+        const json plan = read_json(run / "plan.json");
+        if (plan.is_object() && plan.contains("options")) item->setText(1, describe(RunOptions::from_json(plan["options"])));
+        const json result = read_json(run / "result.json");
+        const bool live = session_ && session_->isActive() && session_->folder() == run;
+        if (live) {
+            item->setText(2, "running");
+        } else if (result.is_object()) {
+            const std::string status = result.value("status", std::string("failed"));
+            item->setText(2, qs(status));
+            item->setToolTip(2, qs(result.value("status_text", status)));
+            const RunStatus st = status == "completed" ? RunStatus::Completed
+                                 : status == "interrupted" ? RunStatus::Interrupted
+                                                           : RunStatus::Failed;
+            item->setForeground(2, status_color(st, palette()));
+            const auto measured = result.value("measured_peak_bytes", std::int64_t(0));
+            const auto predicted = result.value("predicted_peak_bytes", std::int64_t(0));
+            const auto rss = result.value("measured_rss_peak_bytes", std::int64_t(0));
+            if (measured > 0) item->setText(3, format_run_bytes(double(measured), unit_));
+            if (predicted > 0) item->setText(4, format_run_bytes(double(predicted), unit_));
+            if (measured > 0 && predicted > 0)
+                item->setText(5, QString::asprintf("%+.1f %%", 100.0 * double(predicted - measured) / double(measured)));
+            if (rss > 0) item->setText(6, format_run_bytes(double(rss), unit_));
+        } else {
+            item->setText(2, "failed (no result)");
+            item->setToolTip(2, "The run ended together with its launcher; its events are kept");
+            item->setForeground(2, status_color(RunStatus::Failed, palette()));
+        }
+        if (qs(run.string()) == selected) history_->setCurrentItem(item);
+    }
+    for (int c = 2; c < history_->columnCount(); ++c) history_->resizeColumnToContents(c);
+}
+
+std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QString* error) const {
+    try {
+        Loaded l;
+        l.folder = folder;
+        l.record = RunStore::load(folder);
+        l.label = qs(folder.filename().string());
+        const json plan = read_json(folder / "plan.json");
+        if (plan.is_object() && plan.contains("options")) l.options = RunOptions::from_json(plan["options"]);
+        std::ifstream rss(folder / "rss.csv");
+        double t = 0;
+        char comma = 0;
+        long long bytes = 0;
+        while (rss >> t >> comma >> bytes) {
+            l.rss.push_back({t, double(bytes)});
+            if (l.rss.size() > RunSession::kRssSamples * 2) {
+                std::vector<QPointF> merged;
+                for (size_t i = 0; i + 1 < l.rss.size(); i += 2)
+                    merged.push_back(l.rss[i].y() >= l.rss[i + 1].y() ? l.rss[i] : l.rss[i + 1]);
+                l.rss = std::move(merged);
+            }
+        }
+        const json launcher = read_json(folder / "launcher.json");
+        if (launcher.is_object()) l.stop_message = qs(launcher.value("stop_message", std::string()));
+        l.log = read_tail(folder / "stderr.log", 256 * 1024);
+        return l;
+    } catch (const std::exception& e) {
+        if (error) *error = QString("cannot open the run %1: %2").arg(qs(folder.string()), e.what());
+        return std::nullopt;
+    }
+}
+
+bool RunPanel::openRun(const fs::path& folder, QString* error) {
+    if (session_ && session_->isActive() && session_->folder() == folder) {
+        showLive();
+        return true;
+    }
+    auto l = loadRun(folder, error);
+    if (!l) return false;
+    loaded_ = std::move(l);
+    if (overlay_ && overlay_->folder == folder) overlay_.reset();
+    setSettingsVisible(false);
+    log_->clear();
+    QStringList lines;
+    for (const auto& s : loaded_->record.logs()) lines << "trainer › " + qs(s);
+    log_->setPlainText(loaded_->log + (loaded_->log.isEmpty() ? "" : "\n") + lines.join('\n'));
+    refresh(true);
+    refreshSummary();
+    return true;
+}
+
+void RunPanel::showLive() {
+    loaded_.reset();
+    log_->clear();
+    if (session_) {
+        log_->appendPlainText("$ " + trainer_.path + " " + session_->arguments().join(' '));
+        QStringList lines;
+        for (const QString& l : session_->stderrTail()) lines << l;
+        for (const auto& l : session_->record().logs()) lines << "trainer › " + qs(l);
+        log_->appendPlainText(lines.join('\n'));
+        session_->takeNewStderr();
+        logs_seen_ = session_->record().logs().size();
+    }
+    refresh(true);
+    refreshSummary();
+}
+
+}  // namespace wingspan::ui

@@ -1,0 +1,77 @@
+#pragma once
+// Small text and file helpers the run panel's parts share (form, live view, results,
+// history). Private to ui/src.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <QColor>
+#include <QFile>
+#include <QPalette>
+#include <QString>
+
+#include <nlohmann/json.hpp>
+
+#include "wingspan/ui/run_panel.hpp"
+
+namespace wingspan::ui::run_text {
+
+inline QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// "1:05" or "1:02:03".
+inline QString duration_text(double s) {
+    if (s < 0) s = 0;
+    const qint64 t = qint64(std::llround(s));
+    if (t < 3600) return QString("%1:%2").arg(t / 60).arg(t % 60, 2, 10, QChar('0'));
+    return QString("%1:%2:%3").arg(t / 3600).arg((t % 3600) / 60, 2, 10, QChar('0')).arg(t % 60, 2, 10, QChar('0'));
+}
+
+inline QString method_text(Method m) {
+    switch (m) {
+        case Method::Full: return "Full fine-tune";
+        case Method::Lora: return "LoRA";
+        case Method::Qlora: return "QLoRA";
+        case Method::Serve: return "Serve";
+    }
+    return "LoRA";
+}
+
+// One line for a run's settings: "built-in · LoRA r16 · seq 128 × 4 · 60 steps".
+inline QString describe(const RunOptions& o) {
+    QString s = o.model_label + " · " + method_text(o.method);
+    if (o.method != Method::Full) s += QString(" r%1").arg(o.rank);
+    s += QString(" · seq %1 × %2").arg(o.seq).arg(o.batch);
+    if (o.grad_accum > 1) s += QString(" × %1").arg(o.grad_accum);
+    s += QString(" · %1 steps").arg(o.steps);
+    if (o.memory_limit > 0) s += " · cap " + qs(format_bytes(double(o.memory_limit)));
+    return s;
+}
+
+inline nlohmann::json read_json(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    if (!in) return nullptr;
+    return nlohmann::json::parse(in, nullptr, false);
+}
+
+// The last `max_bytes` of a text file, with a note when the start was cut.
+inline QString read_tail(const std::filesystem::path& p, qint64 max_bytes) {
+    QFile f(qs(p.string()));
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    if (f.size() > max_bytes) f.seek(f.size() - max_bytes);
+    QString text = QString::fromUtf8(f.readAll());
+    if (f.size() > max_bytes) text = "[… earlier lines in " + qs(p.string()) + "]\n" + text.mid(text.indexOf('\n') + 1);
+    return text;
+}
+
+inline QColor status_color(RunStatus s, const QPalette& pal) {
+    const ChartStyle st = ChartStyle::from_palette(pal);
+    switch (s) {
+        case RunStatus::Completed: return st.fits;
+        case RunStatus::Interrupted: return st.tight;
+        case RunStatus::Failed: return st.no;
+        case RunStatus::Running: return pal.color(QPalette::Highlight);
+    }
+    return st.text;
+}
+
+}  // namespace wingspan::ui::run_text
