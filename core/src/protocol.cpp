@@ -124,6 +124,13 @@ ParseResult parse_line(std::string_view line) {
         r.error = "missing time 't': " + quoted(line);
         return r;
     }
+    for (const char* field : {"rank", "world_size"}) {
+        auto f = j.find(field);
+        if (f != j.end() && !(f->is_number_integer() && f->get<std::int64_t>() >= 0)) {
+            r.error = std::string("'") + field + "' is not a non-negative integer: " + quoted(line);
+            return r;
+        }
+    }
     r.event = Event{*type, t->get<double>(), std::move(j)};
     return r;
 }

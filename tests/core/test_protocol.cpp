@@ -45,6 +45,9 @@ private slots:
         QTest::newRow("unknown event") << "{\"v\":1,\"event\":\"party\",\"t\":1}" << "unknown event 'party'";
         QTest::newRow("no time") << "{\"v\":1,\"event\":\"step\"}" << "missing time";
         QTest::newRow("truncated") << "{\"v\":1,\"event\":\"st" << "not a JSON object";
+        QTest::newRow("rank text") << "{\"v\":1,\"event\":\"step\",\"t\":1,\"rank\":\"one\"}" << "'rank' is not a non-negative integer";
+        QTest::newRow("negative rank") << "{\"v\":1,\"event\":\"step\",\"t\":1,\"rank\":-1}" << "'rank' is not";
+        QTest::newRow("world size") << "{\"v\":1,\"event\":\"hello\",\"t\":1,\"world_size\":1.5}" << "'world_size' is not";
     }
     void rejectsWithReasons() {
         QFETCH(QString, line);
@@ -80,6 +83,18 @@ private slots:
         QCOMPARE(o.reserved_peak_bytes, std::int64_t(150));
         QVERIFY(!o.device_process_bytes);
     }
+    // Lines from several ranks name theirs; older lines (no rank) read as rank 0 of 1.
+    void rankAndWorldSize() {
+        const auto old_line = parse_line("{\"v\":1,\"event\":\"hello\",\"t\":0}");
+        QVERIFY(old_line.event);
+        QCOMPARE(old_line.event->rank(), 0);
+        QCOMPARE(old_line.event->world_size(), 1);
+        const auto ranked = parse_line(encode(EventType::Hello, 0.5, {{"rank", 3}, {"world_size", 4}}));
+        QVERIFY(ranked.event);
+        QCOMPARE(ranked.event->rank(), 3);
+        QCOMPARE(ranked.event->world_size(), 4);
+    }
+
     void toleratesCrlf() { QVERIFY(parse_line("{\"v\":1,\"event\":\"log\",\"t\":0}\r\n").event); }
 };
 

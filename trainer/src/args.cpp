@@ -109,6 +109,8 @@ std::string usage() {
            "         [--chat-format chatml|llama3|llama2|mistral|zephyr|gemma|phi3]\n"
            "       --model takes a folder, a Hugging Face cache snapshot, or OWNER/NAME[@REVISION]\n"
            "         already in the cache (wingspan download OWNER/NAME puts it there)\n"
+           "       ranks: [--nproc N] [--sharding ddp|zero1|zero2] [--dist-timeout SECONDS]\n"
+           "         (or RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as torchrun sets them)\n"
            "       wingspan-train tokenize [--tokenizer FILE]   (stdin text -> JSON array of ids)\n"
            "stdout carries run-protocol JSON lines only (docs/protocol.md).\n";
 }
@@ -213,6 +215,17 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.attention = need_value(a, i);
             if (o.attention != "eager" && o.attention != "sdpa")
                 throw ArgError("--attention: use eager or sdpa");
+        } else if (f == "--nproc") {
+            o.nproc = static_cast<int>(to_int(f, need_value(a, i), 1));
+            if (o.nproc > 256) throw ArgError("--nproc: at most 256 ranks on one machine");
+        } else if (f == "--sharding") {
+            const std::string v = need_value(a, i);
+            if (v == "ddp") o.sharding = Sharding::Ddp;
+            else if (v == "zero1") o.sharding = Sharding::Zero1;
+            else if (v == "zero2") o.sharding = Sharding::Zero2;
+            else throw ArgError("--sharding: unknown sharding \"" + v + "\" (use ddp, zero1 or zero2)");
+        } else if (f == "--dist-timeout") {
+            o.dist_timeout_s = static_cast<int>(to_int(f, need_value(a, i), 1));
         } else {
             throw ArgError("unknown argument \"" + f + "\"");
         }

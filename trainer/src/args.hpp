@@ -53,6 +53,10 @@ struct Options {
     double initial_loss_scale = 65536;      // fp16-mixed: the first loss scale (PyTorch GradScaler's)
     std::int64_t loss_scale_growth = 2000;  // fp16-mixed: good steps before the scale doubles
     std::string device = "auto";       // auto | cpu | cuda | cuda:N | mps (device.hpp resolves it)
+    // Data parallel (issue 18): ranks started here, how state is sharded, collective timeout.
+    int nproc = 1;
+    Sharding sharding = Sharding::Ddp;
+    int dist_timeout_s = 120;
 };
 
 // Thrown for a bad command line; the message names the flag.

@@ -2,20 +2,46 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
+
+#include <unistd.h>
 
 namespace wingspan::train {
 
 namespace {
-const auto g_start = std::chrono::steady_clock::now();
+// A rank started by `--nproc` counts from its launcher's start (steady_clock is the system's
+// monotonic clock), so the relayed stream's `t` is one clock.
+std::chrono::steady_clock::time_point start_time() {
+    if (const char* v = std::getenv("WINGSPAN_CLOCK_ORIGIN_NS"); v && *v)
+        return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(std::strtoll(v, nullptr, 10)));
+    return std::chrono::steady_clock::now();
+}
+const auto g_start = start_time();
 std::mutex g_out_mutex;
+int g_rank = 0, g_world_size = 1;
 }  // namespace
+
+void set_rank(int rank, int world_size) {
+    g_rank = rank;
+    g_world_size = world_size;
+}
+
+std::int64_t clock_origin_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(g_start.time_since_epoch()).count();
+}
 
 double elapsed_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - g_start).count();
 }
 
 void emit(protocol::EventType type, nlohmann::json fields) {
+    if (!fields.is_object()) fields = nlohmann::json::object();
+    if (!fields.contains("rank")) fields["rank"] = g_rank;
+    if (type == protocol::EventType::Hello) {
+        fields["world_size"] = g_world_size;
+        fields["pid"] = static_cast<long>(::getpid());
+    }
     std::string line = protocol::encode(type, elapsed_s(), std::move(fields));
     line.push_back('\n');
     std::lock_guard<std::mutex> lock(g_out_mutex);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "generate.hpp"
+#include "launcher.hpp"
 #include "memory.hpp"
 #include "merge.hpp"
 #include "train.hpp"
@@ -35,5 +36,6 @@ int main(int argc, char** argv) {
     }
     if (!args.empty() && args[0] == "merge") return wingspan::train::run_merge({args.begin() + 1, args.end()});
     if (!args.empty() && args[0] == "generate") return wingspan::train::run_generate({args.begin() + 1, args.end()});
+    if (wingspan::train::wants_launcher(args)) return wingspan::train::run_launcher(args, argv[0]);
     return wingspan::train::run_train(args, argv[0]);
 }

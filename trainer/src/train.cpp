@@ -26,6 +26,8 @@
 #include "device.hpp"
 #include "device_memory.hpp"
 #include "device_ops.hpp"
+#include "distributed.hpp"
+#include "distributed_sync.hpp"
 #include "emit.hpp"
 #include "memory.hpp"
 #include "model.hpp"
@@ -138,7 +140,7 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std:
 
 class Run {
 public:
-    Run(Options o, std::string argv0) : opt_(std::move(o)), argv0_(std::move(argv0)) {}
+    Run(Options o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
     int execute();
 
 private:
@@ -156,11 +158,19 @@ private:
     void emit_done(const std::string& reason);
     void refuse_if_beyond_machine() const;
     bool stopped_during_setup();
+    // Data parallel (issue 18; distributed*.cpp hold the logic).
+    int world() const { return group_ ? group_->world_size() : 1; }
+    bool sharded() const { return sync_ && sync_->sharded(); }
+    at::Tensor grad_for(std::size_t state) const;
+    bool stop_requested();
+    fs::path save_checkpoint(const fs::path& dir, bool final);
+    void swap_optimizer_state(std::vector<ParamState>& held);
 
     void select_device();
 
     Options opt_;
     std::string argv0_;
+    dist::JobEnv job_;
     c10::Device device_{c10::kCPU};   // where every tensor of the run lives
     json hf_config_;
     ModelConfig cfg_;
@@ -191,6 +201,10 @@ private:
     mem::Sampler sampler_;                            // stopped before tracking_ ends
     std::int64_t predicted_total_ = 0;   // the planner's bytes for this run (0: no prediction)
     Component predicted_largest_ = Component::FrozenWeights;
+    std::unique_ptr<dist::Group> group_;
+    std::unique_ptr<dist::GradientSync> sync_;
+    at::Tensor shard_m_, shard_v_, shard_master_;   // zero1/zero2: this rank's optimizer shard
+    bool stopping_ = false;
 };
 
 void Run::load_inputs() {
@@ -266,7 +280,8 @@ void Run::load_inputs() {
     setup_.lora_dropout = opt_.dropout;
     setup_.lora_targets = opt_.targets;
     setup_.quantization = opt_.method == Method::Qlora ? Quantization::Nf4DoubleQuant : Quantization::None;
-    setup_.devices = 1;
+    setup_.devices = world();
+    setup_.sharding = world() > 1 ? opt_.sharding : Sharding::None;
     if (opt_.method != Method::Full && opt_.rank > std::min(cfg_.hidden, cfg_.intermediate))
         throw RunError("bad_argument", "--rank " + std::to_string(opt_.rank) + " is larger than the model's width");
 
@@ -281,7 +296,8 @@ void Run::load_inputs() {
     }
     try {
         data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+        // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
+        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
                                       true, true);
         if (!data_.eval.empty()) {
             try {
@@ -421,6 +437,43 @@ void Run::build_optimizer() {
     scaler_.growth_interval = opt_.loss_scale_growth;
     const bool mixed = opt_.precision == Precision::Bf16Mixed || opt_.precision == Precision::Fp16Mixed;
     const bool pure_bf16 = opt_.precision == Precision::Bf16;
+    // Gradients are made during backward; attribute them as they arrive.
+    for (auto& nt : model_->trainable())
+        nt.tensor.register_hook([](const at::Tensor& g) {
+            retag(g, Component::Gradients);
+            return g;
+        });
+    if (group_) {
+        std::vector<at::Tensor> params;
+        for (auto& nt : model_->trainable()) params.push_back(nt.tensor);
+        sync_ = std::make_unique<dist::GradientSync>(*group_, setup_.sharding, params);
+    }
+    if (sharded()) {
+        // ZeRO: moments (and the fp32 master) for this rank's range of the flat parameters only;
+        // each state is a piece of a parameter, viewing the parameter and the shard tensors.
+        const auto& trainable = model_->trainable();
+        const std::int64_t n = sync_->shard_elements();
+        const at::TensorOptions on_device = trainable.front().tensor.options();
+        if (mixed) {
+            mem::Scope scope(Component::MasterWeights);
+            shard_master_ = at::empty({n}, on_device.dtype(at::kFloat));
+        }
+        {
+            mem::Scope scope(Component::OptimizerState);
+            shard_m_ = at::zeros({n}, on_device.dtype(pure_bf16 ? at::kBFloat16 : at::kFloat));
+            shard_v_ = at::zeros({n}, on_device.dtype(pure_bf16 ? at::kBFloat16 : at::kFloat));
+        }
+        for (const auto& p : sync_->pieces()) {
+            ParamState s;
+            s.name = trainable[p.param].name;
+            s.param = sync_->param_piece(p);
+            s.m = dist::GradientSync::piece_of(shard_m_, p);
+            s.v = dist::GradientSync::piece_of(shard_v_, p);
+            if (mixed) s.master = dist::GradientSync::piece_of(shard_master_, p).copy_(s.param);
+            states_.push_back(std::move(s));
+        }
+        return;
+    }
     for (auto& nt : model_->trainable()) {
         ParamState s;
         s.name = nt.name;
@@ -436,11 +489,6 @@ void Run::build_optimizer() {
             s.m = at::zeros(nt.tensor.sizes(), nt.tensor.options().dtype(dt));
             s.v = at::zeros(nt.tensor.sizes(), nt.tensor.options().dtype(dt));
         }
-        // Gradients are made during backward; attribute them as they arrive.
-        nt.tensor.register_hook([](const at::Tensor& g) {
-            retag(g, Component::Gradients);
-            return g;
-        });
         states_.push_back(std::move(s));
     }
 }
@@ -464,7 +512,8 @@ void Run::resume() {
     mismatch("--precision", st.precision, precision_name(opt_.precision));
     if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.rank), std::to_string(opt_.rank));
     mismatch("--seq", std::to_string(st.seq), std::to_string(opt_.seq));
-    mismatch("--batch", std::to_string(st.batch), std::to_string(opt_.batch));
+    // The global batch (--batch × ranks) decides the data order: any number of ranks resumes it.
+    mismatch("--batch × ranks", std::to_string(st.batch), std::to_string(opt_.batch * world()));
     mismatch("--grad-accum", std::to_string(st.grad_accum), std::to_string(opt_.grad_accum));
 
     at::NoGradGuard no_grad;
@@ -506,7 +555,7 @@ void Run::resume() {
 const Batch& Run::next_batch() {
     const std::int64_t epoch = cursor_ / batches_per_epoch_;
     if (epoch != cached_epoch_) {
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, epoch,
+        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, epoch,
                                       true, true);
         cached_epoch_ = epoch;
     }
@@ -518,12 +567,21 @@ const Batch& Run::next_batch() {
 double Run::train_step(std::int64_t step) {
     double loss_sum = 0;
     for (std::int64_t micro = 0; micro < opt_.grad_accum; ++micro) {
-        const Batch& b = next_batch();
+        const Batch& global = next_batch();
+        Batch mine;
+        const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
         mem::set_phase(mem::Phase::Forward);
         at::Tensor ids = to_tensor(b.input, b.rows, b.cols, device_);
         at::Tensor labels = to_tensor(b.labels, b.rows, b.cols, device_);
         at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
-        const double l = loss.item<double>();
+        double l = loss.item<double>();
+        if (group_) {
+            // Weighed by its share of the global batch's target tokens, the ranks' losses (and
+            // so their gradients) sum to those of the global batch's mean loss.
+            const double share = static_cast<double>(b.target_tokens) / static_cast<double>(std::max<std::int64_t>(1, global.target_tokens));
+            l = group_->sum(b.target_tokens > 0 ? l * share : 0.0);
+            loss = loss * share;
+        }
         if (!std::isfinite(l))
             throw RunError("nan_loss", "the loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " +
                                            std::to_string(step) + " (try a lower --lr)");
@@ -531,21 +589,24 @@ double Run::train_step(std::int64_t step) {
         mem::set_phase(mem::Phase::Backward);
         if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
         if (scaler_.enabled) loss = loss * scaler_.scale;
-        torch::autograd::backward({loss});
+        if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
+        if (!group_ || b.target_tokens > 0) torch::autograd::backward({loss});
+        if (sync_) sync_->end_backward();
     }
     mem::set_phase(mem::Phase::Optimizer);
     {
         at::NoGradGuard no_grad;
         double sumsq = 0;
         at::Tensor device_sumsq;   // summed on the device, read once
-        for (auto& s : states_) {
-            at::Tensor g = s.param.grad();
+        for (std::size_t i = 0; i < states_.size(); ++i) {
+            at::Tensor g = grad_for(i);
             if (!g.defined()) continue;
             retag(g, Component::Gradients);
             if (g.is_cpu()) sumsq += grad_sumsq(g);
             else device_sumsq = device_sumsq.defined() ? device_sumsq + ops::sumsq(g) : ops::sumsq(g);
         }
         if (device_sumsq.defined()) sumsq += device_sumsq.item<double>();
+        if (sharded()) sumsq = group_->sum(sumsq);   // each rank holds its range of the gradients
         // Gradients of a scaled loss: an inf or NaN anywhere means the scale overflowed fp16.
         last_loss_scale_ = scaler_.scale;
         last_step_skipped_ = !scaler_.update(std::isfinite(sumsq));
@@ -553,12 +614,13 @@ double Run::train_step(std::int64_t step) {
         const double norm = std::sqrt(sumsq) * unscale;
         const double clip = opt_.max_grad_norm > 0 && norm > opt_.max_grad_norm ? opt_.max_grad_norm / (norm + 1e-6) : 1.0;
         const double lr = lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio);
-        for (auto& s : states_) {
-            at::Tensor g = s.param.grad();
+        for (std::size_t i = 0; i < states_.size(); ++i) {
+            at::Tensor g = grad_for(i);
             if (!g.defined()) continue;
-            if (!last_step_skipped_) adamw_step(s, g, step, lr, opt_.weight_decay, clip * unscale);
-            s.param.mutable_grad() = at::Tensor();   // gradients are freed after the step
+            if (!last_step_skipped_) adamw_step(states_[i], g, step, lr, opt_.weight_decay, clip * unscale);
+            if (!sharded()) states_[i].param.mutable_grad() = at::Tensor();   // gradients are freed after the step
         }
+        if (sync_) sync_->after_update();
     }
     return loss_sum / static_cast<double>(opt_.grad_accum);
 }
@@ -635,7 +697,8 @@ fs::path Run::save(const fs::path& target, bool final) {
                          {"rank", opt_.rank},
                          {"alpha", opt_.alpha},
                          {"seq", opt_.seq},
-                         {"batch", opt_.batch},
+                         {"batch", opt_.batch * world()},
+                         {"world_size", world()},
                          {"grad_accum", opt_.grad_accum},
                          {"seed", opt_.seed},
                          {"lr", lr_},
@@ -691,7 +754,7 @@ void Run::emit_done(const std::string& reason) {
     if (!last_checkpoint_.empty()) d["checkpoint"] = last_checkpoint_.string();
     // Each component's own peak, exact from the allocator (the sampled events can miss one).
     d["component_peaks"] = protocol::components_to_json(now.component_peaks);
-    if (reason != "error") {
+    if (reason != "error" && (!group_ || group_->rank() == 0)) {   // the ranks hold the same weights
         try {
             d["sample"] = sample();
         } catch (const std::exception& e) {
@@ -723,6 +786,65 @@ bool Run::stopped_during_setup() {
     log_warning("interrupted during setup: no step was trained, nothing saved");
     emit_done("interrupted");
     return true;
+at::Tensor Run::grad_for(std::size_t state) const {
+    return sharded() ? sync_->grad_of(sync_->pieces()[state]) : states_[state].param.grad();
+}
+
+bool Run::stop_requested() {
+    bool stop = g_interrupted.load();
+    // Ranks stop together, after the same step (a signal reaches them at different moments).
+    if (group_) stop = group_->sum(stop ? 1.0 : 0.0) > 0;
+    stopping_ = stopping_ || stop;
+    return stopping_;
+}
+
+// Sharded runs: whole-parameter optimizer states (gathered from every rank) go into states_ for a
+// checkpoint to save or a resume to fill; `held` keeps this rank's pieces meanwhile. The second
+// call puts the pieces back, each taking its range of the whole states.
+void Run::swap_optimizer_state(std::vector<ParamState>& held) {
+    at::NoGradGuard no_grad;
+    if (held.empty()) {
+        mem::Scope scope(Component::Activations);   // checkpoint temporaries, like its reads and writes
+        const at::Tensor m = sync_->gather(shard_m_), v = sync_->gather(shard_v_);
+        const at::Tensor master = shard_master_.defined() ? sync_->gather(shard_master_) : at::Tensor();
+        const auto trainable = model_->trainable();
+        std::vector<ParamState> whole;
+        for (std::size_t i = 0; i < trainable.size(); ++i) {
+            const at::Tensor& p = trainable[i].tensor;
+            auto part = [&](const at::Tensor& flat) { return flat.narrow(0, sync_->flat_offset(i), p.numel()).view(p.sizes()); };
+            whole.push_back({trainable[i].name, p, master.defined() ? part(master) : at::Tensor(), part(m), part(v)});
+        }
+        held = std::exchange(states_, std::move(whole));
+        return;
+    }
+    for (std::size_t k = 0; k < held.size(); ++k) {
+        const auto& piece = sync_->pieces()[k];
+        const ParamState& w = states_[piece.param];
+        auto range = [&](const at::Tensor& t) { return t.reshape(-1).narrow(0, piece.begin, piece.length); };
+        held[k].m.copy_(range(w.m));
+        held[k].v.copy_(range(w.v));
+        if (held[k].master.defined()) held[k].master.copy_(range(w.master));
+    }
+    states_ = std::exchange(held, {});
+}
+
+// Every rank takes part (sharded state is gathered), rank 0 writes.
+fs::path Run::save_checkpoint(const fs::path& dir, bool final) {
+    if (!group_) return save(dir, final);
+    std::vector<ParamState> held;
+    if (sharded()) swap_optimizer_state(held);
+    fs::path path;
+    std::exception_ptr failed;
+    if (group_->rank() == 0) {
+        try {
+            path = save(dir, final);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    }
+    if (sharded()) swap_optimizer_state(held);
+    if (failed) std::rethrow_exception(failed);
+    return path;
 }
 
 void Run::train_loop() {
@@ -738,7 +860,7 @@ void Run::train_loop() {
         step_ = step;
         losses_.push_back(loss);
         mem::set_phase(mem::Phase::Idle);
-        const std::int64_t tokens = opt_.batch * opt_.seq * opt_.grad_accum;
+        const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum;
         json fields = {{"step", step},
                        {"total_steps", total_steps_},
                        {"loss", loss},
@@ -752,13 +874,14 @@ void Run::train_loop() {
             fields["skipped"] = last_step_skipped_;   // gradients overflowed: the weights did not move
         }
         emit(EventType::Step, fields);
-        if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !g_interrupted.load()) {
+        const bool stop = stop_requested();
+        if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !stop) {
             const double el = evaluate();
             if (std::isfinite(el)) emit(EventType::Eval, {{"step", step}, {"loss", el}});
         }
-        if (g_interrupted.load()) return;
+        if (stop) return;
         if (opt_.save_every > 0 && step % opt_.save_every == 0 && step < total_steps_ && !opt_.out_dir.empty())
-            save(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
+            save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
     }
     const double el = evaluate();
     if (std::isfinite(el)) emit(EventType::Eval, {{"step", step_}, {"loss", el}});
@@ -809,12 +932,20 @@ int Run::execute() {
             throw RunError("io", std::string("--out: ") + e.what());
         }
     }
+    if (job_.world_size > 1 && !device_.is_cpu())
+        throw RunError("device_unavailable", "data-parallel ranks train on the CPU (gloo) in this build: "
+                                             "GPU ranks need a libtorch with NCCL (add --device cpu)");
+    if (job_.world_size > 1) group_ = dist::Group::join(job_, std::chrono::seconds(opt_.dist_timeout_s));
     load_inputs();
     announce();
     if (opt_.threads > cores)
         log_warning("--threads " + std::to_string(opt_.threads) + " is more than this machine's " +
                     std::to_string(cores) + " cores: using " + std::to_string(cores));
-    if (!opt_.out_dir.empty())
+    if (group_)
+        log_info("rank " + std::to_string(group_->rank()) + " of " + std::to_string(world()) + " (" + group_->backend() +
+                 ", " + to_string(setup_.sharding) + ", micro-batch " + std::to_string(opt_.batch) + " of a global " +
+                 std::to_string(opt_.batch * world()) + ")");
+    if (!opt_.out_dir.empty() && (!group_ || group_->rank() == 0))
         if (const int n = remove_stale_checkpoint_temporaries(opt_.out_dir); n > 0)
             log_info("removed " + std::to_string(n) + " temporary files an interrupted save left in " + opt_.out_dir);
     refuse_if_beyond_machine();
@@ -831,14 +962,24 @@ int Run::execute() {
     build_model();
     if (stopped_during_setup()) return 0;
     build_optimizer();
-    resume();
+    {
+        std::vector<ParamState> shards;   // sharded: resume() fills whole states, each rank keeps its range
+        if (sharded() && !opt_.resume_dir.empty()) swap_optimizer_state(shards);
+        resume();
+        if (!shards.empty()) swap_optimizer_state(shards);
+    }
     if (stopped_during_setup()) return 0;
     {
         std::map<Component, std::int64_t> bytes;
         for (const auto& nt : model_->tensors()) bytes[nt.component] += storage_bytes(nt.tensor);
         for (const auto& s : states_) {
+            if (sharded()) break;   // pieces of the shard tensors, counted once below
             bytes[Component::OptimizerState] += storage_bytes(s.m) + storage_bytes(s.v);
             if (s.master.defined()) bytes[Component::MasterWeights] += storage_bytes(s.master);
+        }
+        if (sharded()) {
+            bytes[Component::OptimizerState] += storage_bytes(shard_m_) + storage_bytes(shard_v_);
+            if (shard_master_.defined()) bytes[Component::MasterWeights] += storage_bytes(shard_master_);
         }
         // The bytes of the trainer's own tensors, for checking the measured components.
         emit(EventType::Log, {{"level", "info"},
@@ -850,10 +991,10 @@ int Run::execute() {
     mem::Sampler::emit_now();
     train_loop();
     mem::set_phase(mem::Phase::Idle);
-    const bool interrupted = g_interrupted.load() && step_ < total_steps_;
+    const bool interrupted = stopping_ && step_ < total_steps_;
     if (!opt_.out_dir.empty()) {
-        if (interrupted) save(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step_)), false);
-        else save(opt_.out_dir, true);
+        if (interrupted) save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step_)), false);
+        else save_checkpoint(opt_.out_dir, true);
     } else if (interrupted) {
         log_warning("interrupted without --out: nothing saved");
     }
@@ -868,8 +1009,18 @@ int Run::execute() {
 int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     Options opt;
     bool help = false;
+    dist::JobEnv job;
     try {
+        try {
+            job = dist::job_from_environment();
+        } catch (const std::invalid_argument& e) {
+            throw ArgError(std::string("torchrun environment: ") + e.what());
+        }
+        set_rank(job.rank, job.world_size);
         opt = parse_options(args, help);
+        if (job.world_size > 1 && opt.nproc > 1)
+            throw ArgError("--nproc starts its own ranks, but this process is already rank " + std::to_string(job.rank) +
+                           " of " + std::to_string(job.world_size) + " (RANK/WORLD_SIZE): leave --nproc out");
     } catch (const ArgError& e) {
         emit_minimal_hello();
         emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});
@@ -881,7 +1032,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         std::cerr << usage();
         return 0;
     }
-    Run run(opt, argv0);
+    Run run(opt, argv0, job);
     std::string code, message;
     json extra = json::object();
     try {
@@ -896,6 +1047,9 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         if (e.line > 0) extra["line"] = e.line;
     } catch (const InputError& e) {
         code = "bad_argument";
+        message = e.what();
+    } catch (const dist::CollectiveError& e) {
+        code = "distributed";
         message = e.what();
     } catch (const std::exception& e) {
         code = "internal";

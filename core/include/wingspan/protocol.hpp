@@ -29,6 +29,10 @@ struct Event {
     std::int64_t int_field(const char* name, std::int64_t fallback = 0) const;
     double number_field(const char* name, double fallback = 0) const;
     std::string string_field(const char* name, const std::string& fallback = {}) const;
+    // The data-parallel rank that wrote the line (0 for lines without one: single processes,
+    // older trainers) and, in `hello`, the job's number of ranks (1 without one).
+    int rank() const { return static_cast<int>(int_field("rank", 0)); }
+    int world_size() const { return static_cast<int>(int_field("world_size", 1)); }
 };
 
 struct ParseResult {

@@ -1,0 +1,234 @@
+#include "distributed_sync.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "emit.hpp"
+#include "memory.hpp"
+
+namespace wingspan::train::dist {
+
+Batch rows_of_rank(const Batch& global, int rank, int world) {
+    Batch b;
+    b.rows = global.rows / world;
+    b.cols = global.cols;
+    const auto first = static_cast<std::ptrdiff_t>(rank * b.rows * b.cols);
+    const auto count = static_cast<std::ptrdiff_t>(b.rows * b.cols);
+    b.input.assign(global.input.begin() + first, global.input.begin() + first + count);
+    b.labels.assign(global.labels.begin() + first, global.labels.begin() + first + count);
+    b.target_tokens = std::count_if(b.labels.begin(), b.labels.end(), [](std::int64_t l) { return l != -100; });
+    return b;
+}
+
+GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tensor> params)
+    : group_(group), sharding_(sharding), params_(std::move(params)) {
+    if (params_.empty()) throw std::invalid_argument("data parallel training needs trainable parameters");
+    for (const auto& p : params_) {
+        if (p.scalar_type() != params_.front().scalar_type())
+            throw std::invalid_argument("data parallel training needs one dtype for all trainable parameters");
+        offsets_.push_back(total_);
+        total_ += p.numel();
+    }
+    const int n = group_.world_size(), r = group_.rank();
+    if (sharded()) {
+        const std::int64_t chunk = (total_ + n - 1) / n;
+        owned_begin_ = std::min(total_, r * chunk);
+        owned_end_ = std::min(total_, (r + 1) * chunk);
+        for (std::size_t i = 0; i < params_.size(); ++i) {
+            const std::int64_t lo = std::max(owned_begin_, offsets_[i]);
+            const std::int64_t hi = std::min(owned_end_, offsets_[i] + params_[i].numel());
+            if (hi > lo) pieces_.push_back({i, lo - offsets_[i], hi - lo, lo - owned_begin_});
+        }
+    } else {
+        owned_end_ = total_;
+    }
+    // Buckets in the order backward fills them: from the last parameter to the first.
+    bucket_of_.resize(params_.size());
+    const std::int64_t elem = params_.front().element_size();
+    std::size_t last = params_.size();
+    while (last > 0) {
+        std::size_t first = last - 1;
+        std::int64_t bytes = params_[first].numel() * elem;
+        while (first > 0 && bytes + params_[first - 1].numel() * elem <= kBucketBytes) {
+            --first;
+            bytes += params_[first].numel() * elem;
+        }
+        Bucket b;
+        b.first = first;
+        b.last = last;
+        b.begin = offsets_[first];
+        b.end = offsets_[last - 1] + params_[last - 1].numel();
+        buckets_.push_back(std::move(b));
+        last = first;
+    }
+    for (std::size_t k = 0; k < buckets_.size(); ++k)
+        for (std::size_t i = buckets_[k].first; i < buckets_[k].last; ++i) bucket_of_[i] = k;
+    {
+        mem::Scope scope(Component::Gradients);
+        if (sharding_ == Sharding::Ddp)
+            for (auto& b : buckets_) b.buffer = at::zeros({b.end - b.begin}, params_.front().options());
+        if (sharding_ == Sharding::Zero2) shard_grad_ = at::zeros({shard_elements()}, params_.front().options());
+    }
+    for (std::size_t i = 0; i < params_.size(); ++i)
+        params_[i].register_hook([this, i](const at::Tensor&) { on_gradient(i); });
+}
+
+at::Tensor GradientSync::param_piece(const Piece& p) const {
+    return params_[p.param].detach().view(-1).narrow(0, p.begin, p.length);
+}
+
+void GradientSync::begin_backward(bool last_micro_batch) {
+    // zero2 reduces every micro-batch (and accumulates its own range); the others sync once.
+    armed_ = last_micro_batch || sharding_ == Sharding::Zero2;
+    just_arrived_ = -1;
+    for (auto& b : buckets_) {
+        b.launched = false;
+        b.waiting = static_cast<int>(b.last - b.first);
+    }
+}
+
+void GradientSync::on_gradient(std::size_t param) {
+    if (!armed_) return;
+    in_backward_ = true;
+    settle();
+    in_backward_ = false;
+    just_arrived_ = static_cast<long>(param);
+}
+
+// The gradient whose hook fired last has been accumulated by now (the engine runs one node at a
+// time on the CPU): count it, and launch its bucket if it was the bucket's last.
+void GradientSync::settle() {
+    if (just_arrived_ < 0) return;
+    Bucket& b = buckets_[bucket_of_[static_cast<std::size_t>(just_arrived_)]];
+    just_arrived_ = -1;
+    if (--b.waiting == 0 && !b.launched) launch(b);
+}
+
+at::Tensor GradientSync::flat_grads(const Bucket& b) {
+    for (std::size_t i = b.first; i < b.last; ++i) {
+        at::Tensor slice = b.buffer.narrow(0, offsets_[i] - b.begin, params_[i].numel());
+        const at::Tensor& g = params_[i].grad();
+        if (g.defined()) slice.copy_(g.reshape(-1));
+        else slice.zero_();   // no gradient reached it on this rank: it adds nothing
+    }
+    return b.buffer;
+}
+
+// The part of parameter i's flat range that rank r owns, as [lo, hi) within the parameter.
+static std::pair<std::int64_t, std::int64_t> owned_part(std::int64_t offset, std::int64_t n, std::int64_t total, int world,
+                                                        int r) {
+    const std::int64_t chunk = (total + world - 1) / world;
+    const std::int64_t lo = std::max(offset, std::min(total, r * chunk));
+    const std::int64_t hi = std::min(offset + n, std::min(total, (r + 1) * chunk));
+    return {lo - offset, std::max(lo, hi) - offset};
+}
+
+void GradientSync::launch(Bucket& b) {
+    at::NoGradGuard no_grad;
+    b.launched = true;
+    if (sharding_ == Sharding::Ddp) {
+        b.work.push_back(group_.all_reduce_sum(flat_grads(b)));
+    } else {
+        // Sharded runs reduce the gradients in place, tensor by tensor: no second copy.
+        for (std::size_t i = b.first; i < b.last; ++i) {
+            at::Tensor& g = params_[i].mutable_grad();
+            if (!g.defined() || !g.is_contiguous()) {
+                mem::Scope scope(Component::Gradients);
+                g = g.defined() ? g.contiguous() : at::zeros_like(params_[i]);
+            }
+            if (sharding_ == Sharding::Zero1) {
+                b.work.push_back(group_.all_reduce_sum(g));
+                continue;
+            }
+            for (int r = 0; r < group_.world_size(); ++r) {   // zero2: each range to its owner
+                const auto [lo, hi] = owned_part(offsets_[i], g.numel(), total_, group_.world_size(), r);
+                if (hi > lo) b.work.push_back(group_.reduce_sum(g.view(-1).narrow(0, lo, hi - lo), r));
+            }
+        }
+    }
+    in_flight_.push_back(&b);
+    if (in_backward_) ++launched_during_backward_;
+    // zero2 frees whole gradients as their bucket completes: finishing the older buckets now
+    // keeps at most two buckets of whole gradients alive (less overlap, less memory).
+    while (sharding_ == Sharding::Zero2 && in_flight_.size() > 2) {
+        complete(*in_flight_.front());
+        in_flight_.pop_front();
+    }
+}
+
+void GradientSync::complete(Bucket& b) {
+    at::NoGradGuard no_grad;
+    for (auto& w : b.work) w.wait();
+    b.work.clear();
+    if (sharding_ == Sharding::Ddp) {
+        for (std::size_t i = b.first; i < b.last; ++i) {
+            at::Tensor slice = b.buffer.narrow(0, offsets_[i] - b.begin, params_[i].numel()).view(params_[i].sizes());
+            if (params_[i].grad().defined()) {
+                params_[i].mutable_grad().copy_(slice);
+            } else {
+                mem::Scope scope(Component::Gradients);
+                params_[i].mutable_grad() = slice.clone();
+            }
+        }
+    } else if (sharding_ == Sharding::Zero2) {
+        // Keep this rank's range, free the whole gradients.
+        for (std::size_t i = b.first; i < b.last; ++i) {
+            const auto [lo, hi] = owned_part(offsets_[i], params_[i].numel(), total_, group_.world_size(), group_.rank());
+            if (hi > lo)
+                shard_grad_.narrow(0, offsets_[i] + lo - owned_begin_, hi - lo)
+                    .add_(params_[i].grad().view(-1).narrow(0, lo, hi - lo));
+            params_[i].mutable_grad() = at::Tensor();
+        }
+    }
+}
+
+void GradientSync::end_backward() {
+    if (!armed_) return;
+    settle();
+    for (auto& b : buckets_)
+        if (!b.launched) launch(b);
+    while (!in_flight_.empty()) {
+        complete(*in_flight_.front());
+        in_flight_.pop_front();
+    }
+    armed_ = false;
+    if (!reported_) {
+        reported_ = true;
+        log_info("gradient sync (" + std::string(to_string(sharding_)) + "): " + std::to_string(buckets_.size()) +
+                 " bucket(s) of up to " + std::to_string(kBucketBytes >> 20) + " MiB, " +
+                 std::to_string(launched_during_backward_) + " launched while backward was still running");
+    }
+}
+
+at::Tensor GradientSync::grad_of(const Piece& p) const {
+    if (sharding_ == Sharding::Zero2) return shard_grad_.narrow(0, p.shard_offset, p.length);
+    return params_[p.param].grad().view(-1).narrow(0, p.begin, p.length);
+}
+
+at::Tensor GradientSync::gather(const at::Tensor& shard) {
+    const int n = group_.world_size();
+    const std::int64_t chunk = (total_ + n - 1) / n;
+    at::Tensor mine = at::zeros({chunk}, shard.options());
+    if (shard.numel() > 0) mine.narrow(0, 0, shard.numel()).copy_(shard);
+    at::Tensor all = at::empty({chunk * n}, shard.options());
+    group_.all_gather(mine, all);
+    return all.narrow(0, 0, total_);
+}
+
+void GradientSync::after_update() {
+    if (!sharded()) return;
+    at::NoGradGuard no_grad;
+    if (sharding_ == Sharding::Zero1)
+        for (auto& p : params_) p.mutable_grad() = at::Tensor();
+    else
+        shard_grad_.zero_();
+    // The updated weights travel in a communication buffer (framework workspace, freed here).
+    mem::Scope scope(Component::FrameworkOverhead);
+    at::Tensor mine = at::empty({shard_elements()}, params_.front().options());
+    for (const auto& p : pieces_) piece_of(mine, p).copy_(param_piece(p));
+    const at::Tensor all = gather(mine);
+    for (std::size_t i = 0; i < params_.size(); ++i)
+        params_[i].detach().view(-1).copy_(all.narrow(0, offsets_[i], params_[i].numel()));
+}
+
+}  // namespace wingspan::train::dist
