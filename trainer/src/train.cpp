@@ -786,6 +786,8 @@ bool Run::stopped_during_setup() {
     log_warning("interrupted during setup: no step was trained, nothing saved");
     emit_done("interrupted");
     return true;
+}
+
 at::Tensor Run::grad_for(std::size_t state) const {
     return sharded() ? sync_->grad_of(sync_->pieces()[state]) : states_[state].param.grad();
 }
