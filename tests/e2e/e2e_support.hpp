@@ -12,6 +12,8 @@
 
 #include "wingspan/ui/run_panel.hpp"
 
+#include <QTabWidget>
+
 namespace e2e {
 
 // Spins the event loop until `pred` holds or `ms` pass; true when it held.
@@ -22,6 +24,13 @@ inline bool wait_until(const std::function<bool()>& pred, int ms) {
         QTest::qWait(20);
     }
     return true;
+}
+
+// The tab page that holds `w` (the window may wrap a tab's widget, e.g. in a scroll area).
+inline QWidget* tab_page_of(QTabWidget* tabs, QWidget* w) {
+    for (QWidget* p = w; p; p = p->parentWidget())
+        if (tabs->indexOf(p) >= 0) return p;
+    return nullptr;
 }
 
 inline QString wingspan_exe() { return QString(WINGSPAN_TEST_BIN_DIR) + "/wingspan"; }

@@ -401,7 +401,7 @@ private slots:
         plan.setup.micro_batch = 3;
         plan.setup.method = Method::Qlora;
         window.setPlan(plan);
-        window.tabs()->setCurrentWidget(panel);   // applied when the run tab shows
+        window.tabs()->setCurrentWidget(e2e::tab_page_of(window.tabs(), panel));   // applied when the run tab shows
         QTRY_COMPARE(panel->options().seq, std::int64_t(384));
         QCOMPARE(panel->options().batch, std::int64_t(3));
         QCOMPARE(panel->options().method, Method::Qlora);
@@ -415,7 +415,7 @@ private slots:
         plan.setup.seq_len = 512;
         window.setPlan(plan);
         window.tabs()->setCurrentIndex(0);
-        window.tabs()->setCurrentWidget(panel);
+        window.tabs()->setCurrentWidget(e2e::tab_page_of(window.tabs(), panel));
         QTRY_VERIFY(panel->runHeaderText().contains("seq 512"));
         QCOMPARE(panel->options().seq, std::int64_t(200));
         const QString header = panel->runHeaderText();
@@ -472,7 +472,7 @@ private slots:
         auto* train = window.findChild<QPushButton*>("trainButton");
         QVERIFY(train && train->isVisible());
         QTest::mouseClick(train, Qt::LeftButton);
-        QCOMPARE(window.tabs()->currentWidget(), panel);
+        QCOMPARE(window.tabs()->currentWidget(), e2e::tab_page_of(window.tabs(), panel));
         QVERIFY(panel->isRunning());
         QVERIFY(e2e::wait_until([&] { return panel->shownRecord()->steps().size() >= 1; }, 20000));
 
