@@ -16,6 +16,8 @@
 
 #include "cli.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/recipe.hpp"
 #include "wingspan/units.hpp"
@@ -68,10 +70,8 @@ std::int64_t to_count(const std::string& flag, const std::string& v, std::int64_
 
 // A saved plan as `wingspan plan` flags (the window's .wingspan.json, or a recipe's predicted.json).
 std::vector<std::string> plan_file_flags(const std::string& path, const ProfileLibrary& lib, const fs::path& scratch) {
-    std::ifstream in(path);
-    if (!in) throw InputError("cannot open plan file '" + path + "'");
-    const json j = json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw InputError("'" + path + "' is not a JSON plan");
+    const json j = read_untrusted_json_file(path);   // regular file, bounded size and depth
+    if (!j.is_object()) throw InputError("'" + path + "' is not a JSON plan");
     const json model = j.value("model", json::object());
     std::vector<std::string> f;
     const std::string id = model.value("id", "");
@@ -84,7 +84,7 @@ std::vector<std::string> plan_file_flags(const std::string& path, const ProfileL
     } else if (model.contains("config") && model["config"].is_object()) {
         fs::create_directories(scratch);
         const fs::path cfg = scratch / "config.json";
-        std::ofstream(cfg) << model["config"].dump() << "\n";
+        write_file_atomically(cfg, model["config"].dump() + "\n");
         f = {"--config", cfg.string()};
     } else {
         throw InputError(path + ": the plan names no model (model.id, model.family + params, or model.config)");

@@ -19,6 +19,7 @@
 #include "cli.hpp"
 #include "recipe_cmd.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/recipe_watch.hpp"
 #include "wingspan/units.hpp"
 
@@ -73,10 +74,8 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (a == "--framework") framework = v;
         if (a == "--label") label = v;
         if (a == "--plan") {
-            std::ifstream in(v);
-            if (!in) throw InputError("cannot open plan file '" + v + "'");
-            plan = json::parse(in, nullptr, false);
-            if (plan.is_discarded() || !plan.is_object()) throw InputError("'" + v + "' is not a JSON plan");
+            plan = read_untrusted_json_file(v);   // regular file, bounded size and depth
+            if (!plan.is_object()) throw InputError("'" + v + "' is not a JSON plan");
         }
     }
     command.assign(args.begin() + std::min(args.size(), i + 1), args.end());

@@ -1,6 +1,7 @@
 // `wingspan download`: a whole model into the Hugging Face cache layout (see hub_download.hpp),
 // on the Hub import's transport (detail::HttpClient) and error messages (detail::status_error).
 #include "wingspan/hub_download.hpp"
+#include "wingspan/safe_file.hpp"
 
 #include <sys/statvfs.h>
 
@@ -118,18 +119,10 @@ bool resumable(HubErrorKind k) {
 void write_text_atomically(const fs::path& file, const std::string& text) {
     std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
-    fs::path tmp = file;
-    tmp += ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.flush();
-        if (!out) throw HubError(HubErrorKind::Filesystem, "Cannot write " + tmp.string() + " (disk full or read-only?).");
-    }
-    fs::rename(tmp, file, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw HubError(HubErrorKind::Filesystem, "Cannot write " + file.string() + ": " + ec.message() + ".");
+    try {
+        write_file_atomically(file, text);   // exclusive, no-follow temporary; fsync; rename
+    } catch (const IoError& e) {
+        throw HubError(HubErrorKind::Filesystem, std::string(e.what()) + " (disk full or read-only?)");
     }
 }
 

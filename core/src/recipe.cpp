@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
 
 namespace fs = std::filesystem;
@@ -366,15 +367,7 @@ void write(const Recipe& recipe, const fs::path& out) {
     for (const auto& f : recipe.files) {
         const fs::path target = out / f.path;
         fs::create_directories(target.parent_path(), ec);
-        const fs::path tmp = target.string() + ".tmp";
-        {
-            std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-            if (!o) throw InputError("cannot write '" + tmp.string() + "'");
-            o << f.text;
-            if (!o.flush()) throw InputError("writing '" + tmp.string() + "' failed");
-        }
-        fs::rename(tmp, target, ec);
-        if (ec) throw InputError("cannot rename '" + tmp.string() + "': " + ec.message());
+        write_file_atomically(target, f.text);   // exclusive, no-follow temporary; fsync; rename
         if (f.executable)
             fs::permissions(target, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                             fs::perm_options::add, ec);

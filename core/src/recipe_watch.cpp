@@ -3,6 +3,8 @@
 #include <csignal>
 #include <fstream>
 
+#include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/protocol.hpp"
 
 namespace fs = std::filesystem;
@@ -97,8 +99,12 @@ void WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
 }
 
 std::optional<std::string> watched_profile(const fs::path& run) {
-    std::ifstream in(run / "plan.json");
-    const json j = json::parse(in, nullptr, false);
+    json j;
+    try {
+        j = read_untrusted_json_file(run / "plan.json");   // regular file, bounded size and depth
+    } catch (const InputError&) {
+        return std::nullopt;
+    }
     if (!j.is_object() || !j.contains("external") || !j["external"].is_object()) return std::nullopt;
     const std::string profile = j["external"].value("profile", std::string());
     if (profile.empty()) return std::nullopt;
