@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 #include "emit.hpp"
 #include "memory.hpp"
 
@@ -69,8 +72,20 @@ GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tens
             for (auto& b : buckets_) b.buffer = at::zeros({b.end - b.begin}, params_.front().options());
         if (sharding_ == Sharding::Zero2) shard_grad_ = at::zeros({shard_elements()}, params_.front().options());
     }
-    for (std::size_t i = 0; i < params_.size(); ++i)
-        params_[i].register_hook([this, i](const at::Tensor&) { on_gradient(i); });
+    // A post hook on each parameter's AccumulateGrad node runs once its gradient is in .grad,
+    // whatever order the engine runs the nodes in (the way torch's own DDP reducer hooks in).
+    // The tensor holds its accumulator weakly and makes a new one, without our hook, once the
+    // graph that held it is freed: keeping it here keeps the hook for every backward.
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+        std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params_[i]);
+        if (!acc) throw std::invalid_argument("data parallel training needs leaf parameters that require grad");
+        acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+                on_accumulated(i);
+                return outputs;
+            }));
+        accumulators_.push_back(std::move(acc));
+    }
 }
 
 at::Tensor GradientSync::param_piece(const Piece& p) const {
@@ -80,28 +95,24 @@ at::Tensor GradientSync::param_piece(const Piece& p) const {
 void GradientSync::begin_backward(bool last_micro_batch) {
     // zero2 reduces every micro-batch (and accumulates its own range); the others sync once.
     armed_ = last_micro_batch || sharding_ == Sharding::Zero2;
-    just_arrived_ = -1;
+    gradients_waiting_ = static_cast<int>(params_.size());
     for (auto& b : buckets_) {
         b.launched = false;
         b.waiting = static_cast<int>(b.last - b.first);
     }
 }
 
-void GradientSync::on_gradient(std::size_t param) {
+// Parameter `param`'s gradient has just been accumulated into its .grad: launch its bucket if it
+// was the bucket's last. A bucket launched while other gradients are still to come overlaps the
+// rest of backward.
+void GradientSync::on_accumulated(std::size_t param) {
     if (!armed_) return;
-    in_backward_ = true;
-    settle();
-    in_backward_ = false;
-    just_arrived_ = static_cast<long>(param);
-}
-
-// The gradient whose hook fired last has been accumulated by now (the engine runs one node at a
-// time on the CPU): count it, and launch its bucket if it was the bucket's last.
-void GradientSync::settle() {
-    if (just_arrived_ < 0) return;
-    Bucket& b = buckets_[bucket_of_[static_cast<std::size_t>(just_arrived_)]];
-    just_arrived_ = -1;
-    if (--b.waiting == 0 && !b.launched) launch(b);
+    --gradients_waiting_;
+    Bucket& b = buckets_[bucket_of_[param]];
+    if (--b.waiting == 0 && !b.launched) {
+        if (gradients_waiting_ > 0) ++launched_during_backward_;
+        launch(b);
+    }
 }
 
 at::Tensor GradientSync::flat_grads(const Bucket& b) {
@@ -147,7 +158,6 @@ void GradientSync::launch(Bucket& b) {
         }
     }
     in_flight_.push_back(&b);
-    if (in_backward_) ++launched_during_backward_;
     // zero2 frees whole gradients as their bucket completes: finishing the older buckets now
     // keeps at most two buckets of whole gradients alive (less overlap, less memory).
     while (sharding_ == Sharding::Zero2 && in_flight_.size() > 2) {
@@ -184,7 +194,6 @@ void GradientSync::complete(Bucket& b) {
 
 void GradientSync::end_backward() {
     if (!armed_) return;
-    settle();
     for (auto& b : buckets_)
         if (!b.launched) launch(b);
     while (!in_flight_.empty()) {

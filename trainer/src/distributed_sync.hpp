@@ -3,10 +3,10 @@
 //
 // The trainable parameters, in model order, form one flat index space of P elements. Buckets are
 // contiguous ranges of parameters (about kBucketBytes each). A bucket's collective is launched
-// during backward, as soon as the last of its gradients has been accumulated: a gradient hook
-// fires just before its own accumulation, so the bucket whose last hook fired is launched at the
-// next hook (or when backward returns), while backward goes on making the earlier layers'
-// gradients.
+// during backward, as soon as the last of its gradients has been accumulated (a post hook on
+// each parameter's AccumulateGrad node says so), while backward goes on making the earlier
+// layers' gradients. Buckets whose gradients did not all arrive (a rank without trained tokens
+// skips backward) are launched when backward returns.
 //
 //  ddp   : each bucket has a persistent flat buffer (the planner's "DDP all-reduce buckets", a
 //          second copy of the gradients); gradients are copied in, all-reduced (summed), copied
@@ -22,9 +22,11 @@
 // Gradients are summed, not averaged: each rank scales its loss by its share of the global
 // batch's target tokens, so the sum is the gradient of the global mean loss.
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "data.hpp"
@@ -83,8 +85,7 @@ private:
         bool launched = false;
         int waiting = 0;                   // gradients not yet accumulated this backward
     };
-    void on_gradient(std::size_t param);
-    void settle();
+    void on_accumulated(std::size_t param);
     void launch(Bucket& b);
     void complete(Bucket& b);
     at::Tensor flat_grads(const Bucket& b);
@@ -100,9 +101,9 @@ private:
     std::vector<std::size_t> bucket_of_;
     std::deque<Bucket*> in_flight_;
     at::Tensor shard_grad_;               // zero2
+    std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;   // kept alive with their hooks
     bool armed_ = false;
-    long just_arrived_ = -1;
-    bool in_backward_ = false;            // inside a gradient hook
+    int gradients_waiting_ = 0;           // this backward's gradients not yet accumulated
     int launched_during_backward_ = 0;    // in the first synchronised backward, for its log line
     bool reported_ = false;
 };
