@@ -1,5 +1,6 @@
 // The training run: arguments -> model, data, optimizer -> steps, with protocol events.
 #include "train.hpp"
+#include "run.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -53,9 +54,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using protocol::EventType;
 
+namespace detail {
+std::atomic<bool> g_interrupted{false};
+}  // namespace detail
+
+using detail::g_interrupted;
+using detail::Run;
+using detail::RunError;
+
 namespace {
 
-std::atomic<bool> g_interrupted{false};
 bool g_hello_sent = false;
 std::string g_device_name = "cpu";   // what --device asked for until it is resolved
 
@@ -79,20 +87,16 @@ extern "C" void on_signal(int sig) {
     }
 }
 
-// A failure with its protocol error code.
-struct RunError : std::runtime_error {
-    RunError(std::string code_, const std::string& msg, json extra_ = json::object())
-        : std::runtime_error(msg), code(std::move(code_)), extra(std::move(extra_)) {}
-    std::string code;
-    json extra;
-};
-
 void set_threads(int n) {
     at::set_num_threads(n);
     // OpenBLAS keeps its own pool; libtorch's setting does not reach it.
     using SetFn = void (*)(int);
     if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
 }
+
+}  // namespace
+
+namespace detail {
 
 json read_json_file(const fs::path& p, const char* code_if_bad) {
     std::string text;
@@ -107,105 +111,6 @@ json read_json_file(const fs::path& p, const char* code_if_bad) {
         throw RunError(code_if_bad, e.what());
     }
 }
-
-std::string role_module(LinearRole r) {
-    switch (r) {
-        case LinearRole::Q: return "q_proj";
-        case LinearRole::K: return "k_proj";
-        case LinearRole::V: return "v_proj";
-        case LinearRole::O: return "o_proj";
-        case LinearRole::Gate: return "gate_proj";
-        case LinearRole::Up: return "up_proj";
-        case LinearRole::Down: return "down_proj";
-        default: return "";
-    }
-}
-
-double lr_at(std::int64_t step, std::int64_t total, std::int64_t warmup, double peak, double min_ratio) {
-    if (warmup > 0 && step <= warmup) return peak * static_cast<double>(step) / static_cast<double>(warmup);
-    const double span = std::max<std::int64_t>(1, total - warmup);
-    const double progress = std::clamp(static_cast<double>(step - warmup) / span, 0.0, 1.0);
-    const double cosine = 0.5 * (1 + std::cos(M_PI * progress));
-    return peak * (min_ratio + (1 - min_ratio) * cosine);
-}
-
-at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std::int64_t cols,
-                     const c10::Device& device) {
-    at::Tensor t = at::empty({rows, cols}, at::kLong);
-    std::memcpy(t.data_ptr<std::int64_t>(), v.data(), v.size() * sizeof(std::int64_t));
-    return t.to(device);   // the same tensor on the CPU
-}
-
-// ---------------------------------------------------------------------------------------
-
-class Run {
-public:
-    Run(Options o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
-    int execute();
-
-private:
-    void load_inputs();
-    void announce();
-    void build_model();
-    void build_optimizer();
-    void resume();
-    void train_loop();
-    double train_step(std::int64_t step);
-    double evaluate();
-    const Batch& next_batch();
-    fs::path save(const fs::path& dir, bool final);
-    std::string sample();
-    void emit_done(const std::string& reason);
-    void refuse_if_beyond_machine() const;
-    bool stopped_during_setup();
-    // Data parallel (issue 18; distributed*.cpp hold the logic).
-    int world() const { return group_ ? group_->world_size() : 1; }
-    bool sharded() const { return sync_ && sync_->sharded(); }
-    at::Tensor grad_for(std::size_t state) const;
-    bool stop_requested();
-    fs::path save_checkpoint(const fs::path& dir, bool final);
-    void swap_optimizer_state(std::vector<ParamState>& held);
-
-    void select_device();
-
-    Options opt_;
-    std::string argv0_;
-    dist::JobEnv job_;
-    c10::Device device_{c10::kCPU};   // where every tensor of the run lives
-    json hf_config_;
-    ModelConfig cfg_;
-    Architecture arch_;
-    TrainingSetup setup_;
-    std::shared_ptr<Tokenizer> tok_;
-    ChatFormat chat_;
-    Dataset data_;
-    fs::path data_path_;
-    std::optional<WeightReader> weights_;
-    std::unique_ptr<Model> model_;
-    std::vector<ParamState> states_;
-    LossScaler scaler_;                // fp16-mixed only
-    double last_loss_scale_ = 1.0;     // the scale of the last step's backward
-    bool last_step_skipped_ = false;   // its gradients overflowed: no update
-    double lr_ = 0;
-    std::int64_t warmup_ = 0;
-    std::int64_t total_steps_ = 0;
-    std::int64_t step_ = 0;            // completed optimizer steps
-    std::int64_t cursor_ = 0;          // micro-batches consumed since the start of training
-    std::int64_t batches_per_epoch_ = 0;
-    std::int64_t cached_epoch_ = -1;
-    std::vector<Batch> epoch_batches_;
-    std::vector<Batch> eval_batches_;
-    std::vector<double> losses_;
-    fs::path last_checkpoint_;
-    std::unique_ptr<mem::DeviceTracking> tracking_;   // a GPU's bytes through c10's hook
-    mem::Sampler sampler_;                            // stopped before tracking_ ends
-    std::int64_t predicted_total_ = 0;   // the planner's bytes for this run (0: no prediction)
-    Component predicted_largest_ = Component::FrozenWeights;
-    std::unique_ptr<dist::Group> group_;
-    std::unique_ptr<dist::GradientSync> sync_;
-    at::Tensor shard_m_, shard_v_, shard_master_;   // zero1/zero2: this rank's optimizer shard
-    bool stopping_ = false;
-};
 
 void Run::load_inputs() {
     // Model configuration and weights.
@@ -493,278 +398,6 @@ void Run::build_optimizer() {
     }
 }
 
-void Run::resume() {
-    if (opt_.resume_dir.empty()) return;
-    const fs::path dir = opt_.resume_dir;
-    TrainerState st;
-    try {
-        st = TrainerState::from_json(read_json_file(dir / "trainer_state.json", "bad_argument"),
-                                     (dir / "trainer_state.json").string());
-    } catch (const InputError& e) {
-        throw RunError("bad_argument", std::string("--resume: ") + e.what());
-    }
-    auto mismatch = [&](const char* what, const std::string& was, const std::string& now) {
-        if (was != now)
-            throw RunError("bad_argument", std::string("--resume: the checkpoint was made with ") + what + " " + was +
-                                               ", this run has " + now);
-    };
-    mismatch("--method", st.method, method_name(opt_.method));
-    mismatch("--precision", st.precision, precision_name(opt_.precision));
-    if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.rank), std::to_string(opt_.rank));
-    mismatch("--seq", std::to_string(st.seq), std::to_string(opt_.seq));
-    // The global batch (--batch × ranks) decides the data order: any number of ranks resumes it.
-    mismatch("--batch × ranks", std::to_string(st.batch), std::to_string(opt_.batch * world()));
-    mismatch("--grad-accum", std::to_string(st.grad_accum), std::to_string(opt_.grad_accum));
-
-    at::NoGradGuard no_grad;
-    if (opt_.method != Method::Full) {
-        const fs::path f = dir / "adapter_model.safetensors";
-        if (!fs::exists(f)) throw RunError("io", "--resume: " + f.string() + " does not exist");
-        WeightReader r = WeightReader::open_file(f);
-        for (auto& nt : model_->trainable()) {
-            if (!r.contains(nt.name)) throw RunError("bad_model", "--resume: " + nt.name + " is missing from " + f.string());
-            mem::Scope scope(Component::Activations);
-            at::Tensor t = r.read(nt.name);
-            if (t.sizes() != nt.tensor.sizes())
-                throw RunError("bad_model", "--resume: " + nt.name + " has another shape in " + f.string());
-            nt.tensor.copy_(t);
-        }
-    }
-    const fs::path of = dir / "optimizer.safetensors";
-    if (!fs::exists(of)) throw RunError("io", "--resume: " + of.string() + " does not exist");
-    WeightReader r = WeightReader::open_file(of);
-    for (auto& s : states_) {
-        mem::Scope scope(Component::Activations);
-        s.m.copy_(r.read(s.name + ".exp_avg"));
-        s.v.copy_(r.read(s.name + ".exp_avg_sq"));
-        if (s.master.defined()) {
-            s.master.copy_(r.read(s.name + ".master"));
-            s.param.copy_(s.master);
-        }
-    }
-    if (r.contains("rng_state")) {
-        at::Generator gen = at::detail::getDefaultCPUGenerator();
-        gen.set_state(r.read("rng_state"));
-    }
-    step_ = st.step;
-    cursor_ = st.micro_batches;
-    losses_ = st.losses;
-    log_info("resumed from " + dir.string() + " at step " + std::to_string(step_));
-}
-
-const Batch& Run::next_batch() {
-    const std::int64_t epoch = cursor_ / batches_per_epoch_;
-    if (epoch != cached_epoch_) {
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, epoch,
-                                      true, true);
-        cached_epoch_ = epoch;
-    }
-    const Batch& b = epoch_batches_[cursor_ % batches_per_epoch_];
-    ++cursor_;
-    return b;
-}
-
-double Run::train_step(std::int64_t step) {
-    double loss_sum = 0;
-    for (std::int64_t micro = 0; micro < opt_.grad_accum; ++micro) {
-        const Batch& global = next_batch();
-        Batch mine;
-        const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
-        mem::set_phase(mem::Phase::Forward);
-        at::Tensor ids = to_tensor(b.input, b.rows, b.cols, device_);
-        at::Tensor labels = to_tensor(b.labels, b.rows, b.cols, device_);
-        at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
-        double l = loss.item<double>();
-        if (group_) {
-            // Weighed by its share of the global batch's target tokens, the ranks' losses (and
-            // so their gradients) sum to those of the global batch's mean loss.
-            const double share = static_cast<double>(b.target_tokens) / static_cast<double>(std::max<std::int64_t>(1, global.target_tokens));
-            l = group_->sum(b.target_tokens > 0 ? l * share : 0.0);
-            loss = loss * share;
-        }
-        if (!std::isfinite(l))
-            throw RunError("nan_loss", "the loss is " + std::string(std::isnan(l) ? "NaN" : "infinite") + " at step " +
-                                           std::to_string(step) + " (try a lower --lr)");
-        loss_sum += l;
-        mem::set_phase(mem::Phase::Backward);
-        if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
-        if (scaler_.enabled) loss = loss * scaler_.scale;
-        if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
-        if (!group_ || b.target_tokens > 0) torch::autograd::backward({loss});
-        if (sync_) sync_->end_backward();
-    }
-    mem::set_phase(mem::Phase::Optimizer);
-    {
-        at::NoGradGuard no_grad;
-        double sumsq = 0;
-        at::Tensor device_sumsq;   // summed on the device, read once
-        for (std::size_t i = 0; i < states_.size(); ++i) {
-            at::Tensor g = grad_for(i);
-            if (!g.defined()) continue;
-            retag(g, Component::Gradients);
-            if (g.is_cpu()) sumsq += grad_sumsq(g);
-            else device_sumsq = device_sumsq.defined() ? device_sumsq + ops::sumsq(g) : ops::sumsq(g);
-        }
-        if (device_sumsq.defined()) sumsq += device_sumsq.item<double>();
-        if (sharded()) sumsq = group_->sum(sumsq);   // each rank holds its range of the gradients
-        // Gradients of a scaled loss: an inf or NaN anywhere means the scale overflowed fp16.
-        last_loss_scale_ = scaler_.scale;
-        last_step_skipped_ = !scaler_.update(std::isfinite(sumsq));
-        const double unscale = scaler_.enabled ? 1.0 / last_loss_scale_ : 1.0;
-        const double norm = std::sqrt(sumsq) * unscale;
-        const double clip = opt_.max_grad_norm > 0 && norm > opt_.max_grad_norm ? opt_.max_grad_norm / (norm + 1e-6) : 1.0;
-        const double lr = lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio);
-        for (std::size_t i = 0; i < states_.size(); ++i) {
-            at::Tensor g = grad_for(i);
-            if (!g.defined()) continue;
-            if (!last_step_skipped_) adamw_step(states_[i], g, step, lr, opt_.weight_decay, clip * unscale);
-            if (!sharded()) states_[i].param.mutable_grad() = at::Tensor();   // gradients are freed after the step
-        }
-        if (sync_) sync_->after_update();
-    }
-    return loss_sum / static_cast<double>(opt_.grad_accum);
-}
-
-double Run::evaluate() {
-    if (eval_batches_.empty()) return std::nan("");
-    mem::set_phase(mem::Phase::Eval);
-    at::NoGradGuard no_grad;
-    double sum = 0;
-    std::int64_t n = 0;
-    for (const auto& b : eval_batches_) {
-        if (b.target_tokens == 0) continue;
-        const double l = model_->loss(to_tensor(b.input, b.rows, b.cols, device_),
-                                      to_tensor(b.labels, b.rows, b.cols, device_), false)
-                             .item<double>();
-        sum += l * static_cast<double>(b.target_tokens);
-        n += b.target_tokens;
-    }
-    mem::set_phase(mem::Phase::Idle);
-    return n ? sum / static_cast<double>(n) : std::nan("");
-}
-
-fs::path Run::save(const fs::path& target, bool final) {
-    at::NoGradGuard no_grad;
-    mem::Scope scope(Component::Activations);
-    std::error_code ec;
-    fs::path dir = target;
-    fs::create_directories(target.parent_path().empty() ? fs::path(".") : target.parent_path(), ec);
-    try {
-        // An intermediate checkpoint is built in a fresh, exclusively created folder and
-        // renamed once complete.
-        if (!final) dir = make_staging_dir(target);
-    } catch (const IoError& e) {
-        throw RunError("io", e.what());
-    }
-    fs::create_directories(dir, ec);
-    if (ec) throw RunError("io", "cannot create " + dir.string() + ": " + ec.message());
-    try {
-        CheckpointManifest manifest(dir);   // the folder counts as incomplete until commit()
-        std::vector<std::pair<std::string, at::Tensor>> weights;
-        for (auto& nt : model_->trainable()) weights.push_back({nt.name, nt.tensor});
-        const std::map<std::string, std::string> meta = {{"format", "pt"}, {"producer", "wingspan-train"}};
-        if (opt_.method == Method::Full) {
-            manifest.add("model.safetensors", save_safetensors(dir / "model.safetensors", weights, meta));
-            manifest.add("config.json", write_file_atomic(dir / "config.json", hf_config_.dump(2) + "\n"));
-        } else {
-            manifest.add("adapter_model.safetensors", save_safetensors(dir / "adapter_model.safetensors", weights, meta));
-            json targets = json::array();
-            for (auto r : opt_.targets) targets.push_back(role_module(r));
-            const json ac = {{"peft_type", "LORA"},
-                             {"task_type", "CAUSAL_LM"},
-                             {"r", opt_.rank},
-                             {"lora_alpha", opt_.alpha},
-                             {"lora_dropout", opt_.dropout},
-                             {"target_modules", targets},
-                             {"bias", "none"},
-                             {"base_model_name_or_path", opt_.model_dir},
-                             {"inference_mode", false}};
-            manifest.add("adapter_config.json", write_file_atomic(dir / "adapter_config.json", ac.dump(2) + "\n"));
-        }
-        std::vector<std::pair<std::string, at::Tensor>> optim;
-        for (auto& s : states_) {
-            optim.push_back({s.name + ".exp_avg", s.m});
-            optim.push_back({s.name + ".exp_avg_sq", s.v});
-            if (s.master.defined()) optim.push_back({s.name + ".master", s.master});
-        }
-        optim.push_back({"rng_state", at::detail::getDefaultCPUGenerator().get_state()});
-        manifest.add("optimizer.safetensors", save_safetensors(dir / "optimizer.safetensors", optim, meta));
-        const json st = {{"step", step_},
-                         {"total_steps", total_steps_},
-                         {"micro_batches", cursor_},
-                         {"method", method_name(opt_.method)},
-                         {"precision", precision_name(opt_.precision)},
-                         {"rank", opt_.rank},
-                         {"alpha", opt_.alpha},
-                         {"seq", opt_.seq},
-                         {"batch", opt_.batch * world()},
-                         {"world_size", world()},
-                         {"grad_accum", opt_.grad_accum},
-                         {"seed", opt_.seed},
-                         {"lr", lr_},
-                         {"data", data_path_.string()},
-                         {"losses", losses_}};
-        manifest.add("trainer_state.json", write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n"));
-        manifest.commit();
-    } catch (const std::runtime_error& e) {   // IoError, InputError
-        throw RunError("io", e.what());
-    }
-    if (!final) {
-        fs::remove_all(target, ec);
-        fs::rename(dir, target, ec);
-        if (ec) throw RunError("io", "cannot rename " + dir.string() + " to " + target.string() + ": " + ec.message());
-    }
-    const fs::path abs = fs::absolute(target, ec);
-    last_checkpoint_ = abs;
-    emit(EventType::Checkpoint, {{"step", step_}, {"path", abs.string()}});
-    return abs;
-}
-
-std::string Run::sample() {
-    if (opt_.sample_tokens <= 0 || g_interrupted.load()) return "";
-    mem::set_phase(mem::Phase::Eval);
-    // The prompt of a held-out example (everything before its first trained token).
-    const std::vector<Example>& pool = data_.eval.empty() ? data_.train : data_.eval;
-    std::vector<std::int64_t> prompt;
-    if (!pool.empty()) {
-        const Example& e = pool.front();
-        size_t end = 0;
-        while (end < e.ids.size() && !e.trained[end]) ++end;
-        if (end == 0) end = std::min<size_t>(8, e.ids.size());
-        prompt.assign(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(end));
-        if (prompt.size() > 96) prompt.erase(prompt.begin(), prompt.end() - 96);
-    }
-    if (prompt.empty()) prompt.push_back(chat_.bos >= 0 ? chat_.bos : 0);
-    std::int64_t stop = chat_.eos;
-    if (chat_.kind == ChatFormat::ChatML) stop = tok_->token_id("<|im_end|>").value_or(stop);
-    if (chat_.kind == ChatFormat::Llama3) stop = tok_->token_id("<|eot_id|>").value_or(stop);
-    const auto out = model_->generate(prompt, opt_.sample_tokens, stop);
-    mem::set_phase(mem::Phase::Idle);
-    return valid_utf8(tok_->decode(std::vector<std::int32_t>(out.begin(), out.end()), true));
-}
-
-void Run::emit_done(const std::string& reason) {
-    const mem::Snapshot now = mem::snapshot();
-    json d = {{"reason", reason},
-              {"steps", step_},
-              {"peak_bytes", now.peak},
-              {"reserved_peak_bytes", now.reserved_peak},
-              {"rss_peak_bytes", mem::read_rss().hwm}};
-    if (const auto gpu = mem::device_process_peak_bytes()) d["device_process_peak_bytes"] = *gpu;
-    if (!last_checkpoint_.empty()) d["checkpoint"] = last_checkpoint_.string();
-    // Each component's own peak, exact from the allocator (the sampled events can miss one).
-    d["component_peaks"] = protocol::components_to_json(now.component_peaks);
-    if (reason != "error" && (!group_ || group_->rank() == 0)) {   // the ranks hold the same weights
-        try {
-            d["sample"] = sample();
-        } catch (const std::exception& e) {
-            log_warning(std::string("no sample: ") + e.what());
-        }
-    }
-    if (!losses_.empty()) d["final_loss"] = losses_.back();
-    emit(EventType::Done, d);
-}
-
 void Run::refuse_if_beyond_machine() const {
     // The planner's total is known before any weight is allocated: a run that cannot fit in
     // this machine's memory stops here instead of allocating until the system kills it.
@@ -786,107 +419,6 @@ bool Run::stopped_during_setup() {
     log_warning("interrupted during setup: no step was trained, nothing saved");
     emit_done("interrupted");
     return true;
-}
-
-at::Tensor Run::grad_for(std::size_t state) const {
-    return sharded() ? sync_->grad_of(sync_->pieces()[state]) : states_[state].param.grad();
-}
-
-bool Run::stop_requested() {
-    bool stop = g_interrupted.load();
-    // Ranks stop together, after the same step (a signal reaches them at different moments).
-    if (group_) stop = group_->sum(stop ? 1.0 : 0.0) > 0;
-    stopping_ = stopping_ || stop;
-    return stopping_;
-}
-
-// Sharded runs: whole-parameter optimizer states (gathered from every rank) go into states_ for a
-// checkpoint to save or a resume to fill; `held` keeps this rank's pieces meanwhile. The second
-// call puts the pieces back, each taking its range of the whole states.
-void Run::swap_optimizer_state(std::vector<ParamState>& held) {
-    at::NoGradGuard no_grad;
-    if (held.empty()) {
-        mem::Scope scope(Component::Activations);   // checkpoint temporaries, like its reads and writes
-        const at::Tensor m = sync_->gather(shard_m_), v = sync_->gather(shard_v_);
-        const at::Tensor master = shard_master_.defined() ? sync_->gather(shard_master_) : at::Tensor();
-        const auto trainable = model_->trainable();
-        std::vector<ParamState> whole;
-        for (std::size_t i = 0; i < trainable.size(); ++i) {
-            const at::Tensor& p = trainable[i].tensor;
-            auto part = [&](const at::Tensor& flat) { return flat.narrow(0, sync_->flat_offset(i), p.numel()).view(p.sizes()); };
-            whole.push_back({trainable[i].name, p, master.defined() ? part(master) : at::Tensor(), part(m), part(v)});
-        }
-        held = std::exchange(states_, std::move(whole));
-        return;
-    }
-    for (std::size_t k = 0; k < held.size(); ++k) {
-        const auto& piece = sync_->pieces()[k];
-        const ParamState& w = states_[piece.param];
-        auto range = [&](const at::Tensor& t) { return t.reshape(-1).narrow(0, piece.begin, piece.length); };
-        held[k].m.copy_(range(w.m));
-        held[k].v.copy_(range(w.v));
-        if (held[k].master.defined()) held[k].master.copy_(range(w.master));
-    }
-    states_ = std::exchange(held, {});
-}
-
-// Every rank takes part (sharded state is gathered), rank 0 writes.
-fs::path Run::save_checkpoint(const fs::path& dir, bool final) {
-    if (!group_) return save(dir, final);
-    std::vector<ParamState> held;
-    if (sharded()) swap_optimizer_state(held);
-    fs::path path;
-    std::exception_ptr failed;
-    if (group_->rank() == 0) {
-        try {
-            path = save(dir, final);
-        } catch (...) {
-            failed = std::current_exception();
-        }
-    }
-    if (sharded()) swap_optimizer_state(held);
-    if (failed) std::rethrow_exception(failed);
-    return path;
-}
-
-void Run::train_loop() {
-    const std::int64_t eval_every =
-        opt_.eval_every >= 0 ? opt_.eval_every : std::max<std::int64_t>(1, total_steps_ / 5);
-    while (step_ < total_steps_) {
-        const std::int64_t step = step_ + 1;
-        mem::set_step(step);
-        const auto t0 = std::chrono::steady_clock::now();
-        const double loss = train_step(step);
-        dev::synchronize(device_);   // a GPU's queued work belongs to this step's time
-        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        step_ = step;
-        losses_.push_back(loss);
-        mem::set_phase(mem::Phase::Idle);
-        const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum;
-        json fields = {{"step", step},
-                       {"total_steps", total_steps_},
-                       {"loss", loss},
-                       {"lr", lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio)},
-                       {"tokens_per_s", dt > 0 ? static_cast<double>(tokens) / dt : 0.0},
-                       {"tokens", tokens},
-                       {"step_time_s", dt},
-                       {"epoch", static_cast<double>(cursor_) / static_cast<double>(batches_per_epoch_)}};
-        if (scaler_.enabled) {
-            fields["loss_scale"] = last_loss_scale_;
-            fields["skipped"] = last_step_skipped_;   // gradients overflowed: the weights did not move
-        }
-        emit(EventType::Step, fields);
-        const bool stop = stop_requested();
-        if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !stop) {
-            const double el = evaluate();
-            if (std::isfinite(el)) emit(EventType::Eval, {{"step", step}, {"loss", el}});
-        }
-        if (stop) return;
-        if (opt_.save_every > 0 && step % opt_.save_every == 0 && step < total_steps_ && !opt_.out_dir.empty())
-            save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
-    }
-    const double el = evaluate();
-    if (std::isfinite(el)) emit(EventType::Eval, {{"step", step_}, {"loss", el}});
 }
 
 // --device: a device this build or machine lacks ends the run with device_unavailable, never
@@ -1006,7 +538,7 @@ int Run::execute() {
     return 0;
 }
 
-}  // namespace
+}  // namespace detail
 
 int run_train(const std::vector<std::string>& args, const std::string& argv0) {
     Options opt;

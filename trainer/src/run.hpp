@@ -1,0 +1,120 @@
+#pragma once
+// A training run of wingspan-train (train.cpp: setup and the entry points; run_steps.cpp: the
+// steps, evaluation, the sample and `done`; run_checkpoint.cpp: saving and resuming;
+// run_distributed.cpp: the data-parallel parts). Private to the trainer.
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "args.hpp"
+#include "chat_format.hpp"
+#include "data.hpp"
+#include "device_memory.hpp"
+#include "distributed.hpp"
+#include "distributed_sync.hpp"
+#include "memory.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "tokenizer.hpp"
+#include "weights_io.hpp"
+#include "wingspan/memory_model.hpp"
+
+namespace wingspan::train::detail {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Set by the first SIGINT/SIGTERM: the run stops cleanly at the next point that checks it.
+extern std::atomic<bool> g_interrupted;
+
+// A failure with its protocol error code.
+struct RunError : std::runtime_error {
+    RunError(std::string code_, const std::string& msg, json extra_ = json::object())
+        : std::runtime_error(msg), code(std::move(code_)), extra(std::move(extra_)) {}
+    std::string code;
+    json extra;
+};
+
+// A JSON file we did not write, read with the bounded reader; a bad one is `code_if_bad`.
+json read_json_file(const fs::path& p, const char* code_if_bad);
+
+// One training run, from the arguments to its `done` event.
+class Run {
+public:
+    Run(Options o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
+    int execute();
+
+private:
+    void load_inputs();
+    void announce();
+    void build_model();
+    void build_optimizer();
+    void resume();
+    void train_loop();
+    double train_step(std::int64_t step);
+    double evaluate();
+    const Batch& next_batch();
+    fs::path save(const fs::path& dir, bool final);
+    std::string sample();
+    void emit_done(const std::string& reason);
+    void refuse_if_beyond_machine() const;
+    bool stopped_during_setup();
+    // Data parallel (issue 18; run_distributed.cpp, distributed*.cpp hold the logic).
+    int world() const { return group_ ? group_->world_size() : 1; }
+    bool sharded() const { return sync_ && sync_->sharded(); }
+    at::Tensor grad_for(std::size_t state) const;
+    bool stop_requested();
+    fs::path save_checkpoint(const fs::path& dir, bool final);
+    void swap_optimizer_state(std::vector<ParamState>& held);
+
+    void select_device();
+
+    Options opt_;
+    std::string argv0_;
+    dist::JobEnv job_;
+    c10::Device device_{c10::kCPU};   // where every tensor of the run lives
+    json hf_config_;
+    ModelConfig cfg_;
+    Architecture arch_;
+    TrainingSetup setup_;
+    std::shared_ptr<Tokenizer> tok_;
+    ChatFormat chat_;
+    Dataset data_;
+    fs::path data_path_;
+    std::optional<WeightReader> weights_;
+    std::unique_ptr<Model> model_;
+    std::vector<ParamState> states_;
+    LossScaler scaler_;                // fp16-mixed only
+    double last_loss_scale_ = 1.0;     // the scale of the last step's backward
+    bool last_step_skipped_ = false;   // its gradients overflowed: no update
+    double lr_ = 0;
+    std::int64_t warmup_ = 0;
+    std::int64_t total_steps_ = 0;
+    std::int64_t step_ = 0;            // completed optimizer steps
+    std::int64_t cursor_ = 0;          // micro-batches consumed since the start of training
+    std::int64_t batches_per_epoch_ = 0;
+    std::int64_t cached_epoch_ = -1;
+    std::vector<Batch> epoch_batches_;
+    std::vector<Batch> eval_batches_;
+    std::vector<double> losses_;
+    fs::path last_checkpoint_;
+    std::unique_ptr<mem::DeviceTracking> tracking_;   // a GPU's bytes through c10's hook
+    mem::Sampler sampler_;                            // stopped before tracking_ ends
+    std::int64_t predicted_total_ = 0;   // the planner's bytes for this run (0: no prediction)
+    Component predicted_largest_ = Component::FrozenWeights;
+    std::unique_ptr<dist::Group> group_;
+    std::unique_ptr<dist::GradientSync> sync_;
+    at::Tensor shard_m_, shard_v_, shard_master_;   // zero1/zero2: this rank's optimizer shard
+    bool stopping_ = false;
+};
+
+}  // namespace wingspan::train::detail
