@@ -108,19 +108,6 @@ json read_json_file(const fs::path& p, const char* code_if_bad) {
     }
 }
 
-std::string role_module(LinearRole r) {
-    switch (r) {
-        case LinearRole::Q: return "q_proj";
-        case LinearRole::K: return "k_proj";
-        case LinearRole::V: return "v_proj";
-        case LinearRole::O: return "o_proj";
-        case LinearRole::Gate: return "gate_proj";
-        case LinearRole::Up: return "up_proj";
-        case LinearRole::Down: return "down_proj";
-        default: return "";
-    }
-}
-
 double lr_at(std::int64_t step, std::int64_t total, std::int64_t warmup, double peak, double min_ratio) {
     if (warmup > 0 && step <= warmup) return peak * static_cast<double>(step) / static_cast<double>(warmup);
     const double span = std::max<std::int64_t>(1, total - warmup);
@@ -669,7 +656,7 @@ fs::path Run::save(const fs::path& target, bool final) {
         } else {
             manifest.add("adapter_model.safetensors", save_safetensors(dir / "adapter_model.safetensors", weights, meta));
             json targets = json::array();
-            for (auto r : opt_.targets) targets.push_back(role_module(r));
+            for (const auto& m : model_->target_modules()) targets.push_back(m);   // Phi-3: fused names
             const json ac = {{"peft_type", "LORA"},
                              {"task_type", "CAUSAL_LM"},
                              {"r", opt_.rank},
