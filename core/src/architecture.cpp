@@ -45,9 +45,16 @@ std::vector<TensorGroup> Architecture::tensor_groups() const {
     if (layer_norm)
         add("layers.*.norm.bias", TensorKind::Norm, LinearRole::None, hidden, 1, L * norms_per_layer);
 
-    add("layers.*.self_attn.q_proj.weight", TensorKind::Linear, LinearRole::Q, q_dim(), hidden, L);
-    add("layers.*.self_attn.k_proj.weight", TensorKind::Linear, LinearRole::K, kv_dim(), hidden, L);
-    add("layers.*.self_attn.v_proj.weight", TensorKind::Linear, LinearRole::V, kv_dim(), hidden, L);
+    // Phi-3 stores q, k, v as one qkv_proj and gate, up as one gate_up_proj: the same parameters,
+    // but LoRA adapts each fused matrix as one linear (PEFT's target_modules name them).
+    const bool fused = model_type == "phi3";
+    if (fused) {
+        add("layers.*.self_attn.qkv_proj.weight", TensorKind::Linear, LinearRole::Q, q_dim() + 2 * kv_dim(), hidden, L);
+    } else {
+        add("layers.*.self_attn.q_proj.weight", TensorKind::Linear, LinearRole::Q, q_dim(), hidden, L);
+        add("layers.*.self_attn.k_proj.weight", TensorKind::Linear, LinearRole::K, kv_dim(), hidden, L);
+        add("layers.*.self_attn.v_proj.weight", TensorKind::Linear, LinearRole::V, kv_dim(), hidden, L);
+    }
     add("layers.*.self_attn.o_proj.weight", TensorKind::Linear, LinearRole::O, hidden, q_dim(), L);
     if (qkv_bias) {
         add("layers.*.self_attn.q_proj.bias", TensorKind::Bias, LinearRole::Q, q_dim(), 1, L);
@@ -62,11 +69,15 @@ std::vector<TensorGroup> Architecture::tensor_groups() const {
 
     auto add_mlp = [&](const std::string& prefix, std::int64_t inner, std::int64_t count,
                        bool in_experts) {
-        if (mlp == MlpKind::Gated)
-            add(prefix + ".gate_proj.weight", TensorKind::Linear, LinearRole::Gate, inner, hidden,
-                count, in_experts);
-        add(prefix + ".up_proj.weight", TensorKind::Linear, LinearRole::Up, inner, hidden, count,
-            in_experts);
+        if (fused && mlp == MlpKind::Gated) {
+            add(prefix + ".gate_up_proj.weight", TensorKind::Linear, LinearRole::Gate, 2 * inner, hidden, count, in_experts);
+        } else {
+            if (mlp == MlpKind::Gated)
+                add(prefix + ".gate_proj.weight", TensorKind::Linear, LinearRole::Gate, inner, hidden,
+                    count, in_experts);
+            add(prefix + ".up_proj.weight", TensorKind::Linear, LinearRole::Up, inner, hidden, count,
+                in_experts);
+        }
         add(prefix + ".down_proj.weight", TensorKind::Linear, LinearRole::Down, hidden, inner,
             count, in_experts);
         if (mlp_bias) {

@@ -86,6 +86,8 @@ std::set<LinearRole> parse_target_list(const std::string& text) {
         else if (item == "gate" || item == "gate_proj") out.insert(LinearRole::Gate);
         else if (item == "up" || item == "up_proj") out.insert(LinearRole::Up);
         else if (item == "down" || item == "down_proj") out.insert(LinearRole::Down);
+        else if (item == "qkv_proj") out.insert({LinearRole::Q, LinearRole::K, LinearRole::V});   // Phi-3's fused
+        else if (item == "gate_up_proj") out.insert({LinearRole::Gate, LinearRole::Up});
         else
             throw ArgError("--targets: unknown module \"" + item +
                            "\" (use q,k,v,o,gate,up,down or all)");

@@ -103,7 +103,6 @@ int generate(const Args& a) {
     at::NoGradGuard no_grad;
     Model model(cfg, mo);
     model.build([&](const std::string& name, const std::vector<std::int64_t>&) { return reader->read(name); }, a.seed);
-    at::Tensor head;
     if (!adapter.empty()) model.init_adapters(a.seed);
     std::size_t loaded = 0;
     for (auto& nt : model.tensors()) {
@@ -112,7 +111,6 @@ int generate(const Args& a) {
             nt.tensor.copy_(it->second);
             ++loaded;
         }
-        if (nt.name == "lm_head.weight" || (cfg.tied && nt.name == "model.embed_tokens.weight")) head = nt.tensor;
     }
     if (!adapter.empty() && loaded != adapter.size())
         throw InputError("the adapter holds " + std::to_string(adapter.size()) + " tensors, " + std::to_string(loaded) +
@@ -143,7 +141,7 @@ int generate(const Args& a) {
     std::string printed;
     for (std::int64_t t = 0; t < a.max_tokens; ++t) {
         const at::Tensor h = model.hidden_states(input, false, &cache);
-        const at::Tensor logits = at::matmul(h.select(1, h.size(1) - 1).squeeze(0).to(at::kFloat), head.to(at::kFloat).t());
+        const at::Tensor logits = model.logits(h.select(1, h.size(1) - 1).squeeze(0));   // Gemma 2: soft-capped
         const std::int64_t next = sample_token(logits, a.temperature, a.top_p, gen);
         if (stop.count(next)) break;
         out.push_back(static_cast<std::int32_t>(next));

@@ -9,6 +9,7 @@
 
 #include "device.hpp"
 #include "device_ops.hpp"
+#include "model_variants.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
 
@@ -37,10 +38,11 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
     if (!j.is_object()) throw InputError("config.json is not a JSON object");
     ModelConfig c;
     c.model_type = j.value("model_type", "llama");
-    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "qwen3", "smollm", "smollm2"};
+    static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "qwen3", "smollm", "smollm2",
+                                                    "gemma", "gemma2", "phi3"};
     if (!supported.count(c.model_type))
         throw InputError("config.json: model_type \"" + c.model_type +
-                         "\" is not supported by wingspan-train (llama, mistral, qwen2, qwen3)");
+                         "\" is not supported by wingspan-train (llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)");
     c.hidden = need_int(j, "hidden_size");
     c.layers = need_int(j, "num_hidden_layers");
     c.heads = need_int(j, "num_attention_heads");
@@ -76,9 +78,7 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
     if (c.heads % c.kv_heads != 0)
         throw InputError("config.json: num_attention_heads is not a multiple of num_key_value_heads");
     if (c.head_dim % 2 != 0) throw InputError("config.json: head_dim must be even for RoPE");
-    const std::string act = j.value("hidden_act", "silu");
-    if (act != "silu" && act != "swish")
-        throw InputError("config.json: hidden_act \"" + act + "\" is not supported (silu)");
+    read_variant_config(j, c);   // activation, Gemma and Phi-3 fields
     return c;
 }
 
@@ -155,6 +155,7 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected_tensors(
     }
     t.push_back({"model.norm.weight", {c.hidden}});
     if (!c.tied) t.push_back({"lm_head.weight", {c.vocab, c.hidden}});
+    adjust_expected_tensors(c, t);
     return t;
 }
 
@@ -431,6 +432,7 @@ Model::Model(ModelConfig cfg, ModelOptions opt) : cfg_(std::move(cfg)), opt_(std
         set(L.gate, "mlp.gate_proj", LinearRole::Gate, cfg_.hidden, cfg_.intermediate);
         set(L.up, "mlp.up_proj", LinearRole::Up, cfg_.hidden, cfg_.intermediate);
         set(L.down, "mlp.down_proj", LinearRole::Down, cfg_.intermediate, cfg_.hidden);
+        configure_fused_layer(cfg_, L, opt_.targets);
     }
 }
 
@@ -448,8 +450,8 @@ void Model::build(const Source& source, std::uint64_t seed) {
             mem::Scope scope(Component::Activations);   // temporaries of the load
             if (source) {
                 t = source(name, shape);
-            } else if (is_norm) {
-                t = at::ones(shape, at::kFloat);
+            } else if (is_norm) {   // Gemma's (1 + weight) norms start at zero
+                t = cfg_.norm_plus_one ? at::zeros(shape, at::kFloat) : at::ones(shape, at::kFloat);
             } else {
                 t = at::normal(0.0, 0.02, shape, gen, at::TensorOptions().dtype(at::kFloat));
             }
@@ -499,6 +501,10 @@ void Model::build(const Source& source, std::uint64_t seed) {
             }
         }
         L.post_norm = dense(p + "post_attention_layernorm.weight", {cfg_.hidden}, true);
+        if (cfg_.sandwich_norms) {
+            L.pre_ff_norm = dense(p + "pre_feedforward_layernorm.weight", {cfg_.hidden}, true);
+            L.post_ff_norm = dense(p + "post_feedforward_layernorm.weight", {cfg_.hidden}, true);
+        }
         if (cfg_.qk_norm) {
             L.q_norm = dense(p + "self_attn.q_norm.weight", {cfg_.head_dim}, true);
             L.k_norm = dense(p + "self_attn.k_norm.weight", {cfg_.head_dim}, true);
@@ -563,6 +569,10 @@ std::vector<NamedTensor> Model::tensors() const {
             }
         }
         out.push_back({p + "post_attention_layernorm.weight", L.post_norm, base, full});
+        if (L.pre_ff_norm.defined()) {
+            out.push_back({p + "pre_feedforward_layernorm.weight", L.pre_ff_norm, base, full});
+            out.push_back({p + "post_feedforward_layernorm.weight", L.post_ff_norm, base, full});
+        }
         if (L.q_norm.defined()) {
             out.push_back({p + "self_attn.q_norm.weight", L.q_norm, base, full});
             out.push_back({p + "self_attn.k_norm.weight", L.k_norm, base, full});
@@ -605,6 +615,7 @@ std::int64_t Model::adapter_parameter_count() const {
 at::Tensor Model::rms_norm(const at::Tensor& x, const at::Tensor& w) const {
     at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
     at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + cfg_.rms_eps);
+    if (cfg_.norm_plus_one) return (y * (w.to(at::kFloat) + 1)).to(x.scalar_type());   // Gemma
     if (y.scalar_type() != x.scalar_type()) y = y.to(x.scalar_type());
     return y * w;
 }
@@ -625,15 +636,17 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
     const std::int64_t B = q.size(0), Hq = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1);
     const std::int64_t Tk = k.size(2);
     const std::int64_t g = Hq / Hkv;
-    if (opt_.sdpa && Tk == T) {
+    const bool plain = cfg_.attn_scale == 0 && cfg_.attn_softcap == 0 && !(cfg_.sliding_window > 0 && Tk > cfg_.sliding_window);
+    if (opt_.sdpa && Tk == T && plain) {
         at::Tensor kk = g > 1 ? k.repeat_interleave(g, 1) : k;
         at::Tensor vv = g > 1 ? v.repeat_interleave(g, 1) : v;
         auto out = ops::causal_sdpa(q, kk, vv);
         return out.transpose(1, 2).reshape({B, T, Hq * D});
     }
-    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    const double scale = cfg_.attn_scale > 0 ? cfg_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
     at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
     at::Tensor scores = ops::matmul(qg, k.transpose(-1, -2));         // [B, Hkv, g*Tq, Tk]
+    if (cfg_.attn_softcap > 0) scores = soft_cap(scores, cfg_.attn_softcap);   // Gemma 2, before the mask
     scores.view({B, Hkv, g, T, Tk}).add_(mask);
     at::Tensor probs = ops::softmax(scores, -1);
     scores.reset();
@@ -646,9 +659,12 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     const Layer& L = layers_[i];
     const std::int64_t B = x.size(0), T = x.size(1), D = cfg_.head_dim;
     at::Tensor h = rms_norm(x, L.input_norm);
-    at::Tensor q = L.q.forward(h).view({B, T, cfg_.heads, D}).transpose(1, 2);
-    at::Tensor k = L.k.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
-    at::Tensor v = L.v.forward(h).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
+    const std::int64_t nq = cfg_.heads * D, nkv = cfg_.kv_heads * D;
+    at::Tensor qkv = cfg_.fused_qkv ? L.q.forward(h) : at::Tensor();   // Phi-3: [q | k | v]
+    at::Tensor q = (qkv.defined() ? qkv.narrow(-1, 0, nq) : L.q.forward(h)).view({B, T, cfg_.heads, D}).transpose(1, 2);
+    at::Tensor k = (qkv.defined() ? qkv.narrow(-1, nq, nkv) : L.k.forward(h)).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
+    at::Tensor v = (qkv.defined() ? qkv.narrow(-1, nq + nkv, nkv) : L.v.forward(h)).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
+    qkv.reset();
     h.reset();
     if (cfg_.qk_norm) {   // per head, over head_dim, before RoPE
         q = rms_norm(q, L.q_norm);
@@ -668,12 +684,17 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     q.reset();
     k.reset();
     v.reset();
-    at::Tensor y = x + L.o.forward(a);
+    // Gemma 2 normalises the attention output and the MLP's input and output ("sandwich").
+    at::Tensor y = cfg_.sandwich_norms ? x + rms_norm(L.o.forward(a), L.post_norm) : x + L.o.forward(a);
     a.reset();
-    h = rms_norm(y, L.post_norm);
-    at::Tensor m = ops::silu(L.gate.forward(h)) * L.up.forward(h);
+    h = rms_norm(y, cfg_.sandwich_norms ? L.pre_ff_norm : L.post_norm);
+    at::Tensor gu = cfg_.fused_gate_up ? L.gate.forward(h) : at::Tensor();   // Phi-3: [gate | up]
+    const std::int64_t I = cfg_.intermediate;
+    at::Tensor m = gu.defined() ? gate_activation(cfg_, gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I)
+                                : gate_activation(cfg_, L.gate.forward(h)) * L.up.forward(h);
     h.reset();
-    return y + L.down.forward(m);
+    gu.reset();
+    return cfg_.sandwich_norms ? y + rms_norm(L.down.forward(m), L.post_ff_norm) : y + L.down.forward(m);
 }
 
 namespace {
@@ -811,13 +832,17 @@ at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCac
     const bool embed_trains = embed_.requires_grad() && at::GradMode::is_enabled();
     at::Tensor x = embed_trains ? EmbeddingFn::apply(embed_, ids, cfg_.tied ? &tied_grad_ : nullptr)
                                 : at::embedding(embed_, ids);
+    // Gemma: × sqrt(hidden) rounded to the weights' dtype first, as transformers does.
+    if (cfg_.scale_embeddings) x = x * at::scalar_tensor(std::sqrt(static_cast<double>(cfg_.hidden)), x.options());
+    const at::Tensor window = cfg_.sliding_window > 0 ? sliding_window_mask(mask, past, cfg_.sliding_window) : mask;
     for (std::int64_t i = 0; i < cfg_.layers; ++i) {
+        const at::Tensor& layer_mask = cfg_.layer_slides(i) ? window : mask;
         if (checkpointing && !cache && at::GradMode::is_enabled()) {
             // The checkpointed function needs an input that requires grad to be in the graph.
             if (!x.requires_grad()) x = x.detach().requires_grad_(true);
-            x = CheckpointFn::apply(x, this, i, cos, sin, mask);
+            x = CheckpointFn::apply(x, this, i, cos, sin, layer_mask);
         } else {
-            x = layer_forward(i, x, cos, sin, mask, cache);
+            x = layer_forward(i, x, cos, sin, layer_mask, cache);
         }
     }
     if (cache) cache->length += T;
@@ -826,6 +851,8 @@ at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCac
 
 at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const {
     at::Tensor h = hidden_states(ids, checkpointing);
+    if (cfg_.final_softcap > 0)   // Gemma 2
+        return softcapped_lm_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}), cfg_.final_softcap);
     const bool tied_trains = cfg_.tied && embed_.requires_grad() && at::GradMode::is_enabled();
     return lm_head_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}),
                         tied_trains ? &tied_grad_ : nullptr);

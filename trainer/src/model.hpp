@@ -1,5 +1,6 @@
 #pragma once
-// The Llama-family decoder (Llama, Mistral, Qwen2, Qwen3 with q/k norms) on libtorch: RMSNorm, RoPE (theta, linear and llama3 scaling),
+// The Llama-family decoder (Llama, Mistral, Qwen2, Qwen3 with q/k norms; Gemma 1/2 and Phi-3 through
+// model_variants.hpp) on libtorch: RMSNorm, RoPE (theta, linear and llama3 scaling),
 // grouped-query attention, SwiGLU, tied or untied head, q/k/v biases; LoRA adapters and NF4
 // (double-quantized, 64-element blocks, core's nf4_layout) frozen weights.
 #include <ATen/ATen.h>
@@ -30,6 +31,19 @@ struct ModelConfig {
     std::string rope_type;                 // "", "default", "linear", "llama3"
     double rope_factor = 1.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
     std::int64_t original_max_positions = 8192;
+    // Gemma 1/2 and Phi-3 (read and used by model_variants.cpp).
+    std::string activation = "silu";       // the MLP's gate: "silu", "gelu_tanh" or "gelu" (erf)
+    bool norm_plus_one = false;            // Gemma: RMSNorm scales by (1 + weight), in fp32
+    bool scale_embeddings = false;         // Gemma: embeddings × sqrt(hidden) in the weights' dtype
+    bool sandwich_norms = false;           // Gemma 2: norm after attention, pre/post feedforward norms
+    bool fused_qkv = false, fused_gate_up = false;   // Phi-3: qkv_proj and gate_up_proj
+    double attn_scale = 0;                 // 0: head_dim^-0.5; Gemma 2: query_pre_attn_scalar^-0.5
+    double attn_softcap = 0, final_softcap = 0;      // Gemma 2: cap · tanh(x / cap); 0: none
+    std::int64_t sliding_window = 0;       // keys within this many positions of the query; 0: none
+    std::vector<bool> sliding_layers;      // which layers use the window (all when empty)
+    bool layer_slides(std::int64_t i) const {
+        return sliding_window > 0 && (sliding_layers.empty() || sliding_layers[static_cast<size_t>(i)]);
+    }
     std::vector<std::string> warnings;
 
     // Reads a Hugging Face config.json; throws InputError naming a missing or bad field.
@@ -85,9 +99,20 @@ struct Linear {
 struct Layer {
     at::Tensor input_norm, post_norm;
     at::Tensor q_norm, k_norm;         // [head_dim], Qwen3 only
+    at::Tensor pre_ff_norm, post_ff_norm;   // Gemma 2 only
+    // Phi-3 keeps its fused qkv_proj in q and gate_up_proj in gate; k, v and up are then unused
+    // (out == 0) and left out of linears().
     Linear q, k, v, o, gate, up, down;
-    std::vector<Linear*> linears() { return {&q, &k, &v, &o, &gate, &up, &down}; }
-    std::vector<const Linear*> linears() const { return {&q, &k, &v, &o, &gate, &up, &down}; }
+    std::vector<Linear*> linears() {
+        std::vector<Linear*> all{&q, &k, &v, &o, &gate, &up, &down};
+        std::erase_if(all, [](const Linear* l) { return l->out == 0; });
+        return all;
+    }
+    std::vector<const Linear*> linears() const {
+        std::vector<const Linear*> all{&q, &k, &v, &o, &gate, &up, &down};
+        std::erase_if(all, [](const Linear* l) { return l->out == 0; });
+        return all;
+    }
 };
 
 struct ModelOptions {
@@ -133,6 +158,10 @@ public:
     std::vector<NamedTensor> trainable() const;
     std::int64_t base_parameter_count() const;
     std::int64_t adapter_parameter_count() const;
+    // PEFT's target_modules for the adapted linears ("q_proj", ...; Phi-3: "qkv_proj", "gate_up_proj").
+    std::vector<std::string> target_modules() const;
+    // Logits of final hidden states [.., H] (Gemma 2: soft-capped), in fp32.
+    at::Tensor logits(const at::Tensor& hidden) const;
     const c10::Device& device() const { return opt_.device; }
     at::ScalarType compute_dtype() const { return dtype_; }
 

@@ -15,23 +15,6 @@ namespace wingspan::train::detail {
 
 using protocol::EventType;
 
-namespace {
-
-std::string role_module(LinearRole r) {
-    switch (r) {
-        case LinearRole::Q: return "q_proj";
-        case LinearRole::K: return "k_proj";
-        case LinearRole::V: return "v_proj";
-        case LinearRole::O: return "o_proj";
-        case LinearRole::Gate: return "gate_proj";
-        case LinearRole::Up: return "up_proj";
-        case LinearRole::Down: return "down_proj";
-        default: return "";
-    }
-}
-
-}  // namespace
-
 void Run::resume() {
     if (opt_.resume_dir.empty()) return;
     const fs::path dir = opt_.resume_dir;
@@ -117,7 +100,7 @@ fs::path Run::save(const fs::path& target, bool final) {
         } else {
             manifest.add("adapter_model.safetensors", save_safetensors(dir / "adapter_model.safetensors", weights, meta));
             json targets = json::array();
-            for (auto r : opt_.targets) targets.push_back(role_module(r));
+            for (const auto& m : model_->target_modules()) targets.push_back(m);   // Phi-3: fused names
             const json ac = {{"peft_type", "LORA"},
                              {"task_type", "CAUSAL_LM"},
                              {"r", opt_.rank},
