@@ -229,6 +229,15 @@ private Q_SLOTS:
             QCOMPARE(b.exit_code, 1);
             QVERIFY2(b.out.find("not in the folder") != std::string::npos, b.out.c_str());
         }
+        {   // a byte after the last tensor: the buffer is not entirely indexed (the specification forbids it)
+            const fs::path broken = root / "broken-buffer";
+            fs::copy(merged, broken);
+            const std::string shard = json::parse(slurp(broken / "model.safetensors.index.json"))["weight_map"].begin()->get<std::string>();
+            std::ofstream(broken / shard, std::ios::binary | std::ios::app) << '\0';
+            const Proc b = run(WINGSPAN_PYTHON, {WINGSPAN_MERGE_CHECK, q(broken), q(base)});
+            QCOMPARE(b.exit_code, 1);
+            QVERIFY2(b.out.find("of the buffer's") != std::string::npos, b.out.c_str());
+        }
 
         // Reloaded, the merged folder gives base + adapter's logits: float32 weights, so the two
         // differ only by float32 rounding (x(W + sBA) against xW + s(xA)B: ~1e-7 relative), far

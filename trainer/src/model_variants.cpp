@@ -137,13 +137,27 @@ void configure_fused_layer(const ModelConfig& c, Layer& L, std::set<LinearRole>&
     }
 }
 
-at::Tensor gate_activation(const ModelConfig& c, const at::Tensor& gate) {
-    if (c.activation == "gelu_tanh") return at::gelu(gate, "tanh");
-    if (c.activation == "gelu") return at::gelu(gate);
-    return ops::silu(gate);
+namespace {
+
+// fp16 on a CPU without half kernels (libtorch 1.13 has no half gelu or tanh there): computed
+// in fp32 and rounded back, as device_ops does for matmul and silu.
+bool half_emulated(const at::Tensor& x) {
+    return x.is_cpu() && x.scalar_type() == at::kHalf && !ops::cpu_half_kernels();
 }
 
-at::Tensor soft_cap(const at::Tensor& x, double cap) { return at::tanh(x / cap) * cap; }
+}  // namespace
+
+at::Tensor gate_activation(const ModelConfig& c, const at::Tensor& gate) {
+    if (c.activation == "silu") return ops::silu(gate);
+    const at::Tensor g = half_emulated(gate) ? gate.to(at::kFloat) : gate;
+    const at::Tensor y = c.activation == "gelu_tanh" ? at::gelu(g, "tanh") : at::gelu(g);
+    return y.scalar_type() == gate.scalar_type() ? y : y.to(gate.scalar_type());
+}
+
+at::Tensor soft_cap(const at::Tensor& x, double cap) {
+    if (half_emulated(x)) return (at::tanh(x.to(at::kFloat) / cap) * cap).to(at::kHalf);
+    return at::tanh(x / cap) * cap;
+}
 
 at::Tensor sliding_window_mask(const at::Tensor& causal, std::int64_t past, std::int64_t window) {
     const std::int64_t T = causal.size(0), K = causal.size(1);
