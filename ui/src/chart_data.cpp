@@ -3,6 +3,7 @@
 #include "wingspan/ui/chart.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <QLocale>
@@ -259,30 +260,25 @@ ChartData size_chart(const ProfileLibrary& lib, const nlohmann::json& s, const s
 
 // ------------------------------------------------------------------------- styles ----
 
-ChartStyle ChartStyle::light() {
+namespace {
+
+// A style from its colours, in ChartStyle's field order: background, text, muted, grid,
+// ceiling, fits, tight, no.
+ChartStyle style_of(const std::array<const char*, 8>& hex) {
     ChartStyle s;
-    s.background = QColor("#ffffff");
-    s.text = QColor("#1d1f23");
-    s.muted = QColor("#5f6368");
-    s.grid = QColor("#e3e5e8");
-    s.ceiling = QColor("#1d1f23");
-    s.fits = QColor("#007a5a");
-    s.tight = QColor("#b36b00");
-    s.no = QColor("#c2410c");
+    QColor* fields[] = {&s.background, &s.text, &s.muted, &s.grid, &s.ceiling, &s.fits, &s.tight, &s.no};
+    for (size_t i = 0; i < hex.size(); ++i) *fields[i] = QColor(hex[i]);
     return s;
 }
 
+}  // namespace
+
+ChartStyle ChartStyle::light() {
+    return style_of({"#ffffff", "#1d1f23", "#5f6368", "#e3e5e8", "#1d1f23", "#007a5a", "#b36b00", "#c2410c"});
+}
+
 ChartStyle ChartStyle::dark() {
-    ChartStyle s;
-    s.background = QColor("#1f2126");
-    s.text = QColor("#e8eaed");
-    s.muted = QColor("#a0a4ab");
-    s.grid = QColor("#34373d");
-    s.ceiling = QColor("#f2f3f5");
-    s.fits = QColor("#3ccf9f");
-    s.tight = QColor("#f5b342");
-    s.no = QColor("#ff7a45");
-    return s;
+    return style_of({"#1f2126", "#e8eaed", "#a0a4ab", "#34373d", "#f2f3f5", "#3ccf9f", "#f5b342", "#ff7a45"});
 }
 
 ChartStyle ChartStyle::from_palette(const QPalette& p) {

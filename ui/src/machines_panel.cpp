@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScopedValueRollback>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -67,6 +68,7 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
     framework_->setToolTip("The framework this machine trains with: its fixed costs (the hatched overhead) and its\n"
                            "speed. Defaults to the machine's usual one (CUDA, MLX, CPU).");
     framework_->setEnabled(false);
+    framework_->setPlaceholderText("Select a machine above");
     framework_label_->setBuddy(framework_);
     fw_row->addWidget(framework_label_);
     fw_row->addWidget(framework_, 1);
@@ -124,7 +126,9 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
 void MachinesPanel::setSummary(const QString& text) { summary_->setText(text); }
 
 void MachinesPanel::showFrameworkOf(QTreeWidgetItem* item) {
-    syncing_ = true;
+    // Restores what it found: this runs inside populate() too (clearing the list changes the
+    // current row), which must stay silent until it is done.
+    const QScopedValueRollback<bool> quiet(syncing_, true);
     framework_->clear();
     framework_->setEnabled(item && lib_);
     if (item && lib_) {
@@ -132,10 +136,10 @@ void MachinesPanel::showFrameworkOf(QTreeWidgetItem* item) {
         const MachineProfile& m = lib_->machine(id);
         framework_->addItem("Its usual: " + QString::fromStdString(lib_->framework_for(m).name), QString());
         for (const auto& f : lib_->frameworks()) framework_->addItem(QString::fromStdString(f.name), QString::fromStdString(f.id));
+        framework_->setCurrentIndex(0);   // with a placeholder text, a filled box stays unselected
         if (auto it = frameworks_.find(id); it != frameworks_.end())
             framework_->setCurrentIndex(std::max(0, framework_->findData(QString::fromStdString(it->second))));
     }
-    syncing_ = false;
 }
 
 void MachinesPanel::setAllChecked(bool on) {
@@ -188,15 +192,21 @@ void MachinesPanel::populate(const ProfileLibrary& lib, ByteUnit unit) {
 
 void MachinesPanel::showPlan(const Plan& plan) {
     frameworks_ = plan.machine_frameworks;
-    showFrameworkOf(list_->currentItem());
     syncing_ = true;
+    QTreeWidgetItem* first_checked = nullptr;
     for (int i = 0; i < list_->topLevelItemCount(); ++i) {
         auto* item = list_->topLevelItem(i);
         const std::string id = item->data(0, Qt::UserRole).toString().toStdString();
         const bool on = std::find(plan.machines.begin(), plan.machines.end(), id) != plan.machines.end();
         item->setCheckState(0, on ? Qt::Checked : Qt::Unchecked);
+        if (on && !first_checked) first_checked = item;
     }
     syncing_ = false;
+    // The framework choice always names a machine: with no row chosen yet, the first ticked
+    // one (an empty "Framework:" box reads as broken).
+    if (!list_->currentItem() && (first_checked || list_->topLevelItemCount() > 0))
+        list_->setCurrentItem(first_checked ? first_checked : list_->topLevelItem(0));
+    showFrameworkOf(list_->currentItem());
 }
 
 std::vector<std::string> MachinesPanel::checkedMachines(const std::vector<std::string>& previous) const {

@@ -171,6 +171,9 @@ void MainWindow::buildUi() {
     if (QScreen* screen = QGuiApplication::primaryScreen()) resize(screen->availableSize());
     else resize(1560, 960);
     machines_->populate(*lib_, unit_);
+    // The machines list needs a name and a verdict a row; the room beyond that is the chart's
+    // (left to themselves the docks took a third of a 1600-pixel window).
+    resizeDocks({machines_dock_}, {std::min(360, width() / 4)}, Qt::Horizontal);
     connectParts();
 }
 

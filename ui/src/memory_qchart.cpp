@@ -1,6 +1,9 @@
 #include "wingspan/ui/memory_qchart.hpp"
 
+#include "chart_text.hpp"
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <QBarCategoryAxis>
@@ -14,7 +17,6 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
-#include <QStaticText>
 #include <QStackedBarSeries>
 #include <QValueAxis>
 
@@ -47,57 +49,6 @@ QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
 
 }  // namespace
 
-// A text label that lays its glyphs out once (QStaticText), not on every paint like
-// ChartText: the chart repaints on every slider step.
-class ChartText : public QGraphicsItem {
-public:
-    ChartText(const QString& text, const QFont& font, const QColor& colour, QGraphicsItem* parent)
-        : QGraphicsItem(parent), font_(font), colour_(colour) {
-        text_.setTextFormat(Qt::PlainText);
-        text_.setPerformanceHint(QStaticText::AggressiveCaching);
-        setText(text);
-    }
-    void setText(const QString& t) {
-        if (t == text_.text()) return;
-        prepareGeometryChange();
-        text_.setText(t);
-        text_.prepare(QTransform(), font_);
-        size_ = QSizeF(QFontMetricsF(font_).horizontalAdvance(t), QFontMetricsF(font_).height());
-    }
-    QString text() const { return text_.text(); }
-    // Shows `full`, elided to `width` with the full text as tooltip; remembers the last answer
-    // so a repeated layout costs no text shaping.
-    void setElided(const QString& full, double width) {
-        width = std::max(8.0, std::floor(width));
-        if (full == elided_full_ && width == elided_width_) return;
-        elided_full_ = full;
-        elided_width_ = width;
-        const QString e = QFontMetricsF(font_).elidedText(full, Qt::ElideRight, width);
-        setText(e);
-        setToolTip(e == full ? QString() : full);
-    }
-    void setBrush(const QColor& c) {
-        if (c == colour_) return;
-        colour_ = c;
-        update();
-    }
-    QFont font() const { return font_; }
-    QRectF boundingRect() const override { return QRectF(QPointF(0, 0), size_); }
-    void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override {
-        p->setFont(font_);
-        p->setPen(colour_);
-        p->drawStaticText(QPointF(0, 0), text_);
-    }
-
-private:
-    QStaticText text_;
-    QFont font_;
-    QColor colour_;
-    QSizeF size_;
-    QString elided_full_;
-    double elided_width_ = -1;
-};
-
 struct MemoryQChart::Decor {
     ChartText* title = nullptr;
     ChartText* subtitle = nullptr;
@@ -105,14 +56,11 @@ struct MemoryQChart::Decor {
     ChartText* footnote = nullptr;
     ChartText* empty = nullptr;
     std::vector<ChartText*> totals, verdicts;
-    std::vector<std::vector<ChartText*>> captions;   // per bar: label, sublabel, note
+    std::vector<std::array<ChartText*, 3>> captions;   // per bar: label, sublabel, note
     std::vector<std::pair<ChartText*, std::pair<int, int>>> groups;   // label, first..last bar
     std::vector<ChartText*> line_labels;
-    std::vector<std::pair<QGraphicsRectItem*, ChartText*>> legend;   // swatch, name
-    double legend_top = 0;
-    qsizetype hidden_count = 0;
-    int caption_lines = 1;
-    bool any_sublabel = false, any_note = false;
+    std::vector<std::pair<QGraphicsRectItem*, ChartText*>> legend;   // swatch, name (per set, then the ceiling)
+    std::vector<QLineF> ceilings;   // per bar, where its dashed ceiling is drawn (chart coordinates)
     double line_height = 14;
 };
 
@@ -132,13 +80,16 @@ MemoryQChart::~MemoryQChart() = default;
 
 void MemoryQChart::setForScreen(bool on) {
     for_screen_ = on;
+    // On screen the view paints the background already (MemoryChartWidget): filling it twice
+    // per slider step is a whole-chart fill for nothing. Files need the chart's own.
+    setBackgroundVisible(!on);
 }
 
 QString MemoryQChart::signature(const ChartData& d) const {
-    // What decides the series and axes; values alone change in place.
+    // What decides the series, axes and label items; values and texts change in place (a
+    // slider moving), so the chart's items are made once per set of bars.
     QString s = chart_scale_id(d.scale) + "|" + style_.background.name() + style_.text.name() + "|" +
-                QString::number(d.lines.size()) + "|" + (d.has_offloaded() ? "o" : "-") + "|" + (d.is_error ? "e" : "-");
-    for (Component c : d.legend()) s += QString::number(int(c)) + ",";
+                QString::number(d.lines.size()) + "|" + (d.is_error ? "e" : "-");
     for (const auto& b : d.bars) s += "|" + b.id + "/" + b.group + (b.ceiling ? "c" : "");
     return s;
 }
@@ -148,7 +99,6 @@ void MemoryQChart::setContent(const ChartData& data, const ChartStyle& style) {
     style_ = style;
     axis_ = chart_axis(data_);
     const QString sig = signature(data_);
-    const bool hidden_changed = hidden_segments(data_, axis_).size() != decor_->hidden_count;
     if (sig != signature_ || !bars_) {
         signature_ = sig;
         rebuild();
@@ -156,13 +106,8 @@ void MemoryQChart::setContent(const ChartData& data, const ChartStyle& style) {
         buildDecorations();
     } else {
         updateValues();
-        if (hidden_changed) {
-            clearDecorations();
-            buildDecorations();
-        } else {
-            refreshDecorationTexts();
-        }
     }
+    refreshDecorationTexts();
     layoutDecorations();
 }
 
@@ -206,8 +151,10 @@ void MemoryQChart::rebuild() {
 
     bars_ = new QStackedBarSeries;
     bars_->setBarWidth(kBarWidth);
-    for (Component c : data_.legend()) set_components_.push_back(c);
-    if (data_.has_offloaded()) set_components_.push_back(std::nullopt);
+    // A set for every component, present or not: a component appearing as a slider moves (an
+    // offload, a master copy) then changes values, not the series. Empty sets draw nothing.
+    for (Component c : kAllComponents) set_components_.push_back(c);
+    set_components_.push_back(std::nullopt);
     for (const auto& c : set_components_) {
         auto* set = new QBarSet(c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)");
         set->setBrush(set_brush(c, style_));
@@ -220,9 +167,10 @@ void MemoryQChart::rebuild() {
 
     x_ = new QBarCategoryAxis;
     x_->append(categories);
-    x_->setLabelsVisible(false);   // captions are drawn under the plot, several lines each
-    x_->setGridLineVisible(false);
-    x_->setLinePenColor(style_.grid);
+    // The category axis only places the bars: captions are drawn under the plot, several lines
+    // each, and the value axis's zero gridline is the baseline. Hidden, Qt Charts neither lays
+    // out nor paints its labels and ticks on every slider step.
+    x_->setVisible(false);
     addAxis(x_, Qt::AlignBottom);
     bars_->attachAxis(x_);
 
@@ -244,8 +192,10 @@ void MemoryQChart::rebuild() {
     y_->setTitleFont(font_px(style_, 11));
     y_->setLabelsBrush(style_.muted);
     y_->setLabelsFont(font_px(style_, 11));
-    y_->setGridLineColor(style_.grid);
-    y_->setLinePenColor(style_.grid);
+    // Cosmetic (zero-width) pens: a line item with a wide pen computes a stroked outline for its
+    // bounding box on every paint.
+    y_->setGridLinePen(QPen(style_.grid, 0));
+    y_->setLinePen(QPen(style_.grid, 0));
     addAxis(y_, Qt::AlignLeft);
     bars_->attachAxis(y_);
 
@@ -323,50 +273,45 @@ void MemoryQChart::updateValues() {
         if (!ceilings_[i]) continue;
         const double c = double(category_of_bar_[i]);
         const double v = axisValue(double(*data_.bars[i].ceiling));
-        ceilings_[i]->replace(QList<QPointF>{{c - kCeilingHalf, v}, {c + kCeilingHalf, v}});
+        const QList<QPointF> points{{c - kCeilingHalf, v}, {c + kCeilingHalf, v}};
+        if (ceilings_[i]->points() != points) ceilings_[i]->replace(points);   // a ceiling rarely moves
     }
     const double last = double(x_->count()) - 0.5;
     for (size_t i = 0; i < lines_.size(); ++i) {
         const double v = axisValue(double(data_.lines[i].bytes));
-        lines_[i]->replace(QList<QPointF>{{-0.5, v}, {last, v}});
+        const QList<QPointF> points{{-0.5, v}, {last, v}};
+        if (lines_[i]->points() != points) lines_[i]->replace(points);
     }
 }
 
 // --------------------------------------------------------------------- decorations ----
 
 void MemoryQChart::clearDecorations() {
-    auto drop = [](ChartText*& t) {
-        delete t;
-        t = nullptr;
-    };
-    drop(decor_->title);
-    drop(decor_->subtitle);
-    drop(decor_->notice);
-    drop(decor_->footnote);
-    drop(decor_->empty);
-    for (auto* t : decor_->totals) delete t;
-    for (auto* t : decor_->verdicts) delete t;
-    for (auto& c : decor_->captions)
+    Decor& d = *decor_;
+    for (ChartText** t : {&d.title, &d.subtitle, &d.notice, &d.footnote, &d.empty}) {
+        delete *t;
+        *t = nullptr;
+    }
+    for (auto* t : d.totals) delete t;
+    for (auto* t : d.verdicts) delete t;
+    for (auto& c : d.captions)
         for (auto* t : c) delete t;
-    for (auto& g : decor_->groups) delete g.first;
-    for (auto* t : decor_->line_labels) delete t;
-    for (auto& [swatch, label] : decor_->legend) {
+    for (auto& g : d.groups) delete g.first;
+    for (auto* t : d.line_labels) delete t;
+    for (auto& [swatch, label] : d.legend) {
         delete swatch;
         delete label;
     }
-    decor_->legend.clear();
-    decor_->totals.clear();
-    decor_->verdicts.clear();
-    decor_->captions.clear();
-    decor_->groups.clear();
-    decor_->line_labels.clear();
+    d = Decor{};
 }
 
+// The label items, once per set of bars; their texts come from refreshDecorationTexts.
 void MemoryQChart::buildDecorations() {
     Decor& d = *decor_;
-    auto text = [this](const QString& s, const QFont& f, const QColor& c) {
-        auto* t = new ChartText(s, f, c, this);
+    auto text = [this](const QFont& f, const QColor& c, bool centred = false) {
+        auto* t = new ChartText(QString(), f, c, this);
         t->setZValue(kDecorZ);
+        t->setCentred(centred);
         // On screen the labels are cached pixmaps (cheap repaints while a slider moves); files
         // keep real text and vectors.
         if (for_screen_) t->setCacheMode(QGraphicsItem::DeviceCoordinateCache);
@@ -374,80 +319,64 @@ void MemoryQChart::buildDecorations() {
     };
     const QFont small = font_px(style_, 11), normal = font_px(style_, 12), bold = font_px(style_, 12, true);
     d.line_height = QFontMetricsF(normal).height();
-    d.title = text(data_.title, font_px(style_, 15, true), style_.text);
-    d.subtitle = text(data_.subtitle, small, style_.muted);
-    const QStringList hidden = hidden_segments(data_, axis_);
-    d.hidden_count = hidden.size();
-    d.notice = text(hidden.isEmpty() ? QString()
-                                     : "Cut at the top (View ▸ Scale shows them whole): " + hidden.join("; "),
-                    small, style_.tight);
-    d.footnote = text(data_.footnote, small, style_.muted);
+    d.title = text(font_px(style_, 15, true), style_.text);
+    d.subtitle = text(small, style_.muted);
+    d.notice = text(small, style_.tight);
+    d.footnote = text(small, style_.muted);
     if (data_.bars.empty() && !data_.empty_message.isEmpty())
-        d.empty = text(data_.empty_message, font_px(style_, 14), data_.is_error ? style_.no : style_.muted);
-
-    bool any_sub = false, any_note = false;
-    for (const auto& b : data_.bars) {
-        any_sub |= !b.sublabel.isEmpty();
-        any_note |= !b.note.isEmpty();
-    }
-    d.caption_lines = 1 + (any_sub ? 1 : 0) + (any_note ? 1 : 0);
-    d.any_sublabel = any_sub;
-    d.any_note = any_note;
-    for (const auto& b : data_.bars) {
-        const bool cut = !axis_.log && double(b.total) > axis_.max_bytes;
-        d.totals.push_back(text((cut ? "↑ " : "") + axis_value_text(double(b.total), axis_), bold, style_.text));
-        ChartText* verdict = nullptr;
-        if (!b.verdict.isEmpty() && b.fit) verdict = text(chart_verdict_text(b, axis_), small, fit_qcolor(style_, *b.fit));
-        d.verdicts.push_back(verdict);
-        std::vector<ChartText*> lines{text(b.label, bold, style_.text)};
-        if (any_sub) lines.push_back(text(b.sublabel, small, style_.muted));
-        if (any_note) lines.push_back(text(b.note, small, style_.tight));
-        d.captions.push_back(lines);
-    }
+        d.empty = text(font_px(style_, 14), data_.is_error ? style_.no : style_.muted);
     for (size_t i = 0; i < data_.bars.size(); ++i) {
+        d.totals.push_back(text(bold, style_.text, true));
+        d.verdicts.push_back(text(small, style_.muted, true));
+        d.captions.push_back({text(bold, style_.text, true), text(small, style_.muted, true), text(small, style_.tight, true)});
         const QString& g = data_.bars[i].group;
         if (g.isEmpty()) continue;
         if (d.groups.empty() || data_.bars[size_t(d.groups.back().second.second)].group != g)
-            d.groups.push_back({text(g, bold, style_.text), {int(i), int(i)}});
+            d.groups.push_back({text(bold, style_.text, true), {int(i), int(i)}});
         else
             d.groups.back().second.second = int(i);
     }
-    for (const auto& l : data_.lines) d.line_labels.push_back(text(l.label, small, style_.muted));
-    if (!data_.bars.empty()) {
-        auto add_key = [&](const QString& name, const QBrush& brush, const QPen& pen) {
-            auto* swatch = new QGraphicsRectItem(this);
-            swatch->setBrush(brush);
-            swatch->setPen(pen);
-            swatch->setZValue(kDecorZ);
-            d.legend.push_back({swatch, text(name, normal, style_.text)});
-        };
-        for (const auto& c : set_components_)
-            add_key(c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)",
-                    set_brush(c, style_), QPen(c && *c == Component::FrameworkOverhead ? hatch_colour(style_) : style_.background));
-        if (std::any_of(data_.bars.begin(), data_.bars.end(), [](const ChartBar& b) { return b.ceiling.has_value(); }))
-            add_key("Usable ceiling (dashed)", QBrush(Qt::NoBrush), QPen(style_.ceiling, 2, Qt::DashLine));
-    }
-
-    // Room for the title block above and the captions below the plot.
-    d.legend_top = 10 + QFontMetricsF(font_px(style_, 15, true)).height() + QFontMetricsF(small).height() * 1.2 +
-                   (hidden.isEmpty() ? 0 : QFontMetricsF(small).height() * 1.2);
-    const double top = d.legend_top + (d.legend.empty() ? 0 : d.line_height + 10);
-    const double bottom = 8 + d.line_height * (d.caption_lines + (d.groups.empty() ? 0 : 1.2)) +
-                          QFontMetricsF(small).height() * 1.5;
-    setMargins(QMargins(10, int(std::ceil(top)), 16, int(std::ceil(bottom))));
+    for (size_t i = 0; i < data_.lines.size(); ++i) d.line_labels.push_back(text(small, style_.muted));
+    if (data_.bars.empty()) return;
+    auto add_key = [&](const QString& name, const QBrush& brush, const QPen& pen) {
+        auto* swatch = new QGraphicsRectItem(this);
+        swatch->setBrush(brush);
+        swatch->setPen(pen);
+        swatch->setZValue(kDecorZ);
+        ChartText* label = text(normal, style_.text);
+        label->setText(name);
+        d.legend.push_back({swatch, label});
+    };
+    for (const auto& c : set_components_)
+        add_key(c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)",
+                set_brush(c, style_), QPen(c && *c == Component::FrameworkOverhead ? hatch_colour(style_) : style_.background));
+    add_key("Usable ceiling (dashed)", QBrush(Qt::NoBrush), QPen(style_.ceiling, 2, Qt::DashLine));
 }
 
-// Same bars, new numbers (a slider moved): new texts in the items already placed.
+// New numbers in the items already made (a slider moved); where they go is layoutDecorations'.
 void MemoryQChart::refreshDecorationTexts() {
     Decor& d = *decor_;
     if (!d.title) return;
+    if (d.empty) d.empty->setText(data_.empty_message);
     for (size_t i = 0; i < data_.bars.size() && i < d.totals.size(); ++i) {
         const ChartBar& b = data_.bars[i];
         const bool cut = !axis_.log && double(b.total) > axis_.max_bytes;
         d.totals[i]->setText((cut ? "↑ " : "") + axis_value_text(double(b.total), axis_));
-        if (ChartText* v = d.verdicts[i]) {
-            if (b.fit) v->setBrush(fit_qcolor(style_, *b.fit));
+        d.verdicts[i]->setVisible(!b.verdict.isEmpty() && b.fit);
+        if (b.fit) d.verdicts[i]->setBrush(fit_qcolor(style_, *b.fit));
+    }
+    // The legend names what is drawn: the components present, and the ceiling when there is one.
+    const std::vector<Component> present = data_.legend();
+    for (size_t k = 0; k < d.legend.size(); ++k) {
+        bool shown = false;
+        if (k < set_components_.size()) {
+            const auto& c = set_components_[k];
+            shown = c ? std::find(present.begin(), present.end(), *c) != present.end() : data_.has_offloaded();
+        } else {
+            shown = std::any_of(data_.bars.begin(), data_.bars.end(), [](const ChartBar& b) { return b.ceiling.has_value(); });
         }
+        d.legend[k].first->setVisible(shown);
+        d.legend[k].second->setVisible(shown);
     }
 }
 
@@ -455,95 +384,158 @@ void MemoryQChart::layoutDecorations() {
     Decor& d = *decor_;
     if (!d.title) return;
     const QRectF r = rect();
-    // The legend's names in full: beside the plot when the chart is wide, above it otherwise
-    // (elided there, with the full name as tooltip).
-    // The legend flows under the title block; the plot starts below its last row.
-    {
-        double lx = r.left() + 12, ly = d.legend_top;
-        const double row_h = d.line_height + 4;
-        for (auto& [swatch, label] : d.legend) {
-            const double w = 16 + label->boundingRect().width() + 16;
-            if (lx + w > r.right() - 8 && lx > r.left() + 12) {
-                lx = r.left() + 12;
-                ly += row_h;
-            }
-            swatch->setRect(lx, ly + (d.line_height - 11) / 2, 11, 11);
-            label->setPos(lx + 16, ly);
-            lx += w;
-        }
-        const double top = (d.legend.empty() ? d.legend_top : ly + row_h) + 6 - r.top();
-        if (std::fabs(margins().top() - top) > 1) {
-            QMargins m = margins();
-            m.setTop(int(std::ceil(top)));
-            setMargins(m);   // lays the plot out again, and this runs once more
-        }
-    }
-    const QRectF plot = plotArea();
-    auto elide = [](ChartText* t, const QString& full, double width) { t->setElided(full, width); };
+    const double text_width = r.width() - 24;
     double y = r.top() + 6;
-    elide(d.title, data_.title, r.width() - 24);
+    d.title->setFitted(data_.title, text_width);
     d.title->setPos(r.left() + 12, y);
     y += d.title->boundingRect().height();
-    elide(d.subtitle, data_.subtitle, r.width() - 24);
+    d.subtitle->setFitted(data_.subtitle, text_width);
     d.subtitle->setPos(r.left() + 12, y);
     y += d.subtitle->boundingRect().height() * 1.15;
-    if (!hidden_segments(data_, axis_).isEmpty()) {
-        const QString full = "Cut at the top (View ▸ Scale shows them whole): " + hidden_segments(data_, axis_).join("; ");
-        elide(d.notice, full, r.width() - 24);
+    const QStringList hidden = hidden_segments(data_, axis_);
+    d.notice->setVisible(!hidden.isEmpty());
+    if (!hidden.isEmpty()) {
+        d.notice->setFitted("Cut at the top (View ▸ Scale shows them whole): " + hidden.join("; "), text_width);
         d.notice->setPos(r.left() + 12, y);
+        y += d.notice->boundingRect().height() * 1.2;
     }
-    elide(d.footnote, data_.footnote, r.width() - 24);
+    d.footnote->setFitted(data_.footnote, text_width);
     d.footnote->setPos(r.left() + 12, r.bottom() - d.footnote->boundingRect().height() - 4);
     if (d.empty) {
+        d.empty->setFitted(data_.empty_message, text_width, 4);
         const QRectF b = d.empty->boundingRect();
         d.empty->setPos(r.center().x() - b.width() / 2, r.center().y() - b.height() / 2);
     }
+
+    // The legend flows under the title block, as many rows as it needs, names in full.
+    double lx = r.left() + 12, ly = y + 4;
+    const double row_h = d.line_height + 4;
+    bool any_key = false;
+    for (auto& [swatch, label] : d.legend) {
+        if (!label->isVisible()) continue;
+        const double w = 16 + label->boundingRect().width() + 16;
+        if (lx + w > r.right() - 8 && lx > r.left() + 12) {
+            lx = r.left() + 12;
+            ly += row_h;
+        }
+        swatch->setRect(lx, ly + (d.line_height - 11) / 2, 11, 11);
+        label->setPos(lx + 16, ly);
+        lx += w;
+        any_key = true;
+    }
+    const double top = (any_key ? ly + row_h : ly) + 6 - r.top();
+
+    // The captions under the bars, each row as many lines as its longest needs (at most two).
+    const QRectF plot0 = plotArea();
+    const double slot0 = bars_ ? plot0.width() / std::max(1, x_->count()) : 0;
+    std::array<double, 3> row_height{0, 0, 0};
+    for (size_t i = 0; i < d.captions.size(); ++i) {
+        const ChartBar& b = data_.bars[i];
+        const QString texts[3] = {b.label, b.sublabel, b.note};
+        for (size_t k = 0; k < 3; ++k) {
+            ChartText* t = d.captions[i][k];
+            t->setFitted(texts[k], slot0 - 4, 2);
+            if (!texts[k].isEmpty()) row_height[k] = std::max(row_height[k], t->boundingRect().height());
+        }
+    }
+    const double captions_height = row_height[0] + row_height[1] + row_height[2];
+    const double bottom = 8 + captions_height + (d.groups.empty() ? 0 : d.line_height * 1.2) +
+                          d.footnote->boundingRect().height() * 1.5;
+    if (std::fabs(margins().top() - top) > 1 || std::fabs(margins().bottom() - bottom) > 1) {
+        QMargins m = margins();
+        m.setTop(int(std::ceil(top)));
+        m.setBottom(int(std::ceil(bottom)));
+        m.setLeft(10);
+        m.setRight(16);
+        setMargins(m);   // lays the plot out again, and this runs once more
+    }
     if (!bars_ || data_.bars.empty()) return;
 
+    const QRectF plot = plotArea();
     const double slot = plot.width() / std::max(1, x_->count());
+    d.ceilings.assign(data_.bars.size(), QLineF());
+    for (size_t i = 0; i < data_.bars.size(); ++i)
+        if (const auto& c = data_.bars[i].ceiling) {
+            const double cat = category_of_bar_[i];
+            d.ceilings[i] = QLineF(toChart(cat - kCeilingHalf, double(*c)), toChart(cat + kCeilingHalf, double(*c)));
+        }
     int cut_run = 0;   // neighbouring cut bars stagger their totals so they never overlap
     for (size_t i = 0; i < data_.bars.size(); ++i) {
         const ChartBar& b = data_.bars[i];
         const double cx = toChart(category_of_bar_[i], 0).x();
         const bool cut = !axis_.log && double(b.total) > axis_.max_bytes;
         cut_run = cut ? cut_run + 1 : 0;
-        double top_y = cut ? plot.top() + 2 + double((cut_run + 1) % 2) * d.line_height * 1.1
-                           : toChart(category_of_bar_[i], double(b.total)).y();
         ChartText* total = d.totals[i];
+        ChartText* verdict = d.verdicts[i];
+        if (verdict->isVisible()) verdict->setFitted(chart_verdict_text(b, axis_), std::max(slot - 4, 40.0), 2);
         const QRectF tb = total->boundingRect();
-        double ty = cut ? top_y : top_y - tb.height() - 2;
-        total->setPos(cx - tb.width() / 2, ty);
-        if (ChartText* v = d.verdicts[i]) {
-            elide(v, chart_verdict_text(b, axis_), std::max(slot - 4, 40.0));
-            const QRectF vb = v->boundingRect();
-            v->setPos(cx - vb.width() / 2, cut ? ty + tb.height() : ty - vb.height());
+        const QRectF vb = verdict->isVisible() ? verdict->boundingRect() : QRectF();
+        if (cut) {
+            const double ty = plot.top() + 2 + double((cut_run + 1) % 2) * d.line_height * 1.1;
+            total->setPos(cx - tb.width() / 2, ty);
+            verdict->setPos(cx - vb.width() / 2, ty + tb.height());
+        } else {
+            // Total over the bar, verdict over the total; lifted above any dashed ceiling the
+            // pair would sit on, so no label is crossed by a line.
+            const double half = std::max(tb.width(), vb.width()) / 2;
+            double stack_bottom = toChart(category_of_bar_[i], double(b.total)).y() - 2;
+            for (bool moved = true; moved;) {
+                moved = false;
+                const double stack_top = stack_bottom - tb.height() - vb.height();
+                for (const QLineF& c : d.ceilings) {
+                    if (c.isNull() || c.x2() < cx - half || c.x1() > cx + half) continue;
+                    if (c.y1() + 2 >= stack_top && c.y1() - 2 <= stack_bottom) {
+                        stack_bottom = c.y1() - 3;
+                        moved = true;
+                    }
+                }
+            }
+            total->setPos(cx - tb.width() / 2, stack_bottom - tb.height());
+            verdict->setPos(cx - vb.width() / 2, stack_bottom - tb.height() - vb.height());
         }
         double cy = plot.bottom() + 4;
-        QStringList texts{b.label};
-        if (d.any_sublabel) texts << b.sublabel;
-        if (d.any_note) texts << b.note;
-        for (size_t k = 0; k < d.captions[i].size(); ++k) {
+        for (size_t k = 0; k < 3; ++k) {
             ChartText* t = d.captions[i][k];
-            elide(t, texts.value(int(k)), slot - 4);
-            const QRectF cb = t->boundingRect();
-            t->setPos(cx - cb.width() / 2, cy);
-            cy += d.line_height;
+            t->setPos(cx - t->boundingRect().width() / 2, cy);
+            cy += row_height[k];
         }
     }
     for (auto& [label, span] : d.groups) {
         const double x0 = toChart(category_of_bar_[size_t(span.first)], 0).x();
         const double x1 = toChart(category_of_bar_[size_t(span.second)], 0).x();
-        elide(label, data_.bars[size_t(span.first)].group, x1 - x0 + slot - 4);
+        label->setFitted(data_.bars[size_t(span.first)].group, x1 - x0 + slot - 4);
         const QRectF gb = label->boundingRect();
-        label->setPos((x0 + x1) / 2 - gb.width() / 2, plot.bottom() + 6 + d.line_height * d.caption_lines);
+        label->setPos((x0 + x1) / 2 - gb.width() / 2, plot.bottom() + 6 + captions_height);
     }
     for (size_t i = 0; i < d.line_labels.size(); ++i) {
         ChartText* t = d.line_labels[i];
+        t->setFitted(data_.lines[i].label, plot.width() / 2);
         const QRectF lb = t->boundingRect();
         const double ly = toChart(0, double(data_.lines[i].bytes)).y();
         // Stagger labels of nearby lines so they stay readable.
         t->setPos(plot.right() - lb.width() - 4 - double(i % 2) * (lb.width() + 10), ly - lb.height());
     }
+}
+
+QRectF MemoryQChart::totalRect(int bar) const {
+    if (bar < 0 || bar >= int(decor_->totals.size())) return {};
+    const ChartText* t = decor_->totals[size_t(bar)];
+    return t->mapRectToParent(t->boundingRect());
+}
+
+QRectF MemoryQChart::verdictRect(int bar) const {
+    if (bar < 0 || bar >= int(decor_->verdicts.size()) || !decor_->verdicts[size_t(bar)]->isVisible()) return {};
+    const ChartText* t = decor_->verdicts[size_t(bar)];
+    return t->mapRectToParent(t->boundingRect());
+}
+
+QLineF MemoryQChart::ceilingLine(int bar) const {
+    return bar >= 0 && bar < int(decor_->ceilings.size()) ? decor_->ceilings[size_t(bar)] : QLineF();
+}
+
+QString MemoryQChart::captionShown(int bar, int row) const {
+    if (bar < 0 || bar >= int(decor_->captions.size()) || row < 0 || row > 2) return {};
+    return decor_->captions[size_t(bar)][size_t(row)]->text();
 }
 
 // ------------------------------------------------------------------------- geometry ----

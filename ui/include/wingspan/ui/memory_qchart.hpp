@@ -46,6 +46,12 @@ public:
     QRectF segmentRect(int bar, int segment) const;
     // Places the totals, verdicts and captions for the current plot area.
     void layoutDecorations();
+    // Where bar i's total, verdict and dashed ceiling are drawn (chart coordinates; empty when
+    // it has none), and the text its caption row (0 label, 1 sublabel, 2 note) shows.
+    QRectF totalRect(int bar) const;
+    QRectF verdictRect(int bar) const;
+    QLineF ceilingLine(int bar) const;
+    QString captionShown(int bar, int row) const;
 
 private:
     struct Decor;
