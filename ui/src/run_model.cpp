@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QLocale>
 
+#include "wingspan/hub_download.hpp"
 #include "wingspan/ui/run_model.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
@@ -39,11 +40,8 @@ QString precision_word(Precision p) {
 }  // namespace
 
 QString hf_hub_cache_dir() {
-    const QString cache = qEnvironmentVariable("HF_HUB_CACHE");
-    if (!cache.isEmpty()) return cache;
-    const QString home = qEnvironmentVariable("HF_HOME");
-    if (!home.isEmpty()) return QDir(home).filePath("hub");
-    return QDir::home().filePath(".cache/huggingface/hub");
+    // The same folder `wingspan download` and the window's download offer write into.
+    return QString::fromStdString(hub::default_hf_hub_cache().string());
 }
 
 QString hf_cache_snapshot(const QString& repo, const QString& cache_dir) {

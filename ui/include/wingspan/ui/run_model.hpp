@@ -12,7 +12,7 @@ namespace wingspan::ui {
 
 struct RunOptions;
 
-// The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+// The Hugging Face hub cache, as core finds it (hub::default_hf_hub_cache).
 QString hf_hub_cache_dir();
 // The snapshot folder of `repo` ("OWNER/NAME") in that cache with a config.json: the one
 // refs/main names, else the newest. Empty when there is none.
