@@ -63,6 +63,9 @@ private slots:
         const RunOptions o = panel.options();
         QCOMPARE(o.processes, std::int64_t(3));
         QCOMPARE(o.sharding, Sharding::Zero2);
+        // The header says the run differs from a one-device plan.
+        QVERIFY(panel.planComparison().differences.contains("processes"));
+        QVERIFY2(panel.runHeaderText().contains("3 processes (zero2)"), qPrintable(panel.runHeaderText()));
         const QStringList three = trainer_arguments(o, {}, "d.jsonl", "out");
         QCOMPARE(three.at(three.indexOf("--nproc") + 1), QString("3"));
         QCOMPARE(three.at(three.indexOf("--sharding") + 1), QString("zero2"));

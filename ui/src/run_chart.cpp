@@ -23,9 +23,9 @@ const QColor kReservedColor("#882255");   // a GPU allocator's reserved bytes (n
 const QColor kLossColor("#0072B2");
 const QColor kEvalColor("#E69F00");
 const QColor kSpeedColor("#009E73");
-// One line per rank (not component hues): dark, then the rest of a colour-blind-safe set.
-const QColor kRankColors[] = {QColor("#1d1f23"), QColor("#AA4499"), QColor("#117733"), QColor("#CC6677"),
-                              QColor("#44AA99"), QColor("#999933"), QColor("#88CCEE"), QColor("#DDCC77")};
+// One line per rank, in greys and dark tones no component uses, told apart by their dashes too.
+const QColor kRankColors[] = {QColor("#1d1f23"), QColor("#6b6b6b"), QColor("#3b3b6d"), QColor("#8c6d31")};
+const Qt::PenStyle kRankStyles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
 
 QString bytes_text(double b, ByteUnit unit, int = 1) { return format_run_bytes(b, unit); }
 
@@ -185,7 +185,7 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
             TimeSeries ts;
             ts.label = QString("Rank %1: all tensors").arg(rank);
             ts.color = kRankColors[size_t(rank) % std::size(kRankColors)];
-            ts.style = rank == 0 ? Qt::SolidLine : Qt::DashLine;
+            ts.style = kRankStyles[size_t(rank) % std::size(kRankStyles)];
             ts.width = 2.0;
             ts.halo = true;
             ts.points = thin_points(m.allocated, in.max_points);
@@ -235,7 +235,8 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
                              double(in.options->memory_limit), QColor("#c2410c"), Qt::SolidLine});
 
     QStringList sub;
-    if (r.measured_peak() > 0) sub << "tensor peak " + bytes_text(double(r.measured_peak()), in.unit);
+    // Several ranks: their summary names the tensor peaks (rank 0's is one of them).
+    if (r.measured_peak() > 0 && !ranked) sub << "tensor peak " + bytes_text(double(r.measured_peak()), in.unit);
     QString rss_text;
     if (r.measured_rss_peak() > 0) rss_text = "RSS peak " + bytes_text(double(r.measured_rss_peak()), in.unit) + " by itself";
     if (in.rss && !in.rss->empty()) {

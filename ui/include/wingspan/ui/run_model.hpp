@@ -39,7 +39,7 @@ QString cannot_train_reason(const Plan& plan);
 struct PlanRunComparison {
     bool differs = false;
     QString html;
-    QStringList differences;   // "model", "weights", "method", "rank", "sequence", "batch", "precision", "device"
+    QStringList differences;   // "model", "weights", "method", "rank", "sequence", "batch", "precision", "device", "processes"
 };
 PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& plan, const RunOptions& run,
                                        const QString& run_device_label);
