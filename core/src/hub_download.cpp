@@ -505,18 +505,71 @@ std::optional<fs::path> find_cached_snapshot(const std::string& repo_id, const s
     return std::nullopt;
 }
 
-DownloadResult download_snapshot(const std::string& repo_id, const DownloadOptions& options,
-                                 const DownloadProgressCallback& progress, CancelFlag cancel) {
-    HubOptions hub = options.hub;
+namespace {
+
+// The options a download runs with: no trailing '/', main by default, a trimmed token, and a
+// whole-run timeout long enough for big files (stalls still time out). Throws for a revision
+// that could leave the cache folder.
+HubOptions normalized_hub(HubOptions hub) {
     while (!hub.endpoint.empty() && hub.endpoint.back() == '/') hub.endpoint.pop_back();
     if (hub.endpoint.empty()) hub.endpoint = kPublicEndpoint;
     if (hub.revision.empty()) hub.revision = "main";
     hub.token = detail::trim(hub.token);
-    hub.total_timeout = std::chrono::hours(24 * 7);   // one file may take hours; stalls still time out
-    const std::string typed = detail::trim(repo_id);
-    const std::string repo = normalize_repo_id(repo_id, hub.endpoint);
+    hub.total_timeout = std::chrono::hours(24 * 7);
     if (!detail::safe_relative_file(hub.revision))
         throw HubError(HubErrorKind::InvalidId, "'" + hub.revision + "' is not a revision (a branch, tag or commit).");
+    return hub;
+}
+
+// The listing's files the download takes (--include, else what a run needs); NotFound if none.
+std::vector<std::string> chosen_names(const Listing& listing, const std::vector<std::string>& include,
+                                      const std::string& typed, const std::string& revision) {
+    std::vector<std::string> names;
+    for (const auto& f : listing.files) names.push_back(f.name);
+    auto chosen = select_files(names, include);
+    if (chosen.empty()) {
+        if (!include.empty())
+            throw HubError(HubErrorKind::NotFound, "No file of '" + typed + "' at revision '" + revision +
+                                                       "' matches --include " + include_text(include) + ".");
+        throw HubError(HubErrorKind::NotFound, "'" + typed + "' at revision '" + revision +
+                                                   "' has none of the files a run needs (config.json, tokenizer, "
+                                                   "safetensors weights).");
+    }
+    return chosen;
+}
+
+}  // namespace
+
+DownloadListing list_download(const std::string& repo_id, const DownloadOptions& options, CancelFlag cancel) {
+    const HubOptions hub = normalized_hub(options.hub);
+    const std::string typed = detail::trim(repo_id);
+    const std::string repo = normalize_repo_id(repo_id, hub.endpoint);
+    if (hub.offline)
+        throw HubError(HubErrorKind::Offline, "Offline mode (HF_HUB_OFFLINE or --offline): the Hub cannot be asked what '" +
+                                                  typed + "' holds. Turn offline mode off to download it.");
+    HttpClient client(hub, cancel);
+    const Listing listing = fetch_listing(client, typed, repo, hub);
+    const auto chosen = chosen_names(listing, options.include, typed, hub.revision);
+    DownloadListing out;
+    out.repo_id = repo;
+    out.commit = listing.commit;
+    const fs::path blobs = options.hub_cache / hf_cache_folder_name(repo) / "blobs";
+    for (const auto& f : listing.files) {
+        if (std::find(chosen.begin(), chosen.end(), f.name) == chosen.end()) continue;
+        std::error_code ec;
+        const bool cached = fs::exists(blobs / f.etag, ec) && fs::file_size(blobs / f.etag, ec) == f.size;
+        out.files.push_back({f.name, f.size, cached});
+        out.total_bytes += f.size;
+        if (cached) out.cached_bytes += f.size;
+    }
+    return out;
+}
+
+DownloadResult download_snapshot(const std::string& repo_id, const DownloadOptions& options,
+                                 const DownloadProgressCallback& progress, CancelFlag cancel) {
+    const HubOptions hub = normalized_hub(options.hub);
+    const std::string typed = detail::trim(repo_id);
+    const std::string repo = normalize_repo_id(repo_id, hub.endpoint);
     const fs::path repo_dir = options.hub_cache / hf_cache_folder_name(repo);
 
     if (hub.offline) {
@@ -547,17 +600,7 @@ DownloadResult download_snapshot(const std::string& repo_id, const DownloadOptio
     }
     d.commit_ = listing.commit;
 
-    std::vector<std::string> names;
-    for (const auto& f : listing.files) names.push_back(f.name);
-    const auto chosen = select_files(names, options.include);
-    if (chosen.empty()) {
-        if (!options.include.empty())
-            throw HubError(HubErrorKind::NotFound, "No file of '" + typed + "' at revision '" + hub.revision +
-                                                       "' matches --include " + include_text(options.include) + ".");
-        throw HubError(HubErrorKind::NotFound, "'" + typed + "' at revision '" + hub.revision +
-                                                   "' has none of the files a run needs (config.json, tokenizer, "
-                                                   "safetensors weights).");
-    }
+    const auto chosen = chosen_names(listing, options.include, typed, hub.revision);
     std::vector<const RepoFile*> files;
     for (const auto& f : listing.files)
         if (std::find(chosen.begin(), chosen.end(), f.name) != chosen.end()) files.push_back(&f);

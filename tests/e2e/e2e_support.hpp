@@ -45,6 +45,22 @@ inline const wingspan::ProfileLibrary& library() {
     return lib;
 }
 
+// The built-in model at a small LoRA setup that runs in seconds (`threads` per process).
+inline wingspan::ui::RunOptions small_builtin_run(wingspan::ui::RunOptions o, int steps, int threads = 2) {
+    o.model_source = wingspan::ui::RunOptions::ModelSource::BuiltIn;
+    o.method = wingspan::Method::Lora;
+    o.rank = 8;
+    o.alpha = 16;
+    o.precision = wingspan::Precision::Fp32;
+    o.seq = 64;
+    o.batch = 2;
+    o.grad_accum = 1;
+    o.grad_checkpointing = false;
+    o.steps = steps;
+    o.threads = threads;
+    return o;
+}
+
 inline bool png_is(const QString& path, int w, int h) {
     QImage img(path);
     return !img.isNull() && img.width() == w && img.height() == h;

@@ -6,7 +6,7 @@
 //   malformed       valid events interleaved with 9 malformed lines (see below), then done
 //   flood           FAKE_TRAINER_RATE memory lines a second (default 20000; 0: as fast as
 //                   the pipe takes them), a step every 50 and a stderr line every 20, for
-//                   FAKE_TRAINER_SECONDS (default 3), then done
+//                   FAKE_TRAINER_SECONDS (default 3) or FAKE_TRAINER_LINES lines, then done
 //   slow            a step every 0.3 s for a long time; SIGTERM finishes the step, saves
 //                   <out>/checkpoint-N and ends with done (interrupted)
 //   ignore-sigterm  like slow, but SIGTERM is ignored (the launcher has to kill it)
@@ -218,8 +218,11 @@ int main(int argc, char** argv) {
     if (mode == "flood") {
         const double seconds = std::getenv("FAKE_TRAINER_SECONDS") ? std::atof(std::getenv("FAKE_TRAINER_SECONDS")) : 3.0;
         const double rate = std::getenv("FAKE_TRAINER_RATE") ? std::atof(std::getenv("FAKE_TRAINER_RATE")) : 20000.0;
+        // FAKE_TRAINER_LINES: exactly that many memory lines (however long they take), so a
+        // test can count them on a loaded machine; else as many as fit in the seconds.
+        const long lines = std::getenv("FAKE_TRAINER_LINES") ? std::atol(std::getenv("FAKE_TRAINER_LINES")) : 0;
         long n = 0, s = 0;
-        while (now() < seconds) {
+        while (lines > 0 ? n < lines : now() < seconds) {
             memory(s, double(n % 10) / 10.0);
             if (++n % 50 == 0) step(++s, 1000000);
             if (n % 20 == 0) std::fprintf(stderr, "fake: flood line %ld\n", n);

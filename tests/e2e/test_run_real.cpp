@@ -27,20 +27,7 @@ class TestRunReal : public QObject {
         return panel;
     }
 
-    static RunOptions small(RunOptions o, int steps) {
-        o.model_source = RunOptions::ModelSource::BuiltIn;
-        o.method = Method::Lora;
-        o.rank = 8;
-        o.alpha = 16;
-        o.precision = Precision::Fp32;
-        o.seq = 64;
-        o.batch = 2;
-        o.grad_accum = 1;
-        o.grad_checkpointing = false;
-        o.steps = steps;
-        o.threads = 2;
-        return o;
-    }
+    static RunOptions small(RunOptions o, int steps) { return e2e::small_builtin_run(std::move(o), steps); }
 
 private slots:
     void initTestCase() { QVERIFY(store_.isValid()); }
@@ -117,14 +104,6 @@ private slots:
         QCOMPARE(again.status(), RunStatus::Completed);
         const auto runs = panel->historyRuns();
         QVERIFY(std::find(runs.begin(), runs.end(), folder) != runs.end());
-
-        // docs/run-panel.png: WINGSPAN_RUN_SCREENSHOT=path photographs the panel with this run
-        // (run it under xvfb-run -s '-screen 0 1600x1000x24' to see it as a user would).
-        if (const QString shot = qEnvironmentVariable("WINGSPAN_RUN_SCREENSHOT"); !shot.isEmpty()) {
-            panel->resize(1600, 1000);
-            QTest::qWait(600);
-            QVERIFY(panel->grab().save(shot, "PNG"));
-        }
 
         // Its charts export like any other.
         QTemporaryDir out;

@@ -188,6 +188,37 @@ private slots:
         QCOMPARE(s.count(repo.file_path("model-00001-of-00002.safetensors")), 0);
     }
 
+    // What the window's download offer shows before anything is fetched: the files a run
+    // needs with their sizes, and which of them the cache already has.
+    void listingGivesTheSizeBeforeAnyTransfer() {
+        TestHttpServer s;
+        FakeRepo repo = tiny_repo("TestOrg/tiny-list");
+        repo.publish(s);
+        auto o = opts(s.url());
+        const DownloadListing l = list_download(repo.repo, o);
+        QCOMPARE(l.commit, kCommit);
+        QCOMPARE(l.files.size(), size_t(5));   // not the README or the onnx folder
+        std::uint64_t total = 0;
+        for (const auto& f : l.files) {
+            QCOMPARE(f.size, std::uint64_t(repo.files.at(f.name).bytes.size()));
+            QVERIFY(!f.cached);
+            total += f.size;
+        }
+        QCOMPARE(l.total_bytes, total);
+        QCOMPARE(l.to_download(), total);
+        QVERIFY(!fs::exists(repo_dir(o, repo)));   // nothing written
+        QCOMPARE(s.count(repo.file_path("config.json")), 0);   // nothing fetched but the listing
+
+        download_snapshot(repo.repo, o);
+        const DownloadListing after = list_download(repo.repo, o);
+        QCOMPARE(after.cached_bytes, total);
+        QCOMPARE(after.to_download(), std::uint64_t(0));
+
+        o.hub.offline = true;   // there is nothing to list without the Hub
+        const auto err = capture([&] { list_download(repo.repo, o); });
+        QVERIFY(err && err->kind() == HubErrorKind::Offline);
+    }
+
     void includeSelectsFilesByGlob() {
         TestHttpServer s;
         FakeRepo repo = tiny_repo();

@@ -8,6 +8,7 @@
 
 #include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_ranks.hpp"
 
 namespace wingspan::ui {
 
@@ -22,6 +23,9 @@ const QColor kReservedColor("#882255");   // a GPU allocator's reserved bytes (n
 const QColor kLossColor("#0072B2");
 const QColor kEvalColor("#E69F00");
 const QColor kSpeedColor("#009E73");
+// One line per rank, in greys and dark tones no component uses, told apart by their dashes too.
+const QColor kRankColors[] = {QColor("#1d1f23"), QColor("#6b6b6b"), QColor("#3b3b6d"), QColor("#8c6d31")};
+const Qt::PenStyle kRankStyles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
 
 QString bytes_text(double b, ByteUnit unit, int = 1) { return format_run_bytes(b, unit); }
 
@@ -173,6 +177,21 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
         ts.points = thin_points(in.device->reserved, in.max_points);
         d.series.push_back(std::move(ts));
     }
+    const bool ranked = in.ranks && in.ranks->multi();
+    if (ranked) {
+        // Every rank's live tensors, rank 0's being the top of the areas.
+        for (const auto& [rank, m] : in.ranks->ranks) {
+            if (m.allocated.empty()) continue;
+            TimeSeries ts;
+            ts.label = QString("Rank %1: all tensors").arg(rank);
+            ts.color = kRankColors[size_t(rank) % std::size(kRankColors)];
+            ts.style = kRankStyles[size_t(rank) % std::size(kRankStyles)];
+            ts.width = 2.0;
+            ts.halo = true;
+            ts.points = thin_points(m.allocated, in.max_points);
+            d.series.push_back(std::move(ts));
+        }
+    }
     if (in.overlay) {
         TimeSeries ts;
         ts.label = in.overlay_label + ": all tensors";
@@ -199,7 +218,10 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
     }
 
     if (r.predicted_peak() > 0)
-        d.markers.push_back({"Predicted peak, tensors " + bytes_text(double(r.predicted_peak()), in.unit),
+        d.markers.push_back({(ranked ? "Predicted peak per device" + (in.ranks->sharding.isEmpty() ? QString() : " (" + in.ranks->sharding + ")") +
+                                           ", tensors "
+                                     : QString("Predicted peak, tensors ")) +
+                                 bytes_text(double(r.predicted_peak()), in.unit),
                              double(r.predicted_peak()), QColor(), Qt::DashDotLine});
     if (r.predicted_total() > 0)
         d.markers.push_back({"Predicted process total " + bytes_text(double(r.predicted_total()), in.unit),
@@ -213,7 +235,8 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
                              double(in.options->memory_limit), QColor("#c2410c"), Qt::SolidLine});
 
     QStringList sub;
-    if (r.measured_peak() > 0) sub << "tensor peak " + bytes_text(double(r.measured_peak()), in.unit);
+    // Several ranks: their summary names the tensor peaks (rank 0's is one of them).
+    if (r.measured_peak() > 0 && !ranked) sub << "tensor peak " + bytes_text(double(r.measured_peak()), in.unit);
     QString rss_text;
     if (r.measured_rss_peak() > 0) rss_text = "RSS peak " + bytes_text(double(r.measured_rss_peak()), in.unit) + " by itself";
     if (in.rss && !in.rss->empty()) {
@@ -224,7 +247,14 @@ TimeChartData run_memory_chart(const RunChartInputs& in) {
     if (!rss_text.isEmpty()) sub << rss_text;
     if (in.device && in.device->hasReserved() && !in.device->device.startsWith("cpu") && !in.device->device.isEmpty())
         sub << "reserved peak " + bytes_text(double(in.device->reserved_peak), in.unit) + " on " + in.device->device;
+    if (ranked) sub.prepend(in.ranks->summaryText(in.unit));
     d.subtitle = sub.isEmpty() ? QString("Live tensor bytes per component, from the trainer's memory events") : sub.join(" · ");
+    if (ranked) {
+        d.footnote = "Areas: rank 0's live tensors by component; lines: each rank's live tensors (the trainer's counting "
+                     "allocator). Dashed: core's prediction for one device of this sharding. The process line is rank 0's "
+                     "resident memory, read by Wingspan from /proc.";
+        return d;
+    }
     d.footnote = in.whole_process
                      ? "Areas: live tensors by component (the trainer's counting allocator). Dashed: the trainer's "
                        "prediction. Solid line: the process's resident memory, read by Wingspan itself from /proc."

@@ -6,18 +6,16 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
-#include <QFileInfo>
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
 #include <QLegendMarker>
-#include <QPageSize>
 #include <QPainter>
-#include <QPdfWriter>
 #include <QStackedBarSeries>
-#include <QSvgGenerator>
 #include <QValueAxis>
 
 #include "wingspan/ui/run_charts.hpp"
+
+#include "export_format.hpp"
 
 namespace wingspan::ui {
 
@@ -197,45 +195,9 @@ bool paint_chart(QPaintDevice* device, const ImageOptions& o, const QRectF& targ
 
 template <typename Build>
 bool export_any(const QString& path, const QString& title, const ImageOptions& o, QString* error, Build build) {
-    auto fail = [&](const QString& m) {
-        if (error) *error = m;
-        return false;
-    };
-    if (o.width < 16 || o.height < 16 || o.width > 20000 || o.height > 20000 || o.dpi < 24 || o.dpi > 1200)
-        return fail("image size must be 16–20000 pixels and DPI 24–1200");
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    const QRectF full(0, 0, o.width, o.height);
-    if (suffix == "png") {
-        QImage img(o.width, o.height, QImage::Format_ARGB32_Premultiplied);
-        const int dpm = int(std::lround(o.dpi / 0.0254));
-        img.setDotsPerMeterX(dpm);
-        img.setDotsPerMeterY(dpm);
-        img.fill(export_style(o).background);
-        if (!paint_chart(&img, o, full, build) || !img.save(path, "PNG")) return fail("cannot write " + path);
-        return true;
-    }
-    if (suffix == "svg") {
-        QSvgGenerator gen;
-        gen.setFileName(path);
-        gen.setSize(QSize(o.width, o.height));
-        gen.setViewBox(QRect(0, 0, o.width, o.height));
-        gen.setResolution(int(std::lround(o.dpi)));
-        gen.setTitle(title);
-        if (!paint_chart(&gen, o, full, build)) return fail("cannot write " + path);
-        return QFileInfo::exists(path) || fail("cannot write " + path);
-    }
-    if (suffix == "pdf") {
-        QPdfWriter pdf(path);
-        pdf.setTitle(title);
-        pdf.setCreator("Wingspan");
-        pdf.setResolution(int(std::lround(o.dpi)));
-        pdf.setPageSize(QPageSize(QSizeF(o.width * 72.0 / o.dpi, o.height * 72.0 / o.dpi), QPageSize::Point, QString(),
-                                  QPageSize::ExactMatch));
-        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-        if (!paint_chart(&pdf, o, QRectF(0, 0, pdf.width(), pdf.height()), build)) return fail("cannot write " + path);
-        return true;
-    }
-    return fail("unknown chart format '" + suffix + "' (use .png, .svg or .pdf)");
+    return paint_to_image_file(path, o, title, export_style(o).background,
+                               [&](QPaintDevice* device, const QRectF& target) { return paint_chart(device, o, target, build); },
+                               error);
 }
 
 }  // namespace

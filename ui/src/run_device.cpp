@@ -61,6 +61,15 @@ DeviceChoice cpu_only(const QString& why) {
     return c;
 }
 
+void halve_keeping_peaks(std::vector<QPointF>& samples) {
+    std::vector<QPointF> merged;
+    merged.reserve(samples.size() / 2 + 1);
+    for (size_t i = 0; i + 1 < samples.size(); i += 2)
+        merged.push_back(samples[i].y() >= samples[i + 1].y() ? samples[i] : samples[i + 1]);
+    if (samples.size() % 2) merged.push_back(samples.back());
+    samples = std::move(merged);
+}
+
 void DeviceMemoryTrack::ingest(const protocol::Event& e) {
     if (e.type == protocol::EventType::Memory) {
         if (device.isEmpty()) device = QString::fromStdString(e.string_field("device"));
@@ -71,15 +80,7 @@ void DeviceMemoryTrack::ingest(const protocol::Event& e) {
             allocated_at_reserved_peak = e.int_field("allocated_bytes");
         }
         reserved.push_back({e.t, double(r)});
-        if (reserved.size() > kMaxSamples) {
-            // Keep the larger of each pair: the peak survives any amount of thinning.
-            std::vector<QPointF> merged;
-            merged.reserve(reserved.size() / 2 + 1);
-            for (size_t i = 0; i + 1 < reserved.size(); i += 2)
-                merged.push_back(reserved[i].y() >= reserved[i + 1].y() ? reserved[i] : reserved[i + 1]);
-            if (reserved.size() % 2) merged.push_back(reserved.back());
-            reserved = std::move(merged);
-        }
+        if (reserved.size() > kMaxSamples) halve_keeping_peaks(reserved);
     } else if (e.type == protocol::EventType::Done) {
         reserved_peak = std::max(reserved_peak, e.int_field("reserved_peak_bytes"));
     }
@@ -93,7 +94,7 @@ DeviceMemoryTrack DeviceMemoryTrack::from_events(const std::filesystem::path& ev
         // Only the two events that can carry device fields are parsed (a flood is mostly memory).
         if (line.find("\"memory\"") == std::string::npos && line.find("\"done\"") == std::string::npos) continue;
         const auto parsed = protocol::parse_line(line);
-        if (parsed.event) t.ingest(*parsed.event);
+        if (parsed.event && parsed.event->rank() == 0) t.ingest(*parsed.event);
     }
     return t;
 }

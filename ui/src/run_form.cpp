@@ -200,6 +200,28 @@ QWidget* RunPanel::buildForm() {
     g->addWidget(machine_, 5, 3);
     g->addWidget(label("Memory cap", cap_mode_), 5, 4);
     g->addLayout(cap_row, 5, 5, 1, 3);
+
+    // Row 6: data-parallel ranks on this machine (wingspan-train --nproc / --sharding).
+    processes_ = spin("runProcesses", 1, 64,
+                      "Data-parallel ranks on this machine (--nproc N): one process each, each training its slice of every\n"
+                      "global batch (the batch above is per rank). 1: a single process.");
+    processes_->setValue(1);
+    sharding_ = new QComboBox;
+    sharding_->setObjectName("runSharding");
+    sharding_->addItem("DDP (everything replicated)", int(Sharding::Ddp));
+    sharding_->addItem("ZeRO-1 (optimizer state sharded)", int(Sharding::Zero1));
+    sharding_->addItem("ZeRO-2 (optimizer state and gradients sharded)", int(Sharding::Zero2));
+    sharding_->setToolTip("--sharding: what each rank holds. The trainer predicts each rank's memory for this sharding\n"
+                          "(one device's share, from the planner's model) and the chart shows every rank against it.");
+    g->addWidget(label("Processes", processes_), 6, 0);
+    g->addWidget(processes_, 6, 1);
+    g->addWidget(label("Sharding", sharding_), 6, 2);
+    g->addWidget(sharding_, 6, 3, 1, 3);
+    connect(processes_, &QSpinBox::valueChanged, this, [this] {
+        updateFormEnabled();
+        updateRunHeader();
+    });
+    connect(sharding_, &QComboBox::currentIndexChanged, this, [this] { updateRunHeader(); });
     for (int c : {1, 3, 5, 7}) g->setColumnStretch(c, 1);
 
     if (!lib_) machine_->addItem("—");
@@ -295,6 +317,12 @@ void RunPanel::setPlan(const Plan& plan) {
     o.extra_args = keep.extra_args;
     if (cap_mode_->currentIndex() == 2) o.memory_limit = keep.memory_limit;
     o.device = keep.device;
+    o.processes = keep.processes;
+    // The plan's sharding when the trainer can run it (ZeRO-3 and FSDP it cannot).
+    o.sharding = plan.setup.sharding == Sharding::Zero1 || plan.setup.sharding == Sharding::Zero2 ||
+                         plan.setup.sharding == Sharding::Ddp
+                     ? plan.setup.sharding
+                     : keep.sharding;
     const std::optional<RunOptions::ModelSource> choice = model_choice_;
     setOptions(o);
     model_choice_ = choice;   // following the plan is not a choice of model
@@ -335,6 +363,8 @@ RunOptions RunPanel::options() const {
     o.out_dir = out_->text().trimmed();
     o.extra_args = extra_args_;
     o.threads = threads_;
+    o.processes = processes_->value();
+    o.sharding = Sharding(sharding_->currentData().toInt());
     if (lib_ && machine_->currentData().isValid()) {
         try {
             const MachineProfile& m = lib_->machine(machine_->currentData().toString().toStdString());
@@ -400,6 +430,8 @@ void RunPanel::setOptions(const RunOptions& o) {
     out_->setText(o.out_dir);
     extra_args_ = o.extra_args;
     threads_ = o.threads;
+    processes_->setValue(int(std::clamp<std::int64_t>(o.processes, 1, processes_->maximum())));
+    sharding_->setCurrentIndex(std::max(0, sharding_->findData(int(o.sharding))));
     if (!o.machine_id.isEmpty()) {
         const int i = machine_->findData(o.machine_id);
         if (i >= 0) machine_->setCurrentIndex(i);

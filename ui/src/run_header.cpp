@@ -64,6 +64,7 @@ void RunPanel::refreshDevices() {
     if (devices_process_) {
         devices_process_->disconnect(this);
         devices_process_->kill();
+        devices_process_->waitForFinished(2000);   // reaped before it is deleted
         devices_process_->deleteLater();
     }
     if (!trainer_.ok()) {
@@ -130,11 +131,25 @@ void RunPanel::populateDevices() {
 
 // ------------------------------------------------------------------ verdict ----
 
-QString RunPanel::verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device) const {
+QString RunPanel::verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device,
+                              const RankTrack* ranks) const {
     const bool gpu = device && device->hasReserved() && !device->device.isEmpty() && !device->device.startsWith("cpu");
     std::int64_t measured = 0;
     QString what;
-    if (gpu) {
+    std::int64_t ranks_rss = 0;
+    if (ranks && ranks->multi())
+        for (const auto& [rank, m] : ranks->ranks) ranks_rss += m.rss_peak;
+    if (!gpu && ranks_rss > 0) {
+        // Ranks on one machine share its memory: what they hold together meets the ceiling.
+        int top = 0;
+        const std::int64_t peak = ranks->max_peak(&top);
+        measured = ranks_rss;
+        what = QString("Peak per rank: tensors up to %1 (rank %2); the %3 ranks' processes hold %4 together")
+                   .arg(format_run_bytes(double(peak), unit_))
+                   .arg(top)
+                   .arg(ranks->ranks.size())
+                   .arg(format_run_bytes(double(ranks_rss), unit_));
+    } else if (gpu) {
         measured = device->reserved_peak;
         what = QString("Peak on %1: allocated %2, reserved %3 by the caching allocator")
                    .arg(device->device, format_run_bytes(double(r.measured_peak()), unit_),

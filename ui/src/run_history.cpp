@@ -186,7 +186,7 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
     try {
         Loaded l;
         l.folder = folder;
-        l.record = RunStore::load(folder);
+        l.record = load_panel_record(folder);
         l.label = qs(folder.filename().string());
         const json plan = read_json(folder / "plan.json");
         if (plan.is_object() && plan.contains("options")) l.options = RunOptions::from_json(plan["options"]);
@@ -207,6 +207,7 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
         if (launcher.is_object()) l.stop_message = qs(launcher.value("stop_message", std::string()));
         l.log = read_tail(folder / "stderr.log", 256 * 1024);
         l.device = DeviceMemoryTrack::from_events(folder / "events.jsonl");
+        l.ranks = RankTrack::from_events(folder / "events.jsonl");
         return l;
     } catch (const std::exception& e) {
         if (error) *error = QString("cannot open the run %1: %2").arg(qs(folder.string()), e.what());

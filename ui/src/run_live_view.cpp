@@ -98,6 +98,11 @@ const RunRecord* RunPanel::shownRecord() const {
     return session_ ? &session_->record() : nullptr;
 }
 
+const RankTrack* RunPanel::shownRanks() const {
+    if (loaded_) return &loaded_->ranks;
+    return session_ ? &session_->ranks() : nullptr;
+}
+
 fs::path RunPanel::shownFolder() const {
     if (loaded_) return loaded_->folder;
     return session_ ? session_->folder() : fs::path();
@@ -117,12 +122,14 @@ RunChartInputs RunPanel::chartInputs() const {
         in.rss = &loaded_->rss;
         in.options = &loaded_->options;
         in.device = &loaded_->device;
+        in.ranks = &loaded_->ranks;
         in.title = "Memory · " + describe(loaded_->options);
     } else if (session_) {
         in.record = &session_->record();
         in.rss = &session_->rssSamples();
         in.options = &session_->options();
         in.device = &session_->deviceMemory();
+        in.ranks = &session_->ranks();
         in.title = "Memory · " + describe(session_->options());
     }
     if (overlay_) {

@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QLocale>
 
+#include "wingspan/hub_download.hpp"
 #include "wingspan/ui/run_model.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
@@ -39,11 +40,8 @@ QString precision_word(Precision p) {
 }  // namespace
 
 QString hf_hub_cache_dir() {
-    const QString cache = qEnvironmentVariable("HF_HUB_CACHE");
-    if (!cache.isEmpty()) return cache;
-    const QString home = qEnvironmentVariable("HF_HOME");
-    if (!home.isEmpty()) return QDir(home).filePath("hub");
-    return QDir::home().filePath(".cache/huggingface/hub");
+    // The same folder `wingspan download` and the window's download offer write into.
+    return QString::fromStdString(hub::default_hf_hub_cache().string());
 }
 
 QString hf_cache_snapshot(const QString& repo, const QString& cache_dir) {
@@ -152,6 +150,14 @@ PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& pl
         {"precision", precision_word(plan.setup.precision), precision_word(run.precision)},
         {"device", plan_machine.isEmpty() ? QString("this machine") : plan_machine, run_device_label},
     };
+    // Data parallel: the plan's devices against the run's processes, named only when either
+    // side has several.
+    const auto ranks_word = [](std::int64_t n, Sharding sh, const QString& one, const QString& many) {
+        return n > 1 ? QString("%1 %2 (%3)").arg(n).arg(many).arg(to_string(sh)) : "1 " + one;
+    };
+    if (plan.setup.devices > 1 || run.processes > 1)
+        pairs.push_back({"processes", ranks_word(plan.setup.devices, plan.setup.sharding, "device", "devices"),
+                         ranks_word(run.processes, run.sharding, "process", "processes")});
     QStringList planned, ran;
     for (const Pair& p : pairs) {
         bool same = p.planned == p.ran;
@@ -159,6 +165,8 @@ PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& pl
         if (p.what == "model")
             same = run.model_source == RunOptions::ModelSource::Planned ||
                    (run.model_source == RunOptions::ModelSource::Folder && run.model_label == plan_model);
+        if (p.what == "processes")
+            same = plan.setup.devices == run.processes && (run.processes <= 1 || plan.setup.sharding == run.sharding);
         if (p.what == "device") {
             // The plan's machine is where its memory was planned; the run is on this computer.
             same = (plan_machine.isEmpty() || plan_machine == "This machine" || plan_machine.startsWith("This ")) &&

@@ -141,10 +141,7 @@ void RunPanel::buildUi() {
     QFont bf = start_->font();
     bf.setBold(true);
     start_->setFont(bf);
-    connect(start_, &QPushButton::clicked, this, [this] {
-        QString error;
-        if (!start(&error)) showStartError(error);
-    });
+    connect(start_, &QPushButton::clicked, this, &RunPanel::startOrOfferDownload);
     stop_ = new QPushButton("Stop ■");
     stop_->setObjectName("runStop");
     stop_->setToolTip("SIGTERM: the trainer finishes its step, saves a checkpoint and exits; it is killed if it takes too long");
@@ -250,6 +247,7 @@ void RunPanel::updateFormEnabled() {
     stop_->setText(session_ && session_->state() == RunSession::State::Stopping ? "Kill now" : "Stop ■");
     rank_->setEnabled(method_->currentData().toInt() != int(Method::Full));
     cap_gb_->setEnabled(cap_mode_->currentIndex() == 2);
+    sharding_->setEnabled(processes_->value() > 1);
     model_browse_->setEnabled(!active);
 }
 
@@ -316,8 +314,7 @@ void RunPanel::trainPlan(const Plan& plan) {
         status_->setText("<b>Not started:</b> " + why.toHtmlEscaped());
         return;
     }
-    QString error;
-    if (!start(&error)) showStartError(error);
+    startOrOfferDownload();
 }
 
 void RunPanel::showStartError(const QString& error) {
@@ -465,6 +462,7 @@ void RunPanel::refresh(bool force) {
         progress_->setValue(int(std::min(step, total)));
         progress_->setFormat(st == RunStatus::Completed ? QString("done") : QString("%p% · ") + qs(to_string(st)));
     }
+    if (const RankTrack* ranks = shownRanks(); ranks && ranks->multi()) parts << ranks->summaryText(unit_).toHtmlEscaped();
     if (r->malformed_lines() > 0)
         parts << QString("<span style='color:%1'>%2 unreadable line%3 ignored (see Log)</span>")
                      .arg(ChartStyle::from_palette(palette()).tight.name())

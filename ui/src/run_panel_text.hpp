@@ -43,6 +43,7 @@ inline QString describe(const RunOptions& o) {
     s += QString(" · seq %1 × %2").arg(o.seq).arg(o.batch);
     if (o.grad_accum > 1) s += QString(" × %1").arg(o.grad_accum);
     s += QString(" · %1 steps").arg(o.steps);
+    if (o.processes > 1) s += QString(" · %1 processes (%2)").arg(o.processes).arg(to_string(o.sharding));
     if (o.memory_limit > 0) s += " · cap " + qs(format_bytes(double(o.memory_limit)));
     return s;
 }

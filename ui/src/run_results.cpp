@@ -120,6 +120,9 @@ QWidget* RunPanel::buildBottom() {
     bottom_->addTab(log_, "Lo&g");
     log_tab_ = bottom_->count() - 1;
 
+    // Try it: the finished run's model answers a prompt.
+    try_it_ = new TryItBox;
+    bottom_->addTab(try_it_, "&Try it");
 
     bottom_->addTab(buildHistoryTab(), "History");
     return bottom_;
@@ -135,8 +138,8 @@ ChartData RunPanel::summaryChart() const {
 QString RunPanel::verdictText() const {
     const RunRecord* r = shownRecord();
     if (!r) return {};
-    if (loaded_) return verdictLine(*r, loaded_->options, &loaded_->device);
-    return verdictLine(*r, session_->options(), &session_->deviceMemory());
+    if (loaded_) return verdictLine(*r, loaded_->options, &loaded_->device, &loaded_->ranks);
+    return verdictLine(*r, session_->options(), &session_->deviceMemory(), &session_->ranks());
 }
 
 Table RunPanel::summaryTable() const {
@@ -153,6 +156,9 @@ void RunPanel::refreshSummary() {
     if (!r) {
         summary_text_->clear();
         sample_->clear();
+        TryItTarget none;
+        none.unavailable = "No run yet: a LoRA or QLoRA run of a model folder can be tried here once it has finished.";
+        try_it_->setTarget(none);
         return;
     }
     QString html;
@@ -184,6 +190,8 @@ void RunPanel::refreshSummary() {
     QString sample = r->done() ? qs(r->done()->string_field("sample")) : QString();
     if (sample.trimmed().isEmpty()) sample.clear();   // whitespace only: the note below says so
     if (sample_->toPlainText() != sample) sample_->setPlainText(sample);
+    if (const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr)
+        try_it_->setTarget(try_it_target(trainer_.path, *o, *r, live));
     sample_->setPlaceholderText(!r->done() ? "The text the model generates at the end of the run appears here."
                                 : sample.trimmed().isEmpty()
                                     ? "The model generated only whitespace: it has not learned enough yet (random "

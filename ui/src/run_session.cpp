@@ -70,6 +70,8 @@ json RunOptions::to_json() const {
               {"grad_checkpointing", grad_checkpointing},
               {"out_dir", out_dir.toStdString()},
               {"memory_limit", memory_limit},
+              {"processes", processes},
+              {"sharding", to_string(sharding)},
               {"threads", threads},
               {"machine_id", machine_id.toStdString()},
               {"machine_name", machine_name.toStdString()},
@@ -105,6 +107,7 @@ RunOptions RunOptions::from_json(const json& j) {
     try {
         o.method = parse_method(str("method", "lora").toStdString());
         o.precision = parse_precision(str("precision", "fp32").toStdString());
+        o.sharding = parse_sharding(str("sharding", "ddp").toStdString());
     } catch (const std::exception&) {
     }
     o.rank = num("rank", o.rank);
@@ -116,6 +119,7 @@ RunOptions RunOptions::from_json(const json& j) {
     if (auto it = j.find("grad_checkpointing"); it != j.end() && it->is_boolean()) o.grad_checkpointing = it->get<bool>();
     o.out_dir = str("out_dir", {});
     o.memory_limit = num("memory_limit", 0);
+    o.processes = std::clamp<std::int64_t>(num("processes", 1), 1, 256);
     o.threads = int(num("threads", 0));
     o.machine_id = str("machine_id", {});
     o.machine_name = str("machine_name", {});
@@ -179,6 +183,11 @@ QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, con
     if (o.memory_limit > 0) a << "--memory-limit" << QString::number(o.memory_limit);
     if (o.threads > 0) a << "--threads" << QString::number(o.threads);
     if (!o.device.isEmpty()) a << "--device" << o.device;
+    if (o.processes > 1) {
+        // The launcher starts the ranks and relays their lines; SIGTERM to it reaches them all.
+        a << "--nproc" << QString::number(o.processes);
+        a << "--sharding" << to_string(o.sharding == Sharding::None ? Sharding::Ddp : o.sharding);
+    }
     a << o.extra_args;
     return a;
 }
@@ -387,18 +396,21 @@ bool RunSession::waitForFinished(int ms) {
 
 void RunSession::sampleRss() {
     if (!process_ || process_->state() != QProcess::Running) return;
-    const std::int64_t rss = process_rss_bytes(pid_);
+    // Several ranks: the launcher only relays lines; rank 0's process is the one the record
+    // (and so the chart's areas) follows, once its hello names it.
+    qint64 pid = pid_;
+    if (options_.processes > 1) {
+        const auto it = ranks_.ranks.find(0);
+        if (it == ranks_.ranks.end() || it->second.pid <= 0) return;
+        pid = qint64(it->second.pid);
+    }
+    const std::int64_t rss = process_rss_bytes(pid);
     if (rss < 0) return;
     rss_peak_ = std::max(rss_peak_, rss);
     const double t = elapsedSeconds() - clock_offset_.value_or(0.0);
     rss_.push_back({t, double(rss)});
     if (rss_.size() > kRssSamples) {
-        // Halve, keeping the larger of each pair so the peaks survive.
-        std::vector<QPointF> merged;
-        merged.reserve(rss_.size() / 2 + 1);
-        for (size_t i = 0; i + 1 < rss_.size(); i += 2) merged.push_back(rss_[i].y() >= rss_[i + 1].y() ? rss_[i] : rss_[i + 1]);
-        if (rss_.size() % 2) merged.push_back(rss_.back());
-        rss_ = std::move(merged);
+        halve_keeping_peaks(rss_);
         rss_written_ = std::min(rss_written_, rss_.size() - 1);
     }
     if (clock_offset_) {
@@ -432,18 +444,7 @@ void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
         if (line.endsWith('\r')) line.chop(1);
         std::string s = line.toStdString();
         ++lines_;
-        try {
-            const auto event = record_.ingest_line(s);
-            if (event) device_memory_.ingest(*event);
-            if (event && !clock_offset_) {
-                // The first line on the trainer's clock: line the RSS samples up with it.
-                clock_offset_ = elapsedSeconds() - event->t;
-                for (auto& p : rss_) p.setX(p.x() - *clock_offset_);
-                writeRss();
-            }
-        } catch (const std::exception&) {
-            // The record never throws on bad input; this is only a belt for the GUI's sake.
-        }
+        ingestEvent(s);
         if (!batch.empty()) batch += '\n';
         batch += s;
     }
@@ -453,10 +454,7 @@ void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
         std::string s = stdout_buf_.left(kMaxLineBytes).toStdString();
         if (!skipping_long_line_) {
             ++lines_;
-            try {
-                if (const auto e = record_.ingest_line(s)) device_memory_.ingest(*e);
-            } catch (const std::exception&) {
-            }
+            ingestEvent(s);
             if (!batch.empty()) batch += '\n';
             batch += s;
         }
@@ -465,6 +463,31 @@ void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
     }
     if (!batch.empty() && !folder_.empty()) RunStore::append_line(folder_, batch);
     dirty_ = true;
+}
+
+void RunSession::ingestEvent(const std::string& line) {
+    try {
+        if (line.find_first_not_of(" \t\r\n") == std::string::npos) return;
+        const auto parsed = protocol::parse_line(line);
+        if (!parsed.event) {
+            record_.ingest_line(line);   // counted and logged as unreadable
+            return;
+        }
+        const protocol::Event& event = *parsed.event;
+        // Several ranks share the stream: the record and the device track follow rank 0 (one
+        // loss curve, one process's components); every rank's memory goes to the rank track.
+        ranks_.ingest(event);
+        if (record_takes(event)) record_.ingest(event);
+        if (event.rank() == 0) device_memory_.ingest(event);
+        if (!clock_offset_) {
+            // The first line on the trainer's clock: line the RSS samples up with it.
+            clock_offset_ = elapsedSeconds() - event.t;
+            for (auto& p : rss_) p.setX(p.x() - *clock_offset_);
+            writeRss();
+        }
+    } catch (const std::exception&) {
+        // The record never throws on bad input; this is only a belt for the GUI's sake.
+    }
 }
 
 void RunSession::onStdout() { ingestLines(process_->readAllStandardOutput(), false); }

@@ -71,6 +71,26 @@ DownloadResult download_snapshot(const std::string& repo_id, const DownloadOptio
                                  const DownloadProgressCallback& progress = {},
                                  CancelFlag cancel = nullptr);
 
+// What a download would fetch, asked of the Hub before it starts (so a person can agree to
+// its size): the repository's commit and the chosen files with their sizes, and which are
+// already whole in the cache. Nothing is written. Throws HubError as download_snapshot does
+// (Offline in offline mode: there is nothing to list without the Hub).
+struct DownloadListing {
+    struct File {
+        std::string name;
+        std::uint64_t size = 0;
+        bool cached = false;
+    };
+    std::string repo_id;
+    std::string commit;
+    std::vector<File> files;
+    std::uint64_t total_bytes = 0;    // every chosen file
+    std::uint64_t cached_bytes = 0;   // of those, already in blobs/
+    std::uint64_t to_download() const { return total_bytes - cached_bytes; }
+};
+DownloadListing list_download(const std::string& repo_id, const DownloadOptions& options = {},
+                              CancelFlag cancel = nullptr);
+
 // The cached snapshot for repo_id at revision (a branch or tag through refs/, or a commit),
 // if its folder exists. No network.
 std::optional<std::filesystem::path> find_cached_snapshot(

@@ -29,6 +29,7 @@ namespace wingspan::ui {
 
 struct RunOptions;
 struct DeviceMemoryTrack;
+struct RankTrack;
 
 // A chart over time (or steps): stacked areas bottom first, then lines and points, plus
 // horizontal reference lines. Markers far above the data are listed as "off scale" instead of
@@ -89,6 +90,9 @@ struct RunChartInputs {
     bool whole_process = false;
     // What the device's caching allocator reserved (GPU runs), when the trainer reports it.
     const DeviceMemoryTrack* device = nullptr;
+    // Each rank's memory when the run has several (the record then follows rank 0): drawn as
+    // a line per rank against the per-device prediction.
+    const RankTrack* ranks = nullptr;
 };
 TimeChartData run_memory_chart(const RunChartInputs& in);
 TimeChartData run_loss_chart(const RunChartInputs& in);

@@ -40,6 +40,10 @@ struct DeviceChoice {
 };
 DeviceChoice cpu_only(const QString& why);
 
+// Halves a sampled series in place, keeping the larger of each pair of neighbours, so a peak
+// survives any amount of thinning.
+void halve_keeping_peaks(std::vector<QPointF>& samples);
+
 // What the device's allocator reserved over a run (GPU runs report `reserved_bytes` in their
 // memory events and `reserved_peak_bytes` in `done`; on the CPU it equals the allocated bytes).
 struct DeviceMemoryTrack {
@@ -51,7 +55,7 @@ struct DeviceMemoryTrack {
     static constexpr size_t kMaxSamples = 2048;
     bool hasReserved() const { return reserved_peak > 0; }
     void ingest(const protocol::Event& e);
-    // Replays a run folder's events.jsonl (history runs).
+    // Replays a run folder's events.jsonl (history runs); rank 0's lines, as the panel shows.
     static DeviceMemoryTrack from_events(const std::filesystem::path& events_jsonl);
 };
 

@@ -12,7 +12,7 @@ namespace wingspan::ui {
 
 struct RunOptions;
 
-// The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+// The Hugging Face hub cache, as core finds it (hub::default_hf_hub_cache).
 QString hf_hub_cache_dir();
 // The snapshot folder of `repo` ("OWNER/NAME") in that cache with a config.json: the one
 // refs/main names, else the newest. Empty when there is none.
@@ -39,7 +39,7 @@ QString cannot_train_reason(const Plan& plan);
 struct PlanRunComparison {
     bool differs = false;
     QString html;
-    QStringList differences;   // "model", "weights", "method", "rank", "sequence", "batch", "precision", "device"
+    QStringList differences;   // "model", "weights", "method", "rank", "sequence", "batch", "precision", "device", "processes"
 };
 PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& plan, const RunOptions& run,
                                        const QString& run_device_label);

@@ -39,6 +39,9 @@
 #include "wingspan/ui/run_charts.hpp"
 #include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_model.hpp"
+#include "wingspan/ui/model_download_dialog.hpp"
+#include "wingspan/ui/run_ranks.hpp"
+#include "wingspan/ui/run_try_it.hpp"
 
 class QCheckBox;
 class QComboBox;
@@ -86,6 +89,10 @@ struct RunOptions {
     bool grad_checkpointing = false;
     QString out_dir;                   // empty: <run folder>/output
     std::int64_t memory_limit = 0;     // bytes; 0: none (--memory-limit)
+    // Data-parallel ranks on this machine (--nproc; 1: one process) and how they share the
+    // training state (--sharding ddp|zero1|zero2, passed only with several processes).
+    std::int64_t processes = 1;
+    Sharding sharding = Sharding::Ddp;
     int threads = 0;                   // 0: the trainer's default
     QStringList extra_args;            // appended as given (advanced use, tests)
     // --device (cpu, cuda:N, mps); empty: none passed (a trainer that cannot list devices).
@@ -167,6 +174,8 @@ public:
     const std::vector<QPointF>& rssSamples() const { return rss_; }
     // The device's allocator: reserved bytes over time, when the trainer reports them.
     const DeviceMemoryTrack& deviceMemory() const { return device_memory_; }
+    // Each rank's memory when the run has several (--nproc); the record follows rank 0.
+    const RankTrack& ranks() const { return ranks_; }
     std::int64_t rssPeak() const { return rss_peak_; }
     // The last stderr lines (at most kStderrKept) and new ones since the last take.
     const std::deque<QString>& stderrTail() const { return stderr_tail_; }
@@ -213,6 +222,8 @@ private:
     std::int64_t stderr_dropped_ = 0, stderr_file_bytes_ = 0, lines_ = 0;
     std::vector<QPointF> rss_;
     DeviceMemoryTrack device_memory_;
+    RankTrack ranks_;
+    void ingestEvent(const std::string& line);
     std::int64_t rss_peak_ = 0;
     std::optional<double> clock_offset_;   // GUI seconds − trainer seconds
     size_t rss_written_ = 0;
@@ -243,6 +254,11 @@ public:
     // The "Train ▶" slot: settings from the plan, then start (asks first if a run is live).
     void trainPlan(const Plan& plan);
     bool start(QString* error = nullptr);      // launches with the form's settings
+    // Start ▶ and Train ▶: starts, or when the plan's model is neither a local folder nor in the
+    // Hugging Face cache, first offers its download (size shown) or another model to train.
+    void startOrOfferDownload();
+    // The open download offer, if any (tests drive it).
+    ModelDownloadDialog* downloadDialog() const { return download_dialog_; }
     void stop();                                // SIGTERM, SIGKILL after killTimeout()
     void killNow();
     bool isRunning() const;
@@ -275,6 +291,8 @@ public:
     // The run the charts show: the live one, or one opened from the history.
     const RunRecord* shownRecord() const;
     std::filesystem::path shownFolder() const;
+    // Each rank's memory for the shown run (world_size 1 for a single process).
+    const RankTrack* shownRanks() const;
     bool showingHistory() const { return bool(loaded_); }
     const TimeChartData& memoryChart() const;
     const TimeChartData& lossChart() const;
@@ -290,6 +308,8 @@ public:
     QString sampleText() const;
     QString checkpointText() const;
     int repaintCount() const { return repaints_; }
+    // "Try it" on the shown run: a prompt through the fine-tuned model (run_try_it.hpp).
+    TryItBox* tryIt() const { return try_it_; }
 
     // History.
     void refreshHistory();
@@ -332,6 +352,7 @@ private:
         QString label;
         QString stop_message;
         DeviceMemoryTrack device;
+        RankTrack ranks;
     };
     void buildUi();
     QWidget* buildForm();
@@ -357,7 +378,8 @@ private:
     void onFormEdited();                     // run_form.cpp: a field changed by the user
     void updateRunHeader();
     void populateDevices();
-    QString verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device) const;
+    QString verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device,
+                        const RankTrack* ranks = nullptr) const;
 
     QString executable_;
     const ProfileLibrary* lib_ = nullptr;
@@ -414,6 +436,8 @@ private:
     QLabel* run_header_ = nullptr;
     QPushButton* follow_ = nullptr;
     QComboBox* device_ = nullptr;
+    QSpinBox* processes_ = nullptr;
+    QComboBox* sharding_ = nullptr;
     QWidget* form_ = nullptr;
     QToolButton* settings_toggle_ = nullptr;
     QLabel* settings_summary_ = nullptr;
@@ -440,6 +464,10 @@ private:
     QLabel* summary_text_ = nullptr;
     QPlainTextEdit* sample_ = nullptr;
     QPlainTextEdit* log_ = nullptr;
+    TryItBox* try_it_ = nullptr;
+    QPointer<ModelDownloadDialog> download_dialog_;
+    void onDownloadChoice(ModelDownloadDialog* dialog);   // run_download.cpp
+    void chooseModelSource(RunOptions::ModelSource source);
     QTreeWidget* history_ = nullptr;
     QToolButton* export_ = nullptr;
     QTimer* repaint_timer_ = nullptr;

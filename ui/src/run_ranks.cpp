@@ -1,0 +1,131 @@
+// Several ranks in one stream (see run_ranks.hpp): which lines the panel's record takes, and
+// each rank's own memory beside it.
+#include "wingspan/ui/run_ranks.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include "wingspan/ui/run_charts.hpp"
+#include "wingspan/ui/run_device.hpp"
+
+namespace wingspan::ui {
+
+bool record_takes(const protocol::Event& e) {
+    using protocol::EventType;
+    if (e.rank() == 0) return true;
+    if (e.type == EventType::Error) return true;
+    return e.type == EventType::Log && e.string_field("level") == "warning";
+}
+
+void RankTrack::ingest(const protocol::Event& e) {
+    using protocol::EventType;
+    const int r = e.rank();
+    switch (e.type) {
+        case EventType::Hello: {
+            world_size = std::max(world_size, e.world_size());
+            RankMemory& m = ranks[r];
+            m.rank = r;
+            m.pid = e.int_field("pid");
+            if (r == 0) {
+                auto plan = e.body.find("plan");
+                if (plan != e.body.end() && plan->is_object() && plan->contains("sharding") && (*plan)["sharding"].is_string())
+                    sharding = QString::fromStdString((*plan)["sharding"].get<std::string>());
+            }
+            break;
+        }
+        case EventType::Predicted: {
+            RankMemory& m = ranks[r];
+            m.rank = r;
+            m.predicted_peak = e.int_field("peak_bytes");
+            m.predicted_total = e.int_field("total_bytes");
+            break;
+        }
+        case EventType::Memory: {
+            RankMemory& m = ranks[r];
+            m.rank = r;
+            ++m.memory_events;
+            const std::int64_t allocated = e.int_field("allocated_bytes");
+            m.peak = std::max({m.peak, allocated, e.int_field("peak_bytes")});
+            m.rss_peak = std::max({m.rss_peak, e.int_field("rss_bytes"), e.int_field("rss_peak_bytes")});
+            m.allocated.push_back({e.t, double(allocated)});
+            if (m.allocated.size() > kMaxSamples) halve_keeping_peaks(m.allocated);
+            break;
+        }
+        case EventType::Done: {
+            RankMemory& m = ranks[r];
+            m.rank = r;
+            m.peak = std::max(m.peak, e.int_field("peak_bytes"));
+            m.rss_peak = std::max(m.rss_peak, e.int_field("rss_peak_bytes"));
+            break;
+        }
+        default: break;
+    }
+}
+
+std::int64_t RankTrack::max_peak(int* rank) const {
+    std::int64_t best = 0;
+    for (const auto& [r, m] : ranks)
+        if (m.peak > best) {
+            best = m.peak;
+            if (rank) *rank = r;
+        }
+    return best;
+}
+
+std::int64_t RankTrack::min_peak() const {
+    std::int64_t low = 0;
+    bool any = false;
+    for (const auto& [r, m] : ranks)
+        if (m.peak > 0 && (!any || m.peak < low)) low = m.peak, any = true;
+    return low;
+}
+
+QString RankTrack::summaryText(ByteUnit unit) const {
+    if (!multi()) return {};
+    QString s = QString("%1 ranks").arg(std::max<int>(world_size, int(ranks.size())));
+    if (!sharding.isEmpty()) s += " (" + sharding + ")";
+    int top = 0;
+    const std::int64_t high = max_peak(&top), low = min_peak();
+    if (high > 0) {
+        s += " · tensor peak per rank " + format_run_bytes(double(high), unit) + QString(" (rank %1)").arg(top);
+        if (low != high) s += " to " + format_run_bytes(double(low), unit);
+        s += ", spread " + (high == low ? QString("none") : format_run_bytes(double(high - low), unit));
+    }
+    std::int64_t predicted = 0;
+    for (const auto& [r, m] : ranks) predicted = std::max(predicted, m.predicted_peak);
+    if (predicted > 0) s += " · predicted per device " + format_run_bytes(double(predicted), unit);
+    return s;
+}
+
+RankTrack RankTrack::from_events(const std::filesystem::path& events_jsonl) {
+    RankTrack t;
+    std::ifstream in(events_jsonl);
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto parsed = protocol::parse_line(line);
+        if (parsed.event) t.ingest(*parsed.event);
+    }
+    return t;
+}
+
+RunRecord load_panel_record(const std::filesystem::path& run) {
+    RunRecord all = RunStore::load(run);   // validates the folder and reads how it ended
+    const nlohmann::json& hello = all.hello();
+    const auto ws = hello.is_object() && hello.contains("world_size") && hello["world_size"].is_number_integer()
+                        ? hello["world_size"].get<std::int64_t>()
+                        : 1;
+    if (ws <= 1)
+        return all;
+    RunRecord r;
+    std::ifstream in(run / "events.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto parsed = protocol::parse_line(line);
+        if (!parsed.event) r.ingest_line(line);   // counted as unreadable, as RunStore::load does
+        else if (record_takes(*parsed.event)) r.ingest(*parsed.event);
+    }
+    r.finish(all.exit_code(), all.exit_signal());
+    return r;
+}
+
+}  // namespace wingspan::ui
