@@ -12,30 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer_process.hpp"
 #include "wingspan/protocol.hpp"
 
 using namespace wingspan::protocol;
+namespace testing = wingspan::testing;
 using nlohmann::json;
 
 namespace {
 
-struct Job {
-    int exit_code = -1;
-    qint64 ms = 0;
-    std::vector<Event> events;
-    std::vector<std::string> rejected;
-
-    std::vector<const Event*> of(EventType t, int rank) const {
-        std::vector<const Event*> out;
-        for (const auto& e : events)
-            if (e.type == t && e.int_field("rank", -1) == rank) out.push_back(&e);
-        return out;
-    }
-    std::vector<double> losses(int rank) const {
-        std::vector<double> l;
-        for (auto* e : of(EventType::Step, rank)) l.push_back(e->number_field("loss"));
-        return l;
-    }
+// A job's events and exit, with each rank's memory as measured and as predicted.
+struct Job : testing::TrainerResult {
+    std::vector<const Event*> of(EventType t, int rank) const { return all(t, rank); }
     std::int64_t peak_of(int rank, const char* component) const {
         auto done = of(EventType::Done, rank);
         if (done.empty()) return -1;
@@ -48,44 +36,17 @@ struct Job {
     }
 };
 
-// Runs wingspan-train; `on_event` sees each event as it arrives (it may signal a rank).
+// Runs wingspan-train outside any torchrun job; `on_event` sees each event as it arrives (it
+// may signal a rank).
 Job run_job(QStringList args, const std::function<void(const Event&)>& on_event = {}, int timeout_ms = 120000) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("OMP_WAIT_POLICY", "passive");
-    for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) env.remove(v);
-    p.setProcessEnvironment(env);
-    p.start(WINGSPAN_TRAIN_BIN, args);
+    testing::TrainerLaunch launch;
+    launch.args = args;
+    launch.timeout_ms = timeout_ms;
+    launch.env.insert("OMP_WAIT_POLICY", "passive");
+    for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) launch.env.remove(v);
+    if (on_event) launch.on_event = [&on_event](const Event& e, QProcess&) { on_event(e); };
     Job job;
-    QElapsedTimer clock;
-    clock.start();
-    if (!p.waitForStarted()) return job;
-    QByteArray pending;
-    auto drain = [&] {
-        pending += p.readAllStandardOutput();
-        for (int nl; (nl = pending.indexOf('\n')) >= 0;) {
-            const std::string line = pending.left(nl).toStdString();
-            pending.remove(0, nl + 1);
-            ParseResult r = parse_line(line);
-            if (!r.event) {
-                job.rejected.push_back(line + "  <- " + r.error);
-                continue;
-            }
-            if (on_event) on_event(*r.event);
-            job.events.push_back(std::move(*r.event));
-        }
-    };
-    while (p.state() != QProcess::NotRunning && clock.elapsed() < timeout_ms) {
-        p.waitForReadyRead(100);
-        drain();
-    }
-    if (p.state() != QProcess::NotRunning) {
-        p.kill();
-        p.waitForFinished();
-    }
-    drain();
-    job.ms = clock.elapsed();
-    job.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    static_cast<testing::TrainerResult&>(job) = testing::run_trainer(launch);
     return job;
 }
 
@@ -148,7 +109,7 @@ private Q_SLOTS:
     void everyLineIsProtocolAndNamesItsRank() {
         for (const Job* j : {&single_, &ddp_, &zero1_, &zero2_, &full_zero1_, &wide_ddp_}) {
             QCOMPARE(j->exit_code, 0);
-            QVERIFY2(j->rejected.empty(), j->rejected.empty() ? "" : j->rejected.front().c_str());
+            QVERIFY2(j->bad_lines.empty(), j->bad_lines.empty() ? "" : j->bad_lines.front().c_str());
             for (const auto& e : j->events) QVERIFY2(e.body.contains("rank"), e.body.dump().c_str());
         }
         QCOMPARE(single_.of(EventType::Hello, 0).front()->int_field("world_size"), 1);
@@ -247,6 +208,36 @@ private Q_SLOTS:
         // Another global batch is another data order: refused, naming the flag.
         const Job other = run_job(common(4) << "--batch" << "2" << "--resume" << ckpt);
         QCOMPARE(other.exit_code, 2);
+    }
+
+    // SIGTERM to the launcher (what the window's Stop sends): it passes the stop to every rank,
+    // the ranks agree on the step to stop after, and each ends with one `done` "interrupted",
+    // no error, and the same steps.
+    void stopEndsEveryRankCleanly() {
+        testing::TrainerLaunch launch;
+        launch.args = common(400) << "--batch" << "2" << "--nproc" << "2";
+        for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) launch.env.remove(v);
+        bool sent = false;
+        launch.on_event = [&](const Event& e, QProcess& launcher) {
+            if (!sent && e.type == EventType::Step && e.int_field("rank", -1) == 1) {
+                launcher.terminate();
+                sent = true;
+            }
+        };
+        Job j;
+        static_cast<testing::TrainerResult&>(j) = testing::run_trainer(launch);
+        QVERIFY(sent);
+        QVERIFY(!j.timed_out);
+        QCOMPARE(j.exit_code, 0);
+        QVERIFY2(j.all(EventType::Error).empty(), j.error_message().c_str());
+        for (int r : {0, 1}) {
+            const auto done = j.of(EventType::Done, r);
+            QCOMPARE(done.size(), size_t(1));
+            QCOMPARE(done.front()->string_field("reason"), std::string("interrupted"));
+            QVERIFY(j.steps(r) >= 1);
+            QVERIFY(j.steps(r) < 400);
+        }
+        QCOMPARE(j.steps(0), j.steps(1));
     }
 
     // SIGKILL one rank mid-run: the job ends with error events (rank 0's lost collective, the

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer_process.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/safetensors.hpp"
 
@@ -21,86 +22,22 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-    int exit_code = -1;
-    std::vector<Event> events;
-    std::vector<std::string> bad_lines;   // stdout lines the protocol parser rejected
-    QString err;
-
-    std::vector<const Event*> all(EventType t) const {
-        std::vector<const Event*> out;
-        for (const auto& e : events)
-            if (e.type == t) out.push_back(&e);
-        return out;
-    }
-    const Event* first(EventType t) const {
-        for (const auto& e : events)
-            if (e.type == t) return &e;
-        return nullptr;
-    }
-    const Event* last(EventType t) const {
-        const Event* l = nullptr;
-        for (const auto& e : events)
-            if (e.type == t) l = &e;
-        return l;
-    }
-    std::vector<double> losses() const {
-        std::vector<double> l;
-        for (auto* e : all(EventType::Step)) l.push_back(e->number_field("loss"));
-        return l;
-    }
-    std::string error_code() const {
-        auto* e = first(EventType::Error);
-        return e ? e->string_field("code") : "";
-    }
-};
+using Result = testing::TrainerResult;
 
 // Runs wingspan-train; `stop_when` may ask for a SIGTERM once (returns true on an event).
 Result run(QStringList args, const std::function<bool(const Event&)>& stop_when = {}, int timeout_ms = 180000) {
     if (!args.contains("--threads")) args << "--threads" << "2";
-    QProcess p;
-    // Set here, the trainer does not need to re-execute itself to get it (half a second a run).
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
-    p.setProcessEnvironment(env);
-    p.start(WINGSPAN_TRAIN_BIN, args);
-    Result r;
-    if (!p.waitForStarted()) return r;
-    QByteArray buffer;
     bool stopped = false;
-    QElapsedTimer timer;
-    timer.start();
-    auto drain = [&] {
-        buffer += p.readAllStandardOutput();
-        int nl;
-        while ((nl = buffer.indexOf('\n')) >= 0) {
-            const std::string line = buffer.left(nl).toStdString();
-            buffer.remove(0, nl + 1);
-            ParseResult pr = parse_line(line);
-            if (!pr.event) {
-                r.bad_lines.push_back(line + "  <- " + pr.error);
-                continue;
-            }
-            if (stop_when && !stopped && stop_when(*pr.event)) {
-                p.terminate();   // SIGTERM
-                stopped = true;
-            }
-            r.events.push_back(std::move(*pr.event));
+    testing::TrainerLaunch launch;
+    launch.args = args;
+    launch.timeout_ms = timeout_ms;
+    launch.on_event = [&](const Event& e, QProcess& p) {
+        if (stop_when && !stopped && stop_when(e)) {
+            p.terminate();   // SIGTERM
+            stopped = true;
         }
     };
-    while (p.state() != QProcess::NotRunning && timer.elapsed() < timeout_ms) {
-        p.waitForReadyRead(100);
-        drain();
-    }
-    if (p.state() != QProcess::NotRunning) {
-        p.kill();
-        p.waitForFinished();
-    }
-    p.waitForFinished();
-    drain();
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    return r;
+    return testing::run_trainer(launch);
 }
 
 double mean(const std::vector<double>& v, size_t from, size_t to) {

@@ -859,7 +859,7 @@ at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool che
 }
 
 std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,
-                                          std::int64_t stop_id) const {
+                                          std::int64_t stop_id, const std::function<bool()>& stop_requested) const {
     at::NoGradGuard no_grad;
     std::vector<std::int64_t> out;
     if (prompt.empty() || tokens <= 0) return out;
@@ -869,6 +869,7 @@ std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& promp
         ctx.erase(ctx.begin(), ctx.end() - std::max<std::int64_t>(1, cfg_.max_positions - tokens));
     at::Tensor ids = at::tensor(ctx, at::kLong).unsqueeze(0).to(opt_.device);
     for (std::int64_t t = 0; t < tokens; ++t) {
+        if (stop_requested && stop_requested()) break;
         at::Tensor h = hidden_states(ids, false, &cache);
         at::Tensor last = h.select(1, h.size(1) - 1);                    // [1, H]
         const std::int64_t next = ops::matmul(last, head_weight().t()).argmax(-1).item<std::int64_t>();

@@ -149,9 +149,11 @@ public:
 
     // Mean cross-entropy over labels != -100 (ids and labels: int64 [B, T]).
     at::Tensor loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const;
-    // Greedy continuation of `prompt` (no grad).
+    // Greedy continuation of `prompt` (no grad). `stop_requested`, when given, is asked before
+    // each token: true ends the continuation there (a stop signal during the sample).
     std::vector<std::int64_t> generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,
-                                       std::int64_t stop_id) const;
+                                       std::int64_t stop_id,
+                                       const std::function<bool()>& stop_requested = {}) const;
 
     // Every stored tensor with its name and component (base, quantized parts, adapters).
     std::vector<NamedTensor> tensors() const;

@@ -186,7 +186,10 @@ std::string Run::sample() {
     std::int64_t stop = chat_.eos;
     if (chat_.kind == ChatFormat::ChatML) stop = tok_->token_id("<|im_end|>").value_or(stop);
     if (chat_.kind == ChatFormat::Llama3) stop = tok_->token_id("<|eot_id|>").value_or(stop);
-    const auto out = model_->generate(prompt, opt_.sample_tokens, stop);
+    log_info("generating a sample of up to " + std::to_string(opt_.sample_tokens) + " tokens");
+    // A stop signal ends the sample at the token at hand (a long sample of a big model on a CPU
+    // takes minutes): what was generated so far is the sample.
+    const auto out = model_->generate(prompt, opt_.sample_tokens, stop, [] { return g_interrupted.load(); });
     mem::set_phase(mem::Phase::Idle);
     return valid_utf8(tok_->decode(std::vector<std::int32_t>(out.begin(), out.end()), true));
 }
@@ -203,10 +206,16 @@ void Run::emit_done(const std::string& reason) {
     // Each component's own peak, exact from the allocator (the sampled events can miss one).
     d["component_peaks"] = protocol::components_to_json(now.component_peaks);
     if (reason != "error" && (!group_ || group_->rank() == 0)) {   // the ranks hold the same weights
+        const bool stopped_before = g_interrupted.load();
         try {
             d["sample"] = sample();
         } catch (const std::exception& e) {
             log_warning(std::string("no sample: ") + e.what());
+        }
+        // Stopped while sampling: the run ends as any stopped run does (its files are saved).
+        if (!stopped_before && g_interrupted.load()) {
+            log_warning("interrupted during the sample: it ends where it was");
+            d["reason"] = "interrupted";
         }
     }
     if (!losses_.empty()) d["final_loss"] = losses_.back();

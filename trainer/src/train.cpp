@@ -8,6 +8,8 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -453,6 +455,13 @@ void Run::select_device() {
 int Run::execute() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    // The signal mask is inherited: started with these blocked, the run could not be stopped.
+    // Unblocked here, a stop sent meanwhile arrives now and ends the run at setup's first check.
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
     // More threads than cores only makes them wait for each other (100000 stalled for minutes).
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores);
