@@ -86,7 +86,12 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
         if (ctx->needs_input_grad(1)) {
             if (b.dim() == 2) {
                 const std::int64_t K = a.size(-1), N = g.size(-1);
-                db = ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
+                // A transposed b (a weight's .t()) gets a gradient with its strides, as libtorch's
+                // mm backward makes it: then the weight's own gradient is contiguous and autograd
+                // keeps it without a copy (the measured gradient bytes stay the predicted ones).
+                const bool b_transposed = b.stride(0) == 1 && b.stride(1) != 1;
+                db = b_transposed ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
+                                  : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
             } else {
                 db = ops::matmul(a.transpose(-1, -2), g);
             }
