@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """Throughput benchmark of wingspan-train against the same model trained in plain PyTorch
-(reference_train.py, Debian's python3-torch), in one invocation, same threads, same shapes.
+(reference_train.py, Debian's python3-torch; bf16-mixed there is eager torch.autocast), in one
+invocation, same threads, same shapes.
 
-For the built-in default architecture and a SmolLM2-135M-class architecture (random weights)
-and each method, it reports tokens/s, achieved GFLOP/s (model FLOPs per token x tokens/s),
-peak RSS of both processes, wingspan-train's peak allocated bytes, and the ratios.
+For the built-in default architecture and a SmolLM2-135M-class architecture (random weights),
+each method (full, LoRA, QLoRA) and precision (fp32, bf16-mixed), it runs the two trainers
+alternately (A B A B ..., so background load on shared cores hits both) and reports: tokens/s
+of both (median over repeats of each run's median step) with the spread (min-max over repeats),
+the ratio, achieved GFLOP/s (model FLOPs per token x tokens/s) against the matmul peak measured
+in the same invocation (fp32 and bf16, best of libtorch's and oneDNN's kernels), peak RSS of both
+processes and wingspan-train's peak allocated bytes.
 
-    bench_trainer.py --bin build/bin/wingspan-train [--threads 2] [--steps 6] [--json out.json]
+    bench_trainer.py --bin build/bin/wingspan-train [--threads 2] [--steps 4] [--repeats 2]
+                     [--markdown bench/results/trainer.md] [--json out.json]
 """
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -41,10 +48,10 @@ def flops_per_token(c, method, seq, rank):
     return 4 * mm + 6 * adapters + 3 * attn                 # no weight gradients for the base
 
 
-def run_wingspan(binary, model_dir, method, seq, batch, steps, threads, rank):
-    args = [binary, "--method", method, "--seq", str(seq), "--batch", str(batch), "--steps", str(steps),
-            "--threads", str(threads), "--eval-every", "0", "--eval-fraction", "0", "--sample-tokens", "0",
-            "--rank", str(rank), "--sample-every-ms", "100"]
+def run_wingspan(binary, model_dir, method, precision, seq, batch, steps, threads, rank):
+    args = [binary, "--method", method, "--precision", precision, "--seq", str(seq), "--batch", str(batch),
+            "--steps", str(steps), "--threads", str(threads), "--eval-every", "0", "--eval-fraction", "0",
+            "--sample-tokens", "0", "--rank", str(rank), "--sample-every-ms", "100"]
     if model_dir:
         args += ["--model", model_dir]
     p = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_WAIT_POLICY="passive"))
@@ -60,36 +67,91 @@ def run_wingspan(binary, model_dir, method, seq, batch, steps, threads, rank):
             "config": hello["architecture"], "params": hello["params"]}
 
 
-def run_reference(config_path, method, seq, batch, steps, threads, rank):
-    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    args = [py, os.path.join(HERE, "reference_train.py"), "--config", config_path, "--method", method,
-            "--seq", str(seq), "--batch", str(batch), "--steps", str(steps), "--threads", str(threads),
-            "--rank", str(rank), "--alpha", str(2 * rank)]
+def run_reference(config_path, method, precision, seq, batch, steps, threads, rank):
+    args = [PY, os.path.join(HERE, "reference_train.py"), "--config", config_path, "--method", method,
+            "--precision", precision, "--seq", str(seq), "--batch", str(batch), "--steps", str(steps),
+            "--threads", str(threads), "--rank", str(rank), "--alpha", str(2 * rank)]
     p = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_WAIT_POLICY="passive"))
     if p.returncode != 0:
         raise RuntimeError(f"reference failed: {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def best_step(runs):
-    """Fastest step over all runs, first step of each run left out: on shared cores the
-    minimum is the figure least disturbed by other processes."""
-    return min(t for r in runs for t in (r["step_times"][1:] if len(r["step_times"]) > 1 else r["step_times"]))
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+PEAK_SCRIPT = r"""
+import ctypes, json, sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+M, K, N = 512, 1536, 1536
+def best(f, reps=8):
+    f(); ts = []
+    for _ in range(reps):
+        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+    return 2 * M * K * N / min(ts) / 1e9
+out = {}
+for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+    a, b = torch.randn(M, K).to(dt), torch.randn(K, N).to(dt)
+    out[name + "_torch"] = best(lambda: a @ b)
+try:
+    lib = ctypes.CDLL("libdnnl.so.2")
+    T = [ctypes.c_char, ctypes.c_char] + [ctypes.c_int64] * 3 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int64,
+         ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64]
+    for name, fn, dt in (("fp32", "dnnl_sgemm", torch.float32), ("bf16", "dnnl_gemm_bf16bf16f32", torch.bfloat16)):
+        f = getattr(lib, fn); f.argtypes = T; f.restype = ctypes.c_int
+        a, b, c = torch.randn(M, K).to(dt), torch.randn(K, N).to(dt), torch.empty(M, N)
+        out[name + "_onednn"] = best(lambda: f(b"N", b"N", M, N, K, 1.0, a.data_ptr(), K, b.data_ptr(), N, 0.0,
+                                               c.data_ptr(), N))
+except OSError:
+    pass
+print(json.dumps(out))
+"""
+
+
+def matmul_peaks(threads):
+    """GFLOP/s of a 512x1536x1536 product, fp32 and bf16, libtorch's matmul and oneDNN's gemm."""
+    p = subprocess.run([PY, "-c", PEAK_SCRIPT, str(threads)], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_WAIT_POLICY="passive"))
+    if p.returncode != 0:
+        raise RuntimeError(f"matmul peak failed: {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_median(times):
+    """A run's median step, the first (warm-up) step left out."""
+    return statistics.median(times[1:] if len(times) > 1 else times)
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {k: k in flags for k in ("avx2", "avx512f", "avx512_bf16", "amx_bf16")}
+    except OSError:
+        pass
+    return {}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 2))
+    ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--rank", type=int, default=8)
     ap.add_argument("--archs", default="default,smollm2-135m")
     ap.add_argument("--methods", default="full,lora,qlora")
-    ap.add_argument("--repeats", type=int, default=2, help="alternating runs of each implementation")
+    ap.add_argument("--precisions", default="fp32,bf16-mixed")
+    ap.add_argument("--seq-135m", type=int, default=128)
+    ap.add_argument("--batch-135m", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=2, help="alternating runs of each implementation (A B A B)")
     ap.add_argument("--json", help="write all measurements here")
+    ap.add_argument("--markdown", help="write the results table here")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="wingspan-bench-")
+    peaks_before = matmul_peaks(a.threads)
+    print(f"matmul peak (GFLOP/s): {json.dumps({k: round(v, 1) for k, v in peaks_before.items()})}", flush=True)
     rows = []
     for arch in a.archs.split(","):
         if arch == "default":
@@ -99,40 +161,105 @@ def main():
             os.makedirs(model_dir, exist_ok=True)
             with open(os.path.join(model_dir, "config.json"), "w") as f:
                 json.dump(SMOLLM2_135M, f)
-            seq, batch = 128, 2
-        for method in a.methods.split(","):
-            ours_runs, ref_runs = [], []
-            for _ in range(a.repeats):   # alternate, so both see the same background load
-                ours_runs.append(run_wingspan(a.bin, model_dir, method, seq, batch, a.steps, a.threads, a.rank))
-                cfg_path = os.path.join(tmp, f"{arch}-config.json")
-                with open(cfg_path, "w") as f:
-                    json.dump(ours_runs[0]["config"], f)
-                ref_runs.append(run_reference(cfg_path, method, seq, batch, a.steps, a.threads, a.rank))
-            ours, ref = ours_runs[0], ref_runs[0]
-            tokens = seq * batch
-            fpt = flops_per_token(ours["config"], method, seq, a.rank)
-            t_ours, t_ref = best_step(ours_runs), best_step(ref_runs)
-            row = {"arch": arch, "method": method, "seq": seq, "batch": batch, "threads": a.threads,
-                   "tokens_per_s": tokens / t_ours, "ref_tokens_per_s": tokens / t_ref,
-                   "gflops": fpt * tokens / t_ours / 1e9, "ref_gflops": fpt * tokens / t_ref / 1e9,
-                   "speed_ratio": t_ref / t_ours,
-                   "median_step_s": statistics.median(ours["step_times"][1:]),
-                   "ref_median_step_s": statistics.median(ref["step_times"][1:]),
-                   "rss_peak_bytes": max(r["rss_peak_bytes"] for r in ours_runs),
-                   "ref_rss_peak_bytes": max(r["rss_peak_bytes"] for r in ref_runs),
-                   "allocated_peak_bytes": ours["peak_bytes"], "flops_per_token": fpt,
-                   "trainable": ours["params"]["trainable"], "ref_trainable": ref["trainable"]}
-            row["rss_ratio"] = row["rss_peak_bytes"] / row["ref_rss_peak_bytes"]
-            rows.append(row)
-            print(f"{arch:>13} {method:>5}: wingspan {row['tokens_per_s']:8.1f} tok/s {row['gflops']:6.1f} GFLOP/s"
-                  f" | pytorch {row['ref_tokens_per_s']:8.1f} tok/s {row['ref_gflops']:6.1f} GFLOP/s"
-                  f" | speed x{row['speed_ratio']:.2f}"
-                  f" | RSS {row['rss_peak_bytes'] / 1e6:7.0f} MB vs {row['ref_rss_peak_bytes'] / 1e6:7.0f} MB"
-                  f" (x{row['rss_ratio']:.2f}), allocated peak {row['allocated_peak_bytes'] / 1e6:.0f} MB",
-                  flush=True)
+            seq, batch = a.seq_135m, a.batch_135m
+        for precision in a.precisions.split(","):
+            for method in a.methods.split(","):
+                ours_runs, ref_runs = [], []
+                for _ in range(a.repeats):   # alternate, so both see the same background load
+                    ours_runs.append(run_wingspan(a.bin, model_dir, method, precision, seq, batch, a.steps,
+                                                  a.threads, a.rank))
+                    cfg_path = os.path.join(tmp, f"{arch}-config.json")
+                    with open(cfg_path, "w") as f:
+                        json.dump(ours_runs[0]["config"], f)
+                    ref_runs.append(run_reference(cfg_path, method, precision, seq, batch, a.steps, a.threads,
+                                                  a.rank))
+                tokens = seq * batch
+                fpt = flops_per_token(ours_runs[0]["config"], method, seq, a.rank)
+                ours_tps = [tokens / run_median(r["step_times"]) for r in ours_runs]
+                ref_tps = [tokens / run_median(r["step_times"]) for r in ref_runs]
+                # Per pair (A_i, B_i): the ratio within one stretch of background load.
+                ratios = [o / r for o, r in zip(ours_tps, ref_tps)]
+                row = {"arch": arch, "method": method, "precision": precision, "seq": seq, "batch": batch,
+                       "threads": a.threads, "repeats": a.repeats,
+                       "tokens_per_s": statistics.median(ours_tps), "tokens_per_s_all": ours_tps,
+                       "ref_tokens_per_s": statistics.median(ref_tps), "ref_tokens_per_s_all": ref_tps,
+                       "speed_ratio": statistics.median(ratios), "speed_ratio_all": ratios,
+                       "rss_peak_bytes": max(r["rss_peak_bytes"] for r in ours_runs),
+                       "ref_rss_peak_bytes": max(r["rss_peak_bytes"] for r in ref_runs),
+                       "allocated_peak_bytes": ours_runs[0]["peak_bytes"], "flops_per_token": fpt,
+                       "trainable": ours_runs[0]["params"]["trainable"], "ref_trainable": ref_runs[0]["trainable"],
+                       "final_loss": ours_runs[0]["losses"][-1], "ref_final_loss": ref_runs[0]["losses"][-1]}
+                row["gflops"] = fpt * row["tokens_per_s"] / 1e9
+                row["ref_gflops"] = fpt * row["ref_tokens_per_s"] / 1e9
+                row["rss_ratio"] = row["rss_peak_bytes"] / row["ref_rss_peak_bytes"]
+                rows.append(row)
+                write_outputs(a, rows, peaks_before, {})
+                print(f"{arch:>13} {precision:>10} {method:>5}: wingspan {row['tokens_per_s']:8.1f} tok/s"
+                      f" {row['gflops']:6.1f} GFLOP/s | pytorch {row['ref_tokens_per_s']:8.1f} tok/s"
+                      f" {row['ref_gflops']:6.1f} GFLOP/s | x{row['speed_ratio']:.2f}"
+                      f" ({min(ratios):.2f}-{max(ratios):.2f})"
+                      f" | RSS {row['rss_peak_bytes'] / 1e6:6.0f} MB vs {row['ref_rss_peak_bytes'] / 1e6:6.0f} MB",
+                      flush=True)
+    write_outputs(a, rows, peaks_before, matmul_peaks(a.threads))
+
+
+def write_outputs(a, rows, peaks_before, peaks_after):
+    """The JSON and Markdown of the cells measured so far (rewritten after each cell)."""
+    peaks = {k: max(peaks_before.get(k, 0), peaks_after.get(k, 0)) for k in set(peaks_before) | set(peaks_after)}
+    peak_fp32 = max(v for k, v in peaks.items() if k.startswith("fp32"))
+    peak_bf16 = max(v for k, v in peaks.items() if k.startswith("bf16"))
+    for row in rows:
+        row["pct_of_fp32_peak"] = 100 * row["gflops"] / peak_fp32
+        row["pct_of_bf16_peak"] = 100 * row["gflops"] / peak_bf16
+    if peaks_after:
+        print(f"matmul peak after (GFLOP/s): {json.dumps({k: round(v, 1) for k, v in peaks_after.items()})}")
+    meta = {"threads": a.threads, "steps": a.steps, "repeats": a.repeats, "cpu_flags": cpu_flags(),
+            "machine": platform.processor() or platform.machine(), "peaks_before": peaks_before,
+            "peaks_after": peaks_after, "peak_fp32": peak_fp32, "peak_bf16": peak_bf16,
+            "load_average": os.getloadavg(), "complete": bool(peaks_after)}
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(rows, f, indent=2)
+            json.dump({"meta": meta, "rows": rows}, f, indent=2)
+    if a.markdown:
+        write_markdown(a.markdown, meta, rows, " ".join(sys.argv))
+
+
+def write_markdown(path, meta, rows, command):
+    mb = lambda b: f"{b / 1e6:.0f}"
+    lines = [
+        "# wingspan-train vs PyTorch eager: throughput and memory",
+        "",
+        f"Command: `{command}`. {meta['threads']} threads, {meta['steps']} steps per run (first left out),"
+        f" {meta['repeats']} alternating repeats per cell (wingspan, PyTorch, wingspan, PyTorch, ...);"
+        f"{'' if meta['complete'] else ' (interrupted: the cells measured so far)'}"
+        f" load average at the end {', '.join(f'{x:.1f}' for x in meta['load_average'])} on a shared machine.",
+        "CPU flags: " + ", ".join(k + (" yes" if v else " no") for k, v in meta["cpu_flags"].items()) + ".",
+        f"Matmul peak measured in this run (512x1536x1536, best of before/after, GFLOP/s):"
+        f" fp32 {meta['peak_fp32']:.1f}, bf16 {meta['peak_bf16']:.1f}"
+        f" (libtorch fp32 {max(meta['peaks_before'].get('fp32_torch', 0), meta['peaks_after'].get('fp32_torch', 0)):.1f},"
+        f" oneDNN sgemm {max(meta['peaks_before'].get('fp32_onednn', 0), meta['peaks_after'].get('fp32_onednn', 0)):.1f},"
+        f" libtorch bf16 {max(meta['peaks_before'].get('bf16_torch', 0), meta['peaks_after'].get('bf16_torch', 0)):.1f},"
+        f" oneDNN bf16 gemm {max(meta['peaks_before'].get('bf16_onednn', 0), meta['peaks_after'].get('bf16_onednn', 0)):.1f}).",
+        "",
+        "Tokens/s: median over repeats of each run's median step; ratio: median of the per-pair ratios,"
+        " with their range. GFLOP/s: model matmul FLOPs per token x tokens/s.",
+        "",
+        "| model | precision | method | seq x batch | wingspan tok/s | PyTorch tok/s | ratio (range) |"
+        " wingspan GFLOP/s | % fp32 peak | % bf16 peak | PyTorch GFLOP/s | RSS MB wingspan / PyTorch |"
+        " allocated peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['arch']} | {r['precision']} | {r['method']} | {r['seq']}x{r['batch']} |"
+            f" {r['tokens_per_s']:.0f} ({min(r['tokens_per_s_all']):.0f}-{max(r['tokens_per_s_all']):.0f}) |"
+            f" {r['ref_tokens_per_s']:.0f} ({min(r['ref_tokens_per_s_all']):.0f}-{max(r['ref_tokens_per_s_all']):.0f}) |"
+            f" x{r['speed_ratio']:.2f} ({min(r['speed_ratio_all']):.2f}-{max(r['speed_ratio_all']):.2f}) |"
+            f" {r['gflops']:.1f} | {r['pct_of_fp32_peak']:.0f} % | {r['pct_of_bf16_peak']:.0f} % |"
+            f" {r['ref_gflops']:.1f} | {mb(r['rss_peak_bytes'])} / {mb(r['ref_rss_peak_bytes'])} |"
+            f" {mb(r['allocated_peak_bytes'])} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

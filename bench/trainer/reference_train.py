@@ -158,6 +158,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rank", type=int, default=8)
     ap.add_argument("--alpha", type=float, default=16)
+    ap.add_argument("--precision", choices=["fp32", "bf16-mixed"], default="fp32",
+                    help="bf16-mixed: fp32 parameters, forward under torch.autocast('cpu', bfloat16)")
+    ap.add_argument("--profile", help="write torch.autograd.profiler's per-op table of the last step here")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -175,19 +178,35 @@ def main():
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
     times, losses = [], []
-    for _ in range(a.steps):
-        ids = torch.randint(0, min(c["vocab_size"], 260), (a.batch, a.seq + 1))
-        t0 = time.perf_counter()
-        loss = model(ids[:, :-1], ids[:, 1:])
+    bf16 = a.precision == "bf16-mixed"
+
+    def step(ids):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(ids[:, :-1], ids[:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss
+
+    for i in range(a.steps):
+        ids = torch.randint(0, min(c["vocab_size"], 260), (a.batch, a.seq + 1))
+        profiling = a.profile and i == a.steps - 1
+        t0 = time.perf_counter()
+        if profiling:
+            with torch.autograd.profiler.profile() as prof:
+                loss = step(ids)
+        else:
+            loss = step(ids)
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
+        if profiling:
+            with open(a.profile, "w") as f:
+                f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
     print(json.dumps({"step_times": times, "losses": losses,
                       "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                      "trainable": sum(p.numel() for p in params), "torch": torch.__version__}))
+                      "trainable": sum(p.numel() for p in params), "torch": torch.__version__,
+                      "precision": a.precision}))
 
 
 if __name__ == "__main__":

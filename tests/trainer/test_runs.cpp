@@ -189,6 +189,11 @@ private slots:
             QVERIFY(m->int_field("rss_bytes") > 0);
         }
         QVERIFY(act > 0);
+        // A LoRA step's adapter gradients live for well under the sampler's 100 ms once steps are
+        // fast, so whether a sample lands on them is timing; the done event's exact per-component
+        // peak is not.
+        const auto& peaks = r.last(EventType::Done)->body.at("component_peaks");
+        grad = std::max(grad, peaks.contains("gradients") ? peaks["gradients"].get<std::int64_t>() : 0);
         QVERIFY(grad > 0);
         QCOMPARE(component(*r.last(EventType::Memory), "gradients"), 0);
         QVERIFY(r.last(EventType::Done)->int_field("peak_bytes") > 0);

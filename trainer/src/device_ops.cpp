@@ -1,7 +1,10 @@
 #include "device_ops.hpp"
 
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <mutex>
 
+#include "kernels_gemm.hpp"
 #include "torch_version.hpp"
 #include "wingspan/nf4.hpp"
 
@@ -28,14 +31,105 @@ bool cpu_half_kernels() {
     return ok;
 }
 
+namespace {
+
+// a [..., M, K] @ b [K, N] (a contiguous when it has more than two dimensions) or a [*, M, K] @
+// b [*, K, N] with equal batch dimensions, through kernels::mm_out; undefined when the kernels
+// do not take these operands. Allocates only the output, as at::matmul's mm does.
+at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
+    if (a.dim() < 2 || b.dim() < 2 || !kernels::fast_gemm_available()) return {};
+    const std::int64_t K = a.size(-1), N = b.size(-1);
+    if (b.size(-2) != K) return {};
+    auto out_shape = a.sizes().vec();
+    out_shape.back() = N;
+    if (b.dim() == 2) {
+        if (a.dim() > 2 && !a.is_contiguous()) return {};
+        const at::Tensor a2 = a.dim() == 2 ? a : a.view({-1, K});
+        at::Tensor out = at::empty(out_shape, a.options());
+        at::Tensor out2 = out.view({a2.size(0), N});
+        if (!kernels::handles(out2, a2, b)) return {};
+        kernels::mm_out(out2, a2, b);
+        return out;
+    }
+    // Batched: only where libtorch has no fast kernel of its own (16-bit without hardware), so the
+    // fp32 path keeps at::matmul's exact memory behaviour.
+    if (a.dim() != b.dim() || a.scalar_type() != at::kBFloat16) return {};
+    for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
+        if (a.size(d) != b.size(d)) return {};
+    at::Tensor out = at::empty(out_shape, a.options());
+    const at::Tensor a3 = a.flatten(0, a.dim() - 3), b3 = b.flatten(0, b.dim() - 3), o3 = out.view({-1, a.size(-2), N});
+    for (std::int64_t i = 0; i < a3.size(0); ++i) {   // flatten may copy only when a view is impossible
+        at::Tensor oi = o3[i];
+        const at::Tensor ai = a3[i], bi = b3[i];
+        if (!kernels::handles(oi, ai, bi)) return {};
+        kernels::mm_out(oi, ai, bi);
+    }
+    return out;
+}
+
+// a @ b with autograd, both products of the backward through fast_matmul too. Saves a and b,
+// as at::matmul's backward does.
+struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
+    static torch::autograd::Variable forward(torch::autograd::AutogradContext* ctx, const torch::autograd::Variable& a,
+                                             const torch::autograd::Variable& b) {
+        ctx->save_for_backward({a, b});
+        at::Tensor out = fast_matmul(a, b);
+        return out.defined() ? out : at::matmul(a, b);
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads) {
+        auto s = ctx->get_saved_variables();
+        const at::Tensor &a = s[0], &b = s[1];
+        const at::Tensor g = grads[0].contiguous();
+        at::Tensor da, db;
+        if (ctx->needs_input_grad(0)) da = ops::matmul(g, b.transpose(-1, -2));
+        if (ctx->needs_input_grad(1)) {
+            if (b.dim() == 2) {
+                const std::int64_t K = a.size(-1), N = g.size(-1);
+                // A transposed b (a weight's .t()) gets a gradient with its strides, as libtorch's
+                // mm backward makes it: then the weight's own gradient is contiguous and autograd
+                // keeps it without a copy (the measured gradient bytes stay the predicted ones).
+                const bool b_transposed = b.stride(0) == 1 && b.stride(1) != 1;
+                db = b_transposed ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
+                                  : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
+            } else {
+                db = ops::matmul(a.transpose(-1, -2), g);
+            }
+        }
+        return {da, db};
+    }
+};
+
+bool fast_candidate(const at::Tensor& a, const at::Tensor& b) {
+    if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != b.scalar_type()) return false;
+    const auto dt = a.scalar_type();
+    return dt == at::kFloat || (dt == at::kBFloat16 && !kernels::cpu_has_bf16_hardware());
+}
+
+}  // namespace
+
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
-    if (!emulated(a) && !emulated(b)) return at::matmul(a, b);
-    return at::matmul(a.to(at::kFloat), b.to(at::kFloat)).to(at::kHalf);
+    if (emulated(a) || emulated(b)) return at::matmul(a.to(at::kFloat), b.to(at::kFloat)).to(at::kHalf);
+    if (fast_candidate(a, b)) {
+        const bool grad = at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+        if (!grad) {
+            at::Tensor out = fast_matmul(a, b);
+            if (out.defined()) return out;
+        } else {
+            // The shapes fast_matmul takes; should it still decline (an unusual stride), the
+            // node's forward falls back to at::matmul and its backward stays correct.
+            const bool two_d = b.dim() == 2 && a.dim() >= 2 && (a.dim() == 2 || a.is_contiguous());
+            const bool batched = b.dim() > 2 && a.dim() == b.dim() && a.scalar_type() == at::kBFloat16;
+            if ((two_d || batched) && kernels::fast_gemm_available()) return FastMatmulFn::apply(a, b);
+        }
+    }
+    return at::matmul(a, b);
 }
 
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     if (!emulated(out)) {
-        at::mm_out(out, a, b);
+        if (kernels::handles(out, a, b)) kernels::mm_out(out, a, b);
+        else at::mm_out(out, a, b);
         return;
     }
     out.copy_(at::mm(a.to(at::kFloat), b.to(at::kFloat)));

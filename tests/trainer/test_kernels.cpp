@@ -1,0 +1,176 @@
+// The trainer's own CPU kernels against libtorch's reference ops: matrix products through
+// oneDNN's sgemm (fp32, and bf16 computed in fp32 on CPUs without bf16 hardware) for every
+// operand layout the model uses, their gradients, and the bytes they allocate.
+#include <QtTest>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "device_ops.hpp"
+#include "kernels_gemm.hpp"
+#include "memory.hpp"
+#include "optimizer.hpp"
+
+using namespace wingspan;
+using namespace wingspan::train;
+
+namespace {
+
+// Largest |x - ref| relative to the largest |ref|.
+double rel_error(const at::Tensor& x, const at::Tensor& ref) {
+    const at::Tensor r = ref.to(at::kDouble);
+    return (x.to(at::kDouble) - r).abs().max().item<double>() / std::max(1e-30, r.abs().max().item<double>());
+}
+
+// A 2-D operand of logical shape [rows, cols], stored as given or as the transpose of a
+// contiguous [cols, rows] tensor (how weights reach a linear's product).
+at::Tensor operand(std::int64_t rows, std::int64_t cols, bool transposed, at::ScalarType dt) {
+    return transposed ? at::randn({cols, rows}).to(dt).t() : at::randn({rows, cols}).to(dt);
+}
+
+}  // namespace
+
+class TrainerKernelsTest : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() {
+        mem::install();
+        at::manual_seed(7);
+        if (!kernels::fast_gemm_available()) QSKIP("oneDNN's sgemm is not in this libtorch");
+    }
+
+    void fp32ProductsEqualDoublePrecision_data() {
+        QTest::addColumn<int>("m");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<bool>("ta");
+        QTest::addColumn<bool>("tb");
+        QTest::newRow("NN odd") << 37 << 70 << 129 << false << false;
+        QTest::newRow("NT linear") << 64 << 96 << 80 << false << true;
+        QTest::newRow("TN weight grad") << 96 << 64 << 80 << true << false;
+        QTest::newRow("TT") << 5 << 300 << 7 << true << true;
+        QTest::newRow("one row") << 1 << 33 << 17 << false << true;
+    }
+    void fp32ProductsEqualDoublePrecision() {
+        QFETCH(int, m);
+        QFETCH(int, k);
+        QFETCH(int, n);
+        QFETCH(bool, ta);
+        QFETCH(bool, tb);
+        const at::Tensor a = operand(m, k, ta, at::kFloat), b = operand(k, n, tb, at::kFloat);
+        at::Tensor out = at::empty({m, n});
+        QVERIFY(kernels::handles(out, a, b));
+        kernels::mm_out(out, a, b);
+        const double err = rel_error(out, at::mm(a.to(at::kDouble), b.to(at::kDouble)));
+        QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1").arg(err)));
+    }
+
+    void bf16ProductsAreFp32ProductsRoundedOnce_data() { fp32ProductsEqualDoublePrecision_data(); }
+    void bf16ProductsAreFp32ProductsRoundedOnce() {
+        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
+        QFETCH(int, m);
+        QFETCH(int, k);
+        QFETCH(int, n);
+        QFETCH(bool, ta);
+        QFETCH(bool, tb);
+        const at::Tensor a = operand(m, k, ta, at::kBFloat16), b = operand(k, n, tb, at::kBFloat16);
+        at::Tensor out = at::empty({m, n}, at::kBFloat16);
+        QVERIFY(kernels::handles(out, a, b));
+        kernels::mm_out(out, a, b);
+        // Exact fp32 inputs, fp32 accumulation, one rounding: within one bf16 step (2^-8) of the
+        // double-precision product, element by element.
+        const at::Tensor ref = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+        const double worst = ((out.to(at::kDouble) - ref).abs() / (ref.abs() + 1e-2)).max().item<double>();
+        QVERIFY2(worst <= 1.0 / 256, qPrintable(QString("worst element relative error %1").arg(worst)));
+    }
+
+    void bf16TilesCoverEveryEdge() {
+        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
+        // Past one tile in M, N and K with ragged ends.
+        const std::int64_t m = kernels::kTileM + 3, k = kernels::kTileK + 5, n = kernels::kTileN + 7;
+        const at::Tensor a = operand(m, k, false, at::kBFloat16), b = operand(k, n, true, at::kBFloat16);
+        at::Tensor out = at::empty({m, n}, at::kBFloat16);
+        kernels::mm_out(out, a, b);
+        const double err = rel_error(out, at::mm(a.to(at::kDouble), b.to(at::kDouble)));
+        QVERIFY2(err < 1.0 / 128, qPrintable(QString("relative error %1").arg(err)));
+        QVERIFY(out.to(at::kFloat).isfinite().all().item<bool>());
+    }
+
+    void matmulGradientsEqualLibtorch_data() {
+        QTest::addColumn<bool>("bf16");
+        QTest::newRow("fp32") << false;
+        QTest::newRow("bf16") << true;
+    }
+    void matmulGradientsEqualLibtorch() {
+        QFETCH(bool, bf16);
+        const auto dt = bf16 ? at::kBFloat16 : at::kFloat;
+        // A linear (x [B, T, K] @ W^T) and an attention product ([B, H, T, D] @ [B, H, D, T]).
+        const at::Tensor x0 = at::randn({2, 24, 40}), w0 = at::randn({56, 40}) * 0.1;
+        const at::Tensor q0 = at::randn({2, 3, 24, 16}), k0 = at::randn({2, 3, 24, 16});
+        auto grads = [&](bool fast) {
+            at::Tensor x = x0.to(dt).requires_grad_(true), w = w0.to(dt).requires_grad_(true);
+            at::Tensor q = q0.to(dt).requires_grad_(true), k = k0.to(dt).requires_grad_(true);
+            at::Tensor y = fast ? ops::matmul(x, w.t()) : at::matmul(x.to(at::kFloat), w.to(at::kFloat).t());
+            at::Tensor s = fast ? ops::matmul(q, k.transpose(-1, -2))
+                                : at::matmul(q.to(at::kFloat), k.to(at::kFloat).transpose(-1, -2));
+            at::Tensor loss = (y.to(at::kFloat) * y.to(at::kFloat).detach()).sum() +
+                              (s.to(at::kFloat) * s.to(at::kFloat).detach()).sum();
+            loss.backward();
+            return std::vector<at::Tensor>{y, s, x.grad(), w.grad(), q.grad(), k.grad()};
+        };
+        const auto fast = grads(true), ref = grads(false);
+        const double tol = bf16 ? 2.0 / 256 : 1e-5;
+        for (std::size_t i = 0; i < fast.size(); ++i) {
+            QCOMPARE(fast[i].sizes(), ref[i].sizes());
+            if (i >= 2) QCOMPARE(fast[i].scalar_type(), dt);
+            const double err = rel_error(fast[i], ref[i]);
+            QVERIFY2(err < tol, qPrintable(QString("tensor %1: relative error %2").arg(i).arg(err)));
+        }
+    }
+
+    void bf16MixedAdamwEqualsTensorOps() {
+        // The vectorised bf16-mixed pass (bf16 parameter and gradient, fp32 master and moments)
+        // against the same update written with tensor ops (device_ops' GPU path, run on the CPU).
+        const std::int64_t n = 100003;   // not a multiple of any vector width or grain
+        at::Tensor master0 = at::randn({n}), g = (at::randn({n}) * 0.01).to(at::kBFloat16);
+        g[5] = std::numeric_limits<float>::quiet_NaN();   // a NaN gradient must stay NaN
+        ParamState fast{"w", master0.to(at::kBFloat16), master0.clone(), at::zeros({n}), at::zeros({n})};
+        at::Tensor p = master0.to(at::kBFloat16), master = master0.clone(), m = at::zeros({n}), v = at::zeros({n});
+        for (std::int64_t step = 1; step <= 3; ++step) {
+            adamw_step(fast, g, step, 1e-3, 0.01, 0.5);
+            const float b1 = 0.9f, b2 = 0.999f;
+            const float bc1 = 1.0f - std::pow(b1, static_cast<float>(step));
+            const float bc2s = std::sqrt(1.0f - std::pow(b2, static_cast<float>(step)));
+            ops::adamw(p, master, g, m, v, 1e-3f, b1, b2, 1e-8f, 0.01f, bc1, bc2s, 0.5f);
+        }
+        QVERIFY(std::isnan(fast.master[5].item<float>()) && std::isnan(fast.param[5].item<float>()));
+        const at::Tensor ok = at::arange(n) != 5;
+        auto close = [&](const at::Tensor& a, const at::Tensor& b, double tol) {
+            return rel_error(a.index({ok}), b.index({ok})) < tol;
+        };
+        QVERIFY(close(fast.m, m, 1e-6));
+        QVERIFY(close(fast.v, v, 1e-6));
+        QVERIFY(close(fast.master, master, 1e-6));
+        // The stored bf16 parameter is the master rounded: equal up to a rounding-boundary flip.
+        QVERIFY(close(fast.param, master.to(at::kBFloat16), 1.0 / 128));
+        QCOMPARE(fast.param.scalar_type(), at::kBFloat16);
+    }
+
+    void fastMatmulAllocatesOnlyItsOutput() {
+        for (const auto dt : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor x = at::randn({4, 64, 96}).to(dt), w = at::randn({160, 96}).to(dt);
+            const std::int64_t before = mem::allocated();
+            mem::reset_peak();
+            at::Tensor y = ops::matmul(x, w.t());
+            const std::int64_t out_bytes = y.numel() * static_cast<std::int64_t>(y.element_size());
+            QCOMPARE(mem::allocated() - before, out_bytes);
+            QCOMPARE(mem::peak() - before, out_bytes);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TrainerKernelsTest)
+#include "test_kernels.moc"

@@ -1,0 +1,37 @@
+#pragma once
+// Matrix products on the CPU through oneDNN's sgemm (the library libtorch itself loads), for
+// fp32 and for bf16 operands.
+//
+// Why: on a CPU without bf16 hardware (no AVX512-BF16, no AMX) libtorch 1.13's bf16 matmul runs
+// an emulated oneDNN kernel at a few GFLOP/s, and its fp32 matmul goes to the system BLAS,
+// which Debian's OpenBLAS may run with a generic SSE kernel when it does not recognise the CPU
+// model. oneDNN's sgemm picks its AVX-512/AVX2 kernel from the CPU's flags and runs 5–10× faster.
+//
+// bf16 operands are computed as bf16-mixed defines them (bf16 inputs, fp32 accumulation, the
+// result rounded once to bf16): tiles of the operands are widened to fp32 into a small
+// per-thread scratch (at most kScratchFloats floats, allocated once, outside the tensor
+// allocator like any BLAS's packing buffers), multiplied, and the fp32 tile rounded into the
+// output. No tensor is allocated, so the measured memory of a run does not move.
+#include <ATen/ATen.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wingspan::train::kernels {
+
+// Tile sizes of the bf16 path and the floats of per-thread scratch they need (2 MiB).
+inline constexpr std::int64_t kTileM = 256, kTileN = 512, kTileK = 512;
+inline constexpr std::size_t kScratchFloats = kTileM * kTileK + kTileK * kTileN + kTileM * kTileN;
+
+// Whether oneDNN's sgemm was found in the process (libtorch's own copy).
+bool fast_gemm_available();
+// Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16).
+bool cpu_has_bf16_hardware();
+
+// Whether mm_out can compute out = a @ b: 2-D CPU tensors of one dtype (fp32, or bf16 on a CPU
+// without bf16 hardware), each with a unit stride in one dimension, out contiguous.
+bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+// out = a @ b (a: [M, K], b: [K, N], out: [M, N]); requires handles(out, a, b).
+void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+
+}  // namespace wingspan::train::kernels
