@@ -152,7 +152,9 @@ int main(int argc, char** argv) {
         md << "# Published single-GPU peak memory vs the planner\n\n"
            << "Written by `build/bin/bench_published` (bench/published/bench_published.cpp) from "
            << "bench/published/cases.json with the bundled profiles: each case's framework profile, "
-           << "bundled model and full configuration, no per-case constants. Error = (predicted − measured) / measured.\n\n"
+           << "bundled model and full configuration, no per-case constants. A case measured with an older release of a library "
+           << "than the bundled profile describes names that behaviour (its `framework_behaviour`, with the source, listed below). "
+           << "Error = (predicted − measured) / measured.\n\n"
            << summary << "\n\n" << table.str();
         if (!excluded.str().empty())
             md << "\n## Left out of the summary\n\n" << excluded.str();
