@@ -44,6 +44,18 @@ double static_bytes(const MemoryEstimate& est) {
     return b;
 }
 
+// The profile as the case was measured: a case may name behaviour of an older release of a
+// library the framework used then (with its source in "behaviour_note"), applied over the
+// bundled profile file as a JSON merge patch; the bundled profile itself is never changed.
+FrameworkProfile as_measured(const FrameworkProfile& bundled, const json& c) {
+    if (!c.contains("framework_behaviour")) return bundled;
+    std::ifstream in(bundled.file);
+    if (!in) throw InputError("cannot read " + bundled.file.string());
+    json profile = json::parse(in);
+    profile.merge_patch(c.at("framework_behaviour"));
+    return parse_framework_profile(profile, bundled.file.string());
+}
+
 std::string gb(double bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
@@ -53,13 +65,14 @@ std::string gb(double bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string cases_path = WINGSPAN_PUBLISHED_CASES, out_path = WINGSPAN_PUBLISHED_RESULT;
+    std::string cases_path = WINGSPAN_PUBLISHED_CASES, out_path = WINGSPAN_PUBLISHED_RESULT, explain_id;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--cases") cases_path = argv[i + 1];
         else if (a == "--out") out_path = argv[i + 1];
+        else if (a == "--explain") explain_id = argv[i + 1];
         else {
-            std::cerr << "usage: bench_published [--cases cases.json] [--out published.md]\n";
+            std::cerr << "usage: bench_published [--cases cases.json] [--out published.md] [--explain CASE-ID]\n";
             return 2;
         }
     }
@@ -74,11 +87,25 @@ int main(int argc, char** argv) {
         table << "| Case | Framework profile | Statistic | Measured | Predicted | Error |\n|---|---|---|---|---|---|\n";
         std::ostringstream sources;
         for (const auto& c : doc.at("cases")) {
-            const FrameworkProfile& fw = lib.framework(c.at("framework").get<std::string>());
+            const FrameworkProfile fw = as_measured(lib.framework(c.at("framework").get<std::string>()), c);
             const ModelProfile& model = lib.model(c.at("model").get<std::string>());
             const TrainingSetup setup = TrainingSetup::from_json(c.at("setup"));
             setup.validate(model.arch);
             const MemoryEstimate est = estimate_memory(model.arch, setup, fw);
+            if (!explain_id.empty()) {
+                // One case's terms and phases, to read a miss against the framework's source.
+                if (c.at("id").get<std::string>() != explain_id) continue;
+                for (const auto& t : est.terms)
+                    std::cout << component_name(t.component) << "  " << gb(double(t.bytes)) << "  " << t.formula << "\n";
+                for (const auto& p : est.phases) {
+                    std::cout << "phase " << p.name << ": " << gb(double(p.total())) << " (";
+                    for (const auto& [comp, b] : p.bytes) std::cout << " " << component_name(comp) << " " << gb(double(b));
+                    std::cout << " )\n";
+                }
+                std::cout << "peak " << est.peak_phase << " allocated " << gb(double(est.peak_allocated_bytes))
+                          << ", device " << gb(double(est.total_bytes)) << "\n";
+                return 0;
+            }
             const std::string statistic = c.at("statistic").get<std::string>();
             const double predicted = double(predicted_for(est, fw, statistic));
             const double measured = c.at("measured_bytes").get<double>();
@@ -100,7 +127,11 @@ int main(int argc, char** argv) {
             sources << "- **" << c.at("id").get<std::string>() << "**: " << c.at("source").get<std::string>()
                     << "; model `" << model.id << "`; setup `" << setup.to_json().dump() << "`"
                     << (c.contains("statistic_note") ? "; " + c["statistic_note"].get<std::string>() : "")
-                    << (c.contains("setup_note") ? "; " + c["setup_note"].get<std::string>() : "") << "\n";
+                    << (c.contains("setup_note") ? "; " + c["setup_note"].get<std::string>() : "")
+                    << (c.contains("framework_behaviour") ? "; behaviour as measured `" + c["framework_behaviour"].dump() + "`: " +
+                                                                c.value("behaviour_note", std::string())
+                                                          : std::string())
+                    << "\n";
         }
         std::vector<double> sorted = errors;
         std::sort(sorted.begin(), sorted.end());
@@ -121,7 +152,9 @@ int main(int argc, char** argv) {
         md << "# Published single-GPU peak memory vs the planner\n\n"
            << "Written by `build/bin/bench_published` (bench/published/bench_published.cpp) from "
            << "bench/published/cases.json with the bundled profiles: each case's framework profile, "
-           << "bundled model and full configuration, no per-case constants. Error = (predicted − measured) / measured.\n\n"
+           << "bundled model and full configuration, no per-case constants. A case measured with an older release of a library "
+           << "than the bundled profile describes names that behaviour (its `framework_behaviour`, with the source, listed below). "
+           << "Error = (predicted − measured) / measured.\n\n"
            << summary << "\n\n" << table.str();
         if (!excluded.str().empty())
             md << "\n## Left out of the summary\n\n" << excluded.str();

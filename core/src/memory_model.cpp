@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "loss_memory.hpp"
 #include "wingspan/nf4.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/units.hpp"
@@ -464,13 +465,21 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // fp32 run the input itself, which is the residual stream), the fp32 reciprocal rms per
     // token and its output; a trainable norm weight also keeps the normalized input it
     // multiplies; some runtimes keep x² for the mean's backward too.
+    // Compiled (the framework runs torch.compile, profile section "compile"): the partitioner
+    // recomputes pointwise ops in backward, so a norm keeps only its 16-bit input and rstd, a gated
+    // MLP its gate and up. The framework's own fused kernels (section "kernels") keep as little.
+    const bool recompute_pointwise = behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "recomputes_pointwise");
+    const bool kernel_norm = behaviour_flag(fw, "kernels", "norm_saves_input_only");
+    const bool kernel_swiglu = behaviour_flag(fw, "kernels", "gated_mlp_saves_gate_up");
     const bool norms_train = setup.method == Method::Full;
-    const std::int64_t norm_input = bs * h * std::max<std::int64_t>(e, 4);
-    const std::int64_t norm_square = fw.norm_saves_square ? bs * h * 4 : 0;
-    const std::int64_t norm_weighted = norms_train ? bs * h * e : 0;
-    const std::int64_t norm_out = bs * h * e;
+    const std::int64_t norm_input = bs * h * (recompute_pointwise || kernel_norm ? e : std::max<std::int64_t>(e, 4));
+    const std::int64_t norm_square = fw.norm_saves_square && !recompute_pointwise && !kernel_norm ? bs * h * 4 : 0;
+    const std::int64_t norm_weighted = norms_train && !recompute_pointwise ? bs * h * e : 0;
+    const std::int64_t norm_out = recompute_pointwise ? 0 : bs * h * e;
     const std::int64_t norm_saved = norm_input + norm_square + bs * 4 + norm_weighted + norm_out;
-    std::string norm_desc = n(norm_saved) + " B: fp32 input, rstd, output";
+    std::string norm_desc = n(norm_saved) + (recompute_pointwise ? " B: 16-bit input, rstd (compiled)"
+                                             : kernel_norm       ? " B: 16-bit input, rstd (fused kernel), output"
+                                                                 : " B: fp32 input, rstd, output");
     if (norm_weighted) norm_desc += ", normalized input for the weight's gradient";
     if (norm_square) norm_desc += ", x² kept by the mean";
     std::int64_t attn_saved = 0, scores = 0;
@@ -497,8 +506,16 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             attn_desc = "flash: q, out (b·s·q_dim), k, v (b·s·kv_dim) + logsumexp";
             break;
     }
+    // The attention kernel's own workspace (profile section "attention"), beyond what it saves.
+    const bool flash_kernel = setup.attention == Attention::Sdpa || setup.attention == Attention::Flash;
+    // (SDPA as the reference calls it gets K and V already repeated; flash gets the grouped heads.)
+    const bool grouped_kernel = setup.attention == Attention::Flash && kvd < qd;
+    const std::int64_t eager_ws = trains && behaviour_flag(fw, "attention", "eager_scores_workspace") && scores > 0 ? scores * e : 0;
+    const std::int64_t flash_ws = trains && behaviour_flag(fw, "attention", "flash_backward_workspace") && flash_kernel
+                                      ? bs * qd * 4 + b * heads * s * 4 + (grouped_kernel ? 2 * bs * qd * e : 0)
+                                      : 0;
     const bool gated = arch.mlp == MlpKind::Gated;
-    const std::int64_t mlp_saved = (gated ? 4 : 2) * bs * inner * e + (arch.is_moe() ? bs * arch.experts * 4 : 0);
+    const std::int64_t mlp_saved = (gated ? (recompute_pointwise || kernel_swiglu ? 2 : 4) : 2) * bs * inner * e + (arch.is_moe() ? bs * arch.experts * 4 : 0);
     // LoRA keeps each adapted linear's r-wide intermediate (and, with dropout, the dropped input
     // and its mask); by role, because backward frees them at different times.
     std::int64_t lora_saved = 0, lora_mlp = 0, lora_down = 0, lora_o = 0;
@@ -520,7 +537,14 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                 lora_mlp += bytes;
         }
     }
-    const std::int64_t layer_saved = 2 * norm_saved + attn_saved + mlp_saved + lora_saved;
+    // QLoRA under a bitsandbytes that keeps each 4-bit linear's input for backward (MatMul4Bit
+    // ctx.tensors = (A, B) up to 0.43.1), where a frozen torch linear keeps none: per layer the
+    // input of q/k/v and of the MLP (the two norm outputs), the attention output and the MLP's
+    // inner activation; once, the final norm output that feeds the quantized head.
+    const bool keeps_quant_inputs = behaviour_flag(fw, "qlora", "keeps_linear_inputs") && setup.method == Method::Qlora &&
+                                    quant != Quantization::None;
+    const std::int64_t quant_inputs_saved = keeps_quant_inputs ? bs * (2 * h + qd + inner) * e : 0;
+    const std::int64_t layer_saved = 2 * norm_saved + attn_saved + mlp_saved + lora_saved + quant_inputs_saved;
     const std::int64_t layer_input = bs * h * e;
     // Without checkpointing, a frozen embedding's output needs no gradient, so the first layer's
     // input norm is outside the graph and keeps only its output (for the adapters after it).
@@ -529,7 +553,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // Beside the layers: the final norm, the token ids and labels (int64), the rotary cos/sin
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
     const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * bs * arch.head_dim * e);
-    const std::int64_t outside_layers = norm_saved + inputs;
+    const std::int64_t outside_layers = norm_saved + inputs + (keeps_quant_inputs && fw.quantizes_head ? bs * h * e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention as an argument.
     const std::int64_t ckpt_mask = ckpt && setup.attention == Attention::Eager ? s * s * e : 0;
     const std::int64_t ckpt_state = ckpt ? fw.checkpoint_state_bytes : 0;
@@ -555,7 +579,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                                 : 0;
 
     std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
-    std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0;
+    std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0, act_forward_attention = 0;
     std::string act_formula;
     if (!trains) {
         // Serving: one layer's prefill workspace, nothing kept across layers.
@@ -585,6 +609,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                           ") + one layer recomputed in backward (" +
                           n(layer_saved) + " B: norms 2×" + norm_desc + "; attention " + n(attn_saved) + " [" +
                           attn_desc + "]; MLP " + n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
+                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") +
                           ") + its backward";
         } else {
             act_forward = first_layer_saved + (Lsaved - 1) * layer_saved + outside_layers;
@@ -592,14 +617,23 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             bottom_base = first_layer_saved + inputs + G;
             act_formula = std::to_string(Lsaved) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
                           norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
-                          n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") + ")" +
+                          n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
+                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + ")" +
                           (first_norm_outside ? ", the first layer's input norm outside the graph" : "") +
                           " + the backward of one layer";
         }
+        // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
+        // once the MLP block, its norm and the output projection's adapter input are freed.
+        const std::int64_t flash_extra = flash_ws > 0 ? flash_ws + bs * (qd + 2 * kvd) * e -
+                                                            (mlp_saved + lora_mlp + norm_saved + lora_o) + (ckpt ? G : 0)
+                                                      : 0;
+        if (eager_ws > 0)   // the last layer's attention in forward: its MLP block and the final norm not yet run
+            act_forward_attention = scaled(act_forward + eager_ws +
+                                           (ckpt ? scores * score_bytes : -(mlp_saved + lora_mlp + norm_saved)));
         act_top_mlp = scaled(top_base + mlp_extra);
         act_bottom_mlp = scaled(bottom_base + mlp_extra);
-        act_top_attn = attn_moment ? scaled(top_base + attn_extra) : 0;
-        act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : 0;
+        act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
+        act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
         act_forward = scaled(act_forward);
         act_top = std::max(act_top_mlp, act_top_attn);
         act_bottom = std::max(act_bottom_mlp, act_bottom_attn);
@@ -609,83 +643,24 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         {"intermediate", double(inner)}, {"heads", double(heads)}, {"bytes_per_value", double(e)},
         {"framework_factor", act_factor}};
     const std::int64_t act_loss_backward = trains ? act_forward + scaled(G) : act_forward;
-    term(Component::Activations, std::max({act_forward, act_loss_backward, act_top, act_bottom}), act_formula,
-         act_inputs);
+    term(Component::Activations, std::max({act_forward, act_forward_attention, act_loss_backward, act_top, act_bottom}),
+         act_formula, act_inputs);
+    if (eager_ws > 0)
+        term(Component::Activations, eager_ws,
+             "attention workspace (eager, forward): the masked scores b·heads·s²·" + std::to_string(e) + " B (" +
+                 std::to_string(b) + "·" + std::to_string(heads) + "·" + n(s) + "²) beside the fp32 softmax",
+             {{"batch", double(b)}, {"heads", double(heads)}, {"seq", double(s)}, {"bytes_per_value", double(e)}});
+    if (flash_ws > 0)
+        term(Component::Activations, flash_ws,
+             "attention workspace (flash backward): fp32 dq accumulator b·s·q_dim·4 B + b·heads·s·4 B" +
+                 std::string(grouped_kernel ? " + dk, dv expanded to every query head 2·b·s·q_dim·" + std::to_string(e) + " B" : ""),
+             {{"tokens", double(bs)}, {"q_dim", double(qd)}, {"heads", double(heads)}, {"kv_dim", double(kvd)}});
 
-    // ---- logits and loss ----
-    std::int64_t logit_tokens = bs;
-    if (setup.loss_chunk_tokens > 0) logit_tokens = std::min(bs, setup.loss_chunk_tokens);
-    // The framework's own loss: how many tokens one chunk of it covers.
-    const bool framework_loss = fw.behaviour.contains("loss") || fw.loss_fused;
-    std::int64_t chunk = bs, chunks = 1;
-    if (fw.loss_chunks > 0) chunk = (bs + fw.loss_chunks - 1) / fw.loss_chunks;
-    if (fw.loss_chunk_tokens > 0) chunk = std::min(chunk, fw.loss_chunk_tokens);
-    if (fw.loss_chunk_fp32_bytes > 0) {
-        // As many chunks (a multiple of loss_chunks_multiple) as keep one chunk's fp32 logits under the target.
-        const double full = double(bs) * double(V) * 4.0;
-        if (full > double(fw.loss_chunk_fp32_bytes)) {
-            const double m = double(fw.loss_chunks_multiple);
-            chunks = static_cast<std::int64_t>(std::ceil(full / double(fw.loss_chunk_fp32_bytes) / m - 1e-9) * m);
-            chunk = (bs + chunks - 1) / chunks;
-        }
-    }
-    if (setup.loss_chunk_tokens > 0) chunk = std::min(chunk, setup.loss_chunk_tokens);
-    chunks = (bs + chunk - 1) / chunk;
-    std::int64_t logits_forward = 0, logits_backward = 0;
-    std::string logits_formula;
-    if (!trains) {
-        logits_forward = logits_backward = b * V * 4;
-        logits_formula = "last-token logits: b·vocab·4 B";
-    } else if (fw.loss_in_place) {
-        // Head and loss in one function: it keeps the fp32 probabilities and turns them into the
-        // logits' gradient in place. Forward briefly holds a second fp32 [tokens, vocab] inside
-        // logsumexp (16-bit: the logits and their fp32 upcast); backward a 16-bit copy of the
-        // gradient for the matmuls. Per token: int64 label index, label mask, int64 count.
-        logits_forward = logit_tokens * V * 8 + 17 * bs;
-        logits_backward = logit_tokens * V * (4 + (e < 4 ? e : 0)) + 17 * bs;
-        logits_formula = n(logit_tokens) + " tokens × " + n(V) +
-                         " vocab × (8 B in forward: fp32 probabilities + logsumexp's fp32 temporary; " +
-                         std::to_string(4 + (e < 4 ? e : 0)) +
-                         " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
-                         (logit_tokens < bs ? " (chunked loss)" : "");
-    } else if (framework_loss) {
-        // Per token × vocab: the logits the model returns when it keeps them, the log-softmax the
-        // loss saves (fp32 when it upcasts), none of it when fused (the gradient is made in
-        // forward). Per chunk: the logits of a chunk not kept whole and the fp32 upcast in
-        // forward; in backward the two gradients of the log-softmax.
-        const std::int64_t lsm = (fw.loss_upcast_fp32 || e >= 4) ? 4 : e;
-        const std::int64_t upcast = (fw.loss_upcast_fp32 && e < 4) ? 4 : 0;
-        const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? e : 0) + lsm;
-        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
-        const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
-        const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
-        // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
-        // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
-        const std::int64_t head_dequant = fw.quantizes_head && quant != Quantization::None && fw.quant_format != "affine" ? V * h * e : 0;
-        logits_forward = bs * V * held + chunk * V * fwd_chunk + hidden_grad + head_dequant;
-        logits_backward = bs * V * held + chunk * V * bwd_chunk + hidden_grad + head_dequant;
-        logit_tokens = chunk;
-        logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
-                         (fw.loss_fused ? std::string("fused loss: nothing")
-                                        : std::string(fw.logits_held ? "logits + " : "") + (lsm == 4 ? "fp32" : "16-bit") +
-                                              " log-softmax") +
-                         ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
-                         " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
-                         " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
-                         (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
-    } else {
-        // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
-        // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
-        // its output and the fp32 gradient of the logits are alive beside both.
-        const std::int64_t held = e < 4 ? e + 4 : 8;
-        logits_forward = logit_tokens * V * held;
-        logits_backward = logit_tokens * V * (held + 8);
-        logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(held) +
-                         " B after forward: logits + fp32 log-softmax; +8 B in its backward: two fp32 gradients)" +
-                         (logit_tokens < bs ? " (chunked loss)" : "");
-    }
-    term(Component::LogitsLoss, std::max(logits_forward, logits_backward), logits_formula,
-         {{"tokens", double(logit_tokens)}, {"vocab", double(V)}});
+    // ---- logits and loss (loss_memory.cpp) ----
+    const LossMemory loss = loss_memory(fw, setup, LossShape{b, bs, V, h, e, quant != Quantization::None});
+    const std::int64_t logits_forward = loss.forward, logits_backward = loss.backward;
+    term(Component::LogitsLoss, std::max(logits_forward, logits_backward), loss.formula,
+         {{"tokens", double(loss.tokens)}, {"vocab", double(V)}});
 
     // ---- KV cache (serving) ----
     std::int64_t kv_cache = 0;
@@ -734,6 +709,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         phase("forward_end", {{Component::Gradients, carried_grads},
                               {Component::Activations, act_forward + gathered},
                               {Component::LogitsLoss, logits_forward}});
+        if (act_forward_attention > 0)
+            phase("forward_attention", {{Component::Gradients, carried_grads},
+                                        {Component::Activations, act_forward_attention + gathered}});
         phase("loss_backward", {{Component::Gradients, grads_at(g_head)},
                                 {Component::Activations, act_loss_backward},
                                 {Component::LogitsLoss, logits_backward}});

@@ -275,6 +275,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
     }
     if (const json* d = section("qlora")) {
         p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
+        (void)Fields(*d, where).boolean("keeps_linear_inputs", false);   // read by the memory model
         if (Fields(*d, where).bytes("extra_embedding_copies", 0) > 4)
             throw ProfileError(file, "qlora.extra_embedding_copies", "expected 0 to 4");
     }
@@ -305,6 +306,26 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.loss_chunk_tokens = 4096;
     }
     if (const json* d = section("checkpointing")) p.checkpoint_offload = Fields(*d, where).boolean("offload", false);
+    // compile.*, kernels.*, attention.* and qlora.keeps_linear_inputs are read by the memory model
+    // from `behaviour` (loss_memory.hpp behaviour_flag); here they are only checked.
+    if (const json* d = section("compile")) {
+        Fields f(*d, where);
+        (void)f.boolean("enabled", false);              // the framework runs torch.compile
+        (void)f.boolean("fuses_loss_upcast", false);
+        (void)f.boolean("recomputes_pointwise", false);
+    }
+    // kernels.*: the framework's own fused kernels keep less than the reference modules: RMSNorm
+    // keeps its 16-bit input and rstd, a SwiGLU MLP its gate and up projections.
+    if (const json* d = section("kernels")) {
+        Fields f(*d, where);
+        (void)f.boolean("norm_saves_input_only", false);
+        (void)f.boolean("gated_mlp_saves_gate_up", false);
+    }
+    if (const json* d = section("attention")) {
+        Fields f(*d, where);
+        (void)f.boolean("eager_scores_workspace", false);
+        (void)f.boolean("flash_backward_workspace", false);
+    }
     // model.unties_embeddings: the framework's own model keeps a separate LM head even where the
     // checkpoint ties it to the embedding (read by the memory model from `behaviour`).
     if (const json* d = section("model")) (void)Fields(*d, where).boolean("unties_embeddings", false);

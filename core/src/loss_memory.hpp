@@ -1,0 +1,39 @@
+#pragma once
+// The logits and loss buffers of one step under a framework's loss (chunked, upcast, fused,
+// compiled), with the formula that explains them. Internal to core's memory model.
+#include <cstdint>
+#include <string>
+
+#include "wingspan/profiles.hpp"
+#include "wingspan/setup.hpp"
+
+namespace wingspan {
+
+struct LossShape {
+    std::int64_t batch = 0;          // sequences in the micro-batch (serving: concurrent sequences)
+    std::int64_t tokens = 0;         // batch × sequence
+    std::int64_t vocab = 0;
+    std::int64_t hidden = 0;
+    std::int64_t value_bytes = 0;    // compute dtype
+    bool quantized = false;          // frozen linears are stored quantized
+};
+
+struct LossMemory {
+    std::int64_t forward = 0;        // live at the end of forward
+    std::int64_t backward = 0;       // live during the loss's backward
+    std::int64_t tokens = 0;         // tokens one chunk covers
+    std::string formula;
+};
+
+// A boolean of one of the profile's behaviour sections as read ("compile", "enabled"); false
+// when the section or the key is absent. (Sections the public FrameworkProfile has no field for:
+// profiles.cpp validates them, the memory model reads them here.)
+bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char* key);
+
+// True when the framework runs torch.compile (compile.enabled) and its compiled loss fuses the
+// fp32 upcast (compile.fuses_loss_upcast).
+bool compiled_loss(const FrameworkProfile& fw);
+
+LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, const LossShape& shape);
+
+}  // namespace wingspan

@@ -1,0 +1,178 @@
+// What a framework's kernels keep beyond (or instead of) the reference modules: torch.compile's
+// fused loss and recomputed pointwise ops, the attention kernels' workspace, bitsandbytes'
+// kept 4-bit inputs, Unsloth's fused norm and SwiGLU. Checked with hand-computed bytes.
+#include <QtTest>
+
+#include <fstream>
+
+#include "test_support.hpp"
+#include "wingspan/errors.hpp"
+
+using namespace wingspan;
+
+namespace {
+
+const Architecture& llama8b() { return test::library().model("llama-3.1-8b").arch; }
+
+const MemoryTerm* term_with(const MemoryEstimate& e, Component c, const std::string& text) {
+    for (const auto& t : e.terms)
+        if (t.component == c && t.formula.find(text) != std::string::npos) return &t;
+    return nullptr;
+}
+
+const Phase* phase_named(const MemoryEstimate& e, const std::string& name) {
+    for (const auto& p : e.phases)
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+std::int64_t activations_at(const MemoryEstimate& e, const std::string& phase) {
+    const Phase* p = phase_named(e, phase);
+    if (!p) return -1;
+    const auto it = p->bytes.find(Component::Activations);
+    return it == p->bytes.end() ? 0 : it->second;
+}
+
+// A bundled profile with one behaviour changed, as a published case measured with an older
+// library release states it.
+FrameworkProfile with_behaviour(const std::string& id, const nlohmann::json& patch) {
+    const FrameworkProfile& bundled = test::library().framework(id);
+    std::ifstream in(bundled.file);
+    nlohmann::json j = nlohmann::json::parse(in);
+    j.merge_patch(patch);
+    return parse_framework_profile(j, bundled.file.string());
+}
+
+TrainingSetup lora_bf16(std::int64_t seq, std::int64_t batch, Attention attention = Attention::Sdpa) {
+    TrainingSetup s;
+    s.method = Method::Lora;
+    s.precision = Precision::Bf16;
+    s.seq_len = seq;
+    s.micro_batch = batch;
+    s.attention = attention;
+    return s;
+}
+
+}  // namespace
+
+class TestFrameworkKernels : public QObject {
+    Q_OBJECT
+private slots:
+    void torchtune_compiled_loss_keeps_16bit_logits() {
+        const auto& tt = test::library().framework("torchtune");
+        TrainingSetup s = lora_bf16(2048, 2);
+        const std::int64_t tokens = 4096, V = 128256, chunk = tokens / 8;
+        const auto eager = estimate_memory(llama8b(), s, tt);
+        const auto compiled = estimate_memory(llama8b(), s, with_behaviour("torchtune", {{"compile", {{"enabled", true}}}}));
+        // Eager: the fp32 log-softmax of every chunk kept (4 B) + 8 B of one chunk in backward.
+        QCOMPARE(eager.term(Component::LogitsLoss)->bytes, tokens * V * 4 + chunk * V * 8);
+        // Compiled: the 16-bit logits kept, an fp32 logsumexp per token, one chunk's 16-bit gradient.
+        QCOMPARE(compiled.term(Component::LogitsLoss)->bytes, tokens * V * 2 + tokens * 4 + chunk * V * 2);
+    }
+
+    void compile_recomputes_pointwise_ops() {
+        const auto& tt = test::library().framework("torchtune");
+        TrainingSetup s = lora_bf16(1024, 1);
+        s.grad_checkpointing = false;
+        s.lora_targets = {LinearRole::Q, LinearRole::V};
+        const auto eager = estimate_memory(llama8b(), s, tt);
+        const auto compiled = estimate_memory(llama8b(), s, with_behaviour("torchtune", {{"compile", {{"enabled", true}}}}));
+        // Per layer the compiled graph drops, of each norm, the fp32 copy (4 B instead of 2) and
+        // the 16-bit output per hidden value, and two of the SwiGLU's four inner tensors.
+        const std::int64_t bs = 1024, h = 4096, inner = 14336, L = 32;
+        const std::int64_t per_layer = 2 * (bs * h * 4) + 2 * bs * inner * 2;
+        // The first layer's input norm is outside the graph (it keeps only its output: 2 B less
+        // than the difference above); the final norm outside the layers drops 4 B per value too.
+        QCOMPARE(activations_at(eager, "forward_end") - activations_at(compiled, "forward_end"),
+                 L * per_layer - 2 * bs * h + 4 * bs * h);
+    }
+
+    void bundled_torchtune_is_not_compiled_and_cpu_has_no_kernel_sections() {
+        // torchtune's recipes default to compile: False: the bundled profile predicts eager.
+        QVERIFY(!test::library().framework("torchtune").behaviour.at("compile").at("enabled").get<bool>());
+        // libtorch-cpu (the trainer on this machine) states none of these behaviours, so its
+        // predictions stay those of the reference path.
+        const auto& cpu = test::library().framework("libtorch-cpu");
+        for (const char* k : {"compile", "kernels", "attention"}) QVERIFY(!cpu.behaviour.contains(k));
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"compile", {{"enabled", "yes"}}}}, "x.json"));
+    }
+
+    void eager_attention_workspace() {
+        const TrainingSetup s = lora_bf16(1024, 2, Attention::Eager);
+        const auto est = estimate_memory(llama8b(), s, test::library().framework("hf-transformers"));
+        const MemoryTerm* ws = term_with(est, Component::Activations, "attention workspace (eager");
+        QVERIFY(ws);
+        QCOMPARE(ws->bytes, std::int64_t(2) * 32 * 1024 * 1024 * 2);   // b·heads·s²·2 B
+        QVERIFY(phase_named(est, "forward_attention"));
+        // The bare reference has no such workspace.
+        const auto bare = estimate_memory(llama8b(), s, test::bare_framework());
+        QVERIFY(!term_with(bare, Component::Activations, "attention workspace"));
+        QVERIFY(!phase_named(bare, "forward_attention"));
+    }
+
+    void flash_backward_workspace() {
+        const auto& hf = test::library().framework("hf-transformers");
+        TrainingSetup s = lora_bf16(2048, 1, Attention::Flash);
+        const MemoryTerm* ws = nullptr;
+        const auto est = estimate_memory(llama8b(), s, hf);
+        QVERIFY((ws = term_with(est, Component::Activations, "attention workspace (flash backward)")));
+        // fp32 dq accumulator (2048 × 4096 × 4) + softmax_d (32 heads × 2048 × 4) + dk, dv expanded
+        // from 8 KV heads to 32 (2 × 2048 × 4096 × 2).
+        QCOMPARE(ws->bytes, std::int64_t(2048) * 4096 * 4 + 32LL * 2048 * 4 + 2LL * 2048 * 4096 * 2);
+        QVERIFY(phase_named(est, "backward_attention"));
+        // SDPA as the reference calls it gets K and V already repeated: no expansion.
+        s.attention = Attention::Sdpa;
+        const auto sdpa = estimate_memory(llama8b(), s, hf);
+        QCOMPARE(term_with(sdpa, Component::Activations, "attention workspace")->bytes,
+                 std::int64_t(2048) * 4096 * 4 + 32LL * 2048 * 4);
+    }
+
+    void old_bitsandbytes_keeps_4bit_inputs() {
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4;
+        s.precision = Precision::Bf16;
+        s.seq_len = 512;
+        s.micro_batch = 2;
+        s.grad_checkpointing = false;
+        const FrameworkProfile current = test::library().framework("litgpt");
+        const FrameworkProfile old = with_behaviour("litgpt", {{"qlora", {{"keeps_linear_inputs", true}}}});
+        QVERIFY(!current.behaviour.at("qlora").value("keeps_linear_inputs", false));
+        QVERIFY(old.behaviour.at("qlora").at("keeps_linear_inputs").get<bool>());
+        const auto now = estimate_memory(llama8b(), s, current);
+        const auto then = estimate_memory(llama8b(), s, old);
+        // Per layer: the two norm outputs (2·h), the attention output (q_dim) and the MLP's inner
+        // activation, 2 B each per token; once, the final norm output feeding the 4-bit head.
+        const std::int64_t bs = 1024, h = 4096, qd = 4096, inner = 14336, L = 32;
+        QCOMPARE(activations_at(then, "forward_end") - activations_at(now, "forward_end"),
+                 L * bs * (2 * h + qd + inner) * 2 + bs * h * 2);
+        QVERIFY(then.explain(Component::Activations).find("4-bit linears' inputs kept by bitsandbytes") != std::string::npos);
+        // Not for a LoRA plan: nothing is quantized.
+        s.method = Method::Lora;
+        s.quantization = Quantization::None;
+        QCOMPARE(estimate_memory(llama8b(), s, old).total_bytes, estimate_memory(llama8b(), s, current).total_bytes);
+    }
+
+    void unsloth_kernels_keep_less() {
+        const auto& un = test::library().framework("unsloth");
+        TrainingSetup s = lora_bf16(1024, 1);
+        s.grad_checkpointing = false;
+        const auto est = estimate_memory(llama8b(), s, un);
+        QVERIFY(est.explain(Component::Activations).find("16-bit input, rstd (fused kernel), output") != std::string::npos);
+        // Against the same profile without its kernels section: per layer each norm keeps a 16-bit
+        // input instead of fp32 (2 B less per hidden value) and the MLP two inner tensors fewer.
+        const FrameworkProfile reference = with_behaviour("unsloth", {{"kernels", nullptr}});
+        const auto ref = estimate_memory(llama8b(), s, reference);
+        const std::int64_t bs = 1024, h = 4096, inner = 14336, L = 32;
+        const std::int64_t per_layer = 2 * bs * h * 2 + 2 * bs * inner * 2;
+        // (the first layer's input norm is outside the graph; the final norm keeps 2 B less too)
+        QCOMPARE(activations_at(ref, "forward_end") - activations_at(est, "forward_end"),
+                 L * per_layer - bs * h * 2 + bs * h * 2);
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"kernels", {{"norm_saves_input_only", "yes"}}}}, "x.json"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestFrameworkKernels)
+#include "test_framework_kernels.moc"
