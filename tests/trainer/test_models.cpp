@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../hub/test_http_server.hpp"
+#include "../hub/tiny_llama_repo.hpp"
 #include "wingspan/hub_download.hpp"
 #include "wingspan/safetensors.hpp"
 #include "wingspan/sha256.hpp"
@@ -29,68 +30,14 @@ const std::string kSp = WINGSPAN_TOKENIZER_FIXTURES;
 const std::string kChat = WINGSPAN_CHAT_FIXTURES;
 const std::string kCommit = "feedfacefeedfacefeedfacefeedfacefeedface";
 
-std::string slurp(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+std::string slurp(const std::string& file) { return hubtest::read_fixture(file); }
 
-// A tiny Llama whose vocabulary is the fixture tokenizer's, with small random BF16 weights.
-std::map<std::string, std::string> tiny_repo_files() {
-    const std::int64_t vocab = 1482, hidden = 32, inter = 48;
-    json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", hidden},
-                   {"intermediate_size", inter}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-                   {"num_key_value_heads", 2}, {"vocab_size", vocab}, {"max_position_embeddings", 256},
-                   {"tie_word_embeddings", true}, {"bos_token_id", 1}, {"eos_token_id", 2}};
-    std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes = {{"model.embed_tokens.weight", {vocab, hidden}}};
-    for (int i = 0; i < 2; ++i) {
-        const std::string p = "model.layers." + std::to_string(i) + ".";
-        for (auto [n, s] : std::vector<std::pair<std::string, std::vector<std::int64_t>>>{
-                 {"input_layernorm.weight", {hidden}}, {"self_attn.q_proj.weight", {hidden, hidden}},
-                 {"self_attn.k_proj.weight", {16, hidden}}, {"self_attn.v_proj.weight", {16, hidden}},
-                 {"self_attn.o_proj.weight", {hidden, hidden}}, {"post_attention_layernorm.weight", {hidden}},
-                 {"mlp.gate_proj.weight", {inter, hidden}}, {"mlp.up_proj.weight", {inter, hidden}},
-                 {"mlp.down_proj.weight", {hidden, inter}}})
-            shapes.push_back({p + n, s});
-    }
-    shapes.push_back({"model.norm.weight", {hidden}});
-    std::vector<wingspan::safetensors::TensorInfo> infos;
-    for (const auto& [name, shape] : shapes) infos.push_back({name, "BF16", shape});
-    const std::string header = wingspan::safetensors::build_header(infos);
-    std::string st(8, '\0');
-    for (int i = 0; i < 8; ++i) st[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-    st += header;
-    std::uint32_t state = 7;
-    for (const auto& info : infos) {
-        const bool norm = info.name.find("norm") != std::string::npos;
-        for (std::int64_t k = 0; k < info.elements(); ++k) {
-            state = state * 1664525u + 1013904223u;
-            const float v = norm ? 1.0f : (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.1f;
-            std::uint32_t bits;
-            std::memcpy(&bits, &v, 4);
-            st.push_back(static_cast<char>((bits >> 16) & 0xFF));
-            st.push_back(static_cast<char>(bits >> 24));
-        }
-    }
-    json tok_config = json::parse(slurp(kSp + "/small-llama/tokenizer_config.json"));
-    tok_config["chat_template"] = slurp(kChat + "/llama2.jinja");
-    return {{"config.json", config.dump(2)},
-            {"model.safetensors", st},
-            {"tokenizer.json", slurp(kSp + "/small-llama/tokenizer.json")},
-            {"tokenizer_config.json", tok_config.dump(2)},
-            {"README.md", "tiny\n"}};
-}
+// The tiny Llama repository (the fixture tokenizer's vocabulary, small BF16 weights) shared
+// with the run panel's end-to-end tests.
+std::map<std::string, std::string> tiny_repo_files() { return hubtest::tiny_llama_files(kSp, kChat); }
 
 void publish(hubtest::TestHttpServer& s, const std::string& repo, const std::map<std::string, std::string>& files) {
-    json listing = {{"id", repo}, {"sha", kCommit}, {"siblings", json::array()}};
-    for (const auto& [name, bytes] : files) {
-        json e = {{"rfilename", name}, {"size", bytes.size()}, {"blobId", wingspan::sha256_hex(bytes).substr(0, 40)}};
-        if (name.ends_with(".safetensors")) e["lfs"] = {{"sha256", wingspan::sha256_hex(bytes)}, {"size", bytes.size()}};
-        listing["siblings"].push_back(e);
-        s.file("/" + repo + "/resolve/" + kCommit + "/" + name, bytes);
-    }
-    s.file("/api/models/" + repo + "/revision/main", listing.dump());
+    hubtest::publish_repo(s, repo, files, kCommit);
 }
 
 // A tensor of a safetensors file as doubles (BF16 or F32), read with core's header parser.

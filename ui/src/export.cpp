@@ -14,6 +14,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
+#include "export_format.hpp"
 
 namespace wingspan::ui {
 
@@ -109,59 +110,17 @@ QImage render_chart(const ChartData& d, const ImageOptions& o) {
 }
 
 bool export_chart(const ChartData& d, const QString& path, const ImageOptions& o, QString* error) {
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    if (o.width < 16 || o.height < 16 || o.width > 20000 || o.height > 20000 || o.dpi < 24 || o.dpi > 1200) {
-        set_error(error, "image size must be 16–20000 pixels and DPI 24–1200");
-        return false;
-    }
-    if (suffix == "png") {
-        const QImage img = render_chart(d, o);
-        if (!img.save(path, "PNG")) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        return true;
-    }
-    if (suffix == "svg") {
-        QSvgGenerator gen;
-        gen.setFileName(path);
-        gen.setSize(QSize(o.width, o.height));
-        gen.setViewBox(QRect(0, 0, o.width, o.height));
-        gen.setResolution(int(std::lround(o.dpi)));
-        gen.setTitle(d.title);
-        gen.setDescription(d.subtitle);
-        QPainter p;
-        if (!p.begin(&gen)) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        paint_scaled(p, d, o, o.width, o.height);
-        p.end();
-        if (!QFileInfo(path).exists()) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        return true;
-    }
-    if (suffix == "pdf") {
-        QPdfWriter pdf(path);
-        pdf.setTitle(d.title);
-        pdf.setCreator("Wingspan");
-        pdf.setResolution(int(std::lround(o.dpi)));
-        pdf.setPageSize(QPageSize(QSizeF(o.width * 72.0 / o.dpi, o.height * 72.0 / o.dpi), QPageSize::Point,
-                                  QString(), QPageSize::ExactMatch));
-        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-        QPainter p;
-        if (!p.begin(&pdf)) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        paint_scaled(p, d, o, pdf.width(), pdf.height());
-        p.end();
-        return true;
-    }
-    set_error(error, "unknown chart format '" + suffix + "' (use .png, .svg or .pdf)");
-    return false;
+    // The format dispatch (PNG, SVG, PDF by suffix; size and DPI checks) is export_format.cpp's.
+    return paint_to_image_file(
+        path, o, d.title, style_for(o).background,
+        [&](QPaintDevice* device, const QRectF& target) {
+            QPainter p;
+            if (!p.begin(device)) return false;
+            paint_scaled(p, d, o, int(target.width()), int(target.height()));
+            p.end();
+            return true;
+        },
+        error);
 }
 
 bool export_widget(QWidget* w, const QString& path, const ImageOptions& o, QString* error) {
