@@ -17,6 +17,7 @@
 
 #include "../hub/test_http_server.hpp"
 #include "../hub/tiny_llama_repo.hpp"
+#include "trainer_process.hpp"
 #include "wingspan/hub_download.hpp"
 #include "wingspan/safetensors.hpp"
 #include "wingspan/sha256.hpp"
@@ -65,24 +66,12 @@ std::vector<double> read_tensor(const fs::path& file, const std::string& name, s
     return {};
 }
 
-struct Proc {
-    int exit_code = -1;
-    std::string out, err;
-};
+using Proc = wingspan::testing::ProgramResult;
 
 Proc trainer(const QStringList& args, const QString& hub_cache) {
-    QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert("HF_HUB_CACHE", hub_cache);
-    env.insert("OMP_WAIT_POLICY", "passive");
-    p.setProcessEnvironment(env);
-    p.start(WINGSPAN_TRAIN_BIN, args);
-    Proc r;
-    if (!p.waitForStarted() || !p.waitForFinished(240000)) return r;
-    r.exit_code = p.exitCode();
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
+    return wingspan::testing::run_program(WINGSPAN_TRAIN_BIN, args, env, 240000);
 }
 
 struct Run {

@@ -15,6 +15,7 @@
 #include "args.hpp"
 #include "model.hpp"
 #include "model_source.hpp"
+#include "trainer_process.hpp"
 #include "weights_io.hpp"
 
 using namespace wingspan;
@@ -33,24 +34,9 @@ std::string slurp(const fs::path& file) {
     return ss.str();
 }
 
-struct Proc {
-    int exit_code = -1;
-    std::string out, err;
-};
+using Proc = wingspan::testing::ProgramResult;
 
-Proc run(const QString& program, const QStringList& args) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("OMP_WAIT_POLICY", "passive");
-    p.setProcessEnvironment(env);
-    p.start(program, args);
-    Proc r;
-    if (!p.waitForStarted() || !p.waitForFinished(300000)) return r;
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
-}
+Proc run(const QString& program, const QStringList& args) { return wingspan::testing::run_program(program, args); }
 
 QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
 

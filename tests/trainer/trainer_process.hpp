@@ -1,7 +1,8 @@
 #pragma once
 // Runs the real wingspan-train binary and reads its protocol events as they arrive: the one
 // reader the trainer suites share (test_trainer_runs, test_trainer_distributed,
-// test_reliability_trainer). Header-only; needs WINGSPAN_TRAIN_BIN.
+// test_reliability_trainer); and run_program, for a command read whole once it ends
+// (test_trainer_models, test_trainer_variants_e2e). Header-only; run_trainer needs WINGSPAN_TRAIN_BIN.
 #include <QElapsedTimer>
 #include <QProcess>
 
@@ -65,6 +66,34 @@ struct TrainerLaunch {
     std::function<void(QProcess&)> on_started;   // right after the trainer has started
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
 };
+
+// A finished program's exit code (-1: a signal ended it, it did not start, or it outran the
+// timeout and was killed) and its whole stdout and stderr.
+struct ProgramResult {
+    int exit_code = -1;
+    std::string out, err;
+};
+
+inline ProgramResult run_program(const QString& program, const QStringList& args,
+                                 QProcessEnvironment env = QProcessEnvironment::systemEnvironment(),
+                                 int timeout_ms = 300000) {
+    // Passive OpenMP waiting: a trainer spinning on idle threads would slow the other suites.
+    if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(program, args);
+    ProgramResult r;
+    if (!p.waitForStarted()) return r;
+    if (!p.waitForFinished(timeout_ms)) {
+        p.kill();
+        p.waitForFinished();
+        return r;
+    }
+    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = p.readAllStandardOutput().toStdString();
+    r.err = p.readAllStandardError().toStdString();
+    return r;
+}
 
 inline TrainerResult run_trainer(TrainerLaunch launch) {
     QProcess p;
