@@ -3,23 +3,18 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli.hpp"
+#include "cli_result.hpp"
 #include "test_support.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-    int code;
-    std::string out, err;
-};
+using Result = wingspan::test::CliResult;
 Result run(std::vector<std::string> args) {
-    std::ostringstream out, err;
     args.push_back("--profiles");
     args.push_back(WINGSPAN_TEST_PROFILES_DIR);
-    const int code = wingspan::cli::run(args, out, err);
-    return {code, out.str(), err.str()};
+    return wingspan::test::run_cli(args);
 }
 // Runs `command` on a copy of the bundled profiles with one more file (relative path, content).
 Result run_with_extra_profile(const std::string& file, const std::string& content, const std::string& command) {
@@ -27,10 +22,9 @@ Result run_with_extra_profile(const std::string& file, const std::string& conten
     fs::remove_all(dir);
     fs::copy(WINGSPAN_TEST_PROFILES_DIR, dir, fs::copy_options::recursive);
     std::ofstream(dir / file) << content;
-    std::ostringstream out, err;
-    const int code = wingspan::cli::run({command, "--profiles", dir.string()}, out, err);
+    const Result r = wingspan::test::run_cli({command, "--profiles", dir.string()});
     fs::remove_all(dir);
-    return {code, out.str(), err.str()};
+    return r;
 }
 }  // namespace
 

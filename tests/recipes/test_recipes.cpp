@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "cli.hpp"
+#include "../core/cli_result.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/recipe.hpp"
 #include "wingspan/recipe_watch.hpp"
@@ -26,16 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int code;
-    std::string out, err;
-};
+using Result = wingspan::test::CliResult;
 
-Result cli(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    const int code = wingspan::cli::run(args, out, err);
-    return {code, out.str(), err.str()};
-}
+Result cli(const std::vector<std::string>& args) { return wingspan::test::run_cli(args); }
 
 std::string read(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
