@@ -5,6 +5,7 @@
 
 #include <QFontMetricsF>
 #include <QPainter>
+#include <QTextLayout>
 
 namespace wingspan::ui {
 
@@ -18,7 +19,6 @@ void ChartText::setText(const QString& t) {
     prepareGeometryChange();
     text_ = t;
     lines_.clear();
-    const QFontMetricsF fm(font_);
     double widest = 0;
     for (const QString& part : t.split('\n')) {
         Line line;
@@ -26,7 +26,9 @@ void ChartText::setText(const QString& t) {
         line.text.setPerformanceHint(QStaticText::AggressiveCaching);
         line.text.setText(part);
         line.text.prepare(QTransform(), font_);
-        line.width = fm.horizontalAdvance(part);
+        // prepare() has laid the line out already: its natural width is the advance, without
+        // shaping the text a second time.
+        line.width = line.text.size().width();
         widest = std::max(widest, line.width);
         lines_.push_back(std::move(line));
     }
@@ -43,20 +45,42 @@ void ChartText::setFitted(const QString& full, double width, int max_lines) {
     const QFontMetricsF fm(font_);
     QStringList lines;
     const QStringList words = full.split(' ', Qt::SkipEmptyParts);
+    // The text is shaped once; the width of the words before and after each space is read off
+    // that one layout, not measured again per candidate break.
+    QTextLayout shaped(full, font_);
+    shaped.beginLayout();
+    QTextLine one = shaped.createLine();
+    if (one.isValid()) one.setNumColumns(int(full.size()) + 1);
+    shaped.endLayout();
+    const double full_width = one.isValid() ? one.naturalTextWidth() : 0.0;
+    const bool fits = full_width <= width;
     // Two lines: the break that makes the longer line shortest ("Mac Studio" / "M3 Ultra", not
     // "Mac Studio M3" / "Ultra").
     int best = -1;
     double best_width = INFINITY;
-    if (max_lines >= 2 && fm.horizontalAdvance(full) > width)
-        for (int k = 1; k < words.size(); ++k) {
-            const double w = std::max(fm.horizontalAdvance(QStringList(words.mid(0, k)).join(' ')),
-                                      fm.horizontalAdvance(QStringList(words.mid(k)).join(' ')));
-            if (w <= width && w < best_width) {
-                best = k;
-                best_width = w;
+    if (max_lines >= 2 && !fits) {
+        int words_before = 0;
+        for (qsizetype at = 0; at < full.size();) {
+            if (full[at] != ' ') {
+                ++at;
+                continue;
             }
+            qsizetype end = at;
+            while (end < full.size() && full[end] == ' ') ++end;
+            if (at > 0) ++words_before;   // a word ends where this run of spaces starts
+            if (words_before >= 1 && end < full.size()) {
+                const double w = std::max(one.cursorToX(int(at)), full_width - one.cursorToX(int(end)));
+                if (w <= width && w < best_width) {
+                    best = words_before;
+                    best_width = w;
+                }
+            }
+            at = end;
         }
-    if (max_lines == 1 || fm.horizontalAdvance(full) <= width) {
+    }
+    if (fits) {
+        lines << full;
+    } else if (max_lines == 1) {
         lines << fm.elidedText(full, Qt::ElideRight, width);
     } else if (best > 0) {
         lines << QStringList(words.mid(0, best)).join(' ') << QStringList(words.mid(best)).join(' ');
