@@ -75,6 +75,26 @@ bool on_a_ceiling(const MemoryQChart& c, int bars, const QRectF& label) {
     return false;
 }
 
+// The window at 1600x1000 with every machine ticked ("All"): 17 bars.
+void show_every_machine(MainWindow& w) {
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (auto* b : w.findChildren<QPushButton*>())
+        if (b->text() == "All") b->click();
+}
+
+// Counts the events of one type that the objects it watches receive.
+struct EventCounter : QObject {
+    explicit EventCounter(QEvent::Type t) : type(t) {}
+    QEvent::Type type;
+    int count = 0;
+    bool eventFilter(QObject*, QEvent* e) override {
+        if (e->type() == type) ++count;
+        return false;
+    }
+};
+
 }  // namespace
 
 class ChartLayoutTest : public QObject {
@@ -206,11 +226,7 @@ private slots:
         // step that changes several components must reach it once, with all the new values.
         MainWindow w(QString(), MainWindow::Options{false, false});
         QVERIFY(w.hasLibrary());
-        w.resize(1600, 1000);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
-        for (auto* b : w.findChildren<QPushButton*>())
-            if (b->text() == "All") b->click();   // every machine: 17 bars
+        show_every_machine(w);
         QCOMPARE(w.plan().machines.size(), w.library().machines().size());
         QApplication::processEvents();
         MemoryQChart* c = w.machineChartWidget()->memoryChart();
@@ -282,6 +298,41 @@ private slots:
                                         .arg(want.top()).arg(want.bottom())));
             }
         }
+    }
+
+    void aSliderStepPaintsTheChartOnceAndLeavesThePanelsAlone() {
+        // A step is one paint of the chart, also when the value axis changes (its relayout
+        // happens before the paint, not after it), and the plan inputs beside it keep their
+        // layout (their labels change text, not size).
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        show_every_machine(w);
+        auto settle = [] {
+            QApplication::processEvents();
+            QApplication::processEvents();
+            QApplication::sendPostedEvents(nullptr, QEvent::UpdateRequest);
+        };
+        settle();
+        EventCounter paints(QEvent::Paint), relayouts(QEvent::LayoutRequest);
+        MemoryChartWidget* view = w.machineChartWidget();
+        view->viewport()->installEventFilter(&paints);
+        auto* inputs = w.findChild<QWidget*>("inputsPanel");
+        QVERIFY(inputs);
+        for (QWidget* child : inputs->findChildren<QWidget*>()) child->installEventFilter(&relayouts);
+        inputs->installEventFilter(&relayouts);
+        auto* size = w.findChild<QSlider*>("sizeSlider");
+        QVERIFY(size);
+        int axis_changes = 0;
+        for (int step = 0; step <= 40; ++step) {
+            const double axis_before = view->memoryChart()->valueAxis().max_bytes;
+            paints.count = relayouts.count = 0;
+            size->setValue(size->minimum() + (size->maximum() - size->minimum()) * step / 40);
+            settle();
+            axis_changes += view->memoryChart()->valueAxis().max_bytes != axis_before;
+            QCOMPARE(paints.count, 1);
+            QCOMPARE(relayouts.count, 0);
+        }
+        QVERIFY2(axis_changes >= 3, qPrintable(QString::number(axis_changes)));
     }
 };
 

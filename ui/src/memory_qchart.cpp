@@ -118,6 +118,9 @@ void MemoryQChart::setContent(const ChartData& data, const ChartStyle& style) {
     }
     refreshDecorationTexts();
     layoutDecorations();
+    // A new axis range (or new margins) leaves the chart's layout invalid with a request
+    // posted; laid out now rather than after the view's first paint, the step paints once.
+    if (QGraphicsLayout* l = layout(); l && !l->isActivated()) l->activate();
 }
 
 double MemoryQChart::axisValue(double bytes) const {
@@ -250,11 +253,14 @@ void MemoryQChart::applyAxis() {
         const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-12))));
         const double f = raw / mag;
         const double step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
-        y->setRange(lo, hi);
-        y->setTickInterval(step);
-        y->setLabelFormat(step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f");
+        // Each setter lays the axis (its labels) out again, even with the value it has: only
+        // what changed, so a step that keeps the axis leaves it alone.
+        if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
+        if (y->tickInterval() != step) y->setTickInterval(step);
+        const QString format = step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f";
+        if (y->labelFormat() != format) y->setLabelFormat(format);
     } else if (auto* y = qobject_cast<QLogValueAxis*>(y_)) {
-        y->setRange(lo, hi);
+        if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
     }
 }
 
