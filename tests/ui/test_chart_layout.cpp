@@ -1,16 +1,22 @@
 // The memory chart's labels where a user reads them: a bar's total and verdict never sit on a
 // dashed ceiling line, long machine names break over two lines instead of eliding where the
 // slot has room, a slider move changes the chart's values in place (no new series or label
-// items), and the machines list's framework choice names a machine from the start. Offscreen.
+// items) and reaches Qt Charts' bar layout once, and the machines list's framework choice names
+// a machine from the start. Offscreen.
 #include <QtTest>
 
 #include <QApplication>
+#include <QAbstractBarSeries>
 #include <QBarSet>
+#include <QGraphicsRectItem>
+#include <QSignalSpy>
 #include <QComboBox>
 #include <QGraphicsScene>
 #include <QGraphicsLayout>
 #include <QPushButton>
 #include <QSlider>
+#include <QStyle>
+#include <QStyleOptionComboBox>
 #include <QTreeWidget>
 
 #include "wingspan/ui/chart_view.hpp"
@@ -68,6 +74,26 @@ bool on_a_ceiling(const MemoryQChart& c, int bars, const QRectF& label) {
     }
     return false;
 }
+
+// The window at 1600x1000 with every machine ticked ("All"): 17 bars.
+void show_every_machine(MainWindow& w) {
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (auto* b : w.findChildren<QPushButton*>())
+        if (b->text() == "All") b->click();
+}
+
+// Counts the events of one type that the objects it watches receive.
+struct EventCounter : QObject {
+    explicit EventCounter(QEvent::Type t) : type(t) {}
+    QEvent::Type type;
+    int count = 0;
+    bool eventFilter(QObject*, QEvent* e) override {
+        if (e->type() == type) ++count;
+        return false;
+    }
+};
 
 }  // namespace
 
@@ -148,7 +174,17 @@ private slots:
         QVERIFY(list->currentItem());
         QCOMPARE(list->currentItem()->checkState(0), Qt::Checked);
         const MachineProfile& m = w.library().machine(list->currentItem()->data(0, Qt::UserRole).toString().toStdString());
-        QCOMPARE(combo->currentText(), "Its usual: " + QString::fromStdString(w.library().framework_for(m).name));
+        const QString usual = QString::fromStdString(w.library().framework_for(m).name);
+        QCOMPARE(combo->itemData(0, Qt::ToolTipRole).toString(), usual);
+        QVERIFY(combo->toolTip().contains(usual));
+        QVERIFY(combo->currentText().startsWith("Usual: "));
+        // Every choice reads whole in the box at this size (the full names are the tooltips).
+        QStyleOptionComboBox opt;
+        opt.initFrom(combo);
+        const int field = combo->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, combo).width();
+        for (int k = 0; k < combo->count(); ++k)
+            QVERIFY2(combo->fontMetrics().horizontalAdvance(combo->itemText(k)) <= field,
+                     qPrintable(combo->itemText(k) + " does not fit " + QString::number(field) + " px"));
     }
 
     void sliderMovesChangeValuesInPlace() {
@@ -183,6 +219,120 @@ private slots:
             for (int i = 0; i < int(d.bars.size()); ++i)
                 QVERIFY(c->totalRect(i).isValid());
         }
+    }
+
+    void oneSliderStepLaysTheBarsOutOnce() {
+        // Qt Charts lays out every bar of the series on each value signal of each bar set; a
+        // step that changes several components must reach it once, with all the new values.
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        show_every_machine(w);
+        QCOMPARE(w.plan().machines.size(), w.library().machines().size());
+        QApplication::processEvents();
+        MemoryQChart* c = w.machineChartWidget()->memoryChart();
+        QAbstractBarSeries* bars = nullptr;
+        for (QAbstractSeries* s : c->series())
+            if (auto* b = qobject_cast<QAbstractBarSeries*>(s)) bars = b;
+        QVERIFY(bars);
+        // The signals that make the chart lay the bars out come from each set's private object.
+        std::vector<std::unique_ptr<QSignalSpy>> relayouts;
+        for (QBarSet* set : bars->barSets())
+            for (QObject* child : set->children())
+                if (qstrcmp(child->metaObject()->className(), "QBarSetPrivate") == 0)
+                    for (const char* signal : {SIGNAL(valueAdded(int,int)), SIGNAL(valueRemoved(int,int)), SIGNAL(valueChanged(int))}) {
+                        relayouts.push_back(std::make_unique<QSignalSpy>(child, signal));
+                        QVERIFY(relayouts.back()->isValid());
+                    }
+        QCOMPARE(relayouts.size(), size_t(bars->count()) * 3);
+        auto signals_sent = [&] {
+            int n = 0;
+            for (auto& spy : relayouts) n += int(spy->count());
+            for (auto& spy : relayouts) spy->clear();
+            return n;
+        };
+        auto values = [&] {
+            std::vector<std::vector<qreal>> v;
+            for (QBarSet* set : bars->barSets()) {
+                v.emplace_back();
+                for (int k = 0; k < set->count(); ++k) v.back().push_back(set->at(k));
+            }
+            return v;
+        };
+        auto sets_changed = [](const std::vector<std::vector<qreal>>& a, const std::vector<std::vector<qreal>>& b) {
+            int n = 0;
+            for (size_t s = 0; s < a.size(); ++s) n += a[s] != b[s];
+            return n;
+        };
+        auto* seq = w.findChild<QSlider*>("seqSlider");
+        auto* size = w.findChild<QSlider*>("sizeSlider");
+        QVERIFY(seq && size);
+        signals_sent();
+        const std::pair<QSlider*, int> steps[] = {{seq, seq->maximum()}, {seq, seq->minimum()}, {seq, (seq->minimum() + seq->maximum()) / 2},
+                                                  {size, size->maximum()}, {size, (size->minimum() + size->maximum()) / 2}};
+        for (const auto& [slider, to] : steps) {
+            const auto before = values();
+            QVERIFY(slider->value() != to);
+            slider->setValue(to);
+            const int changed = sets_changed(before, values());
+            QVERIFY2(changed >= 2, qPrintable(QString("%1 sets changed").arg(changed)));
+            QCOMPARE(signals_sent(), 1);
+            QApplication::processEvents();
+            // The bars Qt Charts drew are the new values: each machine's visible bar pieces
+            // stack up to exactly the bar the chart reports (its total).
+            const ChartData& d = w.machineChart();
+            QList<QRectF> pieces;
+            for (QGraphicsItem* item : bars->chart()->scene()->items())
+                // Qt's bar pieces live under the series' item; our legend swatches and focus
+                // ring are the chart's own children.
+                if (auto* r = dynamic_cast<QGraphicsRectItem*>(item); r && r->isVisible() && r->parentItem() != c)
+                    pieces.push_back(r->mapRectToItem(c, r->rect()));
+            for (int i = 0; i < int(d.bars.size()); ++i) {
+                // (A bar cut at the top of the axis is drawn past it, clipped to the plot.)
+                const QRectF want = c->barRect(i).intersected(c->plotArea());
+                QRectF got;
+                for (const QRectF& p : pieces)
+                    if (p.center().x() > want.left() && p.center().x() < want.right() && p.height() > 0) got |= p;
+                got = got.intersected(c->plotArea());
+                QVERIFY2(std::fabs(got.top() - want.top()) < 1.5 && std::fabs(got.bottom() - want.bottom()) < 1.5,
+                         qPrintable(QString("bar %1: drawn %2..%3, expected %4..%5").arg(i).arg(got.top()).arg(got.bottom())
+                                        .arg(want.top()).arg(want.bottom())));
+            }
+        }
+    }
+
+    void aSliderStepPaintsTheChartOnceAndLeavesThePanelsAlone() {
+        // A step is one paint of the chart, also when the value axis changes (its relayout
+        // happens before the paint, not after it), and the plan inputs beside it keep their
+        // layout (their labels change text, not size).
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        show_every_machine(w);
+        auto settle = [] {
+            QApplication::processEvents();
+            QApplication::processEvents();
+            QApplication::sendPostedEvents(nullptr, QEvent::UpdateRequest);
+        };
+        settle();
+        EventCounter paints(QEvent::Paint), relayouts(QEvent::LayoutRequest);
+        MemoryChartWidget* view = w.machineChartWidget();
+        view->viewport()->installEventFilter(&paints);
+        auto* inputs = w.findChild<QWidget*>("inputsPanel");
+        QVERIFY(inputs);
+        for (QWidget* child : inputs->findChildren<QWidget*>()) child->installEventFilter(&relayouts);
+        inputs->installEventFilter(&relayouts);
+        auto* size = w.findChild<QSlider*>("sizeSlider");
+        QVERIFY(size);
+        int axis_changes = 0;
+        for (int step = 0; step <= 40; ++step) {
+            const double axis_before = view->memoryChart()->valueAxis().max_bytes;
+            paints.count = relayouts.count = 0;
+            size->setValue(size->minimum() + (size->maximum() - size->minimum()) * step / 40);
+            settle();
+            axis_changes += view->memoryChart()->valueAxis().max_bytes != axis_before;
+            QCOMPARE(paints.count, 1);
+            QCOMPARE(relayouts.count, 0);
+        }
+        QVERIFY2(axis_changes >= 3, qPrintable(QString::number(axis_changes)));
     }
 };
 

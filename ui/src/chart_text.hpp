@@ -1,13 +1,13 @@
 #pragma once
-// A text label on the memory chart that lays its glyphs out once (QStaticText), not on every
-// paint: the chart repaints on every slider step. It can break a long text into a few lines
-// (at spaces, the last line elided) so a bar's caption shows in full where one line has no
-// room, with the full text as tooltip when something was cut.
+// A text label on the memory chart that lays its glyphs out once (one QTextLayout), not on
+// every paint: the chart repaints on every slider step. It can break a long text into a few
+// lines (at spaces, the last line elided) so a bar's caption shows in full where one line has
+// no room, with the full text as tooltip when something was cut.
 #include <vector>
 
 #include <QFont>
 #include <QGraphicsItem>
-#include <QStaticText>
+#include <QTextLayout>
 
 namespace wingspan::ui {
 
@@ -23,7 +23,7 @@ public:
     void setFitted(const QString& full, double width, int max_lines = 1);
     // Lines centred on each other (captions under a bar) instead of left-aligned.
     void setCentred(bool on) { centred_ = on; }
-    int lineCount() const { return int(lines_.size()); }
+    int lineCount() const { return int(widths_.size()); }
     double lineHeight() const { return line_height_; }
     void setBrush(const QColor& c);
     QFont font() const { return font_; }
@@ -32,12 +32,10 @@ public:
     void paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) override;
 
 private:
-    struct Line {
-        QStaticText text;
-        double width = 0;
-    };
     QString text_;
-    std::vector<Line> lines_;
+    QTextLayout layout_;           // every line, shaped once per text
+    std::vector<double> widths_;   // per line
+    bool laid_out_ = false;
     QFont font_;
     QColor colour_;
     QSizeF size_;

@@ -22,6 +22,10 @@ MemoryChartWidget::MemoryChartWidget(QWidget* parent) : QChartView(parent) {
     setRenderHint(QPainter::Antialiasing, false);
     setOptimizationFlags(QGraphicsView::DontSavePainterState | QGraphicsView::DontAdjustForAntialiasing);
     if (scene()) scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
+    // The view fills every exposed pixel with its background brush (setData sets it), so the
+    // viewport need not fill them first: one fill of the chart per slider step, not two.
+    viewport()->setAttribute(Qt::WA_OpaquePaintEvent);
+    viewport()->setAutoFillBackground(false);
     setFrameShape(QFrame::NoFrame);
     setMouseTracking(true);
     viewport()->setMouseTracking(true);
@@ -36,8 +40,12 @@ MemoryChartWidget::MemoryChartWidget(QWidget* parent) : QChartView(parent) {
 
 void MemoryChartWidget::setData(ChartData data) {
     data_ = std::move(data);
-    chart_->setContent(data_, ChartStyle::from_palette(palette()));
-    setBackgroundBrush(ChartStyle::from_palette(palette()).background);
+    const ChartStyle style = ChartStyle::from_palette(palette());
+    chart_->setContent(data_, style);
+    // Setting the view's brush repaints the whole view, even with the same colour: only when
+    // it changes (a new theme), so a slider step repaints what moved.
+    const QBrush background(style.background);
+    if (backgroundBrush() != background) setBackgroundBrush(background);
     const int n = int(data_.bars.size());
     if (focus_bar_ >= n) focus_bar_ = n - 1;
     if (focus_bar_ >= 0 && focus_segment_ >= int(data_.bars[size_t(focus_bar_)].segments.size())) focus_segment_ = -1;

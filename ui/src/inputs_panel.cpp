@@ -66,10 +66,13 @@ InputsPanel::InputsPanel(const ProfileLibrary& lib, QWidget* parent) : QWidget(p
     QWidget* advanced = buildAdvancedBox();
     v->addWidget(advanced);
     v->addStretch();
-    // A fixed-size label: its text follows the size slider on every step, and a label that can
-    // change size would make the whole panel lay itself out again each time.
+    // Fixed-size labels: their texts follow the size slider on every step, and a label that can
+    // change size makes the whole panel lay itself out again each time. The parameter count
+    // wraps within its two lines where the panel is narrow.
     size_label_->setWordWrap(false);
-    size_label_->setFixedSize(sizeHint().width() - 40, size_label_->fontMetrics().lineSpacing() * 2 + 4);
+    const QSize two_lines(sizeHint().width() - 40, size_label_->fontMetrics().lineSpacing() * 2 + 4);
+    size_label_->setFixedSize(two_lines);
+    model_info_->setFixedSize(two_lines);
     populateModels();
 }
 

@@ -17,6 +17,17 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+constexpr char kFrameworkTip[] =
+    "The framework this machine trains with: its fixed costs (the hatched overhead) and its\n"
+    "speed. Defaults to the machine's usual one (CUDA, MLX, CPU).";
+
+// "Hugging Face transformers + PEFT + bitsandbytes (CUDA)" -> "Hugging Face transformers": the
+// name before its list of parts and its parenthesis, so the box reads whole in a narrow panel.
+QString short_framework_name(const std::string& name) {
+    const QString s = qs(name).section(" (", 0, 0).section(" + ", 0, 0).trimmed();
+    return s.isEmpty() ? qs(name) : s;
+}
+
 int machine_rank(const MachineProfile& m) {
     // GPUs first, then unified memory, then CPU-only; the user's own last.
     const int kind = m.kind == MachineKind::Gpu ? 0 : m.kind == MachineKind::Unified ? 1 : 2;
@@ -59,20 +70,26 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
     v->addWidget(title);
     v->addWidget(list_, 1);
 
-    // The framework the selected machine computes with (its usual one unless chosen here).
-    auto* fw_row = new QHBoxLayout;
+    // The framework the selected machine computes with (its usual one unless chosen here). The
+    // label sits above the box so the box has the panel's whole width at laptop sizes.
+    auto* fw_row = new QVBoxLayout;
+    fw_row->setSpacing(2);
     framework_label_ = new QLabel("&Framework:");
     framework_ = new QComboBox;
     framework_->setObjectName("machineFramework");
     framework_->setAccessibleName("Framework of the selected machine");
-    framework_->setToolTip("The framework this machine trains with: its fixed costs (the hatched overhead) and its\n"
-                           "speed. Defaults to the machine's usual one (CUDA, MLX, CPU).");
+    framework_->setToolTip(kFrameworkTip);
     framework_->setEnabled(false);
     framework_->setPlaceholderText("Select a machine above");
     framework_label_->setBuddy(framework_);
     fw_row->addWidget(framework_label_);
-    fw_row->addWidget(framework_, 1);
+    fw_row->addWidget(framework_);
     v->addLayout(fw_row);
+    // The box names the chosen framework briefly; its tooltip names it in full.
+    connect(framework_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        const QString full = index >= 0 ? framework_->itemData(index, Qt::ToolTipRole).toString() : QString();
+        framework_->setToolTip(QString(kFrameworkTip) + (full.isEmpty() ? QString() : "\n\nNow: " + full));
+    });
     connect(framework_, &QComboBox::activated, this, [this](int index) {
         auto* item = list_->currentItem();
         if (!item || syncing_) return;
@@ -134,8 +151,13 @@ void MachinesPanel::showFrameworkOf(QTreeWidgetItem* item) {
     if (item && lib_) {
         const std::string id = item->data(0, Qt::UserRole).toString().toStdString();
         const MachineProfile& m = lib_->machine(id);
-        framework_->addItem("Its usual: " + QString::fromStdString(lib_->framework_for(m).name), QString());
-        for (const auto& f : lib_->frameworks()) framework_->addItem(QString::fromStdString(f.name), QString::fromStdString(f.id));
+        const std::string& usual = lib_->framework_for(m).name;
+        framework_->addItem("Usual: " + short_framework_name(usual), QString());
+        framework_->setItemData(0, QString::fromStdString(usual), Qt::ToolTipRole);
+        for (const auto& f : lib_->frameworks()) {
+            framework_->addItem(short_framework_name(f.name), QString::fromStdString(f.id));
+            framework_->setItemData(framework_->count() - 1, QString::fromStdString(f.name), Qt::ToolTipRole);
+        }
         framework_->setCurrentIndex(0);   // with a placeholder text, a filled box stays unselected
         if (auto it = frameworks_.find(id); it != frameworks_.end())
             framework_->setCurrentIndex(std::max(0, framework_->findData(QString::fromStdString(it->second))));

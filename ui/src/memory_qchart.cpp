@@ -17,6 +17,7 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
+#include <QSignalBlocker>
 #include <QStackedBarSeries>
 #include <QValueAxis>
 
@@ -34,6 +35,14 @@ QFont font_px(const ChartStyle& st, double px, bool bold = false) {
     f.setPixelSize(std::max(6, int(std::lround(px * st.font_scale))));
     f.setBold(bold);
     return f;
+}
+
+// The object whose signals make Qt Charts lay a bar set's bars out (QBarSetPrivate, a child
+// of the set), or nullptr.
+QObject* value_notifier(QBarSet* set) {
+    for (QObject* child : set->children())
+        if (qstrcmp(child->metaObject()->className(), "QBarSetPrivate") == 0) return child;
+    return nullptr;
 }
 
 bool dark_background(const ChartStyle& st) { return st.background.lightness() < 128; }
@@ -109,6 +118,9 @@ void MemoryQChart::setContent(const ChartData& data, const ChartStyle& style) {
     }
     refreshDecorationTexts();
     layoutDecorations();
+    // A new axis range (or new margins) leaves the chart's layout invalid with a request
+    // posted; laid out now rather than after the view's first paint, the step paints once.
+    if (QGraphicsLayout* l = layout(); l && !l->isActivated()) l->activate();
 }
 
 double MemoryQChart::axisValue(double bytes) const {
@@ -241,34 +253,48 @@ void MemoryQChart::applyAxis() {
         const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-12))));
         const double f = raw / mag;
         const double step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
-        y->setRange(lo, hi);
-        y->setTickInterval(step);
-        y->setLabelFormat(step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f");
+        // Each setter lays the axis (its labels) out again, even with the value it has: only
+        // what changed, so a step that keeps the axis leaves it alone.
+        if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
+        if (y->tickInterval() != step) y->setTickInterval(step);
+        const QString format = step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f";
+        if (y->labelFormat() != format) y->setLabelFormat(format);
     } else if (auto* y = qobject_cast<QLogValueAxis*>(y_)) {
-        y->setRange(lo, hi);
+        if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
     }
 }
 
 void MemoryQChart::updateValues() {
     applyAxis();
-    const double floor_value = axis_.log ? axis_.min_bytes / axis_.unit_bytes : 0.0;
     // Stacked on a log axis, an empty set still counts from the axis floor: give it nothing.
+    std::vector<std::pair<QBarSet*, QList<qreal>>> changed;
     for (size_t s = 0; s < sets_.size(); ++s) {
-        std::vector<double> values(size_t(x_->count()), 0.0);
+        QList<qreal> values(x_->count(), 0.0);
         for (size_t i = 0; i < data_.bars.size(); ++i) {
             double bytes = 0;
             for (const auto& seg : data_.bars[i].segments)
                 if (seg.component == set_components_[s]) bytes += double(seg.bytes);
-            values[size_t(category_of_bar_[i])] = bytes / axis_.unit_bytes;
+            values[category_of_bar_[i]] = bytes / axis_.unit_bytes;
         }
         bool same = sets_[s]->count() == int(values.size());
-        for (int k = 0; same && k < int(values.size()); ++k) same = sets_[s]->at(k) == values[size_t(k)];
-        if (same) continue;
-        // Two signals per set (not one per bar): the series lays its bars out once for each.
-        sets_[s]->remove(0, sets_[s]->count());
-        sets_[s]->append(QList<qreal>(values.begin(), values.end()));
+        for (int k = 0; same && k < int(values.size()); ++k) same = sets_[s]->at(k) == values[k];
+        if (!same) changed.emplace_back(sets_[s], std::move(values));
     }
-    (void)floor_value;
+    // Qt Charts lays every bar of the series out again on each value signal of each set (a
+    // remove and an append per set: two full layouts per changed set). The sets take their new
+    // values quietly and only the last append speaks, so the series lays out once per step,
+    // from all the new values. The signals come from the set's private QObject child; where a
+    // Qt build has none, nothing is blocked and the result is the same, only slower.
+    for (size_t k = 0; k < changed.size(); ++k) {
+        auto& [set, values] = changed[k];
+        QObject* notifier = value_notifier(set);
+        {
+            const QSignalBlocker quiet(notifier);
+            set->remove(0, set->count());
+        }
+        const QSignalBlocker quiet_unless_last(k + 1 < changed.size() ? notifier : nullptr);
+        set->append(values);
+    }
     for (size_t i = 0; i < ceilings_.size(); ++i) {
         if (!ceilings_[i]) continue;
         const double c = double(category_of_bar_[i]);
@@ -308,13 +334,15 @@ void MemoryQChart::clearDecorations() {
 // The label items, once per set of bars; their texts come from refreshDecorationTexts.
 void MemoryQChart::buildDecorations() {
     Decor& d = *decor_;
-    auto text = [this](const QFont& f, const QColor& c, bool centred = false) {
+    // On screen the labels that stay put while a slider moves (captions, legend, title) are
+    // cached pixmaps; those whose text changes with every step (totals, verdicts) draw their
+    // glyphs directly, as rendering a fresh pixmap per step costs more than it saves. Files
+    // keep real text and vectors.
+    auto text = [this](const QFont& f, const QColor& c, bool centred = false, bool changes_per_step = false) {
         auto* t = new ChartText(QString(), f, c, this);
         t->setZValue(kDecorZ);
         t->setCentred(centred);
-        // On screen the labels are cached pixmaps (cheap repaints while a slider moves); files
-        // keep real text and vectors.
-        if (for_screen_) t->setCacheMode(QGraphicsItem::DeviceCoordinateCache);
+        if (for_screen_ && !changes_per_step) t->setCacheMode(QGraphicsItem::DeviceCoordinateCache);
         return t;
     };
     const QFont small = font_px(style_, 11), normal = font_px(style_, 12), bold = font_px(style_, 12, true);
@@ -326,8 +354,8 @@ void MemoryQChart::buildDecorations() {
     if (data_.bars.empty() && !data_.empty_message.isEmpty())
         d.empty = text(font_px(style_, 14), data_.is_error ? style_.no : style_.muted);
     for (size_t i = 0; i < data_.bars.size(); ++i) {
-        d.totals.push_back(text(bold, style_.text, true));
-        d.verdicts.push_back(text(small, style_.muted, true));
+        d.totals.push_back(text(bold, style_.text, true, true));
+        d.verdicts.push_back(text(small, style_.muted, true, true));
         d.captions.push_back({text(bold, style_.text, true), text(small, style_.muted, true), text(small, style_.tight, true)});
         const QString& g = data_.bars[i].group;
         if (g.isEmpty()) continue;

@@ -96,12 +96,21 @@ QString title_html(const QString& title, const QStringList& lines, const ChartSt
     return html;
 }
 
+// At most this many legend entries read whole in one row under a run chart at laptop widths.
+constexpr int kLegendRowEntries = 4;
+
 void style_chart(QChart* chart, const ChartStyle& st) {
     chart->setBackgroundBrush(st.background);
     chart->setBackgroundRoundness(0);
     chart->setTitleBrush(st.text);
     chart->legend()->setLabelColor(st.text);
-    chart->legend()->setAlignment(Qt::AlignBottom);
+    // Qt's legend under a chart is one row that elides names that do not fit ("Frozen …",
+    // "Rank 0:…"): a chart with many entries lists them in a column at its right instead, and
+    // any name still cut shows whole on hover.
+    int entries = 0;
+    for (QLegendMarker* m : chart->legend()->markers()) entries += m->isVisible() ? 1 : 0;
+    chart->legend()->setAlignment(entries > kLegendRowEntries ? Qt::AlignRight : Qt::AlignBottom);
+    chart->legend()->setShowToolTips(true);
     chart->setMargins(QMargins(4, 4, 4, 4));
     QFont f = chart->titleFont();
     if (!st.font_family.isEmpty()) f.setFamily(st.font_family);
