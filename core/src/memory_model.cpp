@@ -734,13 +734,14 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         // head's first, then layer by layer from the last; the gradient bytes alive in the
         // last layer's backward grow while its saved activations shrink, so the peak of a
         // backward pass is in its first or its last layer.
-        // ZeRO-2 holds its shard and bucket throughout; in backward, no more whole gradients
-        // than backward has made so far.
+        // DDP's all-reduce buckets and ZeRO-2's shard and bucket are allocated once and held
+        // throughout (forward too); ZeRO-2 has in backward no more whole gradients than backward
+        // has made so far.
         auto grads_at = [&](std::int64_t bytes) {
             if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_in_flight, bytes);
-            return std::max(carried_grads, bytes / grad_div);
+            return std::max(carried_grads, bytes / grad_div) + ddp_buckets;
         };
-        const std::int64_t held_grads = zero2_bucket > 0 ? grads_dev + zero2_bucket : carried_grads;
+        const std::int64_t held_grads = zero2_bucket > 0 ? grads_dev + zero2_bucket : carried_grads + ddp_buckets;
         const std::int64_t g_layer = g_down + g_mlp + g_o + g_qkv;
         const std::int64_t g_all_but_embed = grads - g_embed;
         phase("forward_end", {{Component::Gradients, held_grads},
@@ -758,11 +759,11 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             phase("backward_attention", {{Component::Gradients, grads_at(g_head + g_down + g_mlp + g_o)},
                                          {Component::Activations, act_top_attn + gathered}});
         if (L > 1) {
-            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down) + ddp_buckets},
+            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down)},
                                    {Component::Activations, act_bottom_mlp + gathered}});
             if (act_bottom_attn > 0)
                 phase("backward_end_attention",
-                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv) + ddp_buckets},
+                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv)},
                        {Component::Activations, act_bottom_attn + gathered}});
         }
         // A tied embedding's dense gradient beside the head's, before autograd adds them.

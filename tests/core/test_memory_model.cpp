@@ -240,6 +240,9 @@ private slots:
         s.sharding = Sharding::Ddp;
         auto ddp = estimate_memory(a, s, test::bare_framework());
         QCOMPARE(term_bytes(ddp, Component::Gradients), 2 * 2 * P);   // grads + all-reduce buckets
+        // The buckets are allocated once and held: in forward already, before any gradient.
+        QCOMPARE(in_phase(ddp, "forward_end", Component::Gradients), 2 * P);
+        QCOMPARE(in_phase(ddp, "optimizer_step", Component::Gradients), 2 * 2 * P);
         QCOMPARE(term_bytes(ddp, Component::OptimizerState), 8 * P);
         s.sharding = Sharding::Zero1;
         auto z1 = estimate_memory(a, s, test::bare_framework());

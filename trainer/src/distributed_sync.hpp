@@ -5,8 +5,9 @@
 // contiguous ranges of parameters (about kBucketBytes each). A bucket's collective is launched
 // during backward, as soon as the last of its gradients has been accumulated (a post hook on
 // each parameter's AccumulateGrad node says so), while backward goes on making the earlier
-// layers' gradients. Buckets whose gradients did not all arrive (a rank without trained tokens
-// skips backward) are launched when backward returns.
+// layers' gradients. Buckets whose gradients did not all arrive (a parameter this backward did
+// not reach) are launched when backward returns. Every rank runs backward, one without trained
+// tokens too, so the collectives come in the same order on every rank.
 //
 //  ddp   : each bucket has a persistent flat buffer (the planner's "DDP all-reduce buckets", a
 //          second copy of the gradients); gradients are copied in, all-reduced (summed), copied
