@@ -243,6 +243,35 @@ private Q_SLOTS:
         compare_losses({&big_ddp_, &big_zero2_}, ref);
     }
 
+    // A rank whose rows are all prompt (nothing to train on) still runs backward, with a zero
+    // loss and zero gradients, so its ZeRO-2 reductions pair with the other rank's: the job trains
+    // like one process of the same global batch. One short row among long-prompt ones: in every
+    // epoch the step holding it has one rank without trained tokens.
+    void rankWithoutTrainedTokens() {
+        const QString chat = dir_.filePath("prompt_only.jsonl");
+        {
+            std::ofstream out(chat.toStdString());
+            auto row = [&](const std::string& user, const std::string& answer) {
+                out << json{{"messages", {{{"role", "user"}, {"content", user}}, {{"role", "assistant"}, {"content", answer}}}}}
+                           .dump()
+                    << "\n";
+            };
+            row("Hi?", "Yes, hello.");
+            for (int i = 0; i < 7; ++i)
+                row("Question " + std::to_string(i) + ": " + std::string(120, 'a' + i) + "?", "An answer past the cut.");
+        }
+        QStringList args = common(8) << "--data" << chat << "--no-packing" << "--eval-fraction" << "0";
+        args[args.indexOf("--seq") + 1] = "32";
+        const Job one = run_job(QStringList(args) << "--batch" << "2");
+        const Job two = run_job(QStringList(args) << "--batch" << "1" << "--nproc" << "2" << "--sharding" << "zero2");
+        QCOMPARE(one.exit_code, 0);
+        QCOMPARE(two.exit_code, 0);
+        const auto ref = one.losses(0);
+        QCOMPARE(ref.size(), size_t(8));
+        QCOMPARE(std::count_if(ref.begin(), ref.end(), [](double l) { return l > 0; }), std::ptrdiff_t(2));   // one per epoch
+        compare_losses({&two}, ref);
+    }
+
     // A full fine-tune in bf16-mixed: ZeRO-1 shards the fp32 master copy as well.
     void zero1ShardsTheMasterWeights() {
         for (int r : {0, 1}) {
