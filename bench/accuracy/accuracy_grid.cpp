@@ -17,7 +17,8 @@ namespace wingspan::accuracy {
 
 std::string GridPoint::label() const {
     return arch + " " + method + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
-           (grad_checkpointing ? " ckpt" : "");
+           (grad_checkpointing ? " ckpt" : "") +
+           (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "");
 }
 
 fs::path write_135m_config(const fs::path& dir) {
@@ -55,6 +56,20 @@ std::vector<GridPoint> quick_grid() {
             {"default", {}, "qlora", 128, 2, true}};
 }
 
+std::vector<GridPoint> ranks_grid(const fs::path& work_dir) {
+    const fs::path m135 = write_135m_config(work_dir / "smollm2-135m-shaped");
+    std::vector<GridPoint> grid;
+    for (const auto& [arch, dir] : std::vector<std::pair<std::string, fs::path>>{{"default", {}}, {"135m", m135}})
+        for (const char* method : {"full", "lora"})
+            for (const char* sharding : {"ddp", "zero1", "zero2"}) {
+                GridPoint p{arch, dir, method, 128, 1, false};
+                p.processes = 2;
+                p.sharding = sharding;
+                grid.push_back(p);
+            }
+    return grid;
+}
+
 bool is_static(Component c) {
     switch (c) {
         case Component::FrozenWeights:
@@ -90,54 +105,76 @@ std::map<Component, std::int64_t> components_of(const json& j) {
 
 PointResult run_point(const fs::path& trainer, const GridPoint& p, int steps, const fs::path& scratch,
                       const fs::path& keep_runs) {
-    PointResult r;
-    r.point = p;
+    GridPoint one = p;
+    one.processes = 1;
+    return run_point_ranks(trainer, one, steps, scratch, keep_runs).front();
+}
+
+std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoint& p, int steps, const fs::path& scratch,
+                                         const fs::path& keep_runs) {
+    const int ranks = std::max(1, p.processes);
+    std::vector<PointResult> results(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+        results[r].point = p;
+        results[r].rank = r;
+    }
     fs::create_directories(scratch);
-    // Memory only: no held-out split (no eval passes), no sample, nothing written.
+    // Memory only: no held-out split (no eval passes), no sample, nothing written. Ranks share
+    // the machine's cores: one thread each.
     std::string cmd = quote(trainer.string()) + " --method " + p.method + " --seq " + std::to_string(p.seq) +
                       " --batch " + std::to_string(p.batch) + " --steps " + std::to_string(steps) +
-                      " --eval-fraction 0 --sample-tokens 0 --threads 2";
+                      " --eval-fraction 0 --sample-tokens 0 --threads " + (ranks > 1 ? "1" : "2");
+    if (ranks > 1) cmd += " --nproc " + std::to_string(ranks) + " --sharding " + p.sharding;
     if (p.grad_checkpointing) cmd += " --grad-checkpointing";
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();
     FILE* pipe = popen(cmd.c_str(), "r");
     if (!pipe) {
-        r.failure = "could not start " + trainer.string();
-        return r;
+        for (auto& r : results) r.failure = "could not start " + trainer.string();
+        return results;
     }
     std::string line;
-    std::vector<std::string> lines;
+    std::vector<std::vector<std::string>> lines(results.size());
     char buf[65536];
     while (fgets(buf, sizeof buf, pipe)) {
         line += buf;
         if (line.empty() || line.back() != '\n') continue;
         line.pop_back();
-        r.record.ingest_line(line);
-        if (!keep_runs.empty()) lines.push_back(line);
+        // Each event names its rank; a line that is not an event goes to rank 0's record.
+        const json j = json::parse(line, nullptr, false);
+        const std::int64_t rank = j.is_object() ? j.value("rank", std::int64_t{0}) : 0;
+        const size_t r = rank >= 0 && rank < ranks ? static_cast<size_t>(rank) : 0;
+        results[r].record.ingest_line(line);
+        if (!keep_runs.empty()) lines[r].push_back(line);
         line.clear();
     }
     const int status = pclose(pipe);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.record.finish(WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    if (!keep_runs.empty()) {
-        RunStore store(keep_runs);
-        json plan = r.record.plan();
-        if (!plan.is_object()) plan = json::object();
-        plan["label"] = "accuracy: " + p.label();
-        const fs::path dir = store.create(plan, "accuracy-" + p.arch + "-" + p.method + "-s" + std::to_string(p.seq) +
-                                                    "-b" + std::to_string(p.batch) + (p.grad_checkpointing ? "-ckpt" : ""));
-        for (const auto& l : lines) RunStore::append_line(dir, l);
-        RunStore::write_result(dir, r.record);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto& r : results) {
+        r.seconds = seconds;
+        r.record.finish(WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        if (!keep_runs.empty()) {
+            RunStore store(keep_runs);
+            json plan = r.record.plan();
+            if (!plan.is_object()) plan = json::object();
+            plan["label"] = "accuracy: " + p.label() + (ranks > 1 ? " rank " + std::to_string(r.rank) : "");
+            const fs::path dir =
+                store.create(plan, "accuracy-" + p.arch + "-" + p.method + "-s" + std::to_string(p.seq) + "-b" +
+                                       std::to_string(p.batch) + (p.grad_checkpointing ? "-ckpt" : "") +
+                                       (ranks > 1 ? "-" + p.sharding + "-rank" + std::to_string(r.rank) : ""));
+            for (const auto& l : lines[r.rank]) RunStore::append_line(dir, l);
+            RunStore::write_result(dir, r.record);
+        }
+        if (r.record.status() != RunStatus::Completed) r.failure = r.record.status_text();
+        r.predicted = r.record.predicted_maxima();
+        r.measured = r.record.measured_maxima();
+        // The trainer's exact per-component peaks, where it reports them, beat the sampled maxima.
+        if (r.record.done())
+            for (const auto& [c, b] : components_of(r.record.done()->body.value("component_peaks", json())))
+                r.measured[c] = b;
     }
-    if (r.record.status() != RunStatus::Completed) r.failure = r.record.status_text();
-    r.predicted = r.record.predicted_maxima();
-    r.measured = r.record.measured_maxima();
-    // The trainer's exact per-component peaks, where it reports them, beat the sampled maxima.
-    if (r.record.done())
-        for (const auto& [c, b] : components_of(r.record.done()->body.value("component_peaks", json())))
-            r.measured[c] = b;
-    return r;
+    return results;
 }
 
 namespace {
@@ -164,6 +201,16 @@ std::string mb(std::int64_t v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.2f", double(v) / 1e6);
     return b;
+}
+// "exact/checked" over the run's static components.
+std::string static_exact_text(const PointResult& r) {
+    int exact = 0, checked = 0;
+    for (Component c : kAllComponents)
+        if (is_static(c) && (get(r.predicted, c) || get(r.measured, c))) {
+            ++checked;
+            exact += get(r.predicted, c) == get(r.measured, c);
+        }
+    return std::to_string(exact) + "/" + std::to_string(checked);
 }
 }  // namespace
 
@@ -275,15 +322,10 @@ std::string markdown_report(const std::vector<PointResult>& results, const std::
             o << "| " << r.point.label() << " | failed: " << r.failure << " |||||||||\n";
             continue;
         }
-        int exact = 0, checked = 0;
-        for (Component c : kAllComponents)
-            if (is_static(c) && (get(r.predicted, c) || get(r.measured, c))) {
-                ++checked;
-                exact += get(r.predicted, c) == get(r.measured, c);
-            }
+        const std::string exact = static_exact_text(r);
         const RunSummary sum = r.record.summary();
         const auto pa = get(r.predicted, Component::Activations), ma = get(r.measured, Component::Activations);
-        o << "| " << r.point.label() << " | " << exact << "/" << checked << " | " << mb(pa) << " / " << mb(ma) << " | "
+        o << "| " << r.point.label() << " | " << exact << " | " << mb(pa) << " / " << mb(ma) << " | "
           << pct(error_percent(pa, ma)) << " | " << mb(get(r.predicted, Component::LogitsLoss)) << " / "
           << mb(get(r.measured, Component::LogitsLoss)) << " | " << mb(sum.predicted_peak) << " / " << mb(sum.measured_peak)
           << " | " << pct(sum.peak_error_percent()) << " | " << mb(sum.predicted_total) << " / "
@@ -295,24 +337,105 @@ std::string markdown_report(const std::vector<PointResult>& results, const std::
     return o.str();
 }
 
-std::string csv_report(const std::vector<PointResult>& results) {
+const char* const kCsvHeader =
+    "arch,method,seq,batch,grad_checkpointing,status,component,predicted_bytes,measured_bytes,error_percent,processes,"
+    "sharding,rank";
+
+std::string csv_rows(const std::vector<PointResult>& results) {
     std::ostringstream o;
-    o << "arch,method,seq,batch,grad_checkpointing,status,component,predicted_bytes,measured_bytes,error_percent\n";
     for (const auto& r : results) {
         const std::string head = r.point.arch + "," + r.point.method + "," + std::to_string(r.point.seq) + "," +
                                  std::to_string(r.point.batch) + "," + (r.point.grad_checkpointing ? "on" : "off") + "," +
                                  (r.failure.empty() ? "completed" : "failed");
+        const std::string tail = "," + std::to_string(r.point.processes) + "," +
+                                 (r.point.processes > 1 ? r.point.sharding : std::string("none")) + "," +
+                                 std::to_string(r.rank) + "\n";
         for (Component c : kAllComponents) {
             const auto p = get(r.predicted, c), m = get(r.measured, c);
             if (p == 0 && m == 0) continue;
-            o << head << "," << component_name(c) << "," << p << "," << m << "," << error_percent(p, m) << "\n";
+            o << head << "," << component_name(c) << "," << p << "," << m << "," << error_percent(p, m) << tail;
         }
         const RunSummary sum = r.record.summary();
-        o << head << ",peak_allocated," << sum.predicted_peak << "," << sum.measured_peak << "," << sum.peak_error_percent() << "\n";
-        o << head << ",process_total," << sum.predicted_total << "," << sum.measured_rss_peak << "," << sum.total_error_percent()
-          << "\n";
+        o << head << ",peak_allocated," << sum.predicted_peak << "," << sum.measured_peak << "," << sum.peak_error_percent()
+          << tail;
+        o << head << ",process_total," << sum.predicted_total << "," << sum.measured_rss_peak << ","
+          << sum.total_error_percent() << tail;
     }
     return o.str();
+}
+
+std::string csv_report(const std::vector<PointResult>& results) {
+    std::ostringstream o;
+    o << kCsvHeader << "\n" << csv_rows(results);
+    return o.str();
+}
+
+const char* const kRanksSectionHeading = "## Two ranks: data parallel, per rank";
+
+std::string ranks_markdown_section(const std::vector<PointResult>& results, const std::string& command,
+                                   double wall_seconds) {
+    const ReportStats s = stats(results);
+    std::ostringstream o;
+    char line[512];
+    o << kRanksSectionHeading << "\n\nReproduce with `" << command << "`";
+    if (wall_seconds > 0) {
+        std::snprintf(line, sizeof line, " (%.1f minutes here, one thread per rank)", wall_seconds / 60);
+        o << line;
+    }
+    o << ". `wingspan-train --nproc 2 --sharding S` on loopback gloo, micro-batch 1 per rank (a global batch of 2); "
+         "each rank's `predicted` event (core's per-device figure) against that rank's own counting allocator. ZeRO-2 "
+         "gradients: the rank's shard, the 4 MiB reduce bucket (all the gradients when fewer) and the one whole "
+         "gradient being copied into it (a tied embedding's is held whole through backward).\n\n";
+    std::snprintf(line, sizeof line,
+                  "| | result |\n|---|---|\n| rank reports | %d (%d failed) |\n| static components exact to the byte | %d of %d |\n"
+                  "| peak allocated error, median / worst | %.1f %% / %.1f %% |\n\n",
+                  s.runs, s.failed, s.static_exact, s.static_checked, s.peak_median, s.peak_worst);
+    o << line;
+    o << "| run | rank | static (pred = meas) | gradients pred / meas | optimizer state pred / meas | "
+         "activations pred / meas | peak pred / meas | err | s |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& r : results) {
+        if (!r.failure.empty()) {
+            o << "| " << r.point.label() << " | " << r.rank << " | failed: " << r.failure << " ||||||\n";
+            continue;
+        }
+        const std::string exact = static_exact_text(r);
+        const RunSummary sum = r.record.summary();
+        auto pair = [&](Component c) { return mb(get(r.predicted, c)) + " / " + mb(get(r.measured, c)); };
+        o << "| " << r.point.label() << " | " << r.rank << " | " << exact << " | "
+          << pair(Component::Gradients) << " | " << pair(Component::OptimizerState) << " | " << pair(Component::Activations)
+          << " | " << mb(sum.predicted_peak) << " / " << mb(sum.measured_peak) << " | " << pct(sum.peak_error_percent())
+          << " | ";
+        std::snprintf(line, sizeof line, "%.0f |\n", r.seconds);
+        o << line;
+    }
+    return o.str();
+}
+
+std::string replace_ranks_markdown(const std::string& existing, const std::string& section) {
+    const size_t at = existing.find(kRanksSectionHeading);
+    std::string kept = at == std::string::npos ? existing : existing.substr(0, at);
+    while (!kept.empty() && kept.back() == '\n') kept.pop_back();
+    return kept + "\n\n" + section;
+}
+
+std::string replace_ranks_csv(const std::string& existing, const std::string& rows_csv) {
+    // Keeps the one-process rows (older reports without the last three columns get them), drops
+    // the multi-process ones and appends `rows_csv`.
+    std::istringstream in(existing);
+    std::string row, out = std::string(kCsvHeader) + "\n";
+    bool header = true;
+    while (std::getline(in, row)) {
+        if (header) {
+            header = false;
+            continue;
+        }
+        if (row.empty()) continue;
+        const auto fields = std::count(row.begin(), row.end(), ',') + 1;
+        if (fields == 10) row += ",1,none,0";
+        else if (!row.ends_with(",1,none,0")) continue;   // a multi-process row
+        out += row + "\n";
+    }
+    return out + rows_csv;
 }
 
 }  // namespace wingspan::accuracy

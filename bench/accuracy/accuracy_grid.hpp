@@ -18,11 +18,14 @@ struct GridPoint {
     int seq = 128;
     int batch = 1;
     bool grad_checkpointing = false;
+    int processes = 1;                // --nproc: ranks of one data-parallel job
+    std::string sharding = "ddp";     // with processes > 1: ddp | zero1 | zero2
     std::string label() const;
 };
 
 struct PointResult {
     GridPoint point;
+    int rank = 0;                                          // which rank's events (processes > 1)
     RunRecord record;
     double seconds = 0;
     std::string failure;                                   // empty when the run completed
@@ -36,6 +39,10 @@ std::vector<GridPoint> full_grid(const std::filesystem::path& work_dir);
 // A few cheap points on the default architecture, one per method.
 std::vector<GridPoint> quick_grid();
 
+// Two-rank points (issue 18): ddp, zero1 and zero2 for full and LoRA on both architectures,
+// micro-batch 1 per rank at seq 128.
+std::vector<GridPoint> ranks_grid(const std::filesystem::path& work_dir);
+
 // Writes a 135M-class (SmolLM2-135M-shaped) config.json into dir; random weights.
 std::filesystem::path write_135m_config(const std::filesystem::path& dir);
 
@@ -43,6 +50,10 @@ std::filesystem::path write_135m_config(const std::filesystem::path& dir);
 // events.jsonl, result.json), so `wingspan calibrate` and the window can use it.
 PointResult run_point(const std::filesystem::path& trainer, const GridPoint& p, int steps,
                       const std::filesystem::path& scratch, const std::filesystem::path& keep_runs = {});
+// The same for a point of several processes: one result per rank, each from that rank's events.
+std::vector<PointResult> run_point_ranks(const std::filesystem::path& trainer, const GridPoint& p, int steps,
+                                         const std::filesystem::path& scratch,
+                                         const std::filesystem::path& keep_runs = {});
 
 // The components whose bytes are fixed by the tensors (must match to the byte).
 bool is_static(Component c);
@@ -60,5 +71,18 @@ ReportStats stats(const std::vector<PointResult>& results);
 std::string markdown_report(const std::vector<PointResult>& results, const std::string& command,
                             double wall_seconds = 0);
 std::string csv_report(const std::vector<PointResult>& results);
+// The CSV's header line (without newline) and its rows for `results`.
+extern const char* const kCsvHeader;
+std::string csv_rows(const std::vector<PointResult>& results);
+
+// The two-rank part of the report: its own markdown section (appended after the one-process
+// report) and CSV rows (same columns; `processes`, `sharding` and `rank` tell them apart).
+std::string ranks_markdown_section(const std::vector<PointResult>& results, const std::string& command,
+                                   double wall_seconds = 0);
+// The heading that starts that section, so --ranks-only can replace just it.
+extern const char* const kRanksSectionHeading;
+// `existing` (a committed report) with its two-rank section or rows replaced by `section`/`rows`.
+std::string replace_ranks_markdown(const std::string& existing, const std::string& section);
+std::string replace_ranks_csv(const std::string& existing, const std::string& rows_csv);
 
 }  // namespace wingspan::accuracy

@@ -269,6 +269,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     std::int64_t trainable_w = 0, adapter_w = 0, grads = 0, master = 0, optimizer = 0;
     std::int64_t trainable_elems = 0, adapter_elems = 0, largest_trainable = 0, master_elems = 0;
     std::int64_t largest_adapted = 0;
+    // One tensor's gradient, the largest (ZeRO-2's whole gradient in flight); the second figure
+    // leaves out a tied embedding, whose gradient is held through the whole backward.
+    std::int64_t largest_grad = 0, largest_grad_untied = 0;
     std::int64_t largest_quantized = 0, layer_param_elems = 0, down_quantized = 0;
     // Gradient bytes by when backward makes them (one layer's share for layer tensors): the
     // head and final norm first, then per layer the down projection, the rest of the MLP block
@@ -308,6 +311,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         master_elems += st.master_of(wb) > 0 ? el : 0;
         optimizer += count * optimizer_bytes(setup.optimizer, st.moment, rows, cols);
         largest_trainable = std::max(largest_trainable, rows * cols);
+        largest_grad = std::max(largest_grad, rows * cols * gbytes);
+        if (!(current_group && current_group->kind == TensorKind::Embedding && arch.tied_embeddings))
+            largest_grad_untied = std::max(largest_grad_untied, rows * cols * gbytes);
     };
     for (const auto& g : groups) {
         current_group = &g;
@@ -425,6 +431,31 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     if (setup.sharding == Sharding::Ddp && N > 1)
         ddp_buckets = term(Component::Gradients, grads,
                            "DDP all-reduce buckets: a second copy of the gradients", {{"bytes", double(grads)}});
+    // ZeRO-2 as wingspan-train runs it (DeepSpeed's stage 2 with contiguous gradients works the
+    // same way): each gradient, once autograd has made it, is copied into one flat bucket of
+    // kGradientBucketBytes (all the gradients, if fewer) and freed; a full bucket is reduced to
+    // the devices that own its ranges, each keeping its range in its shard. So beside the shard
+    // a device holds the bucket throughout and, during backward, the whole gradient being copied
+    // in (the largest one at most); a tied embedding's gradient is also held whole from the
+    // head's backward to the embedding's, where it is completed in place.
+    std::int64_t zero2_bucket = 0, zero2_in_flight = 0;
+    if (setup.sharding == Sharding::Zero2 && N > 1 && grads > 0) {
+        zero2_bucket = term(Component::Gradients, std::min(kGradientBucketBytes, grads),
+                            "ZeRO-2 reduce bucket: min(" + n(kGradientBucketBytes) + " B, all gradients " + n(grads) +
+                                " B), held throughout",
+                            {{"bucket_bytes", double(kGradientBucketBytes)}, {"gradient_bytes", double(grads)}});
+        const bool tied_held = arch.tied_embeddings && fw.tied_grad_in_place && g_head > 0 &&
+                               (setup.method == Method::Full || setup.train_embeddings);
+        const std::int64_t tied = tied_held ? arch.vocab * arch.hidden * st.grad_of(st.weight) : 0;
+        zero2_in_flight = term(Component::Gradients, (tied > 0 ? largest_grad_untied : largest_grad) + tied,
+                               tied > 0 ? "ZeRO-2 whole gradients in flight in backward: the tied embedding's (" + n(tied) +
+                                              " B, held until the embedding completes it) + the largest other one (" +
+                                              n(largest_grad_untied) + " B) before it is copied into the bucket"
+                                        : "ZeRO-2 whole gradient in flight in backward: the largest one (" + n(largest_grad) +
+                                              " B) before it is copied into the bucket",
+                               {{"largest_gradient_bytes", double(tied > 0 ? largest_grad_untied : largest_grad)},
+                                {"tied_embedding_bytes", double(tied)}});
+    }
     const bool offload = setup.offload && trains;
     const std::int64_t master_dev =
         term(Component::MasterWeights, master / opt_div,
@@ -703,14 +734,21 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         // head's first, then layer by layer from the last; the gradient bytes alive in the
         // last layer's backward grow while its saved activations shrink, so the peak of a
         // backward pass is in its first or its last layer.
-        auto grads_at = [&](std::int64_t bytes) { return std::max(carried_grads, bytes / grad_div); };
+        // DDP's all-reduce buckets and ZeRO-2's shard and bucket are allocated once and held
+        // throughout (forward too); ZeRO-2 has in backward no more whole gradients than backward
+        // has made so far.
+        auto grads_at = [&](std::int64_t bytes) {
+            if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_in_flight, bytes);
+            return std::max(carried_grads, bytes / grad_div) + ddp_buckets;
+        };
+        const std::int64_t held_grads = zero2_bucket > 0 ? grads_dev + zero2_bucket : carried_grads + ddp_buckets;
         const std::int64_t g_layer = g_down + g_mlp + g_o + g_qkv;
         const std::int64_t g_all_but_embed = grads - g_embed;
-        phase("forward_end", {{Component::Gradients, carried_grads},
+        phase("forward_end", {{Component::Gradients, held_grads},
                               {Component::Activations, act_forward + gathered},
                               {Component::LogitsLoss, logits_forward}});
         if (act_forward_attention > 0)
-            phase("forward_attention", {{Component::Gradients, carried_grads},
+            phase("forward_attention", {{Component::Gradients, held_grads},
                                         {Component::Activations, act_forward_attention + gathered}});
         phase("loss_backward", {{Component::Gradients, grads_at(g_head)},
                                 {Component::Activations, act_loss_backward},
@@ -721,11 +759,11 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             phase("backward_attention", {{Component::Gradients, grads_at(g_head + g_down + g_mlp + g_o)},
                                          {Component::Activations, act_top_attn + gathered}});
         if (L > 1) {
-            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down) + ddp_buckets},
+            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down)},
                                    {Component::Activations, act_bottom_mlp + gathered}});
             if (act_bottom_attn > 0)
                 phase("backward_end_attention",
-                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv) + ddp_buckets},
+                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv)},
                        {Component::Activations, act_bottom_attn + gathered}});
         }
         // A tied embedding's dense gradient beside the head's, before autograd adds them.
@@ -736,7 +774,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             term(Component::Gradients, dense,
                  "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
                  {{"vocab", double(V)}, {"hidden", double(h)}});
-            phase("embedding_backward", {{Component::Gradients, grads_dev + ddp_buckets + dense},
+            phase("embedding_backward", {{Component::Gradients, grads_dev + ddp_buckets + zero2_bucket + dense},
                                          {Component::Activations, scaled(inputs + G)}});
         }
         std::int64_t step_temp = 0;
@@ -755,7 +793,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         if (step_temp > 0)
             term(Component::OptimizerState, step_temp,
                  "optimizer step temporaries (" + fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
-        phase("optimizer_step", {{Component::Gradients, grads_dev + ddp_buckets},
+        phase("optimizer_step", {{Component::Gradients, grads_dev + ddp_buckets + zero2_bucket},
                                  {Component::OptimizerState, step_temp}});
     }
 

@@ -240,6 +240,9 @@ private slots:
         s.sharding = Sharding::Ddp;
         auto ddp = estimate_memory(a, s, test::bare_framework());
         QCOMPARE(term_bytes(ddp, Component::Gradients), 2 * 2 * P);   // grads + all-reduce buckets
+        // The buckets are allocated once and held: in forward already, before any gradient.
+        QCOMPARE(in_phase(ddp, "forward_end", Component::Gradients), 2 * P);
+        QCOMPARE(in_phase(ddp, "optimizer_step", Component::Gradients), 2 * 2 * P);
         QCOMPARE(term_bytes(ddp, Component::OptimizerState), 8 * P);
         s.sharding = Sharding::Zero1;
         auto z1 = estimate_memory(a, s, test::bare_framework());
@@ -247,7 +250,9 @@ private slots:
         QCOMPARE(term_bytes(z1, Component::MasterWeights), 4 * P / 4);
         QCOMPARE(term_bytes(z1, Component::Gradients), 2 * P);
         s.sharding = Sharding::Zero2;
-        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::Gradients), 2 * P / 4);
+        // The shard, the reduce bucket and one whole gradient in flight (the untied head's).
+        QCOMPARE(term_bytes(estimate_memory(a, s, test::bare_framework()), Component::Gradients),
+                 2 * P / 4 + kGradientBucketBytes + 2 * a.vocab * a.hidden);
         s.sharding = Sharding::Fsdp;
         auto fsdp = estimate_memory(a, s, test::bare_framework());
         QCOMPARE(term_bytes(fsdp, Component::TrainableWeights), 2 * P / 4);
@@ -255,6 +260,59 @@ private slots:
         auto off = estimate_memory(a, s, test::bare_framework());
         QCOMPARE(off.host_bytes, 4 * P + 8 * P + 4 * P);
         QCOMPARE(in_phase(off, "optimizer_step", Component::OptimizerState), 0);
+    }
+
+    // ZeRO-2 per device: its shard of the gradients, the reduce bucket (held throughout) and,
+    // in backward, the whole gradient being copied into the bucket: the largest one, or with a
+    // tied embedding that trains, its gradient (held from the head to the embedding) plus the
+    // largest other.
+    void zero2GradientsAreShardBucketAndWholeGradientInFlight() {
+        const Architecture tiny = test::tiny_arch();   // untied, vocab 100 × hidden 64
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Fp32;
+        s.devices = 2;
+        s.sharding = Sharding::Zero2;
+        const auto fw = test::bare_framework();
+        const std::int64_t P = tiny.parameter_count(), G = 4 * P;
+        QVERIFY(G < kGradientBucketBytes);   // every gradient fits in one bucket: the bucket is all of them
+        const std::int64_t largest = 4 * std::max(tiny.vocab * tiny.hidden, tiny.intermediate * tiny.hidden);
+        auto e = estimate_memory(tiny, s, fw);
+        QCOMPARE(e.component_maxima().at(Component::Gradients), G / 2 + G + largest);
+        QCOMPARE(in_phase(e, "forward_end", Component::Gradients), G / 2 + G);      // shard + bucket
+        QCOMPARE(in_phase(e, "optimizer_step", Component::Gradients), G / 2 + G);
+        // Four devices: the shard halves again, the bucket and the gradient in flight do not.
+        s.devices = 4;
+        QCOMPARE(estimate_memory(tiny, s, fw).component_maxima().at(Component::Gradients), G / 4 + G + largest);
+
+        // A model whose gradients exceed the bucket: the bucket is kGradientBucketBytes.
+        const Architecture big = test::library().model("qwen2.5-0.5b").arch;   // tied embeddings
+        QVERIFY(big.tied_embeddings);
+        s.devices = 2;
+        FrameworkProfile in_place = fw;
+        in_place.tied_grad_in_place = true;
+        const std::int64_t Pb = big.parameter_count(), Gb = 4 * Pb;
+        const std::int64_t embed = 4 * big.vocab * big.hidden, mlp = 4 * big.intermediate * big.hidden;
+        QVERIFY(embed > mlp);
+        QCOMPARE(estimate_memory(big, s, in_place).component_maxima().at(Component::Gradients),
+                 Gb / 2 + kGradientBucketBytes + embed + mlp);
+        // Without the in-place tied gradient the embedding's is just the largest one.
+        QCOMPARE(estimate_memory(big, s, fw).component_maxima().at(Component::Gradients),
+                 Gb / 2 + kGradientBucketBytes + embed);
+
+        // ZeRO-1 has no reduce bucket (it all-reduces in place), nor has one device.
+        auto zero2_terms = [](const MemoryEstimate& e) {
+            int n = 0;
+            for (const auto& t : e.terms) n += t.formula.rfind("ZeRO-2", 0) == 0;
+            return n;
+        };
+        s.sharding = Sharding::Zero1;
+        QCOMPARE(zero2_terms(estimate_memory(big, s, in_place)), 0);
+        QCOMPARE(estimate_memory(big, s, in_place).component_maxima().at(Component::Gradients), Gb);
+        s.sharding = Sharding::Zero2;
+        QCOMPARE(zero2_terms(estimate_memory(big, s, in_place)), 2);
+        s.devices = 1;
+        QCOMPARE(zero2_terms(estimate_memory(big, s, in_place)), 0);
     }
 
     void servingKvCache() {

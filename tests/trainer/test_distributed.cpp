@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,15 @@ struct Job : testing::TrainerResult {
         if (p.empty()) return -1;
         return p.front()->body.at("component_maxima").value(component, std::int64_t{0});
     }
+    // Peak of all live tensors: measured (done) and predicted (the peak phase's sum).
+    std::int64_t peak(int rank) const {
+        auto done = of(EventType::Done, rank);
+        return done.empty() ? -1 : done.back()->int_field("peak_bytes");
+    }
+    std::int64_t predicted_peak(int rank) const {
+        auto p = of(EventType::Predicted, rank);
+        return p.empty() ? -1 : p.front()->int_field("peak_bytes");
+    }
 };
 
 // Runs wingspan-train outside any torchrun job; `on_event` sees each event as it arrives (it
@@ -52,18 +62,32 @@ Job run_job(QStringList args, const std::function<void(const Event&)>& on_event 
 
 bool close_to(double a, double b) { return std::abs(a - b) <= 1e-5 * std::max(1.0, std::abs(b)); }
 
+// Every rank of each job reports the losses of `ref` (one process of the same global batch).
+void compare_losses(std::initializer_list<const Job*> jobs, const std::vector<double>& ref) {
+    for (const Job* j : jobs)
+        for (int r : {0, 1}) {
+            const auto l = j->losses(r);
+            QCOMPARE(l.size(), ref.size());
+            for (size_t i = 0; i < l.size(); ++i)
+                QVERIFY2(close_to(l[i], ref[i]), qPrintable(QString("rank %1 step %2: %3 vs one process %4")
+                                                                .arg(r).arg(i + 1).arg(l[i], 0, 'g', 10)
+                                                                .arg(ref[i], 0, 'g', 10)));
+        }
+}
+
 }  // namespace
 
 class TestDistributed : public QObject {
     Q_OBJECT
 
     QTemporaryDir dir_;
-    QString model_, wide_;
+    QString model_, wide_, big_;
     QStringList common(int steps, const QString& method = "lora") const {
         return {"--model", model_, "--method", method, "--seq", "64", "--steps", QString::number(steps),
                 "--eval-every", "0", "--sample-tokens", "0", "--threads", "1", "--dist-timeout", "20"};
     }
     Job single_, ddp_, zero1_, zero2_, full_zero1_, wide_ddp_;
+    Job big_single_, big_ddp_, big_zero2_;   // full fine-tunes whose gradients are several buckets
 
 private Q_SLOTS:
     void initTestCase() {
@@ -92,8 +116,22 @@ private Q_SLOTS:
         zero2_ = run_job(common(4) << "--batch" << "2" << "--nproc" << "2" << "--sharding" << "zero2");
         full_zero1_ = run_job(common(2, "full") << "--precision" << "bf16-mixed" << "--batch" << "2" << "--nproc" << "2"
                                                 << "--sharding" << "zero1");
-        // Plain text rows: every token trains, so each rank's first micro-batch runs backward
-        // (a rank whose rows are all prompt skips it, and its buckets launch after it).
+        // A full fine-tune with about 18 MB of fp32 gradients: four ZeRO-2 buckets of 4 MiB.
+        json big = cfg;
+        big["hidden_size"] = 256;
+        big["intermediate_size"] = 1024;
+        big["num_hidden_layers"] = 4;
+        big["vocab_size"] = 2048;
+        big_ = dir_.filePath("big");
+        QVERIFY(QDir().mkpath(big_));
+        std::ofstream(big_.toStdString() + "/config.json") << big.dump(2);
+        QStringList big_args = common(3, "full");
+        big_args[1] = big_;
+        big_args << "--seq" << "32";
+        big_single_ = run_job(QStringList(big_args) << "--batch" << "2");
+        big_ddp_ = run_job(QStringList(big_args) << "--batch" << "1" << "--nproc" << "2");
+        big_zero2_ = run_job(QStringList(big_args) << "--batch" << "1" << "--nproc" << "2" << "--sharding" << "zero2");
+        // Plain text rows: every token trains, so each rank's gradients are not all zero.
         const QString text = dir_.filePath("text.jsonl");
         {
             std::ofstream out(text.toStdString());
@@ -107,7 +145,7 @@ private Q_SLOTS:
     }
 
     void everyLineIsProtocolAndNamesItsRank() {
-        for (const Job* j : {&single_, &ddp_, &zero1_, &zero2_, &full_zero1_, &wide_ddp_}) {
+        for (const Job* j : {&single_, &ddp_, &zero1_, &zero2_, &full_zero1_, &wide_ddp_, &big_single_, &big_ddp_, &big_zero2_}) {
             QCOMPARE(j->exit_code, 0);
             QVERIFY2(j->bad_lines.empty(), j->bad_lines.empty() ? "" : j->bad_lines.front().c_str());
             for (const auto& e : j->events) QVERIFY2(e.body.contains("rank"), e.body.dump().c_str());
@@ -130,15 +168,8 @@ private Q_SLOTS:
     void twoRanksTrainLikeOneProcess() {
         const auto ref = single_.losses(0);
         QCOMPARE(ref.size(), size_t(4));
-        for (const Job* j : {&ddp_, &zero1_, &zero2_})
-            for (int r : {0, 1}) {
-                const auto l = j->losses(r);
-                QCOMPARE(l.size(), ref.size());
-                for (size_t i = 0; i < l.size(); ++i)
-                    QVERIFY2(close_to(l[i], ref[i]), qPrintable(QString("rank %1 step %2: %3 vs one process %4")
-                                                                    .arg(r).arg(i + 1).arg(l[i], 0, 'g', 10)
-                                                                    .arg(ref[i], 0, 'g', 10)));
-            }
+        compare_losses({&ddp_, &zero1_, &zero2_}, ref);
+        if (QTest::currentTestFailed()) return;
         // The steps trained (the equality above is not of constants).
         QVERIFY(ref[3] != ref[0]);
     }
@@ -159,9 +190,86 @@ private Q_SLOTS:
         }
         // DDP keeps a second copy of the gradients (its all-reduce buckets); ZeRO-1 does not.
         QCOMPARE(ddp_.peak_of(0, "gradients"), 2 * zero1_.peak_of(0, "gradients"));
-        // ZeRO-2 holds half the optimizer state too (its gradient peak includes the whole
-        // gradients autograd makes before they are reduced: more than the planner's half).
+        // ZeRO-2 holds half the optimizer state too.
         QCOMPARE(zero2_.peak_of(1, "optimizer_state"), zero1_.peak_of(1, "optimizer_state"));
+    }
+
+    // ZeRO-2: each gradient is copied into the reduce bucket as soon as backward has made it and
+    // freed, a full bucket is reduced to the ranks owning its ranges, each keeping its range. Per
+    // rank: its shard, the bucket and the one whole gradient in flight — the planner's per-device
+    // prediction to the byte, and the peak of all tensors within 1 %. With gradients of several
+    // buckets that is about half of DDP's per rank (DDP: the gradients and their buckets).
+    void zero2GradientsAreThePlannersPerRank() {
+        for (int r : {0, 1}) {
+            for (const char* c : {"gradients", "optimizer_state", "adapters", "frozen_weights"})
+                QCOMPARE(zero2_.peak_of(r, c), zero2_.predicted(r, c));
+            for (const char* c : {"gradients", "optimizer_state", "trainable_weights"}) {
+                QVERIFY(big_zero2_.predicted(r, c) > 0);
+                QCOMPARE(big_zero2_.peak_of(r, c), big_zero2_.predicted(r, c));
+                QCOMPARE(big_ddp_.peak_of(r, c), big_ddp_.predicted(r, c));
+            }
+            for (const Job* j : {&zero2_, &big_zero2_}) {
+                const double measured = double(j->peak(r)), predicted = double(j->predicted_peak(r));
+                QVERIFY2(measured > 0 && std::abs(predicted - measured) <= 0.01 * measured,
+                         qPrintable(QString("rank %1: peak %2 B predicted, %3 B measured").arg(r).arg(predicted, 0, 'f', 0)
+                                        .arg(measured, 0, 'f', 0)));
+            }
+            const std::int64_t ddp = big_ddp_.peak_of(r, "gradients"), zero2 = big_zero2_.peak_of(r, "gradients");
+            QVERIFY2(2 * zero2 <= ddp && 5 * zero2 >= 2 * ddp,
+                     qPrintable(QString("rank %1: zero2 %2 B of gradients, ddp %3 B").arg(r).arg(zero2).arg(ddp)));
+        }
+        // What the shard is: each rank's half of one process's gradients.
+        const std::int64_t whole = big_single_.peak_of(0, "trainable_weights");   // fp32: gradients are as big
+        QCOMPARE(big_ddp_.peak_of(0, "gradients"), 2 * whole);
+        QCOMPARE(big_zero2_.peak_of(0, "optimizer_state"), whole);   // two fp32 moments of half the parameters
+        // Reduced while backward was still making gradients, bucket by bucket, not all at its end
+        // (of the five reductions of 18 MB, the last two come with and after the embedding's
+        // gradient, the last one backward makes).
+        for (int r : {0, 1}) {
+            std::string line;
+            for (const auto* e : big_zero2_.of(EventType::Log, r))
+                if (e->string_field("message").rfind("gradient sync", 0) == 0) line = e->string_field("message");
+            QCOMPARE(line, std::string("gradient sync (zero2): a reduce bucket of 4194304 B, 3 reduced while backward was "
+                                       "still running"));
+        }
+    }
+
+    // The ZeRO-2 and DDP full fine-tunes of several buckets train like one process of the same
+    // global batch.
+    void severalBucketsTrainLikeOneProcess() {
+        const auto ref = big_single_.losses(0);
+        QCOMPARE(ref.size(), size_t(3));
+        QVERIFY(ref[2] != ref[0]);
+        compare_losses({&big_ddp_, &big_zero2_}, ref);
+    }
+
+    // A rank whose rows are all prompt (nothing to train on) still runs backward, with a zero
+    // loss and zero gradients, so its ZeRO-2 reductions pair with the other rank's: the job trains
+    // like one process of the same global batch. One short row among long-prompt ones: in every
+    // epoch the step holding it has one rank without trained tokens.
+    void rankWithoutTrainedTokens() {
+        const QString chat = dir_.filePath("prompt_only.jsonl");
+        {
+            std::ofstream out(chat.toStdString());
+            auto row = [&](const std::string& user, const std::string& answer) {
+                out << json{{"messages", {{{"role", "user"}, {"content", user}}, {{"role", "assistant"}, {"content", answer}}}}}
+                           .dump()
+                    << "\n";
+            };
+            row("Hi?", "Yes, hello.");
+            for (int i = 0; i < 7; ++i)
+                row("Question " + std::to_string(i) + ": " + std::string(120, 'a' + i) + "?", "An answer past the cut.");
+        }
+        QStringList args = common(8) << "--data" << chat << "--no-packing" << "--eval-fraction" << "0";
+        args[args.indexOf("--seq") + 1] = "32";
+        const Job one = run_job(QStringList(args) << "--batch" << "2");
+        const Job two = run_job(QStringList(args) << "--batch" << "1" << "--nproc" << "2" << "--sharding" << "zero2");
+        QCOMPARE(one.exit_code, 0);
+        QCOMPARE(two.exit_code, 0);
+        const auto ref = one.losses(0);
+        QCOMPARE(ref.size(), size_t(8));
+        QCOMPARE(std::count_if(ref.begin(), ref.end(), [](double l) { return l > 0; }), std::ptrdiff_t(2));   // one per epoch
+        compare_losses({&two}, ref);
     }
 
     // A full fine-tune in bf16-mixed: ZeRO-1 shards the fp32 master copy as well.

@@ -152,6 +152,18 @@ Pending Group::reduce_sum(at::Tensor t, int root) {
     }
 }
 
+Pending Group::broadcast(at::Tensor t, int root) {
+    const at::Tensor target = needs_staging(t) && root != rank_ ? t : at::Tensor();
+    std::vector<at::Tensor> ts{needs_staging(t) ? staged_copy(t) : std::move(t)};
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    try {
+        return Pending(impl_->pg->broadcast(ts, o), "broadcast", target.defined() ? ts[0] : at::Tensor(), target);
+    } catch (const std::exception& e) {
+        throw CollectiveError("broadcast failed: " + first_line(e.what()));
+    }
+}
+
 void Group::all_gather(const at::Tensor& mine, at::Tensor& all) {
     if (needs_staging(all)) {
         at::Tensor staged_all = staged_copy(all);

@@ -65,6 +65,8 @@ public:
     Pending all_reduce_sum(at::Tensor t);
     // Sums into `t` on `root` only; other ranks' `t` is left undefined.
     Pending reduce_sum(at::Tensor t, int root);
+    // `t` (contiguous) on every rank gets root's `t`, in place.
+    Pending broadcast(at::Tensor t, int root);
     // `all` (world_size × chunk elements, contiguous) gets every rank's `mine` in rank order.
     void all_gather(const at::Tensor& mine, at::Tensor& all);
     void barrier();

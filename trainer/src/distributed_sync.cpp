@@ -8,6 +8,7 @@
 
 #include "emit.hpp"
 #include "memory.hpp"
+#include "model.hpp"
 
 namespace wingspan::train::dist {
 
@@ -70,7 +71,10 @@ GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tens
         mem::Scope scope(Component::Gradients);
         if (sharding_ == Sharding::Ddp)
             for (auto& b : buckets_) b.buffer = at::zeros({b.end - b.begin}, params_.front().options());
-        if (sharding_ == Sharding::Zero2) shard_grad_ = at::zeros({shard_elements()}, params_.front().options());
+        if (sharding_ == Sharding::Zero2) {
+            shard_grad_ = at::zeros({shard_elements()}, params_.front().options());
+            reduce_buffer_ = at::zeros({std::min(kBucketBytes / elem, total_)}, params_.front().options());
+        }
     }
     // A post hook on each parameter's AccumulateGrad node runs once its gradient is in .grad,
     // whatever order the engine runs the nodes in (the way torch's own DDP reducer hooks in).
@@ -107,6 +111,7 @@ void GradientSync::begin_backward(bool last_micro_batch) {
 // rest of backward.
 void GradientSync::on_accumulated(std::size_t param) {
     if (!armed_) return;
+    if (sharding_ == Sharding::Zero2) return zero2_accumulated(param);
     --gradients_waiting_;
     Bucket& b = buckets_[bucket_of_[param]];
     if (--b.waiting == 0 && !b.launched) {
@@ -140,30 +145,17 @@ void GradientSync::launch(Bucket& b) {
     if (sharding_ == Sharding::Ddp) {
         b.work.push_back(group_.all_reduce_sum(flat_grads(b)));
     } else {
-        // Sharded runs reduce the gradients in place, tensor by tensor: no second copy.
+        // ZeRO-1 all-reduces the gradients in place, tensor by tensor: no second copy.
         for (std::size_t i = b.first; i < b.last; ++i) {
             at::Tensor& g = params_[i].mutable_grad();
             if (!g.defined() || !g.is_contiguous()) {
                 mem::Scope scope(Component::Gradients);
                 g = g.defined() ? g.contiguous() : at::zeros_like(params_[i]);
             }
-            if (sharding_ == Sharding::Zero1) {
-                b.work.push_back(group_.all_reduce_sum(g));
-                continue;
-            }
-            for (int r = 0; r < group_.world_size(); ++r) {   // zero2: each range to its owner
-                const auto [lo, hi] = owned_part(offsets_[i], g.numel(), total_, group_.world_size(), r);
-                if (hi > lo) b.work.push_back(group_.reduce_sum(g.view(-1).narrow(0, lo, hi - lo), r));
-            }
+            b.work.push_back(group_.all_reduce_sum(g));
         }
     }
     in_flight_.push_back(&b);
-    // zero2 frees whole gradients as their bucket completes: finishing the older buckets now
-    // keeps at most two buckets of whole gradients alive (less overlap, less memory).
-    while (sharding_ == Sharding::Zero2 && in_flight_.size() > 2) {
-        complete(*in_flight_.front());
-        in_flight_.pop_front();
-    }
 }
 
 void GradientSync::complete(Bucket& b) {
@@ -180,22 +172,71 @@ void GradientSync::complete(Bucket& b) {
                 params_[i].mutable_grad() = slice.clone();
             }
         }
-    } else if (sharding_ == Sharding::Zero2) {
-        // Keep this rank's range, free the whole gradients.
-        for (std::size_t i = b.first; i < b.last; ++i) {
-            const auto [lo, hi] = owned_part(offsets_[i], params_[i].numel(), total_, group_.world_size(), group_.rank());
-            if (hi > lo)
-                shard_grad_.narrow(0, offsets_[i] + lo - owned_begin_, hi - lo)
-                    .add_(params_[i].grad().view(-1).narrow(0, lo, hi - lo));
-            params_[i].mutable_grad() = at::Tensor();
+    }
+}
+
+// ---- zero2 ----
+
+// Parameter i's gradient has just been accumulated: copy it into the reduce buffer (reducing
+// the buffer first if it has no room left) and free it. Every rank runs the same backward, so
+// the gradients arrive, and the buffer is reduced, in the same order on every rank.
+void GradientSync::zero2_accumulated(std::size_t i) {
+    --gradients_waiting_;
+    at::NoGradGuard no_grad;
+    at::Tensor& g = params_[i].mutable_grad();
+    if (!g.defined()) return;
+    // Whatever autograd allocated it as (a clone made to match the parameter's strides is
+    // working memory), the whole gradient is a gradient until it is in the buffer.
+    retag(g, Component::Gradients);
+    const std::int64_t n = g.numel();
+    if (n > reduce_buffer_.numel()) {   // larger than the buffer: reduced where it is
+        zero2_reduce_buffer();
+        if (!g.is_contiguous()) {
+            mem::Scope scope(Component::Gradients);
+            g = g.contiguous();
         }
+        zero2_reduce(g.view(-1), {{i, 0}});
+        g = at::Tensor();
+        return;
+    }
+    if (buffer_fill_ + n > reduce_buffer_.numel()) zero2_reduce_buffer();
+    reduce_buffer_.narrow(0, buffer_fill_, n).view(params_[i].sizes()).copy_(g);
+    buffer_entries_.push_back({i, buffer_fill_});
+    buffer_fill_ += n;
+    g = at::Tensor();
+}
+
+void GradientSync::zero2_reduce_buffer() {
+    if (buffer_entries_.empty()) return;
+    if (gradients_waiting_ > 0) ++launched_during_backward_;
+    zero2_reduce(reduce_buffer_, buffer_entries_);
+    buffer_entries_.clear();
+    buffer_fill_ = 0;
+}
+
+// Reduces each entry's gradient (parameter, offset in `flat`), range by range, to the rank that
+// owns the range (a reduce-scatter out of reduces: gloo in libtorch 1.13 has no
+// reduce_scatter), then adds this rank's ranges to its shard.
+void GradientSync::zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries) {
+    const int n = group_.world_size();
+    std::vector<Pending> work;
+    for (const auto& [param, offset] : entries)
+        for (int r = 0; r < n; ++r) {
+            const auto [lo, hi] = owned_part(offsets_[param], params_[param].numel(), total_, n, r);
+            if (hi > lo) work.push_back(group_.reduce_sum(flat.narrow(0, offset + lo, hi - lo), r));
+        }
+    for (auto& w : work) w.wait();
+    for (const auto& [param, offset] : entries) {
+        const auto [lo, hi] = owned_part(offsets_[param], params_[param].numel(), total_, n, group_.rank());
+        if (hi > lo) shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo).add_(flat.narrow(0, offset + lo, hi - lo));
     }
 }
 
 void GradientSync::end_backward() {
     if (!armed_) return;
+    if (sharding_ == Sharding::Zero2) zero2_reduce_buffer();   // what is left in it
     for (auto& b : buckets_)
-        if (!b.launched) launch(b);
+        if (!b.launched && sharding_ != Sharding::Zero2) launch(b);
     while (!in_flight_.empty()) {
         complete(*in_flight_.front());
         in_flight_.pop_front();
@@ -203,9 +244,13 @@ void GradientSync::end_backward() {
     armed_ = false;
     if (!reported_) {
         reported_ = true;
-        log_info("gradient sync (" + std::string(to_string(sharding_)) + "): " + std::to_string(buckets_.size()) +
-                 " bucket(s) of up to " + std::to_string(kBucketBytes >> 20) + " MiB, " +
-                 std::to_string(launched_during_backward_) + " launched while backward was still running");
+        if (sharding_ == Sharding::Zero2)
+            log_info("gradient sync (zero2): a reduce bucket of " + std::to_string(storage_bytes(reduce_buffer_)) + " B, " +
+                     std::to_string(launched_during_backward_) + " reduced while backward was still running");
+        else
+            log_info("gradient sync (" + std::string(to_string(sharding_)) + "): " + std::to_string(buckets_.size()) +
+                     " bucket(s) of up to " + std::to_string(kBucketBytes >> 20) + " MiB, " +
+                     std::to_string(launched_during_backward_) + " launched while backward was still running");
     }
 }
 
@@ -231,13 +276,20 @@ void GradientSync::after_update() {
         for (auto& p : params_) p.mutable_grad() = at::Tensor();
     else
         shard_grad_.zero_();
-    // The updated weights travel in a communication buffer (framework workspace, freed here).
-    mem::Scope scope(Component::FrameworkOverhead);
-    at::Tensor mine = at::empty({shard_elements()}, params_.front().options());
-    for (const auto& p : pieces_) piece_of(mine, p).copy_(param_piece(p));
-    const at::Tensor all = gather(mine);
-    for (std::size_t i = 0; i < params_.size(); ++i)
-        params_[i].detach().view(-1).copy_(all.narrow(0, offsets_[i], params_[i].numel()));
+    // Each rank's updated range goes to every other rank in place, in the parameters
+    // themselves: one broadcast per piece, no gathered copy. (bf16 travels as an fp32 copy of
+    // one piece at a time: gloo has no bf16.)
+    const int n = group_.world_size();
+    const bool staged = params_.front().scalar_type() == at::kBFloat16;
+    std::vector<Pending> work;
+    for (int r = 0; r < n; ++r)
+        for (std::size_t i = 0; i < params_.size(); ++i) {
+            const auto [lo, hi] = owned_part(offsets_[i], params_[i].numel(), total_, n, r);
+            if (hi <= lo) continue;
+            work.push_back(group_.broadcast(params_[i].detach().view(-1).narrow(0, lo, hi - lo), r));
+            if (staged) work.back().wait();
+        }
+    for (auto& w : work) w.wait();
 }
 
 }  // namespace wingspan::train::dist

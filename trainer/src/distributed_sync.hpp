@@ -5,8 +5,9 @@
 // contiguous ranges of parameters (about kBucketBytes each). A bucket's collective is launched
 // during backward, as soon as the last of its gradients has been accumulated (a post hook on
 // each parameter's AccumulateGrad node says so), while backward goes on making the earlier
-// layers' gradients. Buckets whose gradients did not all arrive (a rank without trained tokens
-// skips backward) are launched when backward returns.
+// layers' gradients. Buckets whose gradients did not all arrive (a parameter this backward did
+// not reach) are launched when backward returns. Every rank runs backward, one without trained
+// tokens too, so the collectives come in the same order on every rank.
 //
 //  ddp   : each bucket has a persistent flat buffer (the planner's "DDP all-reduce buckets", a
 //          second copy of the gradients); gradients are copied in, all-reduced (summed), copied
@@ -14,10 +15,15 @@
 //  zero1 : the bucket's gradients are all-reduced in place (no second copy); rank r owns the
 //          r-th of N equal ranges of the flat space and keeps AdamW moments (and the fp32
 //          master) for that range only; after its update the ranks all-gather the weights.
-//  zero2 : each micro-batch's gradients are reduced in place, range by range, to the rank that
-//          owns the range (a reduce-scatter made of reduces: gloo in libtorch 1.13 has no
-//          reduce_scatter), added to a persistent gradient buffer for this rank's range only,
-//          and the whole gradients are freed.
+//  zero2 : as DeepSpeed's stage 2 with contiguous gradients: one flat reduce buffer of
+//          kGradientBucketBytes (all the gradients, if fewer), held throughout. Each gradient,
+//          as soon as it is accumulated, is copied into the buffer and freed; when the next one
+//          does not fit, the buffer's ranges are reduced to the ranks that own them (a
+//          reduce-scatter made of reduces: gloo in libtorch 1.13 has no reduce_scatter) and each
+//          rank adds its range to its gradient shard. So a rank holds its shard, the buffer and,
+//          in backward, the one whole gradient being copied in: what the planner predicts. A
+//          gradient larger than the buffer is reduced where it is. Every micro-batch is reduced;
+//          every rank runs the same backward, so the reductions come in the same order.
 //
 // Gradients are summed, not averaged: each rank scales its loss by its share of the global
 // batch's target tokens, so the sum is the gradient of the global mean loss.
@@ -31,6 +37,7 @@
 
 #include "data.hpp"
 #include "distributed.hpp"
+#include "wingspan/memory_model.hpp"
 #include "wingspan/setup.hpp"
 
 namespace wingspan::train::dist {
@@ -40,7 +47,7 @@ Batch rows_of_rank(const Batch& global, int rank, int world);
 
 class GradientSync {
 public:
-    static constexpr std::int64_t kBucketBytes = 4 << 20;
+    static constexpr std::int64_t kBucketBytes = kGradientBucketBytes;   // core's, which predicts from it
 
     // A piece of parameter `param` (elements [begin, begin+length) of its flat view) that this
     // rank owns; `shard_offset` is where it sits in this rank's shard.
@@ -89,6 +96,10 @@ private:
     void launch(Bucket& b);
     void complete(Bucket& b);
     at::Tensor flat_grads(const Bucket& b);
+    // zero2: gradients copied into the reduce buffer as they arrive, reduced when it is full.
+    void zero2_accumulated(std::size_t param);
+    void zero2_reduce_buffer();
+    void zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries);
 
     Group& group_;
     Sharding sharding_;
@@ -100,7 +111,10 @@ private:
     std::vector<Bucket> buckets_;
     std::vector<std::size_t> bucket_of_;
     std::deque<Bucket*> in_flight_;
-    at::Tensor shard_grad_;               // zero2
+    at::Tensor shard_grad_;               // zero2: this rank's range of the summed gradients
+    at::Tensor reduce_buffer_;            // zero2: min(kBucketBytes, all gradients), held throughout
+    std::int64_t buffer_fill_ = 0;        // zero2: elements of the buffer in use
+    std::vector<std::pair<std::size_t, std::int64_t>> buffer_entries_;   // zero2: (parameter, offset) in it
     std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;   // kept alive with their hooks
     bool armed_ = false;
     int gradients_waiting_ = 0;           // this backward's gradients not yet accumulated

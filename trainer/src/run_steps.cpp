@@ -75,7 +75,10 @@ double Run::train_step(std::int64_t step) {
         if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
         if (scaler_.enabled) loss = loss * scaler_.scale;
         if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
-        if (!group_ || b.target_tokens > 0) torch::autograd::backward({loss});
+        // Every rank runs backward, one without trained tokens too (its loss is 0, so are its
+        // gradients): the gradient hooks, and so the collectives they launch, come in the same
+        // order on every rank.
+        torch::autograd::backward({loss});
         if (sync_) sync_->end_backward();
     }
     mem::set_phase(mem::Phase::Optimizer);

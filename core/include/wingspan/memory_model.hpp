@@ -15,6 +15,11 @@
 
 namespace wingspan {
 
+// Gradient bucket size for data-parallel training: wingspan-train's DDP all-reduce buckets and
+// ZeRO-2's reduce bucket are this big (a gradient larger than it goes alone), and the model
+// predicts ZeRO-2's gradients from it; one definition for both.
+inline constexpr std::int64_t kGradientBucketBytes = std::int64_t{4} << 20;
+
 struct ParameterCounts {
     std::int64_t total = 0;
     std::int64_t trainable = 0;   // adapters, plus base tensors that train
