@@ -11,7 +11,8 @@ the ratio, achieved GFLOP/s (model FLOPs per token x tokens/s) against the matmu
 in the same invocation (fp32 and bf16, best of libtorch's and oneDNN's kernels), peak RSS of both
 processes and wingspan-train's peak allocated bytes.
 
-    bench_trainer.py --bin build/bin/wingspan-train [--threads 2] [--steps 4] [--repeats 2]
+    bench_trainer.py --bin build/bin/wingspan-train [--threads 2] [--steps 3] [--repeats 2]
+                     [--cells smollm2-135m:bf16-mixed:full,...] [--skip-reference qlora]
                      [--markdown bench/results/trainer.md] [--json out.json]
 """
 import argparse
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -133,74 +135,144 @@ def cpu_flags():
     return {}
 
 
+def parse_cells(a):
+    """(arch, precision, [methods]) groups, in run order: --cells ARCH:PRECISION:METHOD,... or the
+    product of --archs, --precisions and --methods."""
+    if a.cells:
+        groups = {}
+        for cell in a.cells.split(","):
+            parts = cell.strip().split(":")
+            if len(parts) != 3:
+                print(f"bench_trainer: bad cell {cell!r} (want ARCH:PRECISION:METHOD)", file=sys.stderr)
+                sys.exit(2)
+            groups.setdefault((parts[0], parts[1]), []).append(parts[2])
+        out = [(arch, prec, methods) for (arch, prec), methods in groups.items()]
+    else:
+        out = [(arch, prec, a.methods.split(",")) for arch in a.archs.split(",") for prec in a.precisions.split(",")]
+    for arch, prec, methods in out:
+        bad = ([arch] if arch not in ARCHS else []) + ([prec] if prec not in ("fp32", "bf16-mixed") else []) + \
+              [m for m in methods if m not in ("full", "lora", "qlora")]
+        if bad:
+            print(f"bench_trainer: unknown {', '.join(bad)} (archs: {', '.join(ARCHS)}; precisions: fp32,"
+                  f" bf16-mixed; methods: full, lora, qlora)", file=sys.stderr)
+            sys.exit(2)
+    return out
+
+
+ARCHS = ("default", "smollm2-135m")
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
+    ap = argparse.ArgumentParser(
+        description="wingspan-train against PyTorch eager (reference_train.py) on the same model, shape and threads,"
+                    " alternating runs (A B A B) so shared-core load hits both.")
+    ap.add_argument("--bin", required=True, help="the wingspan-train binary")
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 2))
-    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=3, help="steps per run; the first is a warm-up and left out")
     ap.add_argument("--rank", type=int, default=8)
-    ap.add_argument("--archs", default="default,smollm2-135m")
+    ap.add_argument("--archs", default="default,smollm2-135m", help=f"models, from: {', '.join(ARCHS)}")
     ap.add_argument("--methods", default="full,lora,qlora")
     ap.add_argument("--precisions", default="fp32,bf16-mixed")
-    ap.add_argument("--seq-135m", type=int, default=128)
-    ap.add_argument("--batch-135m", type=int, default=2)
+    ap.add_argument("--cells", help="only these cells, ARCH:PRECISION:METHOD,... (overrides --archs/--precisions/--methods);"
+                                    " e.g. smollm2-135m:bf16-mixed:full,smollm2-135m:bf16-mixed:lora")
+    ap.add_argument("--skip-reference", default="",
+                    help="methods whose PyTorch run is left out (e.g. qlora: its row then compares to PyTorch's LoRA"
+                         " of the same round, which is what the issue's QLoRA target uses)")
+    ap.add_argument("--seq-135m", type=int, default=256)
+    ap.add_argument("--batch-135m", type=int, default=4)
+    ap.add_argument("--seq-default", type=int, default=128)
+    ap.add_argument("--batch-default", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=2, help="alternating runs of each implementation (A B A B)")
     ap.add_argument("--json", help="write all measurements here")
     ap.add_argument("--markdown", help="write the results table here")
     a = ap.parse_args()
+    groups = parse_cells(a)
+    skip_ref = set(m for m in a.skip_reference.split(",") if m)
 
     tmp = tempfile.mkdtemp(prefix="wingspan-bench-")
     peaks_before = matmul_peaks(a.threads)
     print(f"matmul peak (GFLOP/s): {json.dumps({k: round(v, 1) for k, v in peaks_before.items()})}", flush=True)
     rows = []
-    for arch in a.archs.split(","):
+    for arch, precision, methods in groups:
         if arch == "default":
-            model_dir, seq, batch = None, 128, 4
+            model_dir, seq, batch = None, a.seq_default, a.batch_default
         else:
             model_dir = os.path.join(tmp, arch)
             os.makedirs(model_dir, exist_ok=True)
             with open(os.path.join(model_dir, "config.json"), "w") as f:
                 json.dump(SMOLLM2_135M, f)
             seq, batch = a.seq_135m, a.batch_135m
-        for precision in a.precisions.split(","):
-            for method in a.methods.split(","):
-                ours_runs, ref_runs = [], []
-                for _ in range(a.repeats):   # alternate, so both see the same background load
-                    ours_runs.append(run_wingspan(a.bin, model_dir, method, precision, seq, batch, a.steps,
-                                                  a.threads, a.rank))
-                    cfg_path = os.path.join(tmp, f"{arch}-config.json")
+        cfg_path = os.path.join(tmp, f"{arch}-config.json")
+        ours = {m: [] for m in methods}
+        ref = {m: [] for m in methods}
+        load = {m: [] for m in methods}
+        # Rounds: in each, every method's wingspan run directly followed by its PyTorch run, so a
+        # pair sees one stretch of background load, and QLoRA sits next to PyTorch's LoRA.
+        for rep in range(a.repeats):
+            for method in methods:
+                load[method].append(os.getloadavg()[0])
+                ours[method].append(run_wingspan(a.bin, model_dir, method, precision, seq, batch, a.steps,
+                                                 a.threads, a.rank))
+                if not os.path.exists(cfg_path):
                     with open(cfg_path, "w") as f:
-                        json.dump(ours_runs[0]["config"], f)
-                    ref_runs.append(run_reference(cfg_path, method, precision, seq, batch, a.steps, a.threads,
-                                                  a.rank))
-                tokens = seq * batch
-                fpt = flops_per_token(ours_runs[0]["config"], method, seq, a.rank)
-                ours_tps = [tokens / run_median(r["step_times"]) for r in ours_runs]
-                ref_tps = [tokens / run_median(r["step_times"]) for r in ref_runs]
-                # Per pair (A_i, B_i): the ratio within one stretch of background load.
-                ratios = [o / r for o, r in zip(ours_tps, ref_tps)]
-                row = {"arch": arch, "method": method, "precision": precision, "seq": seq, "batch": batch,
-                       "threads": a.threads, "repeats": a.repeats,
-                       "tokens_per_s": statistics.median(ours_tps), "tokens_per_s_all": ours_tps,
-                       "ref_tokens_per_s": statistics.median(ref_tps), "ref_tokens_per_s_all": ref_tps,
-                       "speed_ratio": statistics.median(ratios), "speed_ratio_all": ratios,
-                       "rss_peak_bytes": max(r["rss_peak_bytes"] for r in ours_runs),
-                       "ref_rss_peak_bytes": max(r["rss_peak_bytes"] for r in ref_runs),
-                       "allocated_peak_bytes": ours_runs[0]["peak_bytes"], "flops_per_token": fpt,
-                       "trainable": ours_runs[0]["params"]["trainable"], "ref_trainable": ref_runs[0]["trainable"],
-                       "final_loss": ours_runs[0]["losses"][-1], "ref_final_loss": ref_runs[0]["losses"][-1]}
-                row["gflops"] = fpt * row["tokens_per_s"] / 1e9
-                row["ref_gflops"] = fpt * row["ref_tokens_per_s"] / 1e9
-                row["rss_ratio"] = row["rss_peak_bytes"] / row["ref_rss_peak_bytes"]
-                rows.append(row)
-                write_outputs(a, rows, peaks_before, {})
-                print(f"{arch:>13} {precision:>10} {method:>5}: wingspan {row['tokens_per_s']:8.1f} tok/s"
-                      f" {row['gflops']:6.1f} GFLOP/s | pytorch {row['ref_tokens_per_s']:8.1f} tok/s"
-                      f" {row['ref_gflops']:6.1f} GFLOP/s | x{row['speed_ratio']:.2f}"
-                      f" ({min(ratios):.2f}-{max(ratios):.2f})"
-                      f" | RSS {row['rss_peak_bytes'] / 1e6:6.0f} MB vs {row['ref_rss_peak_bytes'] / 1e6:6.0f} MB",
-                      flush=True)
+                        json.dump(ours[method][0]["config"], f)
+                if method not in skip_ref:
+                    ref[method].append(run_reference(cfg_path, method, precision, seq, batch, a.steps, a.threads,
+                                                     a.rank))
+                load[method].append(os.getloadavg()[0])
+                print(f"  round {rep + 1}/{a.repeats} {arch} {precision} {method}: wingspan"
+                      f" {seq * batch / run_median(ours[method][-1]['step_times']):.1f} tok/s" +
+                      (f", pytorch {seq * batch / run_median(ref[method][-1]['step_times']):.1f} tok/s"
+                       if ref[method] and len(ref[method]) == rep + 1 else "") +
+                      f" (load {load[method][-1]:.1f})", flush=True)
+        for method in methods:
+            row = make_row(a, arch, precision, method, seq, batch, ours[method], ref[method],
+                           ref.get("lora", []), load[method])
+            rows.append(row)
+            write_outputs(a, rows, peaks_before, {})
+            print_row(row)
     write_outputs(a, rows, peaks_before, matmul_peaks(a.threads))
+
+
+def make_row(a, arch, precision, method, seq, batch, ours_runs, ref_runs, ref_lora_runs, load):
+    tokens = seq * batch
+    fpt = flops_per_token(ours_runs[0]["config"], method, seq, a.rank)
+    ours_tps = [tokens / run_median(r["step_times"]) for r in ours_runs]
+    row = {"arch": arch, "method": method, "precision": precision, "seq": seq, "batch": batch,
+           "threads": a.threads, "repeats": a.repeats, "steps": a.steps, "load_average_1m": load,
+           "tokens_per_s": statistics.median(ours_tps), "tokens_per_s_all": ours_tps,
+           "rss_peak_bytes": max(r["rss_peak_bytes"] for r in ours_runs),
+           "allocated_peak_bytes": ours_runs[0]["peak_bytes"], "flops_per_token": fpt,
+           "trainable": ours_runs[0]["params"]["trainable"], "final_loss": ours_runs[0]["losses"][-1]}
+    row["gflops"] = fpt * row["tokens_per_s"] / 1e9
+    if ref_runs:
+        ref_tps = [tokens / run_median(r["step_times"]) for r in ref_runs]
+        ratios = [o / r for o, r in zip(ours_tps, ref_tps)]   # per pair: one stretch of background load
+        row.update({"ref_tokens_per_s": statistics.median(ref_tps), "ref_tokens_per_s_all": ref_tps,
+                    "speed_ratio": statistics.median(ratios), "speed_ratio_all": ratios,
+                    "ref_rss_peak_bytes": max(r["rss_peak_bytes"] for r in ref_runs),
+                    "ref_trainable": ref_runs[0]["trainable"], "ref_final_loss": ref_runs[0]["losses"][-1]})
+        row["ref_gflops"] = fpt * row["ref_tokens_per_s"] / 1e9
+        row["rss_ratio"] = row["rss_peak_bytes"] / row["ref_rss_peak_bytes"]
+    if method == "qlora" and ref_lora_runs:
+        lora_tps = [tokens / run_median(r["step_times"]) for r in ref_lora_runs]
+        r2 = [o / r for o, r in zip(ours_tps, lora_tps)]
+        row.update({"ref_lora_tokens_per_s": statistics.median(lora_tps),
+                    "ratio_to_ref_lora": statistics.median(r2), "ratio_to_ref_lora_all": r2})
+    return row
+
+
+def print_row(row):
+    line = (f"{row['arch']:>13} {row['precision']:>10} {row['method']:>5}: wingspan {row['tokens_per_s']:8.1f} tok/s"
+            f" {row['gflops']:6.1f} GFLOP/s")
+    if "ref_tokens_per_s" in row:
+        rs = row["speed_ratio_all"]
+        line += (f" | pytorch {row['ref_tokens_per_s']:8.1f} tok/s {row['ref_gflops']:6.1f} GFLOP/s"
+                 f" | x{row['speed_ratio']:.2f} ({min(rs):.2f}-{max(rs):.2f})"
+                 f" | RSS {row['rss_peak_bytes'] / 1e6:6.0f} MB vs {row['ref_rss_peak_bytes'] / 1e6:6.0f} MB")
+    if "ratio_to_ref_lora" in row:
+        line += f" | x{row['ratio_to_ref_lora']:.2f} PyTorch's LoRA"
+    print(line, flush=True)
 
 
 def write_outputs(a, rows, peaks_before, peaks_after):
@@ -215,8 +287,9 @@ def write_outputs(a, rows, peaks_before, peaks_after):
         print(f"matmul peak after (GFLOP/s): {json.dumps({k: round(v, 1) for k, v in peaks_after.items()})}")
     meta = {"threads": a.threads, "steps": a.steps, "repeats": a.repeats, "cpu_flags": cpu_flags(),
             "machine": platform.processor() or platform.machine(), "peaks_before": peaks_before,
-            "peaks_after": peaks_after, "peak_fp32": peak_fp32, "peak_bf16": peak_bf16,
-            "load_average": os.getloadavg(), "complete": bool(peaks_after)}
+            "peaks_after": peaks_after, "peaks": peaks, "peak_fp32": peak_fp32, "peak_bf16": peak_bf16,
+            "load_average": os.getloadavg(), "complete": bool(peaks_after),
+            "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=2)
@@ -224,40 +297,82 @@ def write_outputs(a, rows, peaks_before, peaks_after):
         write_markdown(a.markdown, meta, rows, " ".join(sys.argv))
 
 
+def spread(values, fmt="{:.0f}"):
+    return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
+
+
+def targets(rows):
+    """The issue's 'done when' lines, from the 135M-class bf16-mixed rows measured."""
+    cell = {r["method"]: r for r in rows if r["arch"] == "smollm2-135m" and r["precision"] == "bf16-mixed"}
+    out = []
+    for m in ("full", "lora"):
+        r = cell.get(m)
+        if r and "speed_ratio" in r:
+            out.append((f"{m} >= 1.3x PyTorch eager tokens/s",
+                        f"x{r['speed_ratio']:.2f} (pairs {spread(r['speed_ratio_all'], '{:.2f}')})",
+                        "met" if r["speed_ratio"] >= 1.3 else "NOT met"))
+    r = cell.get("qlora")
+    if r and "ratio_to_ref_lora" in r:
+        out.append(("QLoRA >= 1.1x PyTorch's LoRA", f"x{r['ratio_to_ref_lora']:.2f}"
+                    f" (pairs {spread(r['ratio_to_ref_lora_all'], '{:.2f}')})",
+                    "met" if r["ratio_to_ref_lora"] >= 1.1 else "NOT met"))
+    r = cell.get("full")
+    if r:
+        out.append(("full >= 50 % of the measured bf16 matmul peak",
+                    f"{r['gflops']:.1f} GFLOP/s = {r['pct_of_bf16_peak']:.0f} % of bf16,"
+                    f" {r['pct_of_fp32_peak']:.0f} % of fp32", "met" if r["pct_of_bf16_peak"] >= 50 else "NOT met"))
+    return out
+
+
 def write_markdown(path, meta, rows, command):
     mb = lambda b: f"{b / 1e6:.0f}"
+    pk = lambda k: meta["peaks"].get(k, 0)
     lines = [
         "# wingspan-train vs PyTorch eager: throughput and memory",
         "",
-        f"Command: `{command}`. {meta['threads']} threads, {meta['steps']} steps per run (first left out),"
-        f" {meta['repeats']} alternating repeats per cell (wingspan, PyTorch, wingspan, PyTorch, ...);"
+        f"Command: `{command}`.",
+        "",
+        f"{meta['date_utc']}. {meta['threads']} threads, {meta['steps']} steps per run (first left out),"
+        f" {meta['repeats']} alternating rounds (in each, every method's wingspan run then its PyTorch run);"
         f"{'' if meta['complete'] else ' (interrupted: the cells measured so far)'}"
-        f" load average at the end {', '.join(f'{x:.1f}' for x in meta['load_average'])} on a shared machine.",
+        f" load average (1, 5, 15 min) at the end {', '.join(f'{x:.1f}' for x in meta['load_average'])}"
+        " on a shared machine; each row gives the 1-minute load seen around its runs.",
         "CPU flags: " + ", ".join(k + (" yes" if v else " no") for k, v in meta["cpu_flags"].items()) + ".",
         f"Matmul peak measured in this run (512x1536x1536, best of before/after, GFLOP/s):"
         f" fp32 {meta['peak_fp32']:.1f}, bf16 {meta['peak_bf16']:.1f}"
-        f" (libtorch fp32 {max(meta['peaks_before'].get('fp32_torch', 0), meta['peaks_after'].get('fp32_torch', 0)):.1f},"
-        f" oneDNN sgemm {max(meta['peaks_before'].get('fp32_onednn', 0), meta['peaks_after'].get('fp32_onednn', 0)):.1f},"
-        f" libtorch bf16 {max(meta['peaks_before'].get('bf16_torch', 0), meta['peaks_after'].get('bf16_torch', 0)):.1f},"
-        f" oneDNN bf16 gemm {max(meta['peaks_before'].get('bf16_onednn', 0), meta['peaks_after'].get('bf16_onednn', 0)):.1f}).",
+        f" (libtorch fp32 {pk('fp32_torch'):.1f}, oneDNN sgemm {pk('fp32_onednn'):.1f},"
+        f" libtorch bf16 {pk('bf16_torch'):.1f}, oneDNN bf16 gemm {pk('bf16_onednn'):.1f}).",
         "",
-        "Tokens/s: median over repeats of each run's median step; ratio: median of the per-pair ratios,"
-        " with their range. GFLOP/s: model matmul FLOPs per token x tokens/s.",
+        "Tokens/s: median over rounds of each run's median step (range over rounds); ratio: median of the per-pair"
+        " ratios, with their range. GFLOP/s: model matmul FLOPs per token x tokens/s. RSS: peak resident set of the"
+        " process; allocated: wingspan-train's peak of live tensor bytes.",
         "",
         "| model | precision | method | seq x batch | wingspan tok/s | PyTorch tok/s | ratio (range) |"
         " wingspan GFLOP/s | % fp32 peak | % bf16 peak | PyTorch GFLOP/s | RSS MB wingspan / PyTorch |"
-        " allocated peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " allocated peak MB | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        has_ref = "ref_tokens_per_s" in r
+        ref = f"{r['ref_tokens_per_s']:.1f} ({spread(r['ref_tokens_per_s_all'], '{:.1f}')})" if has_ref else "not run"
+        ratio = f"x{r['speed_ratio']:.2f} ({spread(r['speed_ratio_all'], '{:.2f}')})" if has_ref else "-"
+        if "ratio_to_ref_lora" in r:
+            ratio += (f"; x{r['ratio_to_ref_lora']:.2f} ({spread(r['ratio_to_ref_lora_all'], '{:.2f}')})"
+                      " PyTorch's LoRA")
         lines.append(
             f"| {r['arch']} | {r['precision']} | {r['method']} | {r['seq']}x{r['batch']} |"
-            f" {r['tokens_per_s']:.0f} ({min(r['tokens_per_s_all']):.0f}-{max(r['tokens_per_s_all']):.0f}) |"
-            f" {r['ref_tokens_per_s']:.0f} ({min(r['ref_tokens_per_s_all']):.0f}-{max(r['ref_tokens_per_s_all']):.0f}) |"
-            f" x{r['speed_ratio']:.2f} ({min(r['speed_ratio_all']):.2f}-{max(r['speed_ratio_all']):.2f}) |"
+            f" {r['tokens_per_s']:.1f} ({spread(r['tokens_per_s_all'], '{:.1f}')}) | {ref} | {ratio} |"
             f" {r['gflops']:.1f} | {r['pct_of_fp32_peak']:.0f} % | {r['pct_of_bf16_peak']:.0f} % |"
-            f" {r['ref_gflops']:.1f} | {mb(r['rss_peak_bytes'])} / {mb(r['ref_rss_peak_bytes'])} |"
-            f" {mb(r['allocated_peak_bytes'])} |")
+            f" {r['ref_gflops']:.1f} |" if has_ref else
+            f"| {r['arch']} | {r['precision']} | {r['method']} | {r['seq']}x{r['batch']} |"
+            f" {r['tokens_per_s']:.1f} ({spread(r['tokens_per_s_all'], '{:.1f}')}) | {ref} | {ratio} |"
+            f" {r['gflops']:.1f} | {r['pct_of_fp32_peak']:.0f} % | {r['pct_of_bf16_peak']:.0f} % | - |")
+        lines[-1] += (f" {mb(r['rss_peak_bytes'])} / {mb(r['ref_rss_peak_bytes']) if has_ref else '-'} |"
+                      f" {mb(r['allocated_peak_bytes'])} | {spread(r['load_average_1m'], '{:.1f}')} |")
+    t = targets(rows)
+    if t:
+        lines += ["", "The issue's targets (135M-class, bf16-mixed, median of alternating rounds):", "",
+                  "| target | measured | |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in t]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -9,6 +9,7 @@
 
 #include "device.hpp"
 #include "device_ops.hpp"
+#include "kernels_nf4.hpp"
 #include "model_variants.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
@@ -317,9 +318,11 @@ at::Tensor Nf4Weight::dequantize(at::ScalarType dtype) const {
     at::Tensor am = absmax();
     if (!codes.is_cpu()) return ops::nf4_dequantize(codes, am, numel, shape, dtype);
     at::Tensor out = at::empty(shape, dtype);
-    if (dtype == at::kFloat) dequant_kernel<float>(*this, am.data_ptr<float>(), out.data_ptr<float>());
+    if (dtype == at::kFloat)
+        kernels::nf4_dequantize_f32(codes.data_ptr<std::uint8_t>(), am.data_ptr<float>(), numel, out.data_ptr<float>());
     else if (dtype == at::kBFloat16)
-        dequant_kernel<c10::BFloat16>(*this, am.data_ptr<float>(), out.data_ptr<c10::BFloat16>());
+        kernels::nf4_dequantize_bf16(codes.data_ptr<std::uint8_t>(), am.data_ptr<float>(), numel,
+                                     reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()));
     else if (dtype == at::kHalf)
         dequant_kernel<c10::Half>(*this, am.data_ptr<float>(), out.data_ptr<c10::Half>());
     else if (dtype == at::kDouble)   // for gradient checks
