@@ -17,7 +17,7 @@ namespace wingspan::accuracy {
 
 std::string GridPoint::label() const {
     return arch + " " + method + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
-           (grad_checkpointing ? " ckpt" : "") +
+           (grad_checkpointing ? " ckpt" : "") + (attention != "eager" ? " " + attention : "") +
            (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "");
 }
 
@@ -126,6 +126,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
                       " --eval-fraction 0 --sample-tokens 0 --threads " + (ranks > 1 ? "1" : "2");
     if (ranks > 1) cmd += " --nproc " + std::to_string(ranks) + " --sharding " + p.sharding;
     if (p.grad_checkpointing) cmd += " --grad-checkpointing";
+    if (p.attention != "eager") cmd += " --attention " + p.attention;
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();
@@ -162,6 +163,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
             const fs::path dir =
                 store.create(plan, "accuracy-" + p.arch + "-" + p.method + "-s" + std::to_string(p.seq) + "-b" +
                                        std::to_string(p.batch) + (p.grad_checkpointing ? "-ckpt" : "") +
+                                       (p.attention != "eager" ? "-" + p.attention : "") +
                                        (ranks > 1 ? "-" + p.sharding + "-rank" + std::to_string(r.rank) : ""));
             for (const auto& l : lines[r.rank]) RunStore::append_line(dir, l);
             RunStore::write_result(dir, r.record);

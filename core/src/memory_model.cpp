@@ -520,6 +520,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const std::int64_t score_bytes = fw.softmax_fp32 ? 4 + (e < 4 ? e : 0) : e;
     const std::int64_t score_grad_bytes = fw.softmax_fp32 ? 4 : e;
     std::string attn_desc;
+    // A runtime without a fused SDPA kernel (libtorch 1.13 on CPU) runs it as the eager graph.
+    const bool math_sdpa = setup.attention == Attention::Sdpa && behaviour_flag(fw, "attention", "sdpa_runs_math");
     switch (setup.attention) {
         case Attention::Eager:
             scores = b * heads * s * s;
@@ -529,6 +531,12 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                             : "eager: q, repeated k and v, out (b·s·q_dim each) + softmax b·heads·s²";
             break;
         case Attention::Sdpa:
+            if (math_sdpa) {   // the runtime's SDPA is the eager graph: repeated K/V and the softmax kept
+                scores = b * heads * s * s;
+                attn_saved = 4 * bs * qd * e + scores * score_bytes;
+                attn_desc = "SDPA on its math path: q, repeated k and v, out (b·s·q_dim each) + softmax b·heads·s²";
+                break;
+            }
             attn_saved = 4 * bs * qd * e + b * heads * s * 4;
             attn_desc = "SDPA: q, repeated k and v, out (b·s·q_dim each) + logsumexp";
             break;
@@ -538,7 +546,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             break;
     }
     // The attention kernel's own workspace (profile section "attention"), beyond what it saves.
-    const bool flash_kernel = setup.attention == Attention::Sdpa || setup.attention == Attention::Flash;
+    const bool flash_kernel = (setup.attention == Attention::Sdpa && !math_sdpa) || setup.attention == Attention::Flash;
     // (SDPA as the reference calls it gets K and V already repeated; flash gets the grouped heads.)
     const bool grouped_kernel = setup.attention == Attention::Flash && kvd < qd;
     const std::int64_t eager_ws = trains && behaviour_flag(fw, "attention", "eager_scores_workspace") && scores > 0 ? scores * e : 0;
@@ -585,8 +593,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
     const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * bs * arch.head_dim * e);
     const std::int64_t outside_layers = norm_saved + inputs + (keeps_quant_inputs && fw.quantizes_head ? bs * h * e : 0);
-    // Checkpointed layers keep the additive causal mask of eager attention as an argument.
-    const std::int64_t ckpt_mask = ckpt && setup.attention == Attention::Eager ? s * s * e : 0;
+    // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as
+    // the eager graph) as an argument.
+    const std::int64_t ckpt_mask = ckpt && (setup.attention == Attention::Eager || math_sdpa) ? s * s * e : 0;
     const std::int64_t ckpt_state = ckpt ? fw.checkpoint_state_bytes : 0;
 
     // Backward of one layer, relative to what it saved plus the gradient of its output:

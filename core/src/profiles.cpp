@@ -325,6 +325,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         Fields f(*d, where);
         (void)f.boolean("eager_scores_workspace", false);
         (void)f.boolean("flash_backward_workspace", false);
+        (void)f.boolean("sdpa_runs_math", false);
     }
     // model.unties_embeddings: the framework's own model keeps a separate LM head even where the
     // checkpoint ties it to the embedding (read by the memory model from `behaviour`).

@@ -90,12 +90,34 @@ private slots:
     void bundled_torchtune_is_not_compiled_and_cpu_has_no_kernel_sections() {
         // torchtune's recipes default to compile: False: the bundled profile predicts eager.
         QVERIFY(!test::library().framework("torchtune").behaviour.at("compile").at("enabled").get<bool>());
-        // libtorch-cpu (the trainer on this machine) states none of these behaviours, so its
-        // predictions stay those of the reference path.
+        // libtorch-cpu (the trainer on this machine) neither compiles nor has fused kernels; of
+        // the attention behaviours it states only that its SDPA is the math graph.
         const auto& cpu = test::library().framework("libtorch-cpu");
-        for (const char* k : {"compile", "kernels", "attention"}) QVERIFY(!cpu.behaviour.contains(k));
+        for (const char* k : {"compile", "kernels"}) QVERIFY(!cpu.behaviour.contains(k));
+        QCOMPARE(cpu.behaviour.at("attention").dump(), std::string(R"({"sdpa_runs_math":true})"));
         QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
             nlohmann::json{{"id", "x"}, {"compile", {{"enabled", "yes"}}}}, "x.json"));
+    }
+
+    void cpu_sdpa_is_the_eager_graph_with_repeated_kv() {
+        // libtorch 1.13 on CPU runs SDPA as matmul, softmax, matmul: it keeps the b·heads·s²
+        // softmax like eager attention (no logsumexp, no flash workspace), but K and V repeated
+        // to every query head where the trainer's eager path shares them per group.
+        const auto& cpu = test::library().framework("libtorch-cpu");
+        TrainingSetup s = lora_bf16(1024, 1, Attention::Eager);
+        s.grad_checkpointing = false;   // every layer keeps what its attention saves
+        const auto eager = estimate_memory(llama8b(), s, cpu);
+        s.attention = Attention::Sdpa;
+        const auto sdpa = estimate_memory(llama8b(), s, cpu);
+        const std::int64_t bs = 1024, qd = 4096, kvd = 1024, L = 32;
+        QCOMPARE(activations_at(sdpa, "forward_end") - activations_at(eager, "forward_end"), L * 2 * bs * (qd - kvd) * 2);
+        QVERIFY(!term_with(sdpa, Component::Activations, "attention workspace"));
+        // A runtime with a fused kernel keeps only the per-row logsumexp instead of the softmax.
+        FrameworkProfile fused = cpu;
+        fused.behaviour.erase("attention");
+        const auto kernel = estimate_memory(llama8b(), s, fused);
+        QCOMPARE(activations_at(sdpa, "forward_end") - activations_at(kernel, "forward_end"),
+                 L * (32LL * 1024 * 1024 * 2 - 32LL * 1024 * 4));
     }
 
     void eager_attention_workspace() {
