@@ -18,6 +18,7 @@ namespace wingspan::accuracy {
 std::string GridPoint::label() const {
     return arch + " " + method + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
            (grad_checkpointing ? " ckpt" : "") + (attention != "eager" ? " " + attention : "") +
+           (targets.empty() ? "" : " targets " + targets) +
            (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "");
 }
 
@@ -127,6 +128,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
     if (ranks > 1) cmd += " --nproc " + std::to_string(ranks) + " --sharding " + p.sharding;
     if (p.grad_checkpointing) cmd += " --grad-checkpointing";
     if (p.attention != "eager") cmd += " --attention " + p.attention;
+    if (!p.targets.empty()) cmd += " --targets " + p.targets;
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();
@@ -164,6 +166,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
                 store.create(plan, "accuracy-" + p.arch + "-" + p.method + "-s" + std::to_string(p.seq) + "-b" +
                                        std::to_string(p.batch) + (p.grad_checkpointing ? "-ckpt" : "") +
                                        (p.attention != "eager" ? "-" + p.attention : "") +
+                                       (p.targets.empty() ? "" : "-" + p.targets) +
                                        (ranks > 1 ? "-" + p.sharding + "-rank" + std::to_string(r.rank) : ""));
             for (const auto& l : lines[r.rank]) RunStore::append_line(dir, l);
             RunStore::write_result(dir, r.record);

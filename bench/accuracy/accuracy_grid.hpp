@@ -19,6 +19,7 @@ struct GridPoint {
     int batch = 1;
     bool grad_checkpointing = false;
     std::string attention = "eager";  // --attention: eager | sdpa
+    std::string targets;              // --targets (LoRA/QLoRA); empty: the trainer's default, all seven
     int processes = 1;                // --nproc: ranks of one data-parallel job
     std::string sharding = "ddp";     // with processes > 1: ddp | zero1 | zero2
     std::string label() const;

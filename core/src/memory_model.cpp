@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "first_layer.hpp"
 #include "loss_memory.hpp"
 #include "wingspan/nf4.hpp"
 #include "wingspan/protocol.hpp"
@@ -588,7 +589,14 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // Without checkpointing, a frozen embedding's output needs no gradient, so the first layer's
     // input norm is outside the graph and keeps only its output (for the adapters after it).
     const bool first_norm_outside = !ckpt && setup.method != Method::Full && !setup.train_embeddings;
-    const std::int64_t first_layer_saved = layer_saved - (first_norm_outside ? norm_saved - norm_out : 0);
+    const std::int64_t first_layer_saved =
+        layer_saved - (first_norm_outside ? first_layer_unsaved(setup, groups, FirstLayerParts{norm_saved, norm_out, attn_saved,
+                                                                                 bs * qd * e, bs * kv_saved_dim * e,
+                                                                                 bs * inner * e},
+                                                                 gated, setup.attention == Attention::Eager || math_sdpa,
+                                                                 !arch.is_moe() && !recompute_pointwise && !kernel_swiglu &&
+                                                                     !keeps_quant_inputs)
+                                          : 0);
     // Beside the layers: the final norm, the token ids and labels (int64), the rotary cos/sin
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
     const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * bs * arch.head_dim * e);

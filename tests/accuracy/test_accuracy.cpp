@@ -28,17 +28,22 @@ private slots:
         QTest::addColumn<int>("batch");
         QTest::addColumn<bool>("ckpt");
         QTest::addColumn<QString>("attention");
+        QTest::addColumn<QString>("targets");
         // Each method once with and once without checkpointing; both attention- and
         // MLP-dominated backward peaks; the 135M-class shape (30 layers, 49k vocabulary) once.
-        QTest::newRow("default full 128x4") << "default" << "full" << 128 << 4 << false << "eager";
-        QTest::newRow("default full 512x1 ckpt") << "default" << "full" << 512 << 1 << true << "eager";
-        QTest::newRow("default lora 512x1") << "default" << "lora" << 512 << 1 << false << "eager";
-        QTest::newRow("default qlora 128x4 ckpt") << "default" << "qlora" << 128 << 4 << true << "eager";
+        QTest::newRow("default full 128x4") << "default" << "full" << 128 << 4 << false << "eager" << "";
+        QTest::newRow("default full 512x1 ckpt") << "default" << "full" << 512 << 1 << true << "eager" << "";
+        QTest::newRow("default lora 512x1") << "default" << "lora" << 512 << 1 << false << "eager" << "";
+        QTest::newRow("default qlora 128x4 ckpt") << "default" << "qlora" << 128 << 4 << true << "eager" << "";
         // SDPA on libtorch 1.13's CPU is the math graph (profile attention.sdpa_runs_math): the
         // softmax is kept, K and V repeated; with checkpointing the mask is a saved argument.
-        QTest::newRow("default lora 128x1 sdpa") << "default" << "lora" << 128 << 1 << false << "sdpa";
-        QTest::newRow("default full 128x2 ckpt sdpa") << "default" << "full" << 128 << 2 << true << "sdpa";
-        QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false << "eager";
+        QTest::newRow("default lora 128x1 sdpa") << "default" << "lora" << 128 << 1 << false << "sdpa" << "";
+        QTest::newRow("default full 128x2 ckpt sdpa") << "default" << "full" << 128 << 2 << true << "sdpa" << "";
+        // Adapters on some linears only: the first adapted layer keeps only what lies after its
+        // first adapter (core/src/first_layer.cpp).
+        QTest::newRow("default lora 128x1 targets down") << "default" << "lora" << 128 << 1 << false << "eager" << "down";
+        QTest::newRow("default lora 128x2 targets gate,v") << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v";
+        QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false << "eager" << "";
     }
 
     void points() {
@@ -48,8 +53,10 @@ private slots:
         QFETCH(int, batch);
         QFETCH(bool, ckpt);
         QFETCH(QString, attention);
+        QFETCH(QString, targets);
         GridPoint p;
         p.attention = attention.toStdString();
+        p.targets = targets.toStdString();
         p.arch = arch.toStdString();
         if (arch == "135m") p.model_dir = write_135m_config(fs::path(dir_.path().toStdString()) / "m135");
         p.method = method.toStdString();

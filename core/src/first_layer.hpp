@@ -1,0 +1,30 @@
+#pragma once
+// What the first adapted layer of a LoRA/QLoRA run does not keep for backward. Internal to
+// core's memory model.
+#include <cstdint>
+#include <vector>
+
+#include "wingspan/architecture.hpp"
+#include "wingspan/setup.hpp"
+
+namespace wingspan {
+
+// Bytes one decoder layer saves, by part (in the memory model's terms).
+struct FirstLayerParts {
+    std::int64_t norm;        // one norm, all it keeps
+    std::int64_t norm_out;    // of which its output
+    std::int64_t attention;   // the attention block
+    std::int64_t q;           // one b·s·q_dim tensor (the scaled q; the attention output)
+    std::int64_t kv;          // k or v as the attention keeps it
+    std::int64_t inner;       // one b·s·intermediate tensor of the MLP
+};
+
+// Without checkpointing, with a frozen embedding and adapters only, nothing before the first
+// adapted layer needs a gradient. `graph_attention`: attention runs as autograd ops (eager, or
+// SDPA as its math graph), not one fused kernel; `plain_mlp`: the MLP's four (gated) or two
+// tensors as the memory model counts them (no MoE, no compiled or fused MLP, no bitsandbytes
+// keeping 4-bit inputs).
+std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<TensorGroup>& groups,
+                                 const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp);
+
+}  // namespace wingspan
