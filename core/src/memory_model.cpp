@@ -667,7 +667,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                           norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
                           n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
                           (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + ")" +
-                          (first_norm_outside ? ", the first layer's input norm outside the graph" : "") +
+                          (first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
+                                                            n(layer_saved - first_layer_saved) + " B less)"
+                                                      : "") +
                           " + the backward of one layer";
         }
         // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
