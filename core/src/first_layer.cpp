@@ -1,7 +1,5 @@
 #include "first_layer.hpp"
 
-#include <string>
-
 namespace wingspan {
 
 // What the first adapted layer does not keep when nothing before it needs a gradient (no
@@ -12,11 +10,14 @@ namespace wingspan {
 std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<TensorGroup>& groups,
                                  const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp) {
     auto adapted = [&](LinearRole r) { return setup.lora_targets.count(r) > 0; };
-    bool fused_qkv = false, fused_gate_up = false;   // Phi-3: one matrix, one adapter
-    for (const auto& g : groups) {
-        fused_qkv = fused_qkv || g.name.find("qkv_proj") != std::string::npos;
-        fused_gate_up = fused_gate_up || g.name.find("gate_up_proj") != std::string::npos;
-    }
+    // Phi-3's fused qkv_proj and gate_up_proj are one linear each (roles Q and Gate, no K or Up
+    // linear beside them): one adapter makes q, k and v (or gate and up) need a gradient.
+    auto has_linear = [&](LinearRole r) {
+        for (const auto& g : groups)
+            if (g.kind == TensorKind::Linear && g.role == r) return true;
+        return false;
+    };
+    const bool fused_qkv = !has_linear(LinearRole::K), fused_gate_up = gated && !has_linear(LinearRole::Up);
     const bool q = adapted(LinearRole::Q), k = fused_qkv ? q : adapted(LinearRole::K), v = fused_qkv ? q : adapted(LinearRole::V);
     const bool gate = adapted(LinearRole::Gate), up = fused_gate_up ? gate : adapted(LinearRole::Up);
     // The input norm is outside the graph: only its output stays, for the q/k/v adapters.
