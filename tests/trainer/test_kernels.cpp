@@ -4,9 +4,11 @@
 #include <QtTest>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <limits>
+#include <vector>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "device_ops.hpp"
@@ -31,6 +33,27 @@ at::Tensor operand(std::int64_t rows, std::int64_t cols, bool transposed, at::Sc
     return transposed ? at::randn({cols, rows}).to(dt).t() : at::randn({rows, cols}).to(dt);
 }
 
+// A product's shape as test data: [m, k] @ [k, n], each operand stored as given or transposed.
+struct ProductShape {
+    int m, k, n;
+    bool ta, tb;
+};
+void add_shape_columns() {
+    QTest::addColumn<int>("m");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<bool>("ta");
+    QTest::addColumn<bool>("tb");
+}
+ProductShape fetch_shape() {
+    QFETCH(int, m);
+    QFETCH(int, k);
+    QFETCH(int, n);
+    QFETCH(bool, ta);
+    QFETCH(bool, tb);
+    return {m, k, n, ta, tb};
+}
+
 }  // namespace
 
 class TrainerKernelsTest : public QObject {
@@ -43,11 +66,7 @@ private Q_SLOTS:
     }
 
     void fp32ProductsEqualDoublePrecision_data() {
-        QTest::addColumn<int>("m");
-        QTest::addColumn<int>("k");
-        QTest::addColumn<int>("n");
-        QTest::addColumn<bool>("ta");
-        QTest::addColumn<bool>("tb");
+        add_shape_columns();
         QTest::newRow("NN odd") << 37 << 70 << 129 << false << false;
         QTest::newRow("NT linear") << 64 << 96 << 80 << false << true;
         QTest::newRow("TN weight grad") << 96 << 64 << 80 << true << false;
@@ -55,11 +74,7 @@ private Q_SLOTS:
         QTest::newRow("one row") << 1 << 33 << 17 << false << true;
     }
     void fp32ProductsEqualDoublePrecision() {
-        QFETCH(int, m);
-        QFETCH(int, k);
-        QFETCH(int, n);
-        QFETCH(bool, ta);
-        QFETCH(bool, tb);
+        const auto [m, k, n, ta, tb] = fetch_shape();
         const at::Tensor a = operand(m, k, ta, at::kFloat), b = operand(k, n, tb, at::kFloat);
         at::Tensor out = at::empty({m, n});
         QVERIFY(kernels::handles(out, a, b));
@@ -71,11 +86,7 @@ private Q_SLOTS:
     void bf16ProductsAreFp32ProductsRoundedOnce_data() { fp32ProductsEqualDoublePrecision_data(); }
     void bf16ProductsAreFp32ProductsRoundedOnce() {
         if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
-        QFETCH(int, m);
-        QFETCH(int, k);
-        QFETCH(int, n);
-        QFETCH(bool, ta);
-        QFETCH(bool, tb);
+        const auto [m, k, n, ta, tb] = fetch_shape();
         const at::Tensor a = operand(m, k, ta, at::kBFloat16), b = operand(k, n, tb, at::kBFloat16);
         at::Tensor out = at::empty({m, n}, at::kBFloat16);
         QVERIFY(kernels::handles(out, a, b));
@@ -97,6 +108,90 @@ private Q_SLOTS:
         const double err = rel_error(out, at::mm(a.to(at::kDouble), b.to(at::kDouble)));
         QVERIFY2(err < 1.0 / 128, qPrintable(QString("relative error %1").arg(err)));
         QVERIFY(out.to(at::kFloat).isfinite().all().item<bool>());
+    }
+
+    // Products the threads split into stripes (by rows when M >= N, else by columns), K cut into
+    // even pieces past kTileK and accumulated, ragged edges everywhere, LoRA's skinny shapes.
+    void bf16StripesAndKPiecesEqualDoublePrecision_data() {
+        add_shape_columns();
+        const int k3 = static_cast<int>(2 * kernels::kTileK + 37);   // three K pieces
+        QTest::newRow("rows, K in pieces, NN") << 301 << k3 << 45 << false << false;
+        QTest::newRow("columns, NT") << 21 << 100 << 1100 << false << true;
+        QTest::newRow("TN weight grad, K in pieces") << 530 << k3 << 33 << true << false;
+        QTest::newRow("TT both ragged") << 77 << static_cast<int>(kernels::kTileK + 1) << 611 << true << true;
+        QTest::newRow("LoRA x@A^T rank 8") << 1030 << 200 << 8 << false << true;
+        QTest::newRow("LoRA dA rank 8") << 8 << 1030 << 200 << true << false;
+        QTest::newRow("K of one") << 64 << 1 << 48 << false << false;
+        // Skinny products (a side of LoRA's rank), every storage of their operands.
+        QTest::newRow("LoRA h@B^T: small K, B transposed") << 1030 << 8 << 200 << false << true;
+        QTest::newRow("small K, wider than a chunk") << 40 << 16 << 1100 << false << false;
+        QTest::newRow("LoRA g@B: small N, B as stored") << 1030 << 200 << 8 << false << false;
+        QTest::newRow("LoRA dB: small N, A transposed") << 200 << 1030 << 8 << true << false;
+        QTest::newRow("small M, B transposed") << 8 << 300 << 200 << false << true;
+        QTest::newRow("small M, columns in chunks") << 16 << 500 << 1100 << true << false;
+        QTest::newRow("17 rows") << 17 << 300 << 1030 << false << false;
+    }
+    void bf16StripesAndKPiecesEqualDoublePrecision() {
+        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
+        const auto [m, k, n, ta, tb] = fetch_shape();
+        const at::Tensor a = operand(m, k, ta, at::kBFloat16), b = operand(k, n, tb, at::kBFloat16);
+        at::Tensor out = at::full({m, n}, 1e30, at::kBFloat16);   // every element must be written
+        QVERIFY(kernels::handles(out, a, b));
+        kernels::mm_out(out, a, b);
+        const at::Tensor ref = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+        // One rounding to bf16 (2^-8 relative) plus fp32 accumulation over K.
+        const double scale = ref.abs().max().item<double>();
+        const at::Tensor excess = (out.to(at::kDouble) - ref).abs() - ref.abs() / 256 - 1e-4 * scale;
+        QVERIFY2(excess.max().item<double>() <= 0,
+                 qPrintable(QString("worst excess over the bound %1").arg(excess.max().item<double>())));
+    }
+
+    void bf16ProductInsideAParallelRegion() {
+        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
+        // Called from pool threads (as the batched product does), a product runs on its thread
+        // alone; its result is the same product.
+        const at::Tensor a = operand(300, 700, false, at::kBFloat16), b = operand(700, 260, true, at::kBFloat16);
+        at::Tensor outside = at::empty({300, 260}, at::kBFloat16);
+        kernels::mm_out(outside, a, b);
+        std::vector<at::Tensor> inside(4);
+        for (auto& t : inside) t = at::empty({300, 260}, at::kBFloat16);
+        at::parallel_for(0, 4, 1, [&](std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t i = i0; i < i1; ++i) kernels::mm_out(inside[i], a, b);
+        });
+        for (const auto& t : inside) {
+            const double err = rel_error(t, outside);
+            QVERIFY2(err <= 1.0 / 128, qPrintable(QString("relative error %1").arg(err)));
+        }
+    }
+
+    void batchedProductsEqualEachSlice_data() {
+        QTest::addColumn<bool>("bf16");
+        QTest::newRow("fp32") << false;
+        QTest::newRow("bf16") << true;
+    }
+    void batchedProductsEqualEachSlice() {
+        QFETCH(bool, bf16);
+        if (bf16 && kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
+        const auto dt = bf16 ? at::kBFloat16 : at::kFloat;
+        // Attention's shapes: scores q [B*H, T, D] @ k^T (a transposed view), and probs @ v; more
+        // products than threads, odd sizes.
+        const at::Tensor q = at::randn({7, 45, 24}).to(dt), k = at::randn({7, 45, 24}).to(dt);
+        const at::Tensor kt = k.transpose(1, 2);
+        at::Tensor scores = at::empty({7, 45, 45}, dt);
+        QVERIFY(kernels::handles_batched(scores, q, kt));
+        kernels::bmm_out(scores, q, kt);
+        const double tol = bf16 ? 1.0 / 128 : 1e-5;
+        double err = rel_error(scores, at::bmm(q.to(at::kDouble), kt.to(at::kDouble)));
+        QVERIFY2(err < tol, qPrintable(QString("scores: relative error %1").arg(err)));
+        const at::Tensor v = at::randn({7, 45, 24}).to(dt);
+        at::Tensor out = at::empty({7, 45, 24}, dt);
+        QVERIFY(kernels::handles_batched(out, scores, v));
+        kernels::bmm_out(out, scores, v);
+        err = rel_error(out, at::bmm(scores.to(at::kDouble), v.to(at::kDouble)));
+        QVERIFY2(err < tol, qPrintable(QString("probs @ v: relative error %1").arg(err)));
+        // Batch sizes that differ are refused.
+        at::Tensor wrong = at::empty({6, 45, 24}, dt);
+        QVERIFY(!kernels::handles_batched(wrong, scores.narrow(0, 0, 6), v));
     }
 
     void matmulGradientsEqualLibtorch_data() {

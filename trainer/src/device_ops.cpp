@@ -57,13 +57,11 @@ at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
     for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
         if (a.size(d) != b.size(d)) return {};
     at::Tensor out = at::empty(out_shape, a.options());
-    const at::Tensor a3 = a.flatten(0, a.dim() - 3), b3 = b.flatten(0, b.dim() - 3), o3 = out.view({-1, a.size(-2), N});
-    for (std::int64_t i = 0; i < a3.size(0); ++i) {   // flatten may copy only when a view is impossible
-        at::Tensor oi = o3[i];
-        const at::Tensor ai = a3[i], bi = b3[i];
-        if (!kernels::handles(oi, ai, bi)) return {};
-        kernels::mm_out(oi, ai, bi);
-    }
+    const at::Tensor a3 = a.flatten(0, a.dim() - 3), b3 = b.flatten(0, b.dim() - 3);
+    at::Tensor o3 = out.view({-1, a.size(-2), N});
+    // flatten may copy only when a view is impossible
+    if (!kernels::handles_batched(o3, a3, b3)) return {};
+    kernels::bmm_out(o3, a3, b3);
     return out;
 }
 

@@ -5,7 +5,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace wingspan::train::kernels {
@@ -36,19 +39,24 @@ struct Operand {
     bool ok = false;
 };
 
-Operand describe(const at::Tensor& t) {
-    const std::int64_t rows = t.size(0), cols = t.size(1);
+Operand describe(std::int64_t rows, std::int64_t cols, std::int64_t row_stride, std::int64_t col_stride) {
     Operand o;
-    if (t.stride(1) == 1 || cols == 1) {
+    if (col_stride == 1 || cols == 1) {
         o.trans = 'N';
-        o.ld = std::max<std::int64_t>({t.stride(0), cols, 1});
-        o.ok = rows == 1 || t.stride(0) >= cols;
-    } else if (t.stride(0) == 1 || rows == 1) {
+        o.ld = std::max<std::int64_t>({row_stride, cols, 1});
+        o.ok = rows == 1 || row_stride >= cols;
+    } else if (row_stride == 1 || rows == 1) {
         o.trans = 'T';
-        o.ld = std::max<std::int64_t>({t.stride(1), rows, 1});
-        o.ok = cols == 1 || t.stride(1) >= rows;
+        o.ld = std::max<std::int64_t>({col_stride, rows, 1});
+        o.ok = cols == 1 || col_stride >= rows;
     }
     return o;
+}
+
+// The last two dimensions of t as a gemm operand.
+Operand describe(const at::Tensor& t) {
+    const std::int64_t d = t.dim();
+    return describe(t.size(d - 2), t.size(d - 1), t.stride(d - 2), t.stride(d - 1));
 }
 
 // bf16 -> fp32 is exact: the 16 bits become the high half of the float. One clone per vector
@@ -69,21 +77,89 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void narrow_row(con
     }
 }
 
+void check(int status);
+
 // Widens the tile (r0 .. r0+rows, c0 .. c0+cols) of a bf16 operand into dst, reading its storage
 // in order: an 'N' operand's tile as [rows, cols], a 'T' operand's as [cols, rows] (the tile is
-// then handed to sgemm transposed). Returns the tile's leading dimension.
+// then handed to sgemm transposed). Runs on the calling thread. Returns the tile's leading
+// dimension.
 std::int64_t widen_tile(const c10::BFloat16* src, const Operand& o, std::int64_t r0, std::int64_t c0,
                         std::int64_t rows, std::int64_t cols, std::uint32_t* dst) {
     const bool n = o.trans == 'N';
     const std::int64_t lines = n ? rows : cols, len = n ? cols : rows;
     const std::int64_t first_line = n ? r0 : c0, first = n ? c0 : r0;
     const auto* base = reinterpret_cast<const std::uint16_t*>(src);
-    at::parallel_for(0, lines, std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(len, 1)),
-                     [&](std::int64_t a, std::int64_t b) {
-                         for (std::int64_t l = a; l < b; ++l)
-                             widen_row(base + (first_line + l) * o.ld + first, dst + l * len, len);
-                     });
+    for (std::int64_t l = 0; l < lines; ++l) widen_row(base + (first_line + l) * o.ld + first, dst + l * len, len);
     return len;
+}
+
+// n split into the fewest pieces of at most `most`, of (nearly) equal size, a multiple of `align`
+// where that still covers n.
+std::int64_t even_piece(std::int64_t n, std::int64_t most, std::int64_t align) {
+    const std::int64_t pieces = (n + most - 1) / most;
+    const std::int64_t piece = (n + pieces - 1) / pieces;
+    const std::int64_t aligned = (piece + align - 1) / align * align;
+    return aligned <= most ? aligned : piece;
+}
+
+// One thread's share of a bf16 product: out[m0 .. m1, n0 .. n1] = a @ b, in tiles of at most
+// kTileM x kTileN, K whole where it fits in kTileK (else in even pieces), widened into this
+// thread's scratch; sgemm runs on this thread (oneDNN computes single-threaded inside a
+// parallel region). A widened B tile is kept while the M tiles under it run (K in one piece).
+void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
+                std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                std::int64_t n1) {
+    if (m1 <= m0 || n1 <= n0) return;
+    thread_local std::vector<std::uint32_t> scratch;
+    if (scratch.size() < kScratchFloats) scratch.resize(kScratchFloats);
+    std::uint32_t* ta = scratch.data();
+    std::uint32_t* tb = ta + kTileM * kTileK;
+    std::uint32_t* tc = tb + kTileK * kTileN;
+    const auto* fa = reinterpret_cast<const float*>(ta);
+    const auto* fb = reinterpret_cast<const float*>(tb);
+    auto* fc = reinterpret_cast<float*>(tc);
+    const std::int64_t mt = even_piece(m1 - m0, kTileM, 16), nt = even_piece(n1 - n0, kTileN, 16);
+    const std::int64_t kt = even_piece(K, kTileK, 16);
+    for (std::int64_t n = n0; n < n1; n += nt) {
+        const std::int64_t nb = std::min(nt, n1 - n);
+        std::int64_t ldb = 0;
+        for (std::int64_t m = m0; m < m1; m += mt) {
+            const std::int64_t mb = std::min(mt, m1 - m);
+            for (std::int64_t k = 0; k < K; k += kt) {
+                const std::int64_t kb = std::min(kt, K - k);
+                const std::int64_t lda = widen_tile(pa, oa, m, k, mb, kb, ta);
+                if (kb < K || m == m0) ldb = widen_tile(pb, ob, k, n, kb, nb, tb);
+                check(sgemm()(oa.trans, ob.trans, mb, nb, kb, 1.0f, fa, lda, fb, ldb, k == 0 ? 0.0f : 1.0f, fc, nb));
+            }
+            for (std::int64_t r = 0; r < mb; ++r) narrow_row(tc + r * nb, pc + (m + r) * ldc + n, nb);
+        }
+    }
+}
+
+// out = a @ b for bf16 operands on the calling thread and, outside a parallel region, on the pool:
+// the output is cut into one stripe per thread along its longer side, in one parallel region
+// (each wake-up of sleeping pool threads costs tens of microseconds under OMP_WAIT_POLICY=passive),
+// and a product too small to pay for that runs on this thread alone.
+void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
+                  std::uint16_t* pc, std::int64_t M, std::int64_t K, std::int64_t N) {
+    const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+    const std::int64_t threads = at::in_parallel_region() || flops < kParallelFlops ? 1 : at::get_num_threads();
+    if (threads <= 1) {
+        bf16_block(pa, oa, pb, ob, pc, N, K, 0, M, 0, N);
+        return;
+    }
+    const bool by_rows = M >= N;
+    const std::int64_t extent = by_rows ? M : N;
+    const std::int64_t stripe = (extent + threads - 1) / threads;
+    const std::int64_t aligned = std::max<std::int64_t>(16, (stripe + 15) / 16 * 16);
+    const std::int64_t parts = (extent + aligned - 1) / aligned;
+    at::parallel_for(0, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
+        for (std::int64_t p = p0; p < p1; ++p) {
+            const std::int64_t lo = p * aligned, hi = std::min(extent, lo + aligned);
+            if (by_rows) bf16_block(pa, oa, pb, ob, pc, N, K, lo, hi, 0, N);
+            else bf16_block(pa, oa, pb, ob, pc, N, K, 0, M, lo, hi);
+        }
+    });
 }
 
 bool detect_bf16_hardware() {
@@ -94,6 +170,18 @@ bool detect_bf16_hardware() {
     bool avx512_bf16 = false;
     if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = (a >> 5) & 1u;
     return amx_bf16 || avx512_bf16;
+}
+
+// WINGSPAN_GEMM_LOG=1: one stderr line per product ("gemm bf16 M K N NT"), to list the shapes a
+// step makes (bench/trainer/bench_gemm_shapes.cpp times them).
+void log_product(const char* dtype, std::int64_t M, std::int64_t K, std::int64_t N, char ta, char tb) {
+    static const bool on = [] {
+        const char* v = std::getenv("WINGSPAN_GEMM_LOG");
+        return v && *v && std::string(v) != "0";
+    }();
+    if (on)
+        std::fprintf(stderr, "gemm %s %lld %lld %lld %c%c\n", dtype, static_cast<long long>(M), static_cast<long long>(K),
+                     static_cast<long long>(N), ta, tb);
 }
 
 void check(int status) {
@@ -130,38 +218,47 @@ void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
         return;
     }
     const Operand oa = describe(a), ob = describe(b);
+    log_product(a.scalar_type() == at::kFloat ? "fp32" : "bf16", M, K, N, oa.trans, ob.trans);
     if (a.scalar_type() == at::kFloat) {
         check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, a.data_ptr<float>(), oa.ld, b.data_ptr<float>(), ob.ld, 0.0f,
                       out.data_ptr<float>(), N));
         return;
     }
-    // bf16: fp32 tiles of A, B and C; C's tile accumulates over K and is rounded once.
-    thread_local std::vector<std::uint32_t> scratch;
-    if (scratch.size() < kScratchFloats) scratch.resize(kScratchFloats);
-    std::uint32_t* ta = scratch.data();
-    std::uint32_t* tb = ta + kTileM * kTileK;
-    std::uint32_t* tc = tb + kTileK * kTileN;
-    const auto* fa = reinterpret_cast<const float*>(ta);
-    const auto* fb = reinterpret_cast<const float*>(tb);
-    auto* fc = reinterpret_cast<float*>(tc);
-    const auto* pa = a.data_ptr<c10::BFloat16>();
-    const auto* pb = b.data_ptr<c10::BFloat16>();
-    auto* pc = reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>());
-    for (std::int64_t m0 = 0; m0 < M; m0 += kTileM) {
-        const std::int64_t mb = std::min(kTileM, M - m0);
-        for (std::int64_t n0 = 0; n0 < N; n0 += kTileN) {
-            const std::int64_t nb = std::min(kTileN, N - n0);
-            for (std::int64_t k0 = 0; k0 < K; k0 += kTileK) {
-                const std::int64_t kb = std::min(kTileK, K - k0);
-                const std::int64_t lda = widen_tile(pa, oa, m0, k0, mb, kb, ta);
-                const std::int64_t ldb = widen_tile(pb, ob, k0, n0, kb, nb, tb);
-                check(sgemm()(oa.trans, ob.trans, mb, nb, kb, 1.0f, fa, lda, fb, ldb, k0 == 0 ? 0.0f : 1.0f, fc, nb));
-            }
-            at::parallel_for(0, mb, std::max<std::int64_t>(1, 32768 / nb), [&](std::int64_t r0, std::int64_t r1) {
-                for (std::int64_t r = r0; r < r1; ++r) narrow_row(tc + r * nb, pc + (m0 + r) * N + n0, nb);
-            });
-        }
+    bf16_product(a.data_ptr<c10::BFloat16>(), oa, b.data_ptr<c10::BFloat16>(), ob,
+                 reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()), M, K, N);
+}
+
+bool handles_batched(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+    if (a.dim() != 3 || b.dim() != 3 || out.dim() != 3) return false;
+    if (a.size(0) != b.size(0) || out.size(0) != a.size(0)) return false;
+    if (!out.is_contiguous()) return false;
+    if (a.size(0) == 0) return true;
+    return handles(out[0], a[0], b[0]);   // every slice has the same sizes and strides
+}
+
+void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+    const std::int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
+    if (batch == 0 || M == 0 || N == 0) return;
+    if (K == 0) {
+        out.zero_();
+        return;
     }
+    const Operand oa = describe(a), ob = describe(b);
+    const std::int64_t sa = a.stride(0), sb = b.stride(0), sc = M * N;
+    const bool fp32 = a.scalar_type() == at::kFloat;
+    for (std::int64_t i = 0; i < batch; ++i) log_product(fp32 ? "fp32" : "bf16", M, K, N, oa.trans, ob.trans);
+    // One product per task: a parallel region for the batch, each product on one thread.
+    at::parallel_for(0, batch, 1, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+            if (fp32) {
+                check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, a.data_ptr<float>() + i * sa, oa.ld,
+                              b.data_ptr<float>() + i * sb, ob.ld, 0.0f, out.data_ptr<float>() + i * sc, N));
+            } else {
+                bf16_product(a.data_ptr<c10::BFloat16>() + i * sa, oa, b.data_ptr<c10::BFloat16>() + i * sb, ob,
+                             reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()) + i * sc, M, K, N);
+            }
+        }
+    });
 }
 
 }  // namespace wingspan::train::kernels

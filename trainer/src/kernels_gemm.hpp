@@ -9,9 +9,11 @@
 //
 // bf16 operands are computed as bf16-mixed defines them (bf16 inputs, fp32 accumulation, the
 // result rounded once to bf16): tiles of the operands are widened to fp32 into a small
-// per-thread scratch (at most kScratchFloats floats, allocated once, outside the tensor
-// allocator like any BLAS's packing buffers), multiplied, and the fp32 tile rounded into the
-// output. No tensor is allocated, so the measured memory of a run does not move.
+// per-thread scratch (at most kScratchFloats floats, allocated once per thread, outside the
+// tensor allocator like any BLAS's packing buffers), multiplied, and the fp32 tile rounded into
+// the output. Each pool thread computes its own stripe of the output (widening, sgemm, rounding)
+// in one parallel region per product. No tensor is allocated, so the measured memory of a run
+// does not move.
 #include <ATen/ATen.h>
 
 #include <cstddef>
@@ -19,9 +21,14 @@
 
 namespace wingspan::train::kernels {
 
-// Tile sizes of the bf16 path and the floats of per-thread scratch they need (2 MiB).
-inline constexpr std::int64_t kTileM = 256, kTileN = 512, kTileK = 512;
+// Largest tile sizes of the bf16 path (K is not cut up to kTileK) and the floats of per-thread
+// scratch they need (2.75 MiB).
+inline constexpr std::int64_t kTileM = 256, kTileN = 512, kTileK = 768;
 inline constexpr std::size_t kScratchFloats = kTileM * kTileK + kTileK * kTileN + kTileM * kTileN;
+
+// A bf16 product of fewer floating-point operations runs on the calling thread alone: waking
+// the pool would cost more than it saves.
+inline constexpr double kParallelFlops = 2e6;
 
 // Whether oneDNN's sgemm was found in the process (libtorch's own copy).
 bool fast_gemm_available();
@@ -33,5 +40,13 @@ bool cpu_has_bf16_hardware();
 bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 // out = a @ b (a: [M, K], b: [K, N], out: [M, N]); requires handles(out, a, b).
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+
+// Whether bmm_out can compute out[i] = a[i] @ b[i]: 3-D tensors of equal batch size whose
+// slices handles() takes (out contiguous).
+bool handles_batched(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+// out[i] = a[i] @ b[i] (a: [B, M, K], b: [B, K, N], out: [B, M, N]); requires handles_batched.
+// The products are shared among the pool threads in one parallel region, each on one thread
+// (attention's per-head products are too small to split).
+void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace wingspan::train::kernels

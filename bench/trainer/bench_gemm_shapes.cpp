@@ -1,0 +1,189 @@
+// The matrix products one training step makes, shape by shape (issue 17): GFLOP/s of
+// wingspan-train's bf16 product (kernels::mm_out: bf16 operands, fp32 sgemm, one rounding),
+// of oneDNN's plain fp32 sgemm on fp32 copies of the same operands (the ceiling the bf16 path
+// can reach on a CPU without bf16 hardware), and of libtorch's own bf16 at::mm, measured
+// interleaved in the same run (best of the repeats, so load on shared cores hits all three).
+//
+// Shapes: a SmolLM2-135M-shaped model (hidden 576, 9/3 heads of 64, MLP 1536, vocabulary
+// 49,152, tied head) at --seq x --batch tokens with LoRA rank --rank on all seven linears;
+// "x N" is how many times one step (forward + backward, 30 layers) makes that product.
+// Set WINGSPAN_GEMM_LOG=1 on wingspan-train to list the products a real step makes.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels_gemm.hpp"
+
+using namespace wingspan::train;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Shape {
+    std::string name;
+    std::int64_t m, k, n;
+    bool ta, tb;         // operand stored transposed (a weight's .t(), a gradient's x^T)
+    std::int64_t count;  // products of this shape per step
+};
+
+std::vector<Shape> model_shapes(std::int64_t seq, std::int64_t batch, std::int64_t rank, bool full) {
+    const std::int64_t T = seq * batch, h = 576, kv = 192, i = 1536, V = 49152, L = 30, D = 64, Hkv = 3, g = 3;
+    std::vector<Shape> s = {
+        // forward: x [T, in] @ W^T (W [out, in])
+        {"fwd q,o", T, h, h, false, true, 2 * L},
+        {"fwd k,v", T, h, kv, false, true, 2 * L},
+        {"fwd gate,up", T, h, i, false, true, 2 * L},
+        {"fwd down", T, i, h, false, true, L},
+        {"fwd head", T, h, V, false, true, 1},
+        // backward, input gradients: g [T, out] @ W
+        {"dx q,o", T, h, h, false, false, 2 * L},
+        {"dx k,v", T, kv, h, false, false, 2 * L},
+        {"dx gate,up", T, i, h, false, false, 2 * L},
+        {"dx down", T, h, i, false, false, L},
+        {"dx head", T, V, h, false, false, 1},
+        // attention (eager), per batch row and KV head: [g*T, D] @ [D, T] and [g*T, T] @ [T, D]
+        {"attn scores", g * seq, D, seq, false, true, batch * Hkv * L},
+        {"attn probs@v", g * seq, seq, D, false, false, batch * Hkv * L},
+        {"attn d probs", g * seq, D, seq, false, true, batch * Hkv * L},
+        {"attn dv", seq, g * seq, D, true, false, batch * Hkv * L},
+        {"attn dq", g * seq, seq, D, false, false, batch * Hkv * L},
+        {"attn dk", D, g * seq, seq, true, false, batch * Hkv * L},
+    };
+    if (full) {
+        // weight gradients: g^T [out, T] @ x [T, in]
+        s.push_back({"dW q,o", h, T, h, true, false, 2 * L});
+        s.push_back({"dW k,v", kv, T, h, true, false, 2 * L});
+        s.push_back({"dW gate,up", i, T, h, true, false, 2 * L});
+        s.push_back({"dW down", h, T, i, true, false, L});
+        s.push_back({"dW head", V, T, h, true, false, 1});
+    } else {
+        // LoRA on all seven linears (in -> out: q,o,k,v,gate,up from 576, down from 1536): x @ A^T,
+        // (x A^T) @ B^T, and their backward (B's gradient g^T @ h, A's dh^T @ x)
+        struct Dims { std::int64_t in, out, n; };
+        const Dims dims[] = {{h, h, 2 * L}, {h, kv, 2 * L}, {h, i, 2 * L}, {i, h, L}};
+        for (const Dims& d : dims) {
+            const std::string io = " " + std::to_string(d.in) + "->" + std::to_string(d.out);
+            s.push_back({"lora x@A^T" + io, T, d.in, rank, false, true, d.n});
+            s.push_back({"lora h@B^T" + io, T, rank, d.out, false, true, d.n});
+            s.push_back({"lora g@B" + io, T, d.out, rank, false, false, d.n});
+            s.push_back({"lora dB g^T@h" + io, d.out, T, rank, true, false, d.n});
+            s.push_back({"lora dh@A" + io, T, rank, d.in, false, false, d.n});
+            s.push_back({"lora dA dh^T@x" + io, rank, T, d.in, true, false, d.n});
+        }
+    }
+    return s;
+}
+
+at::Tensor operand(std::int64_t rows, std::int64_t cols, bool transposed, at::ScalarType dt) {
+    return transposed ? at::randn({cols, rows}).to(dt).t() : at::randn({rows, cols}).to(dt);
+}
+
+double seconds(const std::function<void()>& f) {
+    const auto t0 = Clock::now();
+    f();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int usage(const char* argv0) {
+    std::fprintf(stderr,
+                 "usage: %s [--seq 256] [--batch 4] [--rank 8] [--method lora|full] [--threads 2]\n"
+                 "          [--budget-s 0.4] [--only SUBSTRING] [--no-libtorch]\n"
+                 "Prints GFLOP/s per product shape: wingspan bf16, oneDNN sgemm fp32 (ceiling), libtorch bf16.\n",
+                 argv0);
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // wingspan-train runs with OMP_WAIT_POLICY=passive (main.cpp: it re-executes itself so libgomp
+    // reads it), so every parallel region wakes sleeping threads; measure the same way.
+    if (!std::getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execv("/proc/self/exe", argv);
+    }
+    std::int64_t seq = 256, batch = 4, rank = 8;
+    int threads = 2;
+    double budget = 0.4;
+    bool full = false, with_libtorch = true;
+    std::string only;
+    for (int a = 1; a < argc; ++a) {
+        const std::string f = argv[a];
+        auto value = [&]() -> const char* {
+            if (a + 1 >= argc) std::exit(usage(argv[0]));
+            return argv[++a];
+        };
+        if (f == "--seq") seq = std::atoll(value());
+        else if (f == "--batch") batch = std::atoll(value());
+        else if (f == "--rank") rank = std::atoll(value());
+        else if (f == "--threads") threads = std::atoi(value());
+        else if (f == "--budget-s") budget = std::atof(value());
+        else if (f == "--only") only = value();
+        else if (f == "--method") {
+            const std::string m = value();
+            if (m != "lora" && m != "full") return usage(argv[0]);
+            full = m == "full";
+        } else if (f == "--no-libtorch") with_libtorch = false;
+        else return usage(argv[0]);
+    }
+    if (seq <= 0 || batch <= 0 || rank <= 0 || threads <= 0) return usage(argv[0]);
+    if (!kernels::fast_gemm_available()) {
+        std::fprintf(stderr, "oneDNN's sgemm is not in this libtorch: nothing to measure\n");
+        return 1;
+    }
+    at::set_num_threads(threads);
+    at::manual_seed(1);
+    std::printf("%sOMP_WAIT_POLICY=%s, threads %d, seq %lld x batch %lld, %s%s; bf16 hardware: %s\n", at::get_parallel_info().c_str(),
+                std::getenv("OMP_WAIT_POLICY"), threads, static_cast<long long>(seq), static_cast<long long>(batch), full ? "full" : "lora rank ",
+                full ? "" : std::to_string(rank).c_str(), kernels::cpu_has_bf16_hardware() ? "yes" : "no");
+    std::printf("%-26s %6s %6s %6s %2s %5s | %9s %9s %9s | %7s %7s | %s\n", "product", "M", "K", "N", "op", "xN",
+                "wingspan", "sgemm", "torch", "w/sgemm", "w/torch", "GFLOP/s, best of repeats");
+    double total_w = 0, total_s = 0, total_t = 0, flops_all = 0;
+    for (const Shape& s : model_shapes(seq, batch, rank, full)) {
+        if (!only.empty() && s.name.find(only) == std::string::npos) continue;
+        const at::Tensor a = operand(s.m, s.k, s.ta, at::kBFloat16), b = operand(s.k, s.n, s.tb, at::kBFloat16);
+        // fp32 copies with the same layout
+        const at::Tensor af = s.ta ? a.t().to(at::kFloat).t() : a.to(at::kFloat);
+        const at::Tensor bf = s.tb ? b.t().to(at::kFloat).t() : b.to(at::kFloat);
+        at::Tensor out = at::empty({s.m, s.n}, at::kBFloat16), outf = at::empty({s.m, s.n});
+        const double flops = 2.0 * s.m * s.k * s.n;
+        const std::function<void()> run_t = [&] { (void)at::mm(a, b); };
+        const std::function<void()> run_s = [&] { kernels::mm_out(outf, af, bf); };
+        // Where the CPU has bf16 hardware the dispatch sends bf16 products to libtorch.
+        const std::function<void()> run_w =
+            kernels::cpu_has_bf16_hardware() ? run_t : std::function<void()>([&] { kernels::mm_out(out, a, b); });
+        double bw = 1e30, bs = 1e30, bt = 1e30;
+        run_w(), run_s();
+        if (with_libtorch) run_t();
+        double spent = 0;
+        for (int rep = 0; rep < 3 || (spent < budget && rep < 200); ++rep) {
+            const double w = seconds(run_w), f = seconds(run_s), t = with_libtorch ? seconds(run_t) : 0;
+            bw = std::min(bw, w), bs = std::min(bs, f);
+            if (with_libtorch) bt = std::min(bt, t);
+            spent += w + f + t;
+        }
+        const double gw = flops / bw / 1e9, gs = flops / bs / 1e9, gt = with_libtorch ? flops / bt / 1e9 : 0;
+        const char op[3] = {s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', 0};
+        std::printf("%-26s %6lld %6lld %6lld %2s %5lld | %9.1f %9.1f %9.1f | %7.2f %7.2f |\n", s.name.c_str(),
+                    static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n), op,
+                    static_cast<long long>(s.count), gw, gs, gt, gw / gs, with_libtorch ? gw / gt : 0.0);
+        std::fflush(stdout);
+        total_w += s.count * bw, total_s += s.count * bs, total_t += s.count * bt;
+        flops_all += s.count * flops;
+    }
+    std::printf("one step's products: wingspan %.2f s (%.1f GFLOP/s), sgemm fp32 %.2f s (%.1f), libtorch bf16 %s; "
+                "wingspan / sgemm time x%.2f\n",
+                total_w, flops_all / total_w / 1e9, total_s, flops_all / total_s / 1e9,
+                with_libtorch ? (std::to_string(total_t).substr(0, 5) + " s").c_str() : "not run", total_w / total_s);
+    return 0;
+}
