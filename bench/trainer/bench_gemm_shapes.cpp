@@ -6,7 +6,8 @@
 //
 // Shapes: a SmolLM2-135M-shaped model (hidden 576, 9/3 heads of 64, MLP 1536, vocabulary
 // 49,152, tied head) at --seq x --batch tokens with LoRA rank --rank on all seven linears;
-// "x N" is how many times one step (forward + backward, 30 layers) makes that product.
+// "xN" is how many times one step (forward + backward, 30 layers) makes that product, or that
+// batched call ("attn ... x12": one call of 12 per-head products through ops::matmul).
 // Set WINGSPAN_GEMM_LOG=1 on wingspan-train to list the products a real step makes.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "device_ops.hpp"
 #include "kernels_gemm.hpp"
 
 using namespace wingspan::train;
@@ -33,7 +35,8 @@ struct Shape {
     std::string name;
     std::int64_t m, k, n;
     bool ta, tb;         // operand stored transposed (a weight's .t(), a gradient's x^T)
-    std::int64_t count;  // products of this shape per step
+    std::int64_t count;  // products (batched calls, for batch > 1) of this shape per step
+    std::int64_t batch = 1;   // > 1: one batched call of this many products (attention's heads)
 };
 
 std::vector<Shape> model_shapes(std::int64_t seq, std::int64_t batch, std::int64_t rank, bool full) {
@@ -51,13 +54,14 @@ std::vector<Shape> model_shapes(std::int64_t seq, std::int64_t batch, std::int64
         {"dx gate,up", T, i, h, false, false, 2 * L},
         {"dx down", T, h, i, false, false, L},
         {"dx head", T, V, h, false, false, 1},
-        // attention (eager), per batch row and KV head: [g*T, D] @ [D, T] and [g*T, T] @ [T, D]
-        {"attn scores", g * seq, D, seq, false, true, batch * Hkv * L},
-        {"attn probs@v", g * seq, seq, D, false, false, batch * Hkv * L},
-        {"attn d probs", g * seq, D, seq, false, true, batch * Hkv * L},
-        {"attn dv", seq, g * seq, D, true, false, batch * Hkv * L},
-        {"attn dq", g * seq, seq, D, false, false, batch * Hkv * L},
-        {"attn dk", D, g * seq, seq, true, false, batch * Hkv * L},
+        // attention (eager): one batched call per layer of batch x KV heads products,
+        // [g*T, D] @ [D, T] and [g*T, T] @ [T, D], and their backward
+        {"attn scores", g * seq, D, seq, false, true, L, batch * Hkv},
+        {"attn probs@v", g * seq, seq, D, false, false, L, batch * Hkv},
+        {"attn d probs", g * seq, D, seq, false, false, L, batch * Hkv},
+        {"attn dv", seq, g * seq, D, true, false, L, batch * Hkv},
+        {"attn dq", g * seq, seq, D, false, false, L, batch * Hkv},
+        {"attn dk", D, g * seq, seq, true, false, L, batch * Hkv},
     };
     if (full) {
         // weight gradients: g^T [out, T] @ x [T, in]
@@ -84,8 +88,16 @@ std::vector<Shape> model_shapes(std::int64_t seq, std::int64_t batch, std::int64
     return s;
 }
 
-at::Tensor operand(std::int64_t rows, std::int64_t cols, bool transposed, at::ScalarType dt) {
+// [rows, cols] (or [batch, rows, cols]), stored as given or as the transpose of a contiguous tensor.
+at::Tensor operand(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool transposed, at::ScalarType dt) {
+    if (batch > 1)
+        return transposed ? at::randn({batch, cols, rows}).to(dt).transpose(1, 2) : at::randn({batch, rows, cols}).to(dt);
     return transposed ? at::randn({cols, rows}).to(dt).t() : at::randn({rows, cols}).to(dt);
+}
+
+// The same values in fp32, stored the same way.
+at::Tensor fp32_copy(const at::Tensor& t, bool transposed) {
+    return transposed ? t.transpose(-1, -2).to(at::kFloat).transpose(-1, -2) : t.to(at::kFloat);
 }
 
 double seconds(const std::function<void()>& f) {
@@ -151,17 +163,24 @@ int main(int argc, char** argv) {
     double total_w = 0, total_s = 0, total_t = 0, flops_all = 0;
     for (const Shape& s : model_shapes(seq, batch, rank, full)) {
         if (!only.empty() && s.name.find(only) == std::string::npos) continue;
-        const at::Tensor a = operand(s.m, s.k, s.ta, at::kBFloat16), b = operand(s.k, s.n, s.tb, at::kBFloat16);
-        // fp32 copies with the same layout
-        const at::Tensor af = s.ta ? a.t().to(at::kFloat).t() : a.to(at::kFloat);
-        const at::Tensor bf = s.tb ? b.t().to(at::kFloat).t() : b.to(at::kFloat);
-        at::Tensor out = at::empty({s.m, s.n}, at::kBFloat16), outf = at::empty({s.m, s.n});
-        const double flops = 2.0 * s.m * s.k * s.n;
-        const std::function<void()> run_t = [&] { (void)at::mm(a, b); };
-        const std::function<void()> run_s = [&] { kernels::mm_out(outf, af, bf); };
+        const at::Tensor a = operand(s.batch, s.m, s.k, s.ta, at::kBFloat16);
+        const at::Tensor b = operand(s.batch, s.k, s.n, s.tb, at::kBFloat16);
+        const at::Tensor af = fp32_copy(a, s.ta), bf = fp32_copy(b, s.tb);
+        at::Tensor out = at::empty({s.m, s.n}, at::kBFloat16), outf = at::empty({s.batch, s.m, s.n});
+        const double flops = 2.0 * s.batch * s.m * s.k * s.n;
+        // A batched call goes through ops::matmul, as the model's attention does.
+        const std::function<void()> run_t = [&] { (void)(s.batch > 1 ? at::bmm(a, b) : at::mm(a, b)); };
+        const std::function<void()> run_s = [&] {
+            for (std::int64_t i = 0; i < s.batch; ++i) {
+                at::Tensor o = outf[i];
+                kernels::mm_out(o, s.batch > 1 ? af[i] : af, s.batch > 1 ? bf[i] : bf);
+            }
+        };
         // Where the CPU has bf16 hardware the dispatch sends bf16 products to libtorch.
         const std::function<void()> run_w =
-            kernels::cpu_has_bf16_hardware() ? run_t : std::function<void()>([&] { kernels::mm_out(out, a, b); });
+            kernels::cpu_has_bf16_hardware() ? run_t
+            : s.batch > 1                    ? std::function<void()>([&] { (void)ops::matmul(a, b); })
+                                             : std::function<void()>([&] { kernels::mm_out(out, a, b); });
         double bw = 1e30, bs = 1e30, bt = 1e30;
         run_w(), run_s();
         if (with_libtorch) run_t();
@@ -174,7 +193,8 @@ int main(int argc, char** argv) {
         }
         const double gw = flops / bw / 1e9, gs = flops / bs / 1e9, gt = with_libtorch ? flops / bt / 1e9 : 0;
         const char op[3] = {s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', 0};
-        std::printf("%-26s %6lld %6lld %6lld %2s %5lld | %9.1f %9.1f %9.1f | %7.2f %7.2f |\n", s.name.c_str(),
+        const std::string name = s.batch > 1 ? s.name + " x" + std::to_string(s.batch) : s.name;
+        std::printf("%-26s %6lld %6lld %6lld %2s %5lld | %9.1f %9.1f %9.1f | %7.2f %7.2f |\n", name.c_str(),
                     static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n), op,
                     static_cast<long long>(s.count), gw, gs, gt, gw / gs, with_libtorch ? gw / gt : 0.0);
         std::fflush(stdout);
