@@ -9,6 +9,7 @@
 
 #include "device.hpp"
 #include "device_ops.hpp"
+#include "kernels_fused.hpp"
 #include "model_variants.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
@@ -381,21 +382,19 @@ std::int64_t Model::adapter_parameter_count() const {
 // Forward
 
 at::Tensor Model::rms_norm(const at::Tensor& x, const at::Tensor& w) const {
+    // Plain RMSNorm is one fused op (kernels_fused.hpp: keeps the input and rstd); Gemma's
+    // (1 + weight) norm keeps the composition below, as core's memory model counts it.
+    if (!cfg_.norm_plus_one) return fused::rms_norm(x, w, cfg_.rms_eps);
+    return unfused_rms_norm(x, w);
+}
+
+at::Tensor Model::unfused_rms_norm(const at::Tensor& x, const at::Tensor& w) const {
     at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
     at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + cfg_.rms_eps);
     if (cfg_.norm_plus_one) return (y * (w.to(at::kFloat) + 1)).to(x.scalar_type());   // Gemma
     if (y.scalar_type() != x.scalar_type()) y = y.to(x.scalar_type());
     return y * w;
 }
-
-namespace {
-
-at::Tensor rotate_half(const at::Tensor& x) {
-    const std::int64_t h = x.size(-1) / 2;
-    return at::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
-}
-
-}  // namespace
 
 at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const at::Tensor& mask) const {
@@ -434,12 +433,12 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     at::Tensor v = (qkv.defined() ? qkv.narrow(-1, nq + nkv, nkv) : L.v.forward(h)).view({B, T, cfg_.kv_heads, D}).transpose(1, 2);
     qkv.reset();
     h.reset();
-    if (cfg_.qk_norm) {   // per head, over head_dim, before RoPE
-        q = rms_norm(q, L.q_norm);
-        k = rms_norm(k, L.k_norm);
+    if (cfg_.qk_norm) {   // per head, over head_dim, before RoPE (on the transposed views: unfused)
+        q = unfused_rms_norm(q, L.q_norm);
+        k = unfused_rms_norm(k, L.k_norm);
     }
-    q = q * cos + rotate_half(q) * sin;
-    k = k * cos + rotate_half(k) * sin;
+    q = fused::rotary(q, cos, sin);
+    k = fused::rotary(k, cos, sin);
     if (cache) {
         if (cache->k[i].defined()) {
             k = at::cat({cache->k[i], k}, 2);
@@ -458,8 +457,12 @@ at::Tensor Model::layer_forward(std::int64_t i, const at::Tensor& x, const at::T
     h = rms_norm(y, cfg_.sandwich_norms ? L.pre_ff_norm : L.post_norm);
     at::Tensor gu = cfg_.fused_gate_up ? L.gate.forward(h) : at::Tensor();   // Phi-3: [gate | up]
     const std::int64_t I = cfg_.intermediate;
-    at::Tensor m = gu.defined() ? gate_activation(cfg_, gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I)
-                                : gate_activation(cfg_, L.gate.forward(h)) * L.up.forward(h);
+    at::Tensor gate = gu.defined() ? gu.narrow(-1, 0, I) : L.gate.forward(h);
+    at::Tensor up = gu.defined() ? gu.narrow(-1, I, I) : L.up.forward(h);
+    // SwiGLU is one fused op keeping gate and up; a GELU gate (Gemma) stays the composition.
+    at::Tensor m = cfg_.activation == "silu" ? fused::swiglu(gate, up) : gate_activation(cfg_, gate) * up;
+    gate.reset();
+    up.reset();
     h.reset();
     gu.reset();
     return cfg_.sandwich_norms ? y + rms_norm(L.down.forward(m), L.post_ff_norm) : y + L.down.forward(m);

@@ -146,6 +146,7 @@ public:
 private:
     at::Tensor head_weight() const { return cfg_.tied ? embed_ : head_; }
     at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const;
+    at::Tensor unfused_rms_norm(const at::Tensor& x, const at::Tensor& w) const;   // Gemma, q/k norms
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) const;
 
     ModelConfig cfg_;
