@@ -248,7 +248,10 @@ at::Tensor Linear::forward(const at::Tensor& x) const {
     if (has_lora()) {
         at::Tensor h = lora_dropout > 0 ? ops::dropout(x, lora_dropout, at::GradMode::is_enabled()) : x;
         h = ops::matmul(ops::matmul(h, lora_a.t()), lora_b.t());
-        y = y + h * lora_scaling;
+        // Into the fresh product in place (no node saved it): forward makes no scaled copy of the
+        // adapter's output and no third output-sized sum per adapted linear, which were the
+        // forward's peak in a 1-layer LoRA run; backward is the same (grad, and grad · scaling).
+        y.add_(h, lora_scaling);
     }
     return y;
 }
