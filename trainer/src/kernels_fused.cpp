@@ -27,18 +27,26 @@ inline float ld(const float* p) { return *p; }
 // bf16 as bit operations (the compiler vectorises them; c10's conversions go through isnan):
 // widening is exact, narrowing rounds to nearest even and keeps a NaN a quiet NaN, as
 // c10::BFloat16(float) does.
-inline float ld(const c10::BFloat16* p) {
-    const std::uint32_t b = static_cast<std::uint32_t>(p->x) << 16;
+inline float ld(const std::uint16_t* p) {
+    const std::uint32_t b = static_cast<std::uint32_t>(*p) << 16;
     float f;
     std::memcpy(&f, &b, sizeof f);
     return f;
 }
 inline void st(float* p, float v) { *p = v; }
-inline void st(c10::BFloat16* p, float v) {
+inline void st(std::uint16_t* p, float v) {
     std::uint32_t b;
     std::memcpy(&b, &v, sizeof b);
-    p->x = (b & 0x7fffffffu) > 0x7f800000u ? std::uint16_t{0x7fc0}
-                                            : static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+    const bool nan = (b & 0x7fffffffu) > 0x7f800000u;
+    const std::uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+    const std::uint32_t out = nan ? 0x7fc0u : rounded;   // select in 32 bits, then narrow: vectorises
+    *p = static_cast<std::uint16_t>(out);
+}
+
+// bf16 storage as its bits (the kernels' element type).
+template <typename Tensor>
+std::uint16_t* bits(const Tensor& t) {
+    return reinterpret_cast<std::uint16_t*>(t.template data_ptr<c10::BFloat16>());
 }
 
 // Rows per parallel chunk: about 16 K elements of work, enough to amortise a hand-off.
@@ -50,7 +58,8 @@ bool cpu_kernel_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBF
 // the SwiGLU loops vectorise; within 2 ulp of std::exp over the clamped range.
 inline float exp_approx(float x) {
     x = std::min(std::max(x, -87.3f), 88.7f);
-    const float n = std::floor(x * 1.44269504088896341f + 0.5f);
+    // Nearest integer by the 1.5·2^23 trick (no floor call: the loops stay branch-free).
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
@@ -137,7 +146,7 @@ WINGSPAN_CLONES void norm_forward_f32(const float* x, const float* w, float* y, 
                                       std::int64_t r1, std::int64_t H, float eps) {
     norm_forward_rows(x, w, y, rstd, r0, r1, H, eps);
 }
-WINGSPAN_CLONES void norm_forward_bf16(const c10::BFloat16* x, const float* w, c10::BFloat16* y, float* rstd,
+WINGSPAN_CLONES void norm_forward_bf16(const std::uint16_t* x, const float* w, std::uint16_t* y, float* rstd,
                                        std::int64_t r0, std::int64_t r1, std::int64_t H, float eps) {
     norm_forward_rows(x, w, y, rstd, r0, r1, H, eps);
 }
@@ -145,8 +154,8 @@ WINGSPAN_CLONES void norm_backward_f32(const float* dy, const float* x, const fl
                                        float* dw, std::int64_t r0, std::int64_t r1, std::int64_t H) {
     norm_backward_rows(dy, x, rstd, w, dx, dw, r0, r1, H);
 }
-WINGSPAN_CLONES void norm_backward_bf16(const c10::BFloat16* dy, const c10::BFloat16* x, const float* rstd,
-                                        const float* w, c10::BFloat16* dx, float* dw, std::int64_t r0, std::int64_t r1,
+WINGSPAN_CLONES void norm_backward_bf16(const std::uint16_t* dy, const std::uint16_t* x, const float* rstd,
+                                        const float* w, std::uint16_t* dx, float* dw, std::int64_t r0, std::int64_t r1,
                                         std::int64_t H) {
     norm_backward_rows(dy, x, rstd, w, dx, dw, r0, r1, H);
 }
@@ -157,7 +166,7 @@ std::vector<float> weight_f32(const at::Tensor& w) {
     if (w.is_contiguous() && w.scalar_type() == at::kFloat) {
         std::copy(w.data_ptr<float>(), w.data_ptr<float>() + w.numel(), out.begin());
     } else if (w.is_contiguous() && w.scalar_type() == at::kBFloat16) {
-        const c10::BFloat16* p = w.data_ptr<c10::BFloat16>();
+        const std::uint16_t* p = bits(w);
         for (size_t j = 0; j < out.size(); ++j) out[j] = ld(p + j);
     } else {
         const at::Tensor wf = w.to(at::kFloat).contiguous();
@@ -197,7 +206,7 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
                 if (x.scalar_type() == at::kFloat)
                     norm_forward_f32(x.data_ptr<float>(), wf.data(), y.data_ptr<float>(), rp, r0, r1, H, e);
                 else
-                    norm_forward_bf16(x.data_ptr<c10::BFloat16>(), wf.data(), y.data_ptr<c10::BFloat16>(), rp, r0, r1, H, e);
+                    norm_forward_bf16(bits(x), wf.data(), bits(y), rp, r0, r1, H, e);
             });
         } else {
             const at::Tensor xf = x.to(at::kFloat);
@@ -233,8 +242,8 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
                         norm_backward_f32(dy.data_ptr<float>(), x.data_ptr<float>(), rstd.data_ptr<float>(), wf.data(),
                                           dx.data_ptr<float>(), dwp, r0, r1, H);
                     else
-                        norm_backward_bf16(dy.data_ptr<c10::BFloat16>(), x.data_ptr<c10::BFloat16>(),
-                                           rstd.data_ptr<float>(), wf.data(), dx.data_ptr<c10::BFloat16>(), dwp, r0,
+                        norm_backward_bf16(bits(dy), bits(x),
+                                           rstd.data_ptr<float>(), wf.data(), bits(dx), dwp, r0,
                                            r1, H);
                 }
             });
@@ -266,11 +275,28 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
 // ---------------------------------------------------------------------------------------
 // SwiGLU rows: gate and up rows of width I at their own row strides; out and grads contiguous.
 
+// Rows go through fp32 buffers of kChunk values, one simple loop each (widen, compute, narrow):
+// GCC vectorises each, where one loop doing all three for bf16 it leaves scalar.
+constexpr std::int64_t kChunk = 256;
+
+template <typename T>
+__attribute__((always_inline)) inline void widen(const T* src, float* dst, std::int64_t n) {
+    for (std::int64_t k = 0; k < n; ++k) dst[k] = ld(src + k);
+}
+template <typename T>
+__attribute__((always_inline)) inline void narrow(const float* src, T* dst, std::int64_t n) {
+    for (std::int64_t k = 0; k < n; ++k) st(dst + k, src[k]);
+}
+
 template <typename T>
 __attribute__((always_inline)) inline void swiglu_forward_row(const T* g, const T* u, T* m, std::int64_t I) {
-    for (std::int64_t j = 0; j < I; ++j) {
-        const float gv = ld(g + j);
-        st(m + j, gv * sigmoid(gv) * ld(u + j));
+    float gb[kChunk], ub[kChunk];
+    for (std::int64_t j0 = 0; j0 < I; j0 += kChunk) {
+        const std::int64_t n = std::min(kChunk, I - j0);
+        widen(g + j0, gb, n);
+        widen(u + j0, ub, n);
+        for (std::int64_t k = 0; k < n; ++k) ub[k] = gb[k] * sigmoid(gb[k]) * ub[k];
+        narrow(ub, m + j0, n);
     }
 }
 
@@ -278,10 +304,19 @@ __attribute__((always_inline)) inline void swiglu_forward_row(const T* g, const 
 template <typename T>
 __attribute__((always_inline)) inline void swiglu_backward_row(const T* dm, const T* g, const T* u, T* dg, T* du,
                                                                std::int64_t I) {
-    for (std::int64_t j = 0; j < I; ++j) {
-        const float gv = ld(g + j), s = sigmoid(gv), d = ld(dm + j);
-        if (dg) st(dg + j, d * ld(u + j) * s * (1.0f + gv * (1.0f - s)));
-        if (du) st(du + j, d * gv * s);
+    float db[kChunk], gb[kChunk], ub[kChunk];
+    for (std::int64_t j0 = 0; j0 < I; j0 += kChunk) {
+        const std::int64_t n = std::min(kChunk, I - j0);
+        widen(dm + j0, db, n);
+        widen(g + j0, gb, n);
+        widen(u + j0, ub, n);
+        for (std::int64_t k = 0; k < n; ++k) {
+            const float s = sigmoid(gb[k]), d = db[k], gv = gb[k];
+            ub[k] = d * ub[k] * s * (1.0f + gv * (1.0f - s));   // dg
+            gb[k] = d * gv * s;                                   // du
+        }
+        if (dg) narrow(ub, dg + j0, n);
+        if (du) narrow(gb, du + j0, n);
     }
 }
 
@@ -309,7 +344,7 @@ WINGSPAN_CLONES void swiglu_forward_f32(const float* g, const float* u, float* m
                                         std::int64_t r0, std::int64_t r1, std::int64_t I) {
     for (std::int64_t r = r0; r < r1; ++r) swiglu_forward_row(g + r * gs, u + r * us, m + r * I, I);
 }
-WINGSPAN_CLONES void swiglu_forward_bf16(const c10::BFloat16* g, const c10::BFloat16* u, c10::BFloat16* m,
+WINGSPAN_CLONES void swiglu_forward_bf16(const std::uint16_t* g, const std::uint16_t* u, std::uint16_t* m,
                                          std::int64_t gs, std::int64_t us, std::int64_t r0, std::int64_t r1,
                                          std::int64_t I) {
     for (std::int64_t r = r0; r < r1; ++r) swiglu_forward_row(g + r * gs, u + r * us, m + r * I, I);
@@ -320,8 +355,8 @@ WINGSPAN_CLONES void swiglu_backward_f32(const float* dm, const float* g, const 
     for (std::int64_t r = r0; r < r1; ++r)
         swiglu_backward_row(dm + r * I, g + r * gs, u + r * us, dg ? dg + r * I : nullptr, du ? du + r * I : nullptr, I);
 }
-WINGSPAN_CLONES void swiglu_backward_bf16(const c10::BFloat16* dm, const c10::BFloat16* g, const c10::BFloat16* u,
-                                          c10::BFloat16* dg, c10::BFloat16* du, std::int64_t gs, std::int64_t us,
+WINGSPAN_CLONES void swiglu_backward_bf16(const std::uint16_t* dm, const std::uint16_t* g, const std::uint16_t* u,
+                                          std::uint16_t* dg, std::uint16_t* du, std::int64_t gs, std::int64_t us,
                                           std::int64_t r0, std::int64_t r1, std::int64_t I) {
     for (std::int64_t r = r0; r < r1; ++r)
         swiglu_backward_row(dm + r * I, g + r * gs, u + r * us, dg ? dg + r * I : nullptr, du ? du + r * I : nullptr, I);
@@ -345,8 +380,8 @@ struct SwiGluFn : public torch::autograd::Function<SwiGluFn> {
                     swiglu_forward_f32(g.data_ptr<float>(), u.data_ptr<float>(), m.data_ptr<float>(), gv.stride, uv.stride,
                                        r0, r1, I);
                 else
-                    swiglu_forward_bf16(g.data_ptr<c10::BFloat16>(), u.data_ptr<c10::BFloat16>(),
-                                        m.data_ptr<c10::BFloat16>(), gv.stride, uv.stride, r0, r1, I);
+                    swiglu_forward_bf16(bits(g), bits(u),
+                                        bits(m), gv.stride, uv.stride, r0, r1, I);
             });
         } else {
             const at::Tensor gf = g.to(at::kFloat);
@@ -375,9 +410,9 @@ struct SwiGluFn : public torch::autograd::Function<SwiGluFn> {
                                         want_g ? dg.data_ptr<float>() : nullptr, want_u ? du.data_ptr<float>() : nullptr,
                                         gv.stride, uv.stride, r0, r1, I);
                 else
-                    swiglu_backward_bf16(dm.data_ptr<c10::BFloat16>(), g.data_ptr<c10::BFloat16>(),
-                                         u.data_ptr<c10::BFloat16>(), want_g ? dg.data_ptr<c10::BFloat16>() : nullptr,
-                                         want_u ? du.data_ptr<c10::BFloat16>() : nullptr, gv.stride, uv.stride, r0, r1, I);
+                    swiglu_backward_bf16(bits(dm), bits(g),
+                                         bits(u), want_g ? bits(dg) : nullptr,
+                                         want_u ? bits(du) : nullptr, gv.stride, uv.stride, r0, r1, I);
             });
         } else {
             const at::Tensor gf = g.to(at::kFloat), dmf = grads[0].to(at::kFloat), sg = at::sigmoid(gf);
@@ -428,8 +463,8 @@ WINGSPAN_CLONES void rotary_f32(const float* x, Rows4 xr, const float* c, const 
                                 std::int64_t r0, std::int64_t r1, std::int64_t D, bool backward) {
     rotary_rows(x, xr, c, s, y, yr, r0, r1, D, backward);
 }
-WINGSPAN_CLONES void rotary_bf16(const c10::BFloat16* x, Rows4 xr, const c10::BFloat16* c, const c10::BFloat16* s,
-                                 c10::BFloat16* y, Rows4 yr, std::int64_t r0, std::int64_t r1, std::int64_t D,
+WINGSPAN_CLONES void rotary_bf16(const std::uint16_t* x, Rows4 xr, const std::uint16_t* c, const std::uint16_t* s,
+                                 std::uint16_t* y, Rows4 yr, std::int64_t r0, std::int64_t r1, std::int64_t D,
                                  bool backward) {
     rotary_rows(x, xr, c, s, y, yr, r0, r1, D, backward);
 }
@@ -453,8 +488,8 @@ at::Tensor rotary_cpu_apply(const at::Tensor& x, const at::Tensor& cos, const at
             rotary_f32(x.data_ptr<float>(), xr, cos.data_ptr<float>(), sin.data_ptr<float>(), y.data_ptr<float>(), yr, r0,
                        r1, D, backward);
         else
-            rotary_bf16(x.data_ptr<c10::BFloat16>(), xr, cos.data_ptr<c10::BFloat16>(), sin.data_ptr<c10::BFloat16>(),
-                        y.data_ptr<c10::BFloat16>(), yr, r0, r1, D, backward);
+            rotary_bf16(bits(x), xr, bits(cos), bits(sin),
+                        bits(y), yr, r0, r1, D, backward);
     });
     return y;
 }
