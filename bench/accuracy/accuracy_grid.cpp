@@ -18,7 +18,7 @@ namespace wingspan::accuracy {
 std::string GridPoint::label() const {
     return arch + " " + method + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
            (grad_checkpointing ? " ckpt" : "") + (attention != "eager" ? " " + attention : "") +
-           (targets.empty() ? "" : " targets " + targets) +
+           (targets.empty() ? "" : " targets " + targets) + (precision != "fp32" ? " " + precision : "") +
            (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "");
 }
 
@@ -129,6 +129,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
     if (p.grad_checkpointing) cmd += " --grad-checkpointing";
     if (p.attention != "eager") cmd += " --attention " + p.attention;
     if (!p.targets.empty()) cmd += " --targets " + p.targets;
+    if (p.precision != "fp32") cmd += " --precision " + p.precision;
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();
@@ -167,6 +168,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
                                        std::to_string(p.batch) + (p.grad_checkpointing ? "-ckpt" : "") +
                                        (p.attention != "eager" ? "-" + p.attention : "") +
                                        (p.targets.empty() ? "" : "-" + p.targets) +
+                                       (p.precision != "fp32" ? "-" + p.precision : "") +
                                        (ranks > 1 ? "-" + p.sharding + "-rank" + std::to_string(r.rank) : ""));
             for (const auto& l : lines[r.rank]) RunStore::append_line(dir, l);
             RunStore::write_result(dir, r.record);

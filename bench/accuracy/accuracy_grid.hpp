@@ -22,6 +22,7 @@ struct GridPoint {
     std::string targets;              // --targets (LoRA/QLoRA); empty: the trainer's default, all seven
     int processes = 1;                // --nproc: ranks of one data-parallel job
     std::string sharding = "ddp";     // with processes > 1: ddp | zero1 | zero2
+    std::string precision = "fp32";   // --precision
     std::string label() const;
 };
 

@@ -8,7 +8,8 @@ namespace wingspan {
 // wingspan-train (built-in model, fp32 LoRA, seq 128): one target at a time, the trainer kept
 // 1,024 (q) to 19,524 (down) B per token less than every layer's full set.
 std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<TensorGroup>& groups,
-                                 const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp) {
+                                 const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp,
+                                 bool fused_activation) {
     auto adapted = [&](LinearRole r) { return setup.lora_targets.count(r) > 0; };
     // Phi-3's fused qkv_proj and gate_up_proj are one linear each (roles Q and Gate, no K or Up
     // linear beside them): one adapter makes q, k and v (or gate and up) need a gradient.
@@ -34,6 +35,8 @@ std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<T
     // MLP adapters first: the post-attention norm keeps only its output for gate/up adapters.
     unsaved += gate || up ? p.norm - p.norm_out : p.norm;
     if (!plain_mlp) return unsaved;
+    // A fused act(gate)·up keeps gate and up whenever either needs a gradient, none otherwise.
+    if (gated && fused_activation) return unsaved + (gate || up ? 0 : 2) * p.inner;
     // silu(gate)·up: gate's output is kept for silu's gradient, silu's for up's, up's for silu's;
     // the product (down's input) stays. A plain MLP keeps up's output for the activation's gradient.
     if (gated) return unsaved + ((gate ? 0 : 2) + (up ? 0 : 1)) * p.inner;

@@ -23,8 +23,10 @@ struct FirstLayerParts {
 // adapted layer needs a gradient. `graph_attention`: attention runs as autograd ops (eager, or
 // SDPA as its math graph), not one fused kernel; `plain_mlp`: the MLP's four (gated) or two
 // tensors as the memory model counts them (no MoE, no compiled or fused MLP, no bitsandbytes
-// keeping 4-bit inputs).
+// keeping 4-bit inputs); `fused_activation`: of those, act(gate)·up is one op keeping gate and up
+// (three tensors with the product).
 std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<TensorGroup>& groups,
-                                 const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp);
+                                 const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp,
+                                 bool fused_activation = false);
 
 }  // namespace wingspan

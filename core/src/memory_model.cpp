@@ -7,6 +7,7 @@
 
 #include "first_layer.hpp"
 #include "loss_memory.hpp"
+#include "storage_terms.hpp"
 #include "wingspan/nf4.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/units.hpp"
@@ -47,90 +48,9 @@ std::string MemoryEstimate::explain(Component c) const {
 
 namespace {
 
-// How a trainable tensor is stored under a precision scheme (bytes per element).
-struct TrainableStorage {
-    int weight, grad, master, moment;
-};
-
-TrainableStorage storage_for(Precision p) {
-    switch (p) {
-        case Precision::Fp32: return {4, 4, 0, 4};
-        case Precision::Bf16Mixed:
-        case Precision::Fp16Mixed: return {2, 2, 4, 4};
-        case Precision::Bf16: return {2, 2, 0, 2};
-    }
-    return {4, 4, 0, 4};
-}
-
-// Bytes per element of each kind of tensor under this framework, method and precision: the
-// precision's textbook scheme unless the profile's dtypes say otherwise.
-struct Storage {
-    int frozen, weight, adapter, gradient /*0: as the parameter*/, master /*for 16-bit trainables*/, moment;
-    int grad_of(int param_bytes) const { return gradient > 0 ? gradient : param_bytes; }
-    int master_of(int param_bytes) const { return param_bytes < 4 ? master : 0; }
-};
-
-Storage resolve_storage(const FrameworkProfile& fw, const TrainingSetup& setup) {
-    const TrainableStorage st = storage_for(setup.precision);
-    Storage s{dtype_bytes(setup.precision), st.weight, st.weight, st.grad, st.master, st.moment};
-    auto apply = [&](const std::string& key) {
-        auto it = fw.dtypes.find(key);
-        if (it == fw.dtypes.end()) return;
-        for (const auto& [k, v] : it->second) {
-            if (k == "frozen") s.frozen = v;
-            else if (k == "trainable") s.weight = v;
-            else if (k == "adapter") s.adapter = v;
-            else if (k == "gradient") s.gradient = v;
-            else if (k == "master") s.master = v;
-            else if (k == "moments") s.moment = v;
-        }
-        if (!it->second.count("gradient")) s.gradient = 0;
-    };
-    const std::string precision = to_string(setup.precision);
-    apply(precision);
-    apply(std::string(to_string(setup.method)) + "/" + precision);
-    return s;
-}
-
 const char* dtype_label(int bytes) { return bytes == 4 ? "fp32" : bytes == 2 ? "16-bit" : "8-bit"; }
 
 std::string n(std::int64_t v) { return format_count(v); }
-
-// bitsandbytes' 8-bit optimizers keep tensors under 4096 elements in 32-bit and quantize the
-// rest blockwise with an fp32 absmax per 2048 values of each of the two states.
-constexpr std::int64_t k8bitMinElements = 4096;
-constexpr std::int64_t k8bitBlock = 2048;
-
-std::int64_t optimizer_bytes(Optimizer opt, int moment_bytes, std::int64_t rows, std::int64_t cols) {
-    const std::int64_t elements = rows * cols;
-    switch (opt) {
-        case Optimizer::AdamW: return 2 * moment_bytes * elements;
-        case Optimizer::AdamW8bit:
-        case Optimizer::PagedAdamW8bit:
-            if (elements < k8bitMinElements) return 8 * elements;
-            return 2 * elements + 2 * 4 * ((elements + k8bitBlock - 1) / k8bitBlock);
-        case Optimizer::Sgd: return moment_bytes * elements;
-        case Optimizer::Adafactor:
-            if (rows > 1 && cols > 1) return 4 * (rows + cols);
-            return 4 * elements;
-    }
-    return 0;
-}
-
-const char* optimizer_formula(Optimizer opt, int moment_bytes) {
-    switch (opt) {
-        case Optimizer::AdamW:
-            return moment_bytes == 4 ? "AdamW: 2 fp32 moments = 8 B × trainable params"
-                                     : "AdamW: 2 bf16 moments = 4 B × trainable params";
-        case Optimizer::AdamW8bit:
-        case Optimizer::PagedAdamW8bit:
-            return "8-bit AdamW: 2 × 1 B per param + fp32 absmax per 2048 values (tensors < 4096 "
-                   "elements stay 8 B)";
-        case Optimizer::Sgd: return "SGD momentum: 1 moment per trainable param";
-        case Optimizer::Adafactor: return "Adafactor: fp32 row + column factors per matrix, full for vectors";
-    }
-    return "";
-}
 
 struct Sizes {
     std::int64_t b, s, h, q, kv, i, a, L, V, e;
@@ -227,6 +147,15 @@ std::string slack_base_name(const FrameworkProfile& framework) {
 }
 
 namespace {
+// Whether the framework's fused kernels (profile section "kernels") leave this architecture out.
+bool fw_kernels_skip(const FrameworkProfile& fw, const Architecture& arch) {
+    const auto k = fw.behaviour.find("kernels");
+    if (k == fw.behaviour.end() || !k->is_object() || !k->contains("unfused_model_types")) return false;
+    for (const auto& t : k->at("unfused_model_types"))
+        if (t.is_string() && t.get<std::string>() == arch.model_type) return true;
+    return false;
+}
+
 // The architecture as the framework builds it: some keep an untied LM head (LitGPT copies the
 // tied embedding into lm_head when it converts a checkpoint).
 Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
@@ -501,12 +430,20 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // recomputes pointwise ops in backward, so a norm keeps only its 16-bit input and rstd, a gated
     // MLP its gate and up. The framework's own fused kernels (section "kernels") keep as little.
     const bool recompute_pointwise = behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "recomputes_pointwise");
-    const bool kernel_norm = behaviour_flag(fw, "kernels", "norm_saves_input_only");
-    const bool kernel_swiglu = behaviour_flag(fw, "kernels", "gated_mlp_saves_gate_up");
+    // A framework's fused kernels may cover only some architectures (kernels.unfused_model_types:
+    // wingspan-train runs Gemma's (1 + weight) norm and GELU gate as plain ops).
+    const bool fused_arch = !fw_kernels_skip(fw, arch);
+    const bool kernel_norm = fused_arch && behaviour_flag(fw, "kernels", "norm_saves_input_only");
+    const bool kernel_swiglu = fused_arch && behaviour_flag(fw, "kernels", "gated_mlp_saves_gate_up");
+    // The gate activation times up as one op that keeps gate and up (the down projection still
+    // keeps the product, its input): three b·s·i tensors instead of four.
+    const bool kernel_gated_act = fused_arch && behaviour_flag(fw, "kernels", "gated_activation_saves_gate_up");
+    // The norm's weight gradient recomputed from the kept input and rstd: no normalized copy.
+    const bool norm_recomputes = kernel_norm && behaviour_flag(fw, "kernels", "norm_recomputes_normalized");
     const bool norms_train = setup.method == Method::Full;
     const std::int64_t norm_input = bs * h * (recompute_pointwise || kernel_norm ? e : std::max<std::int64_t>(e, 4));
     const std::int64_t norm_square = fw.norm_saves_square && !recompute_pointwise && !kernel_norm ? bs * h * 4 : 0;
-    const std::int64_t norm_weighted = norms_train && !recompute_pointwise ? bs * h * e : 0;
+    const std::int64_t norm_weighted = norms_train && !recompute_pointwise && !norm_recomputes ? bs * h * e : 0;
     const std::int64_t norm_out = recompute_pointwise ? 0 : bs * h * e;
     const std::int64_t norm_saved = norm_input + norm_square + bs * 4 + norm_weighted + norm_out;
     std::string norm_desc = n(norm_saved) + (recompute_pointwise ? " B: 16-bit input, rstd (compiled)"
@@ -555,7 +492,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                       ? bs * qd * 4 + b * heads * s * 4 + (grouped_kernel ? 2 * bs * qd * e : 0)
                                       : 0;
     const bool gated = arch.mlp == MlpKind::Gated;
-    const std::int64_t mlp_saved = (gated ? (recompute_pointwise || kernel_swiglu ? 2 : 4) : 2) * bs * inner * e + (arch.is_moe() ? bs * arch.experts * 4 : 0);
+    const std::int64_t gated_tensors = recompute_pointwise || kernel_swiglu ? 2 : kernel_gated_act ? 3 : 4;
+    const std::int64_t mlp_saved = (gated ? gated_tensors : 2) * bs * inner * e + (arch.is_moe() ? bs * arch.experts * 4 : 0);
     // LoRA keeps each adapted linear's r-wide intermediate (and, with dropout, the dropped input
     // and its mask); by role, because backward frees them at different times.
     std::int64_t lora_saved = 0, lora_mlp = 0, lora_down = 0, lora_o = 0;
@@ -595,7 +533,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                                                                  bs * inner * e},
                                                                  gated, setup.attention == Attention::Eager || math_sdpa,
                                                                  !arch.is_moe() && !recompute_pointwise && !kernel_swiglu &&
-                                                                     !keeps_quant_inputs)
+                                                                     !keeps_quant_inputs,
+                                                                 kernel_gated_act)
                                           : 0);
     // Beside the layers: the final norm, the token ids and labels (int64), the rotary cos/sin
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
@@ -646,7 +585,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             const std::int64_t kept_all = Lsaved * (layer_input + ckpt_state);
             const std::int64_t kept = fw.checkpoint_offload ? layer_input + Lsaved * ckpt_state : kept_all;
             if (fw.checkpoint_offload) est.host_bytes += Lsaved * layer_input;
-            const std::int64_t shared_input = e >= 4 ? layer_input : 0;   // fp32: the norm keeps the kept input
+            // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
+            const std::int64_t shared_input = e >= 4 || kernel_norm ? layer_input : 0;
             const std::int64_t recomputed = layer_saved - shared_input + layer_input + ckpt_state + G;
             act_forward = kept + outside_layers + ckpt_mask;
             top_base = kept + inputs + ckpt_mask + recomputed;

@@ -320,6 +320,13 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         Fields f(*d, where);
         (void)f.boolean("norm_saves_input_only", false);
         (void)f.boolean("gated_mlp_saves_gate_up", false);
+        (void)f.boolean("gated_activation_saves_gate_up", false);   // act(gate)·up fused; down keeps the product
+        (void)f.boolean("norm_recomputes_normalized", false);       // the weight's gradient from input and rstd
+        if (d->contains("unfused_model_types")) {   // model_type values the kernels do not cover
+            const json& list = d->at("unfused_model_types");
+            if (!list.is_array() || !std::all_of(list.begin(), list.end(), [](const json& t) { return t.is_string(); }))
+                throw ProfileError(file, "kernels.unfused_model_types", "expected an array of model_type strings");
+        }
     }
     if (const json* d = section("attention")) {
         Fields f(*d, where);

@@ -70,6 +70,42 @@ private slots:
         QCOMPARE(compiled.term(Component::LogitsLoss)->bytes, tokens * V * 2 + tokens * 4 + chunk * V * 2);
     }
 
+    // wingspan-train's fused RMSNorm and SwiGLU (trainer/src/kernels_fused.cpp): per norm the
+    // 16-bit input instead of its fp32 copy and x² (6 B less per value in bf16-mixed), per MLP
+    // three b·s·i tensors instead of four; Gemma's norm and GELU gate stay unfused.
+    void libtorch_fused_kernels_keep_input_rstd_gate_up() {
+        TrainingSetup s = lora_bf16(512, 2, Attention::Eager);
+        s.precision = Precision::Bf16Mixed;
+        s.grad_checkpointing = false;
+        const Architecture& a = llama8b();
+        const std::int64_t bs = 1024, h = a.hidden, I = a.intermediate, L = a.layers;
+        for (const char* id : {"libtorch-cpu", "libtorch-cuda", "libtorch-mps"}) {
+            const FrameworkProfile& fw = test::library().framework(id);
+            const auto fused = estimate_memory(a, s, fw);
+            const auto plain = estimate_memory(a, s, with_behaviour(id, {{"kernels", nullptr}}));
+            // Per norm value: the fp32 input copy (4 B) instead of the 16-bit input (2 B), and x²
+            // (4 B) where the unfused runtime keeps it (libtorch 1.13 on CPU).
+            const std::int64_t per_value = 2 + (fw.norm_saves_square ? 4 : 0);
+            // The first layer's input norm is outside the graph (frozen embedding) and the final
+            // norm is outside the layers: their differences cancel.
+            QCOMPARE(activations_at(plain, "forward_end") - activations_at(fused, "forward_end"),
+                     L * (2 * per_value * bs * h + 2 * bs * I));
+            Architecture gemma = a;
+            gemma.model_type = "gemma";
+            QCOMPARE(activations_at(estimate_memory(gemma, s, test::library().framework(id)), "forward_end"),
+                     activations_at(estimate_memory(gemma, s, with_behaviour(id, {{"kernels", nullptr}})), "forward_end"));
+        }
+        // Full fine-tuning: the norm weight's gradient comes from the kept input and rstd, so no
+        // normalized copy either (2 B more per value and norm than the LoRA difference).
+        s.method = Method::Full;
+        const auto fused = estimate_memory(a, s, test::library().framework("libtorch-cpu"));
+        const auto plain = estimate_memory(a, s, with_behaviour("libtorch-cpu", {{"kernels", nullptr}}));
+        QCOMPARE(activations_at(plain, "forward_end") - activations_at(fused, "forward_end"),
+                 L * (2 * 8 * bs * h + 2 * bs * I) + 8 * bs * h);
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"kernels", {{"unfused_model_types", "gemma"}}}}, "x.json"));
+    }
+
     void compile_recomputes_pointwise_ops() {
         const auto& tt = test::library().framework("torchtune");
         TrainingSetup s = lora_bf16(1024, 1);
@@ -87,13 +123,13 @@ private slots:
                  L * per_layer - 2 * bs * h + 4 * bs * h);
     }
 
-    void bundled_torchtune_is_not_compiled_and_cpu_has_no_kernel_sections() {
+    void bundled_torchtune_is_not_compiled_and_cpu_has_no_compile_section() {
         // torchtune's recipes default to compile: False: the bundled profile predicts eager.
         QVERIFY(!test::library().framework("torchtune").behaviour.at("compile").at("enabled").get<bool>());
-        // libtorch-cpu (the trainer on this machine) neither compiles nor has fused kernels; of
-        // the attention behaviours it states only that its SDPA is the math graph.
+        // libtorch-cpu (the trainer on this machine) does not compile; its fused kernels are
+        // checked below; of the attention behaviours it states only that its SDPA is the math graph.
         const auto& cpu = test::library().framework("libtorch-cpu");
-        for (const char* k : {"compile", "kernels"}) QVERIFY(!cpu.behaviour.contains(k));
+        QVERIFY(!cpu.behaviour.contains("compile"));
         QCOMPARE(cpu.behaviour.at("attention").dump(), std::string(R"({"sdpa_runs_math":true})"));
         QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
             nlohmann::json{{"id", "x"}, {"compile", {{"enabled", "yes"}}}}, "x.json"));

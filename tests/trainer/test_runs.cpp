@@ -270,7 +270,9 @@ private slots:
         std::ofstream(config.filePath("wingspan/frameworks/libtorch-cpu-calibrated.json").toStdString())
             << R"({"id": "libtorch-cpu-calibrated", "context_bytes": )" << context
             << R"(, "allocator_slack": 0, "optimizer_step": "fused", "grouped_eager_attention": true,
-                  "softmax_fp32": false, "norm_saves_square": true, "loss_in_place": true, "tied_grad_in_place": true})";
+                  "softmax_fp32": false, "norm_saves_square": true, "loss_in_place": true, "tied_grad_in_place": true,
+                  "kernels": {"norm_saves_input_only": true, "norm_recomputes_normalized": true,
+                              "gated_activation_saves_gate_up": true, "unfused_model_types": ["gemma", "gemma2"]}})";
         const QByteArray saved = qgetenv("XDG_CONFIG_HOME");
         qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
         const Result calibrated = run({"--method", "lora", "--steps", "1", "--seq", "32", "--batch", "1", "--sample-tokens", "0"});

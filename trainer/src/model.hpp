@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear.hpp"
 #include "memory.hpp"
 #include "wingspan/architecture.hpp"
 #include "wingspan/setup.hpp"
@@ -59,42 +60,6 @@ nlohmann::json default_model_config(std::int64_t vocab);
 std::int64_t storage_bytes(const at::Tensor& t);
 // Attributes a tensor's storage to a component (no-op for storages not from our allocator).
 void retag(const at::Tensor& t, Component c);
-
-// NF4 with double quantization, laid out exactly as wingspan::nf4_layout(n, true).
-struct Nf4Weight {
-    at::Tensor codes;         // uint8 [(n+1)/2]: two 4-bit codes per byte, first element in the high nibble
-    at::Tensor block_codes;   // uint8 [blocks]: absmax per 64-element block, 8-bit quantized
-    at::Tensor group_scales;  // fp32 [ceil(blocks/256)]: scale of each group of 256 block codes
-    at::Tensor mean;          // fp32 [1]: mean absmax, subtracted before the 8-bit quantization
-    std::vector<std::int64_t> shape;
-    std::int64_t numel = 0;
-
-    static Nf4Weight quantize(const at::Tensor& w);   // on the CPU
-    void to(const c10::Device& d);                    // moves the four tensors, components kept
-    at::Tensor dequantize(at::ScalarType dtype) const;   // full tensor of `shape`
-    at::Tensor absmax() const;                           // fp32 [blocks], as dequantization uses it
-    bool defined() const { return codes.defined(); }
-    std::int64_t data_bytes() const;                     // codes
-    std::int64_t constant_bytes() const;                 // block_codes + group_scales + mean
-};
-
-// y = x W^T with W dequantized from NF4 on the fly (forward and again in backward: no
-// dequantized copy outlives the op). Differentiable with respect to x only.
-at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType compute);
-
-struct Linear {
-    std::string name;                  // HF prefix, e.g. "model.layers.0.self_attn.q_proj"
-    LinearRole role = LinearRole::None;
-    std::int64_t in = 0, out = 0;
-    at::Tensor weight, bias;           // weight undefined when quantized
-    Nf4Weight qweight;
-    at::Tensor lora_a, lora_b;         // [r, in], [out, r]
-    double lora_scaling = 0, lora_dropout = 0;
-    at::ScalarType compute = at::kFloat;
-
-    at::Tensor forward(const at::Tensor& x) const;
-    bool has_lora() const { return lora_a.defined(); }
-};
 
 struct Layer {
     at::Tensor input_norm, post_norm;
@@ -181,6 +146,7 @@ public:
 private:
     at::Tensor head_weight() const { return cfg_.tied ? embed_ : head_; }
     at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const;
+    at::Tensor unfused_rms_norm(const at::Tensor& x, const at::Tensor& w) const;   // Gemma, q/k norms
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) const;
 
     ModelConfig cfg_;
