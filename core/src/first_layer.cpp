@@ -9,7 +9,7 @@ namespace wingspan {
 // 1,024 (q) to 19,524 (down) B per token less than every layer's full set.
 std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<TensorGroup>& groups,
                                  const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp,
-                                 bool fused_activation) {
+                                 bool fused_activation, const LinearInputsKept& kept) {
     auto adapted = [&](LinearRole r) { return setup.lora_targets.count(r) > 0; };
     // Phi-3's fused qkv_proj and gate_up_proj are one linear each (roles Q and Gate, no K or Up
     // linear beside them): one adapter makes q, k and v (or gate and up) need a gradient.
@@ -29,11 +29,11 @@ std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<T
         if (graph_attention) unsaved += (k ? 0 : p.q) + (q ? 0 : p.kv) + (q || k ? 0 : p.kv);
         return unsaved;
     }
-    unsaved += p.norm_out;
+    unsaved += kept.input_norm_out ? p.norm_out : 0;
     if (adapted(LinearRole::O)) return unsaved + p.attention - p.q;   // only o's input, the attention output
-    unsaved += p.attention;
+    unsaved += p.attention - (kept.attn_out ? 0 : p.q);
     // MLP adapters first: the post-attention norm keeps only its output for gate/up adapters.
-    unsaved += gate || up ? p.norm - p.norm_out : p.norm;
+    unsaved += gate || up || !kept.post_norm_out ? p.norm - p.norm_out : p.norm;
     if (!plain_mlp) return unsaved;
     // A fused act(gate)·up keeps gate and up whenever either needs a gradient, none otherwise.
     if (gated && fused_activation) return unsaved + (gate || up ? 0 : 2) * p.inner;

@@ -19,14 +19,25 @@ struct FirstLayerParts {
     std::int64_t inner;       // one b·s·intermediate tensor of the MLP
 };
 
+// The inputs of a layer's frozen linears that it keeps for backward: all of them where a frozen
+// linear keeps its input (libtorch 1.13's mm); under a 4-bit linear that keeps none (wingspan-
+// train's NF4 op, profile qlora.quantized_linear_keeps_no_input) only those an adapter keeps.
+struct LinearInputsKept {
+    bool input_norm_out = true;   // the input norm's output (q, k, v's input)
+    bool attn_out = true;         // the attention output (o's input)
+    bool post_norm_out = true;    // the post-attention norm's output (gate and up's input)
+    bool mlp_product = true;      // the MLP's product (down's input)
+};
+
 // Without checkpointing, with a frozen embedding and adapters only, nothing before the first
 // adapted layer needs a gradient. `graph_attention`: attention runs as autograd ops (eager, or
 // SDPA as its math graph), not one fused kernel; `plain_mlp`: the MLP's four (gated) or two
 // tensors as the memory model counts them (no MoE, no compiled or fused MLP, no bitsandbytes
 // keeping 4-bit inputs); `fused_activation`: of those, act(gate)·up is one op keeping gate and up
-// (three tensors with the product).
+// (three tensors with the product). `kept`: what the layer keeps at all (what it does not keep is
+// already missing from every layer and is not counted again here).
 std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<TensorGroup>& groups,
                                  const FirstLayerParts& p, bool gated, bool graph_attention, bool plain_mlp,
-                                 bool fused_activation = false);
+                                 bool fused_activation = false, const LinearInputsKept& kept = {});
 
 }  // namespace wingspan

@@ -522,7 +522,41 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const bool keeps_quant_inputs = behaviour_flag(fw, "qlora", "keeps_linear_inputs") && setup.method == Method::Qlora &&
                                     quant != Quantization::None;
     const std::int64_t quant_inputs_saved = keeps_quant_inputs ? bs * (2 * h + qd + inner) * e : 0;
-    const std::int64_t layer_saved = 2 * norm_saved + attn_saved + mlp_saved + lora_saved + quant_inputs_saved;
+    // The opposite (profile qlora.quantized_linear_keeps_no_input): wingspan-train's 4-bit linear
+    // keeps no input, where libtorch 1.13's frozen mm keeps its own. A linear's input then stays
+    // only for an adapter's A product on it, which keeps it (with dropout the dropped copy instead,
+    // counted in lora_saved). Terms that hold no linear input (a fused kernel's out, the gate and up
+    // of SwiGLU) are left alone.
+    const bool graph_attention = setup.attention == Attention::Eager || math_sdpa;
+    LinearInputsKept kept;
+    if (behaviour_flag(fw, "qlora", "quantized_linear_keeps_no_input") && setup.method == Method::Qlora &&
+        quant != Quantization::None) {
+        auto adapter_keeps = [&](LinearRole r) { return setup.lora_dropout <= 0 && setup.lora_targets.count(r) > 0; };
+        kept.input_norm_out = adapter_keeps(LinearRole::Q) || adapter_keeps(LinearRole::K) || adapter_keeps(LinearRole::V);
+        kept.attn_out = adapter_keeps(LinearRole::O) || !graph_attention;
+        kept.post_norm_out = adapter_keeps(LinearRole::Gate) || adapter_keeps(LinearRole::Up);
+        kept.mlp_product = adapter_keeps(LinearRole::Down) || arch.is_moe() || recompute_pointwise || kernel_swiglu;
+    }
+    const std::int64_t unkept_input_norm = kept.input_norm_out ? 0 : norm_out;
+    const std::int64_t unkept_attn_out = kept.attn_out ? 0 : bs * qd * e;
+    const std::int64_t unkept_post_norm = kept.post_norm_out ? 0 : norm_out;
+    const std::int64_t unkept_product = kept.mlp_product ? 0 : bs * inner * e;
+    const std::int64_t unkept_inputs = unkept_input_norm + unkept_attn_out + unkept_post_norm + unkept_product;
+    std::string unkept_desc;
+    if (unkept_inputs) {
+        auto part = [&](std::int64_t bytes, const char* what) {
+            if (!bytes) return;
+            unkept_desc += (unkept_desc.empty() ? "" : " + ") + std::string(what) + " " + n(bytes);
+        };
+        part(unkept_input_norm, "input norm's output b·s·h");
+        part(unkept_attn_out, "attention output b·s·q_dim");
+        part(unkept_post_norm, "post-attention norm's output b·s·h");
+        part(unkept_product, "MLP product b·s·i");
+        unkept_desc = "; minus inputs of 4-bit linears no adapter keeps (the 4-bit linear keeps none): " + unkept_desc +
+                      " = −" + n(unkept_inputs);
+    }
+    const std::int64_t layer_saved =
+        2 * norm_saved + attn_saved + mlp_saved + lora_saved + quant_inputs_saved - unkept_inputs;
     const std::int64_t layer_input = bs * h * e;
     // Without checkpointing, a frozen embedding's output needs no gradient, so the first layer's
     // input norm is outside the graph and keeps only its output (for the adapters after it).
@@ -531,10 +565,10 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         layer_saved - (first_norm_outside ? first_layer_unsaved(setup, groups, FirstLayerParts{norm_saved, norm_out, attn_saved,
                                                                                  bs * qd * e, bs * kv_saved_dim * e,
                                                                                  bs * inner * e},
-                                                                 gated, setup.attention == Attention::Eager || math_sdpa,
+                                                                 gated, graph_attention,
                                                                  !arch.is_moe() && !recompute_pointwise && !kernel_swiglu &&
                                                                      !keeps_quant_inputs,
-                                                                 kernel_gated_act)
+                                                                 kernel_gated_act, kept)
                                           : 0);
     // Beside the layers: the final norm, the token ids and labels (int64), the rotary cos/sin
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
@@ -554,7 +588,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const std::int64_t dequant_down = quant != Quantization::None && fw.quant_format != "affine" ? down_quantized * e : 0;
     // DoRA composes W + s·B·A (fp32) of an adapted linear to take its column norms, forward and backward.
     const std::int64_t dora_compose = setup.dora ? 4 * largest_adapted : 0;
-    const std::int64_t mlp_extra = (gated ? inner_grad : 0) + std::max(inner_grad, dequant_down) - lora_down + dora_compose;
+    // (A product down's input never kept was not there to be freed: one more inner tensor alive.)
+    const std::int64_t mlp_extra =
+        (gated ? inner_grad : 0) + std::max(inner_grad + unkept_product, dequant_down) - lora_down + dora_compose;
     // Eager attention's backward: the MLP block, its norm, the attention output and the output
     // projection's adapter input are freed; the softmax's backward holds the probabilities, their
     // gradient and the scores' gradient (a checkpointed layer also still holds its output's
@@ -562,7 +598,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const bool attn_moment = scores > 0;
     const std::int64_t attn_extra = attn_moment ? 2 * scores * score_grad_bytes -
                                                       (mlp_saved + lora_mlp + norm_saved + bs * qd * e + lora_o) +
-                                                      (ckpt ? G : 0)
+                                                      (unkept_product + unkept_post_norm + unkept_attn_out) + (ckpt ? G : 0)
                                                 : 0;
 
     std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
@@ -597,7 +633,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                           ") + one layer recomputed in backward (" +
                           n(layer_saved) + " B: norms 2×" + norm_desc + "; attention " + n(attn_saved) + " [" +
                           attn_desc + "]; MLP " + n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
-                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") +
+                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + unkept_desc +
                           ") + its backward";
         } else {
             act_forward = first_layer_saved + (Lsaved - 1) * layer_saved + outside_layers;
@@ -606,7 +642,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             act_formula = std::to_string(Lsaved) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
                           norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
                           n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
-                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + ")" +
+                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + unkept_desc + ")" +
                           (first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
                                                             n(layer_saved - first_layer_saved) + " B less)"
                                                       : "") +
@@ -615,11 +651,12 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
         // once the MLP block, its norm and the output projection's adapter input are freed.
         const std::int64_t flash_extra = flash_ws > 0 ? flash_ws + bs * (qd + 2 * kvd) * e -
-                                                            (mlp_saved + lora_mlp + norm_saved + lora_o) + (ckpt ? G : 0)
+                                                            (mlp_saved + lora_mlp + norm_saved + lora_o) +
+                                                            (unkept_product + unkept_post_norm) + (ckpt ? G : 0)
                                                       : 0;
         if (eager_ws > 0)   // the last layer's attention in forward: its MLP block and the final norm not yet run
             act_forward_attention = scaled(act_forward + eager_ws +
-                                           (ckpt ? scores * score_bytes : -(mlp_saved + lora_mlp + norm_saved)));
+                                           (ckpt ? scores * score_bytes : -(mlp_saved - unkept_product + lora_mlp + norm_saved)));
         act_top_mlp = scaled(top_base + mlp_extra);
         act_bottom_mlp = scaled(bottom_base + mlp_extra);
         act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;

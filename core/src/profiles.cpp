@@ -276,6 +276,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
     if (const json* d = section("qlora")) {
         p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
         (void)Fields(*d, where).boolean("keeps_linear_inputs", false);   // read by the memory model
+        (void)Fields(*d, where).boolean("quantized_linear_keeps_no_input", false);   // read by the memory model
         if (Fields(*d, where).bytes("extra_embedding_copies", 0) > 4)
             throw ProfileError(file, "qlora.extra_embedding_copies", "expected 0 to 4");
     }
@@ -306,7 +307,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.loss_chunk_tokens = 4096;
     }
     if (const json* d = section("checkpointing")) p.checkpoint_offload = Fields(*d, where).boolean("offload", false);
-    // compile.*, kernels.*, attention.* and qlora.keeps_linear_inputs are read by the memory model
+    // compile.*, kernels.*, attention.* and qlora.keeps_linear_inputs / quantized_linear_keeps_no_input are read by the memory model
     // from `behaviour` (loss_memory.hpp behaviour_flag); here they are only checked.
     if (const json* d = section("compile")) {
         Fields f(*d, where);

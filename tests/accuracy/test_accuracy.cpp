@@ -44,6 +44,11 @@ private slots:
         // first adapter (core/src/first_layer.cpp).
         QTest::newRow("default lora 128x1 targets down") << "default" << "lora" << 128 << 1 << false << "eager" << "down" << "fp32";
         QTest::newRow("default lora 128x2 targets gate,v") << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v" << "fp32";
+        // QLoRA on some linears: the 4-bit linear keeps no input (profile qlora.
+        // quantized_linear_keeps_no_input), so a norm output, the attention output or the MLP
+        // product stays only for an adapter on its consumer (over-predicted by 15-27 % before).
+        QTest::newRow("default qlora 128x1 targets q,v") << "default" << "qlora" << 128 << 1 << false << "eager" << "q,v" << "fp32";
+        QTest::newRow("default qlora 128x4 targets down bf16-mixed") << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed";
         QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false << "eager" << "" << "fp32";
         // bf16-mixed: the fused norm keeps its 16-bit input and its backward makes one bf16 dx
         // (the unfused norm's fp32 temporaries were the +2.5..5.3 % miss without checkpointing).
@@ -93,6 +98,12 @@ private slots:
                                     .arg(get(r.predicted, c))
                                     .arg(get(r.measured, c))
                                     .arg(err, 0, 'f', 1)));
+        }
+        if (method == "qlora" && !targets.isEmpty()) {
+            // Which linear inputs a QLoRA layer keeps is exact in the model; 2 %: q,v at 128x1 still
+            // misses one moment of backward by -1.2 % (99,456 B fp32), over-predicted by 15-27 % before.
+            const double err = error_percent(get(r.predicted, Component::Activations), get(r.measured, Component::Activations));
+            QVERIFY2(std::fabs(err) <= 2.0, qPrintable(QString("QLoRA targets %1 activations: %2 %").arg(targets).arg(err, 0, 'f', 2)));
         }
         if (precision != "fp32") {
             // The bf16-mixed points hold the activations to 1 % (they missed by 2.5..5.3 % while

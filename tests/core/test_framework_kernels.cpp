@@ -7,6 +7,7 @@
 
 #include "test_support.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/units.hpp"
 
 using namespace wingspan;
 
@@ -50,6 +51,18 @@ TrainingSetup lora_bf16(std::int64_t seq, std::int64_t batch, Attention attentio
     s.seq_len = seq;
     s.micro_batch = batch;
     s.attention = attention;
+    return s;
+}
+
+// QLoRA on NF4 weights at sequence 512, batch 2, without checkpointing.
+TrainingSetup qlora_nf4_512x2(Precision precision) {
+    TrainingSetup s;
+    s.method = Method::Qlora;
+    s.quantization = Quantization::Nf4;
+    s.precision = precision;
+    s.seq_len = 512;
+    s.micro_batch = 2;
+    s.grad_checkpointing = false;
     return s;
 }
 
@@ -187,13 +200,7 @@ private slots:
     }
 
     void old_bitsandbytes_keeps_4bit_inputs() {
-        TrainingSetup s;
-        s.method = Method::Qlora;
-        s.quantization = Quantization::Nf4;
-        s.precision = Precision::Bf16;
-        s.seq_len = 512;
-        s.micro_batch = 2;
-        s.grad_checkpointing = false;
+        TrainingSetup s = qlora_nf4_512x2(Precision::Bf16);
         const FrameworkProfile current = test::library().framework("litgpt");
         const FrameworkProfile old = with_behaviour("litgpt", {{"qlora", {{"keeps_linear_inputs", true}}}});
         QVERIFY(!current.behaviour.at("qlora").value("keeps_linear_inputs", false));
@@ -210,6 +217,48 @@ private slots:
         s.method = Method::Lora;
         s.quantization = Quantization::None;
         QCOMPARE(estimate_memory(llama8b(), s, old).total_bytes, estimate_memory(llama8b(), s, current).total_bytes);
+    }
+
+    // wingspan-train's 4-bit linear (trainer/src/linear.cpp Nf4LinearFn) keeps no input, where
+    // libtorch 1.13's frozen mm keeps its own: in QLoRA a linear's input stays only for an adapter
+    // on it (its A product keeps it; with dropout, the dropped copy instead).
+    void libtorch_4bit_linear_keeps_no_input() {
+        TrainingSetup s = qlora_nf4_512x2(Precision::Bf16Mixed);
+        s.lora_rank = 16;
+        s.lora_dropout = 0;
+        const std::int64_t bs = 1024, h = 4096, qd = 4096, I = 14336, L = 32, r = 16, e = 2;
+        const FrameworkProfile& cpu = test::library().framework("libtorch-cpu");
+        const FrameworkProfile keeping = with_behaviour("libtorch-cpu", {{"qlora", nullptr}});
+        QVERIFY(cpu.behaviour.at("qlora").at("quantized_linear_keeps_no_input").get<bool>());
+        auto forward_end = [&](const std::set<LinearRole>& targets, const FrameworkProfile& fw) {
+            s.lora_targets = targets;
+            return activations_at(estimate_memory(llama8b(), s, fw), "forward_end");
+        };
+        const std::set<LinearRole> all = {LinearRole::Q,    LinearRole::K,  LinearRole::V,   LinearRole::O,
+                                          LinearRole::Gate, LinearRole::Up, LinearRole::Down};
+        const std::set<LinearRole> qv = {LinearRole::Q, LinearRole::V};
+        // All targets: every linear input is kept by an adapter, as a frozen linear would keep it.
+        QCOMPARE(forward_end(all, cpu), forward_end(all, keeping));
+        // q,v: per layer five adapters' r-wide products fewer, and no adapter keeps the attention
+        // output (o's input), the post-attention norm's output (gate and up's) or the MLP product
+        // (down's); the first adapted layer keeps no scaled q either (k needs no gradient).
+        const std::int64_t lora_fewer = 5 * bs * r * e, unkept = bs * (qd + h + I) * e, scaled_q = bs * qd * e;
+        QCOMPARE(forward_end(all, cpu) - forward_end(qv, cpu), L * (lora_fewer + unkept) + scaled_q);
+        QCOMPARE(forward_end(all, keeping) - forward_end(qv, keeping), L * lora_fewer + scaled_q);
+        s.lora_targets = qv;
+        const std::string formula = estimate_memory(llama8b(), s, cpu).explain(Component::Activations);
+        QVERIFY(formula.find("minus inputs of 4-bit linears no adapter keeps") != std::string::npos);
+        QVERIFY(formula.find("MLP product b·s·i " + format_count(bs * I * e)) != std::string::npos);
+        QVERIFY(formula.find("input norm's output") == std::string::npos);   // q and v keep it
+        // With dropout an adapter keeps its dropped copy: no layer keeps any of the four inputs.
+        s.lora_dropout = 0.05;
+        QCOMPARE(forward_end(all, keeping) - forward_end(all, cpu), L * bs * (2 * h + qd + I) * e);
+        // A LoRA plan quantizes nothing: the flag changes nothing.
+        s.method = Method::Lora;
+        s.quantization = Quantization::None;
+        QCOMPARE(forward_end(qv, cpu), forward_end(qv, keeping));
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"qlora", {{"quantized_linear_keeps_no_input", "yes"}}}}, "x.json"));
     }
 
     void unsloth_kernels_keep_less() {
