@@ -555,7 +555,29 @@ void upsert(std::vector<T>& items, T item) {
 
 void ProfileLibrary::add_model(ModelProfile m) { upsert(models_, std::move(m)); }
 void ProfileLibrary::add_machine(MachineProfile m) { upsert(machines_, std::move(m)); }
-void ProfileLibrary::add_framework(FrameworkProfile f) { upsert(frameworks_, std::move(f)); }
+void ProfileLibrary::add_framework(FrameworkProfile f) {
+    // A calibration measures this machine's overheads (the process baseline and the allocator's
+    // slack), not how the framework keeps its tensors. Laid over the framework's current profile,
+    // it keeps every behaviour a later version learns (a saved copy of the whole profile would
+    // freeze the memory terms of the version that calibrated it).
+    const std::string suffix = calibrated_framework_id("");
+    if (f.id.size() > suffix.size() && f.id.compare(f.id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        const std::string base_id = f.id.substr(0, f.id.size() - suffix.size());
+        const auto base = std::find_if(frameworks_.begin(), frameworks_.end(), [&](const auto& g) { return g.id == base_id; });
+        if (base != frameworks_.end()) {
+            FrameworkProfile over = *base;
+            over.id = f.id;
+            over.name = f.name;
+            over.file = f.file;
+            over.context_bytes = f.context_bytes;
+            over.allocator_slack = f.allocator_slack;
+            for (const char* key : {"context_bytes", "allocator_slack"})
+                if (auto it = f.sources.find(key); it != f.sources.end()) over.sources[key] = it->second;
+            f = std::move(over);
+        }
+    }
+    upsert(frameworks_, std::move(f));
+}
 
 MachineProfile detect_this_machine() {
     MachineProfile m;

@@ -72,6 +72,42 @@ private slots:
                  std::int64_t(777'000'000));
     }
 
+    // A calibration saved by an older version (its copy of the profile lacks behaviour learned
+    // since) still predicts with today's behaviour: only the measured overheads are its own.
+    void aCalibrationKeepsOnlyItsOverheads() {
+        ProfileLibrary lib = test::library();
+        const FrameworkProfile bundled = lib.framework("libtorch-cpu");   // a copy: adding may reallocate
+        QVERIFY(!bundled.behaviour.empty());
+        FrameworkProfile old = bundled;
+        old.id = calibrated_framework_id("libtorch-cpu");
+        old.context_bytes = 123'456'789;
+        old.allocator_slack = 0.25;
+        old.behaviour = nlohmann::json::object();   // as saved before the "kernels" section existed
+        old.norm_saves_square = !bundled.norm_saves_square;
+        old.sources["context_bytes"] = "calibrated on my machine";
+        lib.add_framework(old);
+        const FrameworkProfile& cal = lib.calibrated_or_bundled("libtorch-cpu");
+        QCOMPARE(QString::fromStdString(cal.id), QString("libtorch-cpu-calibrated"));
+        QCOMPARE(cal.context_bytes, std::int64_t(123'456'789));
+        QCOMPARE(cal.allocator_slack, 0.25);
+        QCOMPARE(QString::fromStdString(cal.sources.at("context_bytes")), QString("calibrated on my machine"));
+        QCOMPARE(cal.behaviour, bundled.behaviour);
+        QCOMPARE(cal.norm_saves_square, bundled.norm_saves_square);
+        // The same activations as the bundled profile, the calibrated process overhead on top.
+        const Architecture a = test::tiny_arch();
+        TrainingSetup s;
+        s.method = Method::Lora;
+        const MemoryEstimate with_cal = estimate_memory(a, s, cal), with_bundled = estimate_memory(a, s, bundled);
+        QCOMPARE(with_cal.component_maxima().at(Component::Activations),
+                 with_bundled.component_maxima().at(Component::Activations));
+        // A calibration of a framework this version does not bundle is kept whole.
+        FrameworkProfile orphan = bundled;
+        orphan.id = calibrated_framework_id("retired-framework");
+        orphan.context_bytes = 42;
+        lib.add_framework(orphan);
+        QCOMPARE(lib.framework("retired-framework-calibrated").context_bytes, std::int64_t(42));
+    }
+
     void unifiedMemoryWorkingSet() {
         const auto& lib = test::library();
         const MachineProfile& mac = lib.machine("mac-studio-m3-ultra-96gb");
