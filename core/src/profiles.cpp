@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "wingspan/errors.hpp"
@@ -474,6 +475,16 @@ std::string ProfileLibrary::default_framework_id(MachineKind kind) {
     return kind == MachineKind::Gpu ? "hf-transformers" : kind == MachineKind::Unified ? "mlx-lm" : "libtorch-cpu";
 }
 
+namespace {
+constexpr std::string_view kCalibratedSuffix = "-calibrated";
+// The framework a calibrated profile's id calibrates ("libtorch-cpu-calibrated" -> "libtorch-cpu"),
+// or "" for an id that names no calibration.
+std::string calibration_base(const std::string& id) {
+    if (id.size() <= kCalibratedSuffix.size() || !id.ends_with(kCalibratedSuffix)) return "";
+    return id.substr(0, id.size() - kCalibratedSuffix.size());
+}
+}  // namespace
+
 std::vector<const FrameworkProfile*> ProfileLibrary::frameworks_for(const MachineProfile& m) const {
     const std::string kind = m.kind == MachineKind::Gpu ? "gpu" : m.kind == MachineKind::Unified ? "unified" : "cpu";
     std::vector<const FrameworkProfile*> out;
@@ -485,7 +496,7 @@ std::vector<const FrameworkProfile*> ProfileLibrary::frameworks_for(const Machin
     if (preferred) out.push_back(preferred);
     for (const auto& f : frameworks_) {
         if (&f == preferred) continue;
-        if (f.id.size() > 11 && f.id.substr(f.id.size() - 11) == "-calibrated") continue;
+        if (!calibration_base(f.id).empty()) continue;
         if (std::find(f.devices.begin(), f.devices.end(), kind) != f.devices.end()) out.push_back(&f);
     }
     return out;
@@ -501,7 +512,7 @@ const json& ProfileLibrary::scenario(const std::string& id) const {
     throw InputError("unknown scenario '" + id + "'" + (hint.empty() ? "" : " (closest: " + hint + ")"));
 }
 
-std::string calibrated_framework_id(const std::string& base_id) { return base_id + "-calibrated"; }
+std::string calibrated_framework_id(const std::string& base_id) { return base_id + std::string(kCalibratedSuffix); }
 
 const FrameworkProfile& ProfileLibrary::calibrated_or_bundled(const std::string& id) const {
     const std::string calibrated = calibrated_framework_id(id);
@@ -560,9 +571,7 @@ void ProfileLibrary::add_framework(FrameworkProfile f) {
     // slack), not how the framework keeps its tensors. Laid over the framework's current profile,
     // it keeps every behaviour a later version learns (a saved copy of the whole profile would
     // freeze the memory terms of the version that calibrated it).
-    const std::string suffix = calibrated_framework_id("");
-    if (f.id.size() > suffix.size() && f.id.compare(f.id.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        const std::string base_id = f.id.substr(0, f.id.size() - suffix.size());
+    if (const std::string base_id = calibration_base(f.id); !base_id.empty()) {
         const auto base = std::find_if(frameworks_.begin(), frameworks_.end(), [&](const auto& g) { return g.id == base_id; });
         if (base != frameworks_.end()) {
             FrameworkProfile over = *base;
