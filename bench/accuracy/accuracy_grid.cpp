@@ -19,7 +19,8 @@ std::string GridPoint::label() const {
     return arch + " " + method + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
            (grad_checkpointing ? " ckpt" : "") + (attention != "eager" ? " " + attention : "") +
            (targets.empty() ? "" : " targets " + targets) + (precision != "fp32" ? " " + precision : "") +
-           (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "");
+           (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "") +
+           (cpu_bf16.empty() ? "" : " bf16 " + cpu_bf16);
 }
 
 fs::path write_135m_config(const fs::path& dir) {
@@ -104,6 +105,20 @@ std::map<Component, std::int64_t> components_of(const json& j) {
 }
 }  // namespace
 
+std::string cpu_bf16_isa(const fs::path& trainer) {
+    FILE* pipe = popen((quote(trainer.string()) + " devices 2>/dev/null").c_str(), "r");
+    if (!pipe) return "";
+    std::string out;
+    char buf[4096];
+    while (fgets(buf, sizeof buf, pipe)) out += buf;
+    pclose(pipe);
+    const json j = json::parse(out, nullptr, false);
+    if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array()) return "";
+    for (const auto& d : j["devices"])
+        if (d.is_object() && d.value("type", "") == "cpu") return d.value("bf16_isa", "");
+    return "";
+}
+
 PointResult run_point(const fs::path& trainer, const GridPoint& p, int steps, const fs::path& scratch,
                       const fs::path& keep_runs) {
     GridPoint one = p;
@@ -122,7 +137,8 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
     fs::create_directories(scratch);
     // Memory only: no held-out split (no eval passes), no sample, nothing written. Ranks share
     // the machine's cores: one thread each.
-    std::string cmd = quote(trainer.string()) + " --method " + p.method + " --seq " + std::to_string(p.seq) +
+    std::string cmd = (p.cpu_bf16.empty() ? "" : "WINGSPAN_CPU_BF16=" + quote(p.cpu_bf16) + " ") +
+                      quote(trainer.string()) + " --method " + p.method + " --seq " + std::to_string(p.seq) +
                       " --batch " + std::to_string(p.batch) + " --steps " + std::to_string(steps) +
                       " --eval-fraction 0 --sample-tokens 0 --threads " + (ranks > 1 ? "1" : "2");
     if (ranks > 1) cmd += " --nproc " + std::to_string(ranks) + " --sharding " + p.sharding;

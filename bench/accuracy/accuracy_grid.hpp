@@ -23,8 +23,13 @@ struct GridPoint {
     int processes = 1;                // --nproc: ranks of one data-parallel job
     std::string sharding = "ddp";     // with processes > 1: ddp | zero1 | zero2
     std::string precision = "fp32";   // --precision
+    std::string cpu_bf16;             // WINGSPAN_CPU_BF16 (hardware | emulated); empty: the trainer's choice
     std::string label() const;
 };
+
+// The CPU's bf16 instruction set as `trainer devices` reports it ("amx_bf16", "avx512_bf16",
+// "none"); empty when the trainer could not be asked.
+std::string cpu_bf16_isa(const std::filesystem::path& trainer);
 
 struct PointResult {
     GridPoint point;

@@ -1,5 +1,6 @@
 // The matrix products one training step makes, shape by shape (issue 17): GFLOP/s of
-// wingspan-train's bf16 product (kernels::mm_out: bf16 operands, fp32 sgemm, one rounding),
+// wingspan-train's bf16 product (kernels::mm_out on the bf16 path in use: bf16 operands widened
+// for fp32 sgemm, or oneDNN's bf16 gemm on bf16 hardware; one rounding),
 // of oneDNN's plain fp32 sgemm on fp32 copies of the same operands (the ceiling the bf16 path
 // can reach on a CPU without bf16 hardware), and of libtorch's own bf16 at::mm, measured
 // interleaved in the same run (best of the repeats, so load on shared cores hits all three).
@@ -155,9 +156,15 @@ int main(int argc, char** argv) {
     }
     at::set_num_threads(threads);
     at::manual_seed(1);
-    std::printf("%sOMP_WAIT_POLICY=%s, threads %d, seq %lld x batch %lld, %s%s; bf16 hardware: %s\n", at::get_parallel_info().c_str(),
-                std::getenv("OMP_WAIT_POLICY"), threads, static_cast<long long>(seq), static_cast<long long>(batch), full ? "full" : "lora rank ",
-                full ? "" : std::to_string(rank).c_str(), kernels::cpu_has_bf16_hardware() ? "yes" : "no");
+    if (const std::string why = kernels::bf16_path_error(); !why.empty()) {
+        std::fprintf(stderr, "%s\n", why.c_str());
+        return 2;
+    }
+    std::printf("%sOMP_WAIT_POLICY=%s, threads %d, seq %lld x batch %lld, %s%s; bf16 instructions: %s, bf16 path: %s "
+                "(WINGSPAN_CPU_BF16=hardware|emulated picks one)\n",
+                at::get_parallel_info().c_str(), std::getenv("OMP_WAIT_POLICY"), threads, static_cast<long long>(seq),
+                static_cast<long long>(batch), full ? "full" : "lora rank ", full ? "" : std::to_string(rank).c_str(),
+                kernels::cpu_bf16_isa(), kernels::to_string(kernels::bf16_path()));
     std::printf("%-26s %6s %6s %6s %2s %5s | %9s %9s %9s | %7s %7s | %s\n", "product", "M", "K", "N", "op", "xN",
                 "wingspan", "sgemm", "torch", "w/sgemm", "w/torch", "GFLOP/s, best of repeats");
     double total_w = 0, total_s = 0, total_t = 0, flops_all = 0;
@@ -176,11 +183,8 @@ int main(int argc, char** argv) {
                 kernels::mm_out(o, s.batch > 1 ? af[i] : af, s.batch > 1 ? bf[i] : bf);
             }
         };
-        // Where the CPU has bf16 hardware the dispatch sends bf16 products to libtorch.
-        const std::function<void()> run_w =
-            kernels::cpu_has_bf16_hardware() ? run_t
-            : s.batch > 1                    ? std::function<void()>([&] { (void)ops::matmul(a, b); })
-                                             : std::function<void()>([&] { kernels::mm_out(out, a, b); });
+        const std::function<void()> run_w = s.batch > 1 ? std::function<void()>([&] { (void)ops::matmul(a, b); })
+                                                        : std::function<void()>([&] { kernels::mm_out(out, a, b); });
         double bw = 1e30, bs = 1e30, bt = 1e30;
         run_w(), run_s();
         if (with_libtorch) run_t();

@@ -12,6 +12,12 @@ using namespace wingspan;
 using namespace wingspan::accuracy;
 namespace fs = std::filesystem;
 
+// What the trainer's `devices` reports of this CPU's bf16 instructions.
+bool cpu_has_bf16_instructions() {
+    const std::string isa = cpu_bf16_isa(fs::path(WINGSPAN_TEST_BIN_DIR) / "wingspan-train");
+    return !isa.empty() && isa != "none";
+}
+
 class AccuracyTest : public QObject {
     Q_OBJECT
 private slots:
@@ -30,30 +36,34 @@ private slots:
         QTest::addColumn<QString>("attention");
         QTest::addColumn<QString>("targets");
         QTest::addColumn<QString>("precision");
+        QTest::addColumn<QString>("cpu_bf16");   // WINGSPAN_CPU_BF16 for the bf16-mixed points
         // Each method once with and once without checkpointing; both attention- and
         // MLP-dominated backward peaks; the 135M-class shape (30 layers, 49k vocabulary) once.
-        QTest::newRow("default full 128x4") << "default" << "full" << 128 << 4 << false << "eager" << "" << "fp32";
-        QTest::newRow("default full 512x1 ckpt") << "default" << "full" << 512 << 1 << true << "eager" << "" << "fp32";
-        QTest::newRow("default lora 512x1") << "default" << "lora" << 512 << 1 << false << "eager" << "" << "fp32";
-        QTest::newRow("default qlora 128x4 ckpt") << "default" << "qlora" << 128 << 4 << true << "eager" << "" << "fp32";
+        QTest::newRow("default full 128x4") << "default" << "full" << 128 << 4 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default full 512x1 ckpt") << "default" << "full" << 512 << 1 << true << "eager" << "" << "fp32" << "";
+        QTest::newRow("default lora 512x1") << "default" << "lora" << 512 << 1 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default qlora 128x4 ckpt") << "default" << "qlora" << 128 << 4 << true << "eager" << "" << "fp32" << "";
         // SDPA on libtorch 1.13's CPU is the math graph (profile attention.sdpa_runs_math): the
         // softmax is kept, K and V repeated; with checkpointing the mask is a saved argument.
-        QTest::newRow("default lora 128x1 sdpa") << "default" << "lora" << 128 << 1 << false << "sdpa" << "" << "fp32";
-        QTest::newRow("default full 128x2 ckpt sdpa") << "default" << "full" << 128 << 2 << true << "sdpa" << "" << "fp32";
+        QTest::newRow("default lora 128x1 sdpa") << "default" << "lora" << 128 << 1 << false << "sdpa" << "" << "fp32" << "";
+        QTest::newRow("default full 128x2 ckpt sdpa") << "default" << "full" << 128 << 2 << true << "sdpa" << "" << "fp32" << "";
         // Adapters on some linears only: the first adapted layer keeps only what lies after its
         // first adapter (core/src/first_layer.cpp).
-        QTest::newRow("default lora 128x1 targets down") << "default" << "lora" << 128 << 1 << false << "eager" << "down" << "fp32";
-        QTest::newRow("default lora 128x2 targets gate,v") << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v" << "fp32";
+        QTest::newRow("default lora 128x1 targets down") << "default" << "lora" << 128 << 1 << false << "eager" << "down" << "fp32" << "";
+        QTest::newRow("default lora 128x2 targets gate,v") << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v" << "fp32" << "";
         // QLoRA on some linears: the 4-bit linear keeps no input (profile qlora.
         // quantized_linear_keeps_no_input), so a norm output, the attention output or the MLP
         // product stays only for an adapter on its consumer (over-predicted by 15-27 % before).
-        QTest::newRow("default qlora 128x1 targets q,v") << "default" << "qlora" << 128 << 1 << false << "eager" << "q,v" << "fp32";
-        QTest::newRow("default qlora 128x4 targets down bf16-mixed") << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed";
-        QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false << "eager" << "" << "fp32";
+        QTest::newRow("default qlora 128x1 targets q,v") << "default" << "qlora" << 128 << 1 << false << "eager" << "q,v" << "fp32" << "";
+        QTest::newRow("default qlora 128x4 targets down bf16-mixed emulated") << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed" << "emulated";
+        QTest::newRow("default qlora 128x4 targets down bf16-mixed hardware") << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed" << "hardware";
+        QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false << "eager" << "" << "fp32" << "";
         // bf16-mixed: the fused norm keeps its 16-bit input and its backward makes one bf16 dx
         // (the unfused norm's fp32 temporaries were the +2.5..5.3 % miss without checkpointing).
-        QTest::newRow("default lora 128x4 bf16-mixed") << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed";
-        QTest::newRow("default full 512x1 bf16-mixed") << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed";
+        QTest::newRow("default lora 128x4 bf16-mixed emulated") << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("default lora 128x4 bf16-mixed hardware") << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed" << "hardware";
+        QTest::newRow("default full 512x1 bf16-mixed emulated") << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("default full 512x1 bf16-mixed hardware") << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed" << "hardware";
     }
 
     void points() {
@@ -65,7 +75,13 @@ private slots:
         QFETCH(QString, attention);
         QFETCH(QString, targets);
         QFETCH(QString, precision);
+        QFETCH(QString, cpu_bf16);
+        // Both CPU bf16 paths allocate the same tensors (trainer/src/kernels_gemm.hpp); the
+        // hardware one needs AVX512-BF16 or AMX-BF16.
+        if (cpu_bf16 == "hardware" && !cpu_has_bf16_instructions())
+            QSKIP("hardware bf16 path NOT TESTED: this CPU has no AVX512-BF16/AMX-BF16 (grep avx512_bf16 /proc/cpuinfo)");
         GridPoint p;
+        p.cpu_bf16 = cpu_bf16.toStdString();
         p.attention = attention.toStdString();
         p.targets = targets.toStdString();
         p.precision = precision.toStdString();

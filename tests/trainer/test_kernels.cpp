@@ -1,6 +1,8 @@
 // The trainer's own CPU kernels against libtorch's reference ops: matrix products through
-// oneDNN's sgemm (fp32, and bf16 computed in fp32 on CPUs without bf16 hardware) for every
-// operand layout the model uses, their gradients, and the bytes they allocate.
+// oneDNN's sgemm (fp32) and both bf16 paths (emulated: widened to fp32; hardware: oneDNN's bf16
+// gemm) for every operand layout the model uses, their gradients, and the bytes they allocate.
+// The whole suite runs once per bf16 path; on a CPU without bf16 instructions every test of the
+// hardware pass is skipped, saying so.
 #include <QtTest>
 
 #include <ATen/ATen.h>
@@ -58,11 +60,20 @@ ProductShape fetch_shape() {
 
 class TrainerKernelsTest : public QObject {
     Q_OBJECT
+public:
+    explicit TrainerKernelsTest(kernels::Bf16Path path) : path_(path) {}
+
 private Q_SLOTS:
     void initTestCase() {
         mem::install();
         at::manual_seed(7);
         if (!kernels::fast_gemm_available()) QSKIP("oneDNN's sgemm is not in this libtorch");
+        qInfo("bf16 path: %s (this CPU's bf16 instructions: %s)", kernels::to_string(path_), kernels::cpu_bf16_isa());
+    }
+    void init() {
+        if (path_ == kernels::Bf16Path::Hardware && !kernels::bf16_hardware_path_available())
+            QSKIP("hardware bf16 path NOT TESTED: this CPU has no AVX512-BF16/AMX-BF16 (or oneDNN no bf16 gemm)");
+        kernels::set_bf16_path(path_);
     }
 
     void fp32ProductsEqualDoublePrecision_data() {
@@ -85,7 +96,6 @@ private Q_SLOTS:
 
     void bf16ProductsAreFp32ProductsRoundedOnce_data() { fp32ProductsEqualDoublePrecision_data(); }
     void bf16ProductsAreFp32ProductsRoundedOnce() {
-        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
         const auto [m, k, n, ta, tb] = fetch_shape();
         const at::Tensor a = operand(m, k, ta, at::kBFloat16), b = operand(k, n, tb, at::kBFloat16);
         at::Tensor out = at::empty({m, n}, at::kBFloat16);
@@ -99,7 +109,6 @@ private Q_SLOTS:
     }
 
     void bf16TilesCoverEveryEdge() {
-        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
         // Past one tile in M, N and K with ragged ends.
         const std::int64_t m = kernels::kTileM + 3, k = kernels::kTileK + 5, n = kernels::kTileN + 7;
         const at::Tensor a = operand(m, k, false, at::kBFloat16), b = operand(k, n, true, at::kBFloat16);
@@ -132,7 +141,6 @@ private Q_SLOTS:
         QTest::newRow("17 rows") << 17 << 300 << 1030 << false << false;
     }
     void bf16StripesAndKPiecesEqualDoublePrecision() {
-        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
         const auto [m, k, n, ta, tb] = fetch_shape();
         const at::Tensor a = operand(m, k, ta, at::kBFloat16), b = operand(k, n, tb, at::kBFloat16);
         at::Tensor out = at::full({m, n}, 1e30, at::kBFloat16);   // every element must be written
@@ -147,7 +155,6 @@ private Q_SLOTS:
     }
 
     void bf16ProductInsideAParallelRegion() {
-        if (kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
         // Called from pool threads (as the batched product does), a product runs on its thread
         // alone; its result is the same product.
         const at::Tensor a = operand(300, 700, false, at::kBFloat16), b = operand(700, 260, true, at::kBFloat16);
@@ -171,7 +178,6 @@ private Q_SLOTS:
     }
     void batchedProductsEqualEachSlice() {
         QFETCH(bool, bf16);
-        if (bf16 && kernels::cpu_has_bf16_hardware()) QSKIP("bf16 hardware: libtorch's own kernel is used");
         const auto dt = bf16 ? at::kBFloat16 : at::kFloat;
         // Attention's shapes: scores q [B*H, T, D] @ k^T (a transposed view), and probs @ v; more
         // products than threads, odd sizes.
@@ -265,7 +271,18 @@ private Q_SLOTS:
             QCOMPARE(mem::peak() - before, out_bytes);
         }
     }
+
+private:
+    kernels::Bf16Path path_;
 };
 
-QTEST_GUILESS_MAIN(TrainerKernelsTest)
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    int failed = 0;
+    for (const auto path : {kernels::Bf16Path::Emulated, kernels::Bf16Path::Hardware}) {
+        TrainerKernelsTest t(path);
+        failed += QTest::qExec(&t, argc, argv);
+    }
+    return failed;
+}
 #include "test_kernels.moc"

@@ -17,6 +17,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include "kernels_gemm.hpp"
 #include "wingspan/nvml.hpp"
 
 namespace wingspan::train::dev {
@@ -129,11 +130,19 @@ std::vector<DeviceInfo> list_devices() {
     return out;
 }
 
+nlohmann::json cpu_bf16_json() {
+    return {{"bf16_isa", kernels::cpu_bf16_isa()},
+            {"bf16_path", kernels::bf16_path_error().empty() ? kernels::to_string(kernels::bf16_path()) : "refused"}};
+}
+
 nlohmann::json devices_json() {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& d : list_devices())
-        list.push_back({{"type", d.type}, {"index", d.index}, {"name", d.name}, {"total_bytes", d.total_bytes},
-                        {"bf16", d.bf16}});
+    for (const auto& d : list_devices()) {
+        nlohmann::json entry = {{"type", d.type}, {"index", d.index}, {"name", d.name}, {"total_bytes", d.total_bytes},
+                                {"bf16", d.bf16}};
+        if (d.type == "cpu") entry.update(cpu_bf16_json());
+        list.push_back(entry);
+    }
     return {{"devices", list}};
 }
 

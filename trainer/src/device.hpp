@@ -25,8 +25,12 @@ struct DeviceInfo {
 
 // Every device this build can train on here, the CPU first.
 std::vector<DeviceInfo> list_devices();
-// `wingspan-train devices`: {"devices":[{type,index,name,total_bytes,bf16},...]}.
+// `wingspan-train devices`: {"devices":[{type,index,name,total_bytes,bf16},...]}; the CPU's entry
+// adds bf16_isa ("amx_bf16", "avx512_bf16", "none") and bf16_path ("hardware", "emulated", or
+// "refused" when WINGSPAN_CPU_BF16 asks for what this CPU cannot do).
 nlohmann::json devices_json();
+// The CPU's bf16 instruction set and the path its bf16 products take (kernels_gemm.hpp).
+nlohmann::json cpu_bf16_json();
 
 // A device that `--device` named but this build or machine lacks; the message says what is
 // missing and how to get it (protocol error code `device_unavailable`).

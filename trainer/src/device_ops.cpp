@@ -51,8 +51,8 @@ at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
         kernels::mm_out(out2, a2, b);
         return out;
     }
-    // Batched: only where libtorch has no fast kernel of its own (16-bit without hardware), so the
-    // fp32 path keeps at::matmul's exact memory behaviour.
+    // Batched: bf16 only (libtorch's bf16 bmm is slow without bf16 hardware and, with it, takes
+    // oneDNN's buffers from the tensor allocator); fp32 keeps at::matmul's exact memory behaviour.
     if (a.dim() != b.dim() || a.scalar_type() != at::kBFloat16) return {};
     for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
         if (a.size(d) != b.size(d)) return {};
@@ -101,7 +101,7 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
 bool fast_candidate(const at::Tensor& a, const at::Tensor& b) {
     if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != b.scalar_type()) return false;
     const auto dt = a.scalar_type();
-    return dt == at::kFloat || (dt == at::kBFloat16 && !kernels::cpu_has_bf16_hardware());
+    return dt == at::kFloat || dt == at::kBFloat16;
 }
 
 }  // namespace

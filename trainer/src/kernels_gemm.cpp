@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,15 +21,28 @@ using SgemmFn = int (*)(char transa, char transb, std::int64_t M, std::int64_t N
                         const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                         std::int64_t ldc);
 
+// libtorch links oneDNN (as libdnnl or inside itself); look in what is loaded first.
+void* dnnl_symbol(const char* name) {
+    void* sym = dlsym(RTLD_DEFAULT, name);
+    if (!sym) {
+        if (void* lib = dlopen("libdnnl.so.2", RTLD_LAZY | RTLD_NOLOAD)) sym = dlsym(lib, name);
+    }
+    return sym;
+}
+
 SgemmFn sgemm() {
-    static const SgemmFn fn = [] {
-        // libtorch links oneDNN (as libdnnl or inside itself); look in what is loaded first.
-        void* sym = dlsym(RTLD_DEFAULT, "dnnl_sgemm");
-        if (!sym) {
-            if (void* lib = dlopen("libdnnl.so.2", RTLD_LAZY | RTLD_NOLOAD)) sym = dlsym(lib, "dnnl_sgemm");
-        }
-        return reinterpret_cast<SgemmFn>(sym);
-    }();
+    static const SgemmFn fn = reinterpret_cast<SgemmFn>(dnnl_symbol("dnnl_sgemm"));
+    return fn;
+}
+
+// oneDNN's bf16 gemm (exported beside dnnl_sgemm since v1.2): bf16 A and B, fp32 C, same
+// conventions as dnnl_sgemm.
+using Bf16GemmFn = int (*)(char transa, char transb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                           const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb,
+                           float beta, float* C, std::int64_t ldc);
+
+Bf16GemmFn bf16_gemm() {
+    static const Bf16GemmFn fn = reinterpret_cast<Bf16GemmFn>(dnnl_symbol("dnnl_gemm_bf16bf16f32"));
     return fn;
 }
 
@@ -136,6 +150,39 @@ void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16*
     }
 }
 
+// The hardware path's share of a bf16 product: oneDNN's bf16 gemm multiplies the operands as
+// stored, K whole, into this thread's fp32 tile, which is rounded into the output.
+void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
+                         std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1,
+                         std::int64_t n0, std::int64_t n1) {
+    if (m1 <= m0 || n1 <= n0) return;
+    thread_local std::vector<float> tile;
+    if (tile.size() < static_cast<std::size_t>(kTileM * kTileN)) tile.resize(kTileM * kTileN);
+    const auto* a = reinterpret_cast<const std::uint16_t*>(pa);
+    const auto* b = reinterpret_cast<const std::uint16_t*>(pb);
+    const std::int64_t mt = even_piece(m1 - m0, kTileM, 16), nt = even_piece(n1 - n0, kTileN, 16);
+    for (std::int64_t n = n0; n < n1; n += nt) {
+        const std::int64_t nb = std::min(nt, n1 - n);
+        // Column n of op(B): B[0, n] as stored ('N'), or row n of the stored transpose ('T').
+        const std::uint16_t* bn = ob.trans == 'N' ? b + n : b + n * ob.ld;
+        for (std::int64_t m = m0; m < m1; m += mt) {
+            const std::int64_t mb = std::min(mt, m1 - m);
+            const std::uint16_t* am = oa.trans == 'N' ? a + m * oa.ld : a + m;
+            check(bf16_gemm()(oa.trans, ob.trans, mb, nb, K, 1.0f, am, oa.ld, bn, ob.ld, 0.0f, tile.data(), nb));
+            for (std::int64_t r = 0; r < mb; ++r)
+                narrow_row(reinterpret_cast<const std::uint32_t*>(tile.data()) + r * nb, pc + (m + r) * ldc + n, nb);
+        }
+    }
+}
+
+// One thread's share of a bf16 product on the path in use.
+void bf16_share(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
+                std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                std::int64_t n1) {
+    if (bf16_path() == Bf16Path::Hardware) bf16_block_hardware(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1);
+    else bf16_block(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1);
+}
+
 // out = a @ b for bf16 operands on the calling thread and, outside a parallel region, on the pool:
 // the output is cut into one stripe per thread along its longer side, in one parallel region
 // (each wake-up of sleeping pool threads costs tens of microseconds under OMP_WAIT_POLICY=passive),
@@ -145,7 +192,7 @@ void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat1
     const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
     const std::int64_t threads = at::in_parallel_region() || flops < kParallelFlops ? 1 : at::get_num_threads();
     if (threads <= 1) {
-        bf16_block(pa, oa, pb, ob, pc, N, K, 0, M, 0, N);
+        bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, 0, N);
         return;
     }
     const bool by_rows = M >= N;
@@ -156,20 +203,54 @@ void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat1
     at::parallel_for(0, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
         for (std::int64_t p = p0; p < p1; ++p) {
             const std::int64_t lo = p * aligned, hi = std::min(extent, lo + aligned);
-            if (by_rows) bf16_block(pa, oa, pb, ob, pc, N, K, lo, hi, 0, N);
-            else bf16_block(pa, oa, pb, ob, pc, N, K, 0, M, lo, hi);
+            if (by_rows) bf16_share(pa, oa, pb, ob, pc, N, K, lo, hi, 0, N);
+            else bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, lo, hi);
         }
     });
 }
 
-bool detect_bf16_hardware() {
+// cpuid leaf 7: AMX-BF16 is EDX bit 22 of sub-leaf 0, AVX512-BF16 EAX bit 5 of sub-leaf 1.
+const char* detect_bf16_isa() {
     unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return "none";
     const bool amx_bf16 = (d >> 22) & 1u;
     const unsigned max_sub = a;
     bool avx512_bf16 = false;
     if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = (a >> 5) & 1u;
-    return amx_bf16 || avx512_bf16;
+    return amx_bf16 ? "amx_bf16" : avx512_bf16 ? "avx512_bf16" : "none";
+}
+
+// The path asked for by WINGSPAN_CPU_BF16, or why it cannot be taken.
+struct PathSetting {
+    Bf16Path path = Bf16Path::Emulated;
+    std::string error;
+};
+
+PathSetting read_path_setting() {
+    PathSetting s;
+    const bool hardware_ok = bf16_hardware_path_available();
+    s.path = hardware_ok ? Bf16Path::Hardware : Bf16Path::Emulated;
+    const char* v = std::getenv("WINGSPAN_CPU_BF16");
+    if (!v || !*v) return s;
+    const std::string want = v;
+    if (want == "emulated") {
+        s.path = Bf16Path::Emulated;
+    } else if (want == "hardware") {
+        if (!hardware_ok)
+            s.error = !cpu_has_bf16_hardware()
+                          ? "WINGSPAN_CPU_BF16=hardware: this CPU has no bf16 instructions (neither AVX512-BF16 nor "
+                            "AMX-BF16); use emulated or unset it"
+                          : "WINGSPAN_CPU_BF16=hardware: this libtorch's oneDNN has no bf16 gemm "
+                            "(dnnl_gemm_bf16bf16f32); use emulated or unset it";
+    } else {
+        s.error = "WINGSPAN_CPU_BF16=" + want + ": expected hardware or emulated";
+    }
+    return s;
+}
+
+PathSetting& path_setting() {
+    static PathSetting s = read_path_setting();
+    return s;
 }
 
 // WINGSPAN_GEMM_LOG=1: one stderr line per product ("gemm bf16 M K N NT"), to list the shapes a
@@ -192,9 +273,25 @@ void check(int status) {
 
 bool fast_gemm_available() { return sgemm() != nullptr; }
 
-bool cpu_has_bf16_hardware() {
-    static const bool has = detect_bf16_hardware();
-    return has;
+const char* cpu_bf16_isa() {
+    static const char* isa = detect_bf16_isa();
+    return isa;
+}
+
+bool cpu_has_bf16_hardware() { return std::strcmp(cpu_bf16_isa(), "none") != 0; }
+
+bool bf16_hardware_path_available() { return cpu_has_bf16_hardware() && bf16_gemm() != nullptr; }
+
+const char* to_string(Bf16Path p) { return p == Bf16Path::Hardware ? "hardware" : "emulated"; }
+
+Bf16Path bf16_path() { return path_setting().path; }
+
+std::string bf16_path_error() { return path_setting().error; }
+
+void set_bf16_path(Bf16Path p) {
+    if (p == Bf16Path::Hardware && !bf16_hardware_path_available())
+        throw std::invalid_argument("the hardware bf16 path is not available on this CPU");
+    path_setting() = {p, ""};
 }
 
 bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
@@ -203,7 +300,7 @@ bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     if (a.dim() != 2 || b.dim() != 2 || out.dim() != 2) return false;
     const auto dt = a.scalar_type();
     if (b.scalar_type() != dt || out.scalar_type() != dt) return false;
-    if (dt != at::kFloat && !(dt == at::kBFloat16 && !cpu_has_bf16_hardware())) return false;
+    if (dt != at::kFloat && dt != at::kBFloat16) return false;
     if (a.size(1) != b.size(0) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) return false;
     if (!out.is_contiguous()) return false;
     if (a.numel() == 0 || b.numel() == 0) return true;

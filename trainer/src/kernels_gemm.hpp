@@ -8,16 +8,23 @@
 // model. oneDNN's sgemm picks its AVX-512/AVX2 kernel from the CPU's flags and runs 5–10× faster.
 //
 // bf16 operands are computed as bf16-mixed defines them (bf16 inputs, fp32 accumulation, the
-// result rounded once to bf16): tiles of the operands are widened to fp32 into a small
-// per-thread scratch (at most kScratchFloats floats, allocated once per thread, outside the
-// tensor allocator like any BLAS's packing buffers), multiplied, and the fp32 tile rounded into
-// the output. Each pool thread computes its own stripe of the output (widening, sgemm, rounding)
-// in one parallel region per product. No tensor is allocated, so the measured memory of a run
-// does not move.
+// result rounded once to bf16), on one of two paths (Bf16Path):
+// - emulated: tiles of the operands are widened to fp32 into a small per-thread scratch and
+//   multiplied by sgemm (any x86-64 CPU);
+// - hardware: oneDNN's bf16 gemm (dnnl_gemm_bf16bf16f32: AVX512-BF16 or AMX kernels) multiplies
+//   the bf16 operands as stored.
+// Either way the fp32 tile of the result is rounded into the output, in a per-thread scratch (at
+// most kScratchFloats floats, allocated once per thread, outside the tensor allocator like any
+// BLAS's packing buffers; oneDNN's gemm packs into malloc'd buffers of its own). Each pool thread
+// computes its own stripe of the output in one parallel region per product. No tensor is
+// allocated on either path, so the measured memory of a run is the same on every CPU: libtorch's
+// own bf16 matmul (a oneDNN primitive) takes reorder and scratchpad buffers from the tensor
+// allocator, which is why it is not used.
 #include <ATen/ATen.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace wingspan::train::kernels {
 
@@ -34,9 +41,26 @@ inline constexpr double kParallelFlops = 2e6;
 bool fast_gemm_available();
 // Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16).
 bool cpu_has_bf16_hardware();
+// The CPU's bf16 instruction set: "amx_bf16", "avx512_bf16", or "none".
+const char* cpu_bf16_isa();
 
-// Whether mm_out can compute out = a @ b: 2-D CPU tensors of one dtype (fp32, or bf16 on a CPU
-// without bf16 hardware), each with a unit stride in one dimension, out contiguous.
+// How bf16 products are computed (see the top of this file).
+enum class Bf16Path { Emulated, Hardware };
+const char* to_string(Bf16Path p);
+// The path in use: WINGSPAN_CPU_BF16=hardware|emulated when set (and valid), else hardware where
+// the CPU has it and oneDNN's bf16 gemm is loaded, else emulated.
+Bf16Path bf16_path();
+// Empty, or why WINGSPAN_CPU_BF16 cannot be honoured (an unknown value; "hardware" on a CPU
+// without bf16 instructions or without oneDNN's bf16 gemm). The trainer refuses to start then.
+std::string bf16_path_error();
+// Tests and benchmarks: compute bf16 products on `p` from now on (throws std::invalid_argument
+// for the hardware path where it is not available).
+void set_bf16_path(Bf16Path p);
+// Whether the hardware path can run here.
+bool bf16_hardware_path_available();
+
+// Whether mm_out can compute out = a @ b: 2-D CPU tensors of one dtype (fp32 or bf16), each with
+// a unit stride in one dimension, out contiguous.
 bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 // out = a @ b (a: [M, K], b: [K, N], out: [M, N]); requires handles(out, a, b).
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);

@@ -32,6 +32,7 @@
 #include "distributed.hpp"
 #include "distributed_sync.hpp"
 #include "emit.hpp"
+#include "kernels_gemm.hpp"
 #include "memory.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
@@ -296,12 +297,14 @@ void Run::announce() {
         std::int64_t largest = -1;
         for (const auto& [c, b] : est.components)
             if (b > largest) largest = b, predicted_largest_ = c;
-        emit(EventType::Predicted, {{"components", protocol::components_to_json(est.components)},
+        json predicted = {{"components", protocol::components_to_json(est.components)},
                                     {"component_maxima", protocol::components_to_json(est.component_maxima())},
                                     {"peak_bytes", est.peak_allocated_bytes},
                                     {"total_bytes", est.total_bytes},
                                     {"peak_phase", est.peak_phase},
-                                    {"framework", fw.id}});
+                                    {"framework", fw.id}};
+        if (device_.is_cpu()) predicted["cpu"] = dev::cpu_bf16_json();
+        emit(EventType::Predicted, predicted);
     } catch (const std::exception& e) {
         log_warning(std::string("the planner could not predict this run: ") + e.what());
     }
@@ -466,6 +469,8 @@ int Run::execute() {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores);
     select_device();
+    if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
+        throw RunError("bad_argument", why);
     mem::set_phase(mem::Phase::Setup);
     // Before any work: an unwritable --out must not cost a whole training run.
     if (!opt_.out_dir.empty()) {
