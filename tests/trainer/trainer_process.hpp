@@ -60,8 +60,8 @@ struct TrainerLaunch {
     std::function<void(const protocol::Event&, QProcess&)> on_event;
     int timeout_ms = 180000;
     QByteArray stdin_data;   // written and closed when not null
-    // Start the trainer with SIGINT/SIGTERM blocked (the mask is inherited), so a stop sent by
-    // `on_started` waits, pending, until the trainer unblocks it: a stop at a known point.
+    // Start the trainer with SIGINT/SIGTERM/SIGHUP blocked (the mask is inherited), as the window
+    // does, so a stop sent by `on_started` waits, pending, until the trainer's listener takes it.
     bool stops_blocked_at_start = false;
     std::function<void(QProcess&)> on_started;   // right after the trainer has started
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -106,6 +106,7 @@ inline TrainerResult run_trainer(TrainerLaunch launch) {
             sigemptyset(&stops);
             sigaddset(&stops, SIGINT);
             sigaddset(&stops, SIGTERM);
+            sigaddset(&stops, SIGHUP);
             sigprocmask(SIG_BLOCK, &stops, nullptr);
         });
     QElapsedTimer timer;

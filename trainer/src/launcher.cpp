@@ -21,14 +21,13 @@
 
 #include "args.hpp"
 #include "emit.hpp"
+#include "stop_signals.hpp"
 #include "train.hpp"
 
 namespace wingspan::train {
 
 namespace {
 
-std::atomic<int> g_stop_signal{0};
-extern "C" void on_launcher_signal(int sig) { g_stop_signal.store(sig); }
 
 // A port the kernel says is free now (the rank-0 store binds it a moment later).
 int free_port() {
@@ -131,9 +130,9 @@ int run_launcher(const std::vector<std::string>& args, const std::string& argv0)
         return 1;
     }
 
-    std::signal(SIGTERM, on_launcher_signal);
-    std::signal(SIGINT, on_launcher_signal);
-    std::signal(SIGPIPE, SIG_IGN);
+    // The first stop signal is forwarded to every rank; a second ends the launcher (and, by
+    // PR_SET_PDEATHSIG, the ranks). The ranks inherit the blocked mask and listen themselves.
+    stops::start_listener(true);
     std::vector<Rank> ranks(static_cast<size_t>(opt.nproc));
     for (int r = 0; r < opt.nproc; ++r) {
         int fds[2];
@@ -176,7 +175,7 @@ int run_launcher(const std::vector<std::string>& args, const std::string& argv0)
     std::chrono::steady_clock::time_point kill_at{};
     bool kill_armed = false;
     for (;;) {
-        if (const int sig = g_stop_signal.load(); sig && !forwarded) {
+        if (const int sig = stops::requested(); sig && !forwarded) {
             forwarded = true;
             for (auto& r : ranks)
                 if (!r.exited) ::kill(r.pid, SIGTERM);

@@ -10,7 +10,16 @@
 #include "launcher.hpp"
 #include "memory.hpp"
 #include "merge.hpp"
+#include "stop_signals.hpp"
 #include "train.hpp"
+
+namespace {
+// Runs before any library's constructor (ELF .preinit_array, executables only), so every thread
+// libtorch, OpenMP or OpenBLAS starts inherits the blocked stop signals (stop_signals.hpp).
+void block_stop_signals_first(int, char**, char**) { wingspan::train::stops::block_stop_signals(); }
+__attribute__((section(".preinit_array"), used)) void (*const g_block_stop_signals)(int, char**, char**) =
+    &block_stop_signals_first;
+}  // namespace
 
 int main(int argc, char** argv) {
     // libgomp reads its wait policy before main(). Its default (spinning threads) collapses
@@ -29,6 +38,11 @@ int main(int argc, char** argv) {
     // Before any tensor exists, so every allocation is counted.
     wingspan::train::mem::install();
     std::vector<std::string> args(argv + 1, argv + argc);
+    // Training and the rank launcher stop gracefully (they start their own listener); every other
+    // command ends at the first stop signal.
+    const bool trains = args.empty() || (args[0] != "devices" && args[0] != "tokenize" && args[0] != "merge" &&
+                                         args[0] != "generate");
+    if (!trains) wingspan::train::stops::start_listener(false);
     if (!args.empty() && args[0] == "devices") return wingspan::train::run_devices();
     if (!args.empty() && args[0] == "tokenize") {
         args.erase(args.begin());

@@ -17,6 +17,7 @@
 
 #include "device_memory.hpp"
 #include "emit.hpp"
+#include "stop_signals.hpp"
 #include "torch_version.hpp"
 #include "wingspan/nvml.hpp"
 #include "wingspan/protocol.hpp"
@@ -293,6 +294,7 @@ void Sampler::start(std::int64_t interval_ms) {
         auto next = std::chrono::steady_clock::now();
         while (running_.load()) {
             emit_now();
+            stops::fault_point("sampler");
             next += std::chrono::milliseconds(interval_ms);
             const auto now = std::chrono::steady_clock::now();
             if (next < now) next = now;

@@ -24,6 +24,7 @@
 #include "memory.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "stop_signals.hpp"
 #include "tokenizer.hpp"
 #include "weights_io.hpp"
 #include "wingspan/memory_model.hpp"
@@ -33,8 +34,9 @@ namespace wingspan::train::detail {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Set by the first SIGINT/SIGTERM: the run stops cleanly at the next point that checks it.
-extern std::atomic<bool> g_interrupted;
+// Whether a stop signal came (stop_signals.hpp): the run stops cleanly at the next point that
+// checks it.
+inline bool interrupted() { return stops::requested() != 0; }
 
 // A failure with its protocol error code.
 struct RunError : std::runtime_error {

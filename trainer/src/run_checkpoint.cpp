@@ -91,6 +91,7 @@ fs::path Run::save(const fs::path& target, bool final) {
     if (ec) throw RunError("io", "cannot create " + dir.string() + ": " + ec.message());
     try {
         CheckpointManifest manifest(dir);   // the folder counts as incomplete until commit()
+        stops::fault_point("checkpoint");
         std::vector<std::pair<std::string, at::Tensor>> weights;
         for (auto& nt : model_->trainable()) weights.push_back({nt.name, nt.tensor});
         const std::map<std::string, std::string> meta = {{"format", "pt"}, {"producer", "wingspan-train"}};

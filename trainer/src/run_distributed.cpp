@@ -14,7 +14,7 @@ at::Tensor Run::grad_for(std::size_t state) const {
 }
 
 bool Run::stop_requested() {
-    bool stop = g_interrupted.load();
+    bool stop = interrupted();
     // Ranks stop together, after the same step (a signal reaches them at different moments).
     if (group_) stop = group_->sum(stop ? 1.0 : 0.0) > 0;
     stopping_ = stopping_ || stop;

@@ -56,6 +56,7 @@ double Run::train_step(std::int64_t step) {
         Batch mine;
         const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
         mem::set_phase(mem::Phase::Forward);
+        stops::fault_point("forward");
         at::Tensor ids = to_tensor(b.input, b.rows, b.cols, device_);
         at::Tensor labels = to_tensor(b.labels, b.rows, b.cols, device_);
         at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
@@ -72,6 +73,7 @@ double Run::train_step(std::int64_t step) {
                                            std::to_string(step) + " (try a lower --lr)");
         loss_sum += l;
         mem::set_phase(mem::Phase::Backward);
+        stops::fault_point("backward");
         if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
         if (scaler_.enabled) loss = loss * scaler_.scale;
         if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
@@ -82,6 +84,7 @@ double Run::train_step(std::int64_t step) {
         if (sync_) sync_->end_backward();
     }
     mem::set_phase(mem::Phase::Optimizer);
+    stops::fault_point("optimizer");
     {
         at::NoGradGuard no_grad;
         double sumsq = 0;
@@ -116,6 +119,7 @@ double Run::train_step(std::int64_t step) {
 double Run::evaluate() {
     if (eval_batches_.empty()) return std::nan("");
     mem::set_phase(mem::Phase::Eval);
+    stops::fault_point("eval");
     at::NoGradGuard no_grad;
     double sum = 0;
     std::int64_t n = 0;
@@ -172,8 +176,9 @@ void Run::train_loop() {
 }
 
 std::string Run::sample() {
-    if (opt_.sample_tokens <= 0 || g_interrupted.load()) return "";
+    if (opt_.sample_tokens <= 0 || interrupted()) return "";
     mem::set_phase(mem::Phase::Eval);
+    stops::fault_point("sample");
     // The prompt of a held-out example (everything before its first trained token).
     const std::vector<Example>& pool = data_.eval.empty() ? data_.train : data_.eval;
     std::vector<std::int64_t> prompt;
@@ -192,7 +197,7 @@ std::string Run::sample() {
     log_info("generating a sample of up to " + std::to_string(opt_.sample_tokens) + " tokens");
     // A stop signal ends the sample at the token at hand (a long sample of a big model on a CPU
     // takes minutes): what was generated so far is the sample.
-    const auto out = model_->generate(prompt, opt_.sample_tokens, stop, [] { return g_interrupted.load(); });
+    const auto out = model_->generate(prompt, opt_.sample_tokens, stop, [] { return interrupted(); });
     mem::set_phase(mem::Phase::Idle);
     return valid_utf8(tok_->decode(std::vector<std::int32_t>(out.begin(), out.end()), true));
 }
@@ -209,14 +214,14 @@ void Run::emit_done(const std::string& reason) {
     // Each component's own peak, exact from the allocator (the sampled events can miss one).
     d["component_peaks"] = protocol::components_to_json(now.component_peaks);
     if (reason != "error" && (!group_ || group_->rank() == 0)) {   // the ranks hold the same weights
-        const bool stopped_before = g_interrupted.load();
+        const bool stopped_before = interrupted();
         try {
             d["sample"] = sample();
         } catch (const std::exception& e) {
             log_warning(std::string("no sample: ") + e.what());
         }
         // Stopped while sampling: the run ends as any stopped run does (its files are saved).
-        if (!stopped_before && g_interrupted.load()) {
+        if (!stopped_before && interrupted()) {
             log_warning("interrupted during the sample: it ends where it was");
             d["reason"] = "interrupted";
         }

@@ -57,11 +57,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using protocol::EventType;
 
-namespace detail {
-std::atomic<bool> g_interrupted{false};
-}  // namespace detail
-
-using detail::g_interrupted;
 using detail::Run;
 using detail::RunError;
 
@@ -79,15 +74,6 @@ void emit_minimal_hello() {
                             {"torch", TORCH_VERSION},
                             {"device", g_device_name},
                             {"threads", at::get_num_threads()}});
-}
-
-// The first SIGINT/SIGTERM asks for a clean stop (checkpoint, `done`); a second one stops at
-// once, saving nothing more: the default action, so the launcher sees the signal.
-extern "C" void on_signal(int sig) {
-    if (g_interrupted.exchange(true)) {
-        std::signal(sig, SIG_DFL);
-        std::raise(sig);
-    }
 }
 
 void set_threads(int n) {
@@ -419,7 +405,7 @@ void Run::refuse_if_beyond_machine() const {
 }
 
 bool Run::stopped_during_setup() {
-    if (!g_interrupted.load()) return false;
+    if (!interrupted()) return false;
     sampler_.stop();
     log_warning("interrupted during setup: no step was trained, nothing saved");
     emit_done("interrupted");
@@ -456,15 +442,10 @@ void Run::select_device() {
 }
 
 int Run::execute() {
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    // The signal mask is inherited: started with these blocked, the run could not be stopped.
-    // Unblocked here, a stop sent meanwhile arrives now and ends the run at setup's first check.
-    sigset_t stops;
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT);
-    sigaddset(&stops, SIGTERM);
-    pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+    // The first SIGINT/SIGTERM/SIGHUP asks for a clean stop (checkpoint, `done`), a second one
+    // ends the process (stop_signals.hpp). A stop sent before this point is pending and ends the
+    // run at setup's first check.
+    stops::start_listener(true);
     // More threads than cores only makes them wait for each other (100000 stalled for minutes).
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores);
@@ -485,6 +466,7 @@ int Run::execute() {
                                              "GPU ranks need a libtorch with NCCL (add --device cpu)");
     if (job_.world_size > 1) group_ = dist::Group::join(job_, std::chrono::seconds(opt_.dist_timeout_s));
     load_inputs();
+    stops::fault_point("data");
     announce();
     if (opt_.threads > cores)
         log_warning("--threads " + std::to_string(opt_.threads) + " is more than this machine's " +
