@@ -150,6 +150,12 @@ int slow(const std::string& out_dir, bool ignore_term) {
 
 int main(int argc, char** argv) {
     std::signal(SIGTERM, on_term);
+    // The window starts a trainer with its stop signals blocked (docs/protocol.md); one that
+    // stops by a handler, as this one does, unblocks them.
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+    sigprocmask(SIG_UNBLOCK, &stops, nullptr);
     std::string mode = std::getenv("FAKE_TRAINER_MODE") ? std::getenv("FAKE_TRAINER_MODE") : "ok";
     std::string out_dir;
     if (argc > 1 && !std::strcmp(argv[1], "devices")) {

@@ -334,6 +334,15 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
     // (and one clock) from the start.
     if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
     process_->setProcessEnvironment(env);
+    // Started with its stop signals blocked (the mask is inherited across exec), the trainer
+    // takes a Stop pressed while it still loads libtorch as a clean stop, not a kill: its
+    // listener thread receives it once running (trainer/src/stop_signals.hpp).
+    process_->setChildProcessModifier([] {
+        sigset_t stops;
+        sigemptyset(&stops);
+        for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+        sigprocmask(SIG_BLOCK, &stops, nullptr);
+    });
     connect(process_, &QProcess::readyReadStandardOutput, this, &RunSession::onStdout);
     connect(process_, &QProcess::readyReadStandardError, this, &RunSession::onStderr);
     connect(process_, &QProcess::finished, this, &RunSession::onFinished);
