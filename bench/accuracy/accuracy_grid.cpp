@@ -63,12 +63,14 @@ std::vector<GridPoint> ranks_grid(const fs::path& work_dir) {
     std::vector<GridPoint> grid;
     for (const auto& [arch, dir] : std::vector<std::pair<std::string, fs::path>>{{"default", {}}, {"135m", m135}})
         for (const char* method : {"full", "lora"})
-            for (const char* sharding : {"ddp", "zero1", "zero2"}) {
-                GridPoint p{arch, dir, method, 128, 1, false};
-                p.processes = 2;
-                p.sharding = sharding;
-                grid.push_back(p);
-            }
+            for (const char* precision : {"fp32", "bf16-mixed"})
+                for (const char* sharding : {"ddp", "zero1", "zero2"}) {
+                    GridPoint p{arch, dir, method, 128, 1, false};
+                    p.processes = 2;
+                    p.sharding = sharding;
+                    p.precision = precision;
+                    grid.push_back(p);
+                }
     return grid;
 }
 

@@ -357,10 +357,24 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                  " × " + n(all_trainable) + " trainable params (as their parameters' dtype)" +
                  (grad_div > 1 ? per_dev : ""),
              {{"bytes_per_param", all_trainable > 0 ? double(grads) / double(all_trainable) : 0.0}, {"params", double(all_trainable)}, {"devices", double(grad_div)}});
-    std::int64_t ddp_buckets = 0;
+    // Collectives without bf16 (gloo in libtorch 1.13; profile bf16_collectives_in_fp32): bf16
+    // gradients are reduced in fp32, so DDP's buckets and ZeRO-2's reduce bucket are fp32 — twice
+    // the bf16 bytes they carry — and ZeRO-1 reduces each bf16 gradient through an fp32 copy.
+    const bool bf16_grads = (setup.precision == Precision::Bf16Mixed || setup.precision == Precision::Bf16) &&
+                            all_trainable > 0 && grads == 2 * all_trainable;
+    const std::int64_t wire = fw.bf16_collectives_in_fp32 && bf16_grads && N > 1 ? 2 : 1;
+    const std::string wire_note = wire > 1 ? " × 2 (bf16 gradients reduced in fp32: the collectives take no bf16)" : "";
+    std::int64_t sync_buffers = 0;   // DDP's buckets or ZeRO-1's wire buffer, held throughout
     if (setup.sharding == Sharding::Ddp && N > 1)
-        ddp_buckets = term(Component::Gradients, grads,
-                           "DDP all-reduce buckets: a second copy of the gradients", {{"bytes", double(grads)}});
+        sync_buffers = term(Component::Gradients, grads * wire,
+                           "DDP all-reduce buckets: a second copy of the gradients" + wire_note,
+                           {{"bytes", double(grads)}, {"wire_factor", double(wire)}});
+    // ZeRO-1 reduces the gradients in place; bf16 ones one at a time through an fp32 buffer the
+    // size of the largest, held throughout.
+    if (setup.sharding == Sharding::Zero1 && N > 1 && wire > 1)
+        sync_buffers = term(Component::Gradients, largest_grad * wire,
+                           "ZeRO-1 fp32 wire buffer: the largest gradient (" + n(largest_grad) + " B) × 2, held throughout",
+                           {{"largest_gradient_bytes", double(largest_grad)}});
     // ZeRO-2 as wingspan-train runs it (DeepSpeed's stage 2 with contiguous gradients works the
     // same way): each gradient, once autograd has made it, is copied into one flat bucket of
     // kGradientBucketBytes (all the gradients, if fewer) and freed; a full bucket is reduced to
@@ -370,10 +384,11 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // head's backward to the embedding's, where it is completed in place.
     std::int64_t zero2_bucket = 0, zero2_in_flight = 0;
     if (setup.sharding == Sharding::Zero2 && N > 1 && grads > 0) {
-        zero2_bucket = term(Component::Gradients, std::min(kGradientBucketBytes, grads),
+        zero2_bucket = term(Component::Gradients, std::min(kGradientBucketBytes, grads) * wire,
                             "ZeRO-2 reduce bucket: min(" + n(kGradientBucketBytes) + " B, all gradients " + n(grads) +
-                                " B), held throughout",
-                            {{"bucket_bytes", double(kGradientBucketBytes)}, {"gradient_bytes", double(grads)}});
+                                " B), held throughout" + wire_note,
+                            {{"bucket_bytes", double(kGradientBucketBytes)}, {"gradient_bytes", double(grads)},
+                             {"wire_factor", double(wire)}});
         const bool tied_held = arch.tied_embeddings && fw.tied_grad_in_place && g_head > 0 &&
                                (setup.method == Method::Full || setup.train_embeddings);
         const std::int64_t tied = tied_held ? arch.vocab * arch.hidden * st.grad_of(st.weight) : 0;
@@ -730,14 +745,14 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         // head's first, then layer by layer from the last; the gradient bytes alive in the
         // last layer's backward grow while its saved activations shrink, so the peak of a
         // backward pass is in its first or its last layer.
-        // DDP's all-reduce buckets and ZeRO-2's shard and bucket are allocated once and held
+        // DDP's all-reduce buckets (ZeRO-1's wire buffer) and ZeRO-2's shard and bucket are allocated once and held
         // throughout (forward too); ZeRO-2 has in backward no more whole gradients than backward
         // has made so far.
         auto grads_at = [&](std::int64_t bytes) {
             if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_in_flight, bytes);
-            return std::max(carried_grads, bytes / grad_div) + ddp_buckets;
+            return std::max(carried_grads, bytes / grad_div) + sync_buffers;
         };
-        const std::int64_t held_grads = zero2_bucket > 0 ? grads_dev + zero2_bucket : carried_grads + ddp_buckets;
+        const std::int64_t held_grads = zero2_bucket > 0 ? grads_dev + zero2_bucket : carried_grads + sync_buffers;
         const std::int64_t g_layer = g_down + g_mlp + g_o + g_qkv;
         const std::int64_t g_all_but_embed = grads - g_embed;
         phase("forward_end", {{Component::Gradients, held_grads},
@@ -770,7 +785,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             term(Component::Gradients, dense,
                  "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
                  {{"vocab", double(V)}, {"hidden", double(h)}});
-            phase("embedding_backward", {{Component::Gradients, grads_dev + ddp_buckets + zero2_bucket + dense},
+            phase("embedding_backward", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket + dense},
                                          {Component::Activations, scaled(inputs + G)}});
         }
         std::int64_t step_temp = 0;
@@ -789,7 +804,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         if (step_temp > 0)
             term(Component::OptimizerState, step_temp,
                  "optimizer step temporaries (" + fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
-        phase("optimizer_step", {{Component::Gradients, grads_dev + ddp_buckets + zero2_bucket},
+        phase("optimizer_step", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket},
                                  {Component::OptimizerState, step_temp}});
     }
 

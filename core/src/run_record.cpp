@@ -386,6 +386,7 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"norm_saves_square", f.norm_saves_square},
             {"loss_in_place", f.loss_in_place},
             {"tied_grad_in_place", f.tied_grad_in_place},
+            {"bf16_collectives_in_fp32", f.bf16_collectives_in_fp32},
             {"checkpoint_state_bytes", f.checkpoint_state_bytes},
             {"technique_lead", f.technique_lead},
             {"sources", f.sources}};

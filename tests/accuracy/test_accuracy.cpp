@@ -135,6 +135,56 @@ private slots:
                                 .arg(sum.peak_error_percent(), 0, 'f', 1)));
     }
 
+    // Two ranks (issue 24): each rank's static parts to the byte and its peak of allocated
+    // tensors within 1 % (bf16 gradients go through fp32 buffers on gloo: profile
+    // bf16_collectives_in_fp32; the staged copies were uncounted and DDP/ZeRO-1 missed by
+    // 9.9 % / 15.5 % before).
+    void ranks_data() {
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<QString>("precision");
+        QTest::addColumn<QString>("sharding");
+        QTest::newRow("full bf16-mixed ddp") << "full" << "bf16-mixed" << "ddp";
+        QTest::newRow("full bf16-mixed zero1") << "full" << "bf16-mixed" << "zero1";
+        QTest::newRow("full bf16-mixed zero2") << "full" << "bf16-mixed" << "zero2";
+        QTest::newRow("lora fp32 zero1") << "lora" << "fp32" << "zero1";
+        QTest::newRow("lora bf16-mixed zero2") << "lora" << "bf16-mixed" << "zero2";
+    }
+    void ranks() {
+        QFETCH(QString, method);
+        QFETCH(QString, precision);
+        QFETCH(QString, sharding);
+        GridPoint p;
+        p.arch = "default";
+        p.method = method.toStdString();
+        p.precision = precision.toStdString();
+        p.seq = 128;
+        p.batch = 2;
+        p.processes = 2;
+        p.sharding = sharding.toStdString();
+        const auto results = run_point_ranks(trainer_, p, 2, fs::path(dir_.path().toStdString()) / QTest::currentDataTag());
+        QCOMPARE(results.size(), size_t(2));
+        for (const PointResult& r : results) {
+            QVERIFY2(r.failure.empty(), r.failure.c_str());
+            for (Component c : kAllComponents) {
+                if (!is_static(c)) continue;
+                const auto pred = r.predicted.count(c) ? r.predicted.at(c) : 0;
+                const auto meas = r.measured.count(c) ? r.measured.at(c) : 0;
+                QVERIFY2(pred == meas, qPrintable(QString("rank %1 %2: predicted %3, measured %4")
+                                                      .arg(r.rank)
+                                                      .arg(QString::fromStdString(std::string(component_name(c))))
+                                                      .arg(pred)
+                                                      .arg(meas)));
+            }
+            const RunSummary sum = r.record.summary();
+            QVERIFY2(std::fabs(sum.peak_error_percent()) <= 1.0,
+                     qPrintable(QString("rank %1 peak: predicted %2, measured %3 (%4 %)")
+                                    .arg(r.rank)
+                                    .arg(sum.predicted_peak)
+                                    .arg(sum.measured_peak)
+                                    .arg(sum.peak_error_percent(), 0, 'f', 2)));
+        }
+    }
+
 private:
     fs::path trainer_;
     QTemporaryDir dir_;

@@ -34,13 +34,11 @@ int env_int(const char* name, int fallback, long min_value, long max_value) {
     return static_cast<int>(x);
 }
 
-// gloo in libtorch 1.13 reduces and gathers fp32/fp64/fp16 and integers, not bf16: such tensors
-// travel as an fp32 copy (exact for bf16), a communication workspace.
-bool needs_staging(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; }
-at::Tensor staged_copy(const at::Tensor& t) {
-    mem::Scope scope(Component::FrameworkOverhead);
-    return t.to(at::kFloat);
-}
+// A tensor gloo cannot take travels as an fp32 copy (Group::wire_dtype), counted with the
+// component the caller allocates for (gradients, checkpoint temporaries): the planner predicts it
+// there (profile key bf16_collectives_in_fp32).
+bool needs_staging(const at::Tensor& t) { return Group::wire_dtype(t.scalar_type()) != t.scalar_type(); }
+at::Tensor staged_copy(const at::Tensor& t) { return t.to(at::kFloat); }
 
 bool is_loopback(const std::string& host) {
     return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
@@ -119,6 +117,8 @@ std::unique_ptr<Group> Group::join(const JobEnv& env, std::chrono::milliseconds 
 }
 
 Group::~Group() = default;
+
+at::ScalarType Group::wire_dtype(at::ScalarType dt) { return dt == at::kBFloat16 ? at::kFloat : dt; }
 
 double Group::sum(double x) {
     at::Tensor t;

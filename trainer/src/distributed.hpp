@@ -59,6 +59,10 @@ public:
     std::chrono::milliseconds timeout() const { return timeout_; }
     const std::string& backend() const { return backend_; }
 
+    // The dtype tensors of `dt` travel in: gloo in libtorch 1.13 reduces and gathers no bf16,
+    // so bf16 goes as fp32 (exact for bf16 values; the sum is rounded once when copied back).
+    static at::ScalarType wire_dtype(at::ScalarType dt);
+
     // Sums of one number over all ranks (losses, gradient norms, stop flags).
     double sum(double x);
     // In place, sums over all ranks.

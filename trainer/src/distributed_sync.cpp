@@ -69,11 +69,19 @@ GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tens
         for (std::size_t i = buckets_[k].first; i < buckets_[k].last; ++i) bucket_of_[i] = k;
     {
         mem::Scope scope(Component::Gradients);
+        // DDP's buckets and ZeRO-2's reduce bucket are in the dtype the collectives take (fp32
+        // for bf16 gradients on gloo): the bf16 gradients are widened into them, no staged copy.
+        const auto wire = params_.front().options().dtype(Group::wire_dtype(params_.front().scalar_type()));
         if (sharding_ == Sharding::Ddp)
-            for (auto& b : buckets_) b.buffer = at::zeros({b.end - b.begin}, params_.front().options());
+            for (auto& b : buckets_) b.buffer = at::zeros({b.end - b.begin}, wire);
         if (sharding_ == Sharding::Zero2) {
             shard_grad_ = at::zeros({shard_elements()}, params_.front().options());
-            reduce_buffer_ = at::zeros({std::min(kBucketBytes / elem, total_)}, params_.front().options());
+            reduce_buffer_ = at::zeros({std::min(kBucketBytes / elem, total_)}, wire);
+        }
+        if (sharding_ == Sharding::Zero1 && wire.dtype() != params_.front().dtype()) {
+            std::int64_t largest = 0;
+            for (const auto& p : params_) largest = std::max(largest, p.numel());
+            wire_buffer_ = at::zeros({largest}, wire);
         }
     }
     // A post hook on each parameter's AccumulateGrad node runs once its gradient is in .grad,
@@ -145,14 +153,23 @@ void GradientSync::launch(Bucket& b) {
     if (sharding_ == Sharding::Ddp) {
         b.work.push_back(group_.all_reduce_sum(flat_grads(b)));
     } else {
-        // ZeRO-1 all-reduces the gradients in place, tensor by tensor: no second copy.
+        // ZeRO-1 all-reduces the gradients in place, tensor by tensor: no second copy. A bf16
+        // gradient goes through the fp32 wire buffer, one at a time (a copy made per call would
+        // be freed by gloo's worker thread at a moment of its own choosing).
         for (std::size_t i = b.first; i < b.last; ++i) {
             at::Tensor& g = params_[i].mutable_grad();
             if (!g.defined() || !g.is_contiguous()) {
                 mem::Scope scope(Component::Gradients);
                 g = g.defined() ? g.contiguous() : at::zeros_like(params_[i]);
             }
-            b.work.push_back(group_.all_reduce_sum(g));
+            if (!wire_buffer_.defined()) {
+                b.work.push_back(group_.all_reduce_sum(g));
+                continue;
+            }
+            at::Tensor w = wire_buffer_.narrow(0, 0, g.numel());
+            w.copy_(g.view(-1));
+            group_.all_reduce_sum(w).wait();
+            g.view(-1).copy_(w);
         }
     }
     in_flight_.push_back(&b);
@@ -169,7 +186,7 @@ void GradientSync::complete(Bucket& b) {
                 params_[i].mutable_grad().copy_(slice);
             } else {
                 mem::Scope scope(Component::Gradients);
-                params_[i].mutable_grad() = slice.clone();
+                params_[i].mutable_grad() = slice.to(params_[i].scalar_type(), false, true);   // a copy
             }
         }
     }
@@ -280,7 +297,8 @@ void GradientSync::after_update() {
     // themselves: one broadcast per piece, no gathered copy. (bf16 travels as an fp32 copy of
     // one piece at a time: gloo has no bf16.)
     const int n = group_.world_size();
-    const bool staged = params_.front().scalar_type() == at::kBFloat16;
+    const bool staged = Group::wire_dtype(params_.front().scalar_type()) != params_.front().scalar_type();
+    mem::Scope scope(Component::Activations);   // a staged piece is a step temporary
     std::vector<Pending> work;
     for (int r = 0; r < n; ++r)
         for (std::size_t i = 0; i < params_.size(); ++i) {
