@@ -207,6 +207,21 @@ private slots:
                 QVERIFY(!fs::exists(root / "merged"));
             }
         }
+        // The files merge copies from the base come through the bounded reader too.
+        write_text(run / "adapter_config.json", good.dump());
+        for (const char* kind : {"fifo", "zero"}) {
+            const fs::path g = base / "generation_config.json";
+            fs::remove(g);
+            if (std::string(kind) == "fifo") QCOMPARE(::mkfifo(g.c_str(), 0600), 0);
+            else fs::create_symlink("/dev/zero", g);
+            const auto p = testing::run_program(WINGSPAN_TRAIN_BIN, {"merge", "--model", q(base), "--adapter", q(run),
+                                                                     "--out", q(root / "merged")}, QProcessEnvironment::systemEnvironment(), 60000);
+            QCOMPARE(p.exit_code, 2);
+            QVERIFY2(p.err.find("generation_config.json") != std::string::npos && p.err.find("not a regular file") != std::string::npos,
+                     p.err.c_str());
+            QVERIFY(!fs::exists(root / "merged"));
+        }
+        fs::remove(base / "generation_config.json");
         json c = good;
         c["target_modules"] = {"q_proj", 7};
         write_text(run / "adapter_config.json", c.dump());

@@ -19,6 +19,7 @@
 #include "model_source.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/hub_download.hpp"
 
 namespace wingspan::train {
@@ -165,8 +166,8 @@ void merge(const Args& args) {
     for (const auto& e : fs::directory_iterator(base)) {
         const std::string f = e.path().filename().string();
         if (!hub::needed_for_run(f) || f.find(".safetensors") != std::string::npos) continue;
-        fs::copy_file(e.path(), tmp / f, fs::copy_options::overwrite_existing, ec);
-        if (ec) throw Failure("cannot copy " + f + ": " + ec.message());
+        // Through the bounded reader: a named pipe or a link to /dev/zero is refused, not copied forever.
+        write_file_atomic(tmp / f, read_regular_file(e.path()));
     }
     fs::remove(out, ec);   // an empty folder
     fs::rename(tmp, out, ec);

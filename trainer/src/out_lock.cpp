@@ -35,21 +35,21 @@ OutLock::OutLock(const std::filesystem::path& dir, pid_t* stale_pid) : file_(dir
         // O_NOFOLLOW: a planted symlink never makes us create or lock a file elsewhere.
         const int fd = ::open(file_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
         if (fd < 0)
-            throw IoError("--out: cannot create the lock file " + file_.string() + ": " + std::strerror(errno));
+            throw IoError("cannot create the lock file " + file_.string() + ": " + std::strerror(errno));
         struct stat st{};
         if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
             ::close(fd);
-            throw IoError("--out: " + file_.string() + " is not a regular file (it is the run folder's lock file)");
+            throw IoError(file_.string() + " is not a regular file (it is the run folder's lock file)");
         }
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int err = errno;
             const pid_t owner = read_pid(fd);
             ::close(fd);
             if (err == EWOULDBLOCK)
-                throw IoError("--out: " + dir.string() + " is in use by another wingspan-train run" +
+                throw IoError(dir.string() + " is in use by another wingspan-train run" +
                               (owner > 0 ? " (pid " + std::to_string(owner) + ")" : std::string()) +
                               "; wait for it to end or choose another --out folder");
-            throw IoError("--out: cannot lock " + file_.string() + ": " + std::strerror(err));
+            throw IoError("cannot lock " + file_.string() + ": " + std::strerror(err));
         }
         struct stat now{};
         if (::stat(file_.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
@@ -64,7 +64,7 @@ OutLock::OutLock(const std::filesystem::path& dir, pid_t* stale_pid) : file_(dir
         fd_ = fd;
         return;
     }
-    throw IoError("--out: cannot lock " + dir.string() + ": its lock file keeps being replaced");
+    throw IoError("cannot lock " + dir.string() + ": its lock file keeps being replaced");
 }
 
 OutLock::~OutLock() {

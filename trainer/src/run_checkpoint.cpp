@@ -28,8 +28,15 @@ std::string fingerprint(std::string_view text) {
     return buf;
 }
 
-// How a setting reads in a mismatch message: numbers as JSON writes them, strings bare.
-std::string shown(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+// How a setting reads in a mismatch message: as on the command line (strings bare, lists
+// comma-separated), numbers as JSON writes them.
+std::string shown(const json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_array()) return v.dump();
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + shown(x);
+    return s;
+}
 
 }  // namespace
 
