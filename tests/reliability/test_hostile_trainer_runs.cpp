@@ -281,6 +281,21 @@ private slots:
             const std::string m = r.error_message();
             QVERIFY2(m.find(name) != std::string::npos && m.find("has shape [1]") != std::string::npos, m.c_str());
         }
+        // A full fine-tune's weights likewise.
+        const fs::path full = root / "full";
+        r = train(QStringList{"--out", q(full)} + quick("full"));
+        QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+        for (const std::string file : {"model.safetensors", "optimizer.safetensors"}) {
+            const fs::path copy = root / ("full-" + file);
+            fs::copy(full, copy, fs::copy_options::recursive);
+            const std::string name = "model.layers.1.mlp.down_proj.weight";
+            shrink_tensor(copy, file, file == "model.safetensors" ? name : name + ".exp_avg_sq");
+            r = train(QStringList{"--resume", q(copy)} + quick("full"), {}, 60000);
+            QCOMPARE(r.error_code(), std::string("bad_model"));
+            QVERIFY2(r.error_message().find(name) != std::string::npos &&
+                         r.error_message().find("has shape [1]") != std::string::npos,
+                     r.error_message().c_str());
+        }
     }
 };
 

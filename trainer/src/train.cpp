@@ -330,7 +330,12 @@ void Run::build_model() {
         const fs::path f = fs::path(opt_.resume_dir) / "model.safetensors";
         if (!fs::exists(f)) throw RunError("io", "--resume: " + f.string() + " does not exist");
         resumed = WeightReader::open_file(f);
-        source = [&resumed](const std::string& name, const std::vector<std::int64_t>&) { return resumed->read(name); };
+        source = [&resumed, f](const std::string& name, const std::vector<std::int64_t>& shape) {
+            if (resumed->info(name).shape != shape)   // never broadcast a tensor of another shape
+                throw InputError("--resume: " + name + " in " + f.string() + " has shape " +
+                                 json(resumed->info(name).shape).dump() + ", this run's is " + json(shape).dump());
+            return resumed->read(name);
+        };
     }
     try {
         model_->build(source, opt_.seed);
