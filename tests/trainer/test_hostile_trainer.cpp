@@ -184,8 +184,15 @@ private Q_SLOTS:
         }
     }
 
+    void thousandsOfTurnsTokenizeInLinearTime_data() {
+        QTest::addColumn<bool>("builtin");
+        QTest::newRow("SentencePiece with every template's special tokens") << false;
+        // The built-in tokenizer lacks most templates' markers: one stretch holds every turn.
+        QTest::newRow("built-in byte-level") << true;
+    }
     void thousandsOfTurnsTokenizeInLinearTime() {
-        const auto tok = small_chat();
+        QFETCH(bool, builtin);
+        const auto tok = builtin ? Tokenizer::byte_level() : small_chat();
         const std::vector<std::string> contents = {"Where is the tower?", "In Paris, by the Seine.", "And the river?",
                                                     "It flows through the city."};
         const auto m = conversation(4000, contents);

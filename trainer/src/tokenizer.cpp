@@ -201,7 +201,7 @@ struct Tokenizer::Impl {
     // right after an added token (its rstrip included): the walk from there depends on
     // nothing before it. `marks` (if given) gets (position, ids so far) after each added token.
     void walk(std::string_view text, size_t from, std::vector<std::int32_t>& out,
-              std::vector<std::pair<size_t, size_t>>* marks) const {
+              std::vector<std::pair<size_t, size_t>>* marks, std::vector<size_t>* hit_starts = nullptr) const {
         std::string pending;
         size_t i = from, start = from;   // start: where `pending` begins in the text
         while (i < text.size()) {
@@ -222,6 +222,7 @@ struct Tokenizer::Impl {
                     pending.pop_back();
             encode_plain(pending, out, start == 0);
             pending.clear();
+            if (hit_starts) hit_starts->push_back(i);
             out.push_back(hit->id);
             i += hit->content.size();
             if (hit->rstrip)
@@ -244,14 +245,23 @@ struct Tokenizer::Impl {
     std::vector<std::int32_t> encode_with_cuts(std::string_view text, const std::vector<size_t>& cuts,
                                                std::vector<size_t>& shared) const {
         std::vector<std::int32_t> ids;
-        std::vector<std::pair<size_t, size_t>> marks{{0, 0}};
-        walk(text, 0, ids, &marks);
+        std::vector<std::pair<size_t, size_t>> marks{{0, 0}};   // (position, ids so far) after each added token
+        std::vector<size_t> hit_starts;                         // where each added token starts
+        walk(text, 0, ids, &marks, &hit_starts);
         shared.clear();
         for (size_t cut : cuts) {
             cut = std::min(cut, text.size());
             const auto after = std::upper_bound(marks.begin(), marks.end(), cut,
                                                 [](size_t c, const auto& m) { return c < m.first; });
-            const auto [from, n] = *std::prev(after);
+            const size_t mark = static_cast<size_t>(std::prev(after) - marks.begin());
+            const auto [from, n] = marks[mark];
+            if (builtin) {
+                // One id per byte, specials above 255 and none a prefix of another: the prefix
+                // shares every byte up to the cut or up to the next special, whichever is first.
+                const size_t next = mark < hit_starts.size() ? hit_starts[mark] : text.size();
+                shared.push_back(n + std::min(cut, next) - from);
+                continue;
+            }
             std::vector<std::int32_t> tail;
             walk(text.substr(0, cut), from, tail, nullptr);
             size_t at = n;
