@@ -149,6 +149,18 @@ private slots:
         const std::string m = r.error_message();
         QVERIFY2(m.find(pattern) != std::string::npos && m.find("line 2") != std::string::npos, m.c_str());
         QVERIFY(m.find('\n') == std::string::npos);
+        // `tokenize` likewise (it used to end in std::terminate), for this and other patterns.
+        for (const std::string p : {pattern, std::string(R"((?:a+)+b|.)"), std::string(R"((\w|\w)*!|.)")}) {
+            write_text(dir / "tokenizer.json", testing::split_tokenizer(p));
+            testing::TrainerLaunch launch;
+            launch.args = {"tokenize", "--tokenizer", q(dir / "tokenizer.json")};
+            launch.stdin_data = QByteArray(20000, 'a');
+            launch.timeout_ms = 30000;
+            const Result t = testing::run_trainer(launch);
+            QCOMPARE(t.exit_code, 1);
+            QCOMPARE(t.error_code(), std::string("bad_model"));
+            QVERIFY2(t.error_message().find(json(p).dump()) != std::string::npos, t.error_message().c_str());
+        }
     }
 
     // ---- 10. model files that are not files ----

@@ -680,7 +680,13 @@ int run_tokenize(const std::vector<std::string>& args) {
                                                 " bytes; tokenize it in pieces"}});
         return 2;
     }
-    const auto ids = tok->encode(text);
+    std::vector<std::int32_t> ids;
+    try {
+        ids = tok->encode(text);
+    } catch (const InputError& e) {   // a split pattern past its bounds
+        emit(EventType::Error, {{"code", "bad_model"}, {"message", valid_utf8(e.what())}});
+        return 1;
+    }
     std::cout << json(ids).dump() << std::endl;
     return 0;
 }
