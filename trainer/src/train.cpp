@@ -556,6 +556,7 @@ int Run::execute() {
     }
     sampler_.stop();
     mem::Sampler::emit_now();
+    out_lock.reset();   // free before `done`: a run started on it once `done` is read finds it so
     emit_done(interrupted ? "interrupted" : "completed");
     return 0;
 }
