@@ -5,8 +5,6 @@
 #include "chat_format.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -138,12 +136,11 @@ std::vector<Part> render_parts(const std::vector<Message>& messages, const Token
     return p;
 }
 
-std::string read_file(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+// A model folder's template files, through the bounded reader: a named pipe or a link to
+// /dev/zero is refused instead of blocking or reading without end. Real templates are a few
+// KB; tokenizer_config.json can also list every added token (a few MB).
+constexpr std::uint64_t kMaxTemplateFileBytes = 64ull << 20;
+std::string read_file(const fs::path& file) { return read_regular_file(file, kMaxTemplateFileBytes); }
 
 }  // namespace
 
@@ -228,33 +225,36 @@ ChatFormat chat_format_for_model(const Tokenizer& tok, const fs::path& model_dir
     return chat_format_for(tok);
 }
 
-Example render_template_chat(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
-                             bool add_generation_prompt) {
-    const auto parts = render_parts(messages, tok, f, add_generation_prompt);
-    std::string text;
-    // Where the trained flag changes: (character offset, flag from there on).
-    std::vector<std::pair<size_t, bool>> changes;
+ChatText render_template_text(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
+                              bool add_generation_prompt) {
+    ChatText t;
     bool flag = false;
-    for (const auto& p : parts) {
+    for (const auto& p : render_parts(messages, tok, f, add_generation_prompt)) {
         if (p.trained != flag) {
-            changes.emplace_back(text.size(), p.trained);
+            t.changes.emplace_back(t.text.size(), p.trained);
             flag = p.trained;
         }
-        text += p.text;
+        t.text += p.text;
     }
+    return t;
+}
+
+Example render_template_chat(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
+                             bool add_generation_prompt) {
+    const auto [text, changes] = render_template_text(messages, tok, f, add_generation_prompt);
+    std::vector<size_t> cuts, at;
+    for (const auto& c : changes) cuts.push_back(c.first);
     Example e;
-    e.ids = tok.encode(text);
+    e.ids = tok.encode_with_cuts(text, cuts, at);
     e.trained.assign(e.ids.size(), 0);
     // A boundary's token index: how much of the whole encoding the text before it encodes to.
     size_t from = 0;
     bool on = false;
-    for (const auto& [offset, next] : changes) {
-        const auto prefix = tok.encode(std::string_view(text).substr(0, offset));
-        size_t at = 0;
-        while (at < prefix.size() && at < e.ids.size() && prefix[at] == e.ids[at]) ++at;
-        if (on) std::fill(e.trained.begin() + static_cast<long>(from), e.trained.begin() + static_cast<long>(at), 1);
-        from = at;
-        on = next;
+    for (size_t c = 0; c < changes.size(); ++c) {
+        const size_t to = std::max(at[c], from);
+        if (on) std::fill(e.trained.begin() + static_cast<long>(from), e.trained.begin() + static_cast<long>(to), 1);
+        from = at[c];
+        on = changes[c].second;
     }
     if (on) std::fill(e.trained.begin() + static_cast<long>(from), e.trained.end(), 1);
     return e;

@@ -33,7 +33,17 @@ ChatFormat chat_format_named(const std::string& name, const Tokenizer& tok);
 ChatFormat chat_format_for_model(const Tokenizer& tok, const std::filesystem::path& model_dir,
                                  const std::string& override_name);
 
-// Renders a conversation for the template kinds (ChatFormat::is_template()).
+// A conversation as the template renders it, and where the trained flag changes: (byte
+// offset, flag from there on).
+struct ChatText {
+    std::string text;
+    std::vector<std::pair<size_t, bool>> changes;
+};
+ChatText render_template_text(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
+                              bool add_generation_prompt);
+
+// Renders a conversation for the template kinds (ChatFormat::is_template()): the text encoded
+// once, each change of the trained flag placed where re-encoding the text before it would.
 Example render_template_chat(const std::vector<Message>& messages, const Tokenizer& tok, const ChatFormat& f,
                              bool add_generation_prompt);
 

@@ -222,6 +222,8 @@ Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, cons
             }
         } catch (const json::exception& ex) {
             throw DataError("line " + std::to_string(n) + ": " + ex.what(), n);
+        } catch (const InputError& ex) {   // the tokenizer refused this text (a split pattern's bounds)
+            throw DataError("line " + std::to_string(n) + ": " + ex.what(), n);
         }
         if (e.ids.size() < 2) continue;
         d.tokens += static_cast<std::int64_t>(e.ids.size());

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapter_config.hpp"
 #include "args.hpp"
 #include "chat_format.hpp"
 #include "model.hpp"
@@ -91,13 +92,12 @@ int generate(const Args& a) {
     std::map<std::string, at::Tensor> adapter;
     if (!a.adapter.empty()) {
         const fs::path adir = adapter_dir_of(a.adapter);
-        const json ac = read_json_object(adir / "adapter_config.json");
+        // Checked against the base and the adapter file's shapes before anything is allocated.
+        const AdapterConfig ac = read_adapter_config(adir, base_shape_of(*reader));
         mo.method = Method::Lora;
-        mo.rank = ac.value("r", 8);
-        mo.alpha = ac.value("lora_alpha", 16.0);
-        std::string targets;
-        for (const auto& t : ac.value("target_modules", json::array())) targets += (targets.empty() ? "" : ",") + t.get<std::string>();
-        mo.targets = parse_target_list(targets);
+        mo.rank = ac.rank;
+        mo.alpha = ac.alpha;
+        mo.targets = ac.targets;
         adapter = load_safetensors(adir / "adapter_model.safetensors");
     }
     at::NoGradGuard no_grad;
@@ -183,6 +183,9 @@ int run_generate(const std::vector<std::string>& args) {
     } catch (const ArgError& e) {   // target_modules the adapter names that we do not know
         std::cerr << "wingspan-train generate: " << e.what() << "\n";
         return 2;
+    } catch (const c10::Error& e) {   // one line, not libtorch's stack trace
+        std::cerr << "wingspan-train generate: " << one_line(e) << "\n";
+        return 1;
     } catch (const std::exception& e) {
         std::cerr << "wingspan-train generate: " << e.what() << "\n";
         return 1;

@@ -14,10 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapter_config.hpp"
 #include "model.hpp"
 #include "model_source.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/hub_download.hpp"
 
 namespace wingspan::train {
@@ -83,10 +85,8 @@ void merge(const Args& args) {
     check_weights(*reader, expected_tensors(cfg), ignored);
 
     const fs::path adir = adapter_dir_of(args.adapter);
-    const json ac = read_json_object(adir / "adapter_config.json");
-    const double r = ac.value("r", 0.0), alpha = ac.value("lora_alpha", 0.0);
-    if (!(r > 0)) throw InputError(adir.string() + "/adapter_config.json: r must be above 0");
-    const double scaling = ac.value("use_rslora", false) ? alpha / std::sqrt(r) : alpha / r;
+    // Checked against the base and the adapter file's shapes before anything is allocated.
+    const double scaling = read_adapter_config(adir, base_shape_of(*reader)).scaling();
     bool qlora = false;
     if (fs::exists(adir / "trainer_state.json")) qlora = read_json_object(adir / "trainer_state.json").value("method", "") == "qlora";
     std::map<std::string, at::Tensor> adapter = load_safetensors(adir / "adapter_model.safetensors");
@@ -166,8 +166,8 @@ void merge(const Args& args) {
     for (const auto& e : fs::directory_iterator(base)) {
         const std::string f = e.path().filename().string();
         if (!hub::needed_for_run(f) || f.find(".safetensors") != std::string::npos) continue;
-        fs::copy_file(e.path(), tmp / f, fs::copy_options::overwrite_existing, ec);
-        if (ec) throw Failure("cannot copy " + f + ": " + ec.message());
+        // Through the bounded reader: a named pipe or a link to /dev/zero is refused, not copied forever.
+        write_file_atomic(tmp / f, read_regular_file(e.path()));
     }
     fs::remove(out, ec);   // an empty folder
     fs::rename(tmp, out, ec);
@@ -188,6 +188,9 @@ int run_merge(const std::vector<std::string>& args) {
     } catch (const InputError& e) {
         std::cerr << "wingspan-train merge: " << e.what() << "\n";
         return 2;
+    } catch (const c10::Error& e) {   // one line, not libtorch's stack trace
+        std::cerr << "wingspan-train merge: " << one_line(e) << "\n";
+        return 1;
     } catch (const std::exception& e) {
         std::cerr << "wingspan-train merge: " << e.what() << "\n";
         return 1;

@@ -61,6 +61,10 @@ private:
     void build_model();
     void build_optimizer();
     void resume();
+    // The settings trainer_state.json records, and --resume's check of them against this run
+    // (before the model is built: a LoRA checkpoint resumed as --method full says so).
+    json state_settings() const;
+    void check_resume_settings();
     void train_loop();
     double train_step(std::int64_t step);
     double evaluate();

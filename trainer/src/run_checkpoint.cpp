@@ -3,7 +3,9 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdio>
 #include <map>
+#include <string_view>
 
 #include "checkpoint.hpp"
 #include "emit.hpp"
@@ -15,9 +17,93 @@ namespace wingspan::train::detail {
 
 using protocol::EventType;
 
+namespace {
+
+// FNV-1a 64 of a text, as hex: a stable fingerprint (std::hash is not promised to be).
+std::string fingerprint(std::string_view text) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+}
+
+// How a setting reads in a mismatch message: as on the command line (strings bare, lists
+// comma-separated), numbers as JSON writes them.
+std::string shown(const json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_array()) return v.dump();
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + shown(x);
+    return s;
+}
+
+}  // namespace
+
+json Run::state_settings() const {
+    json targets = json::array();
+    for (LinearRole r : opt_.targets) targets.push_back(linear_role_name(r));
+    return {{"method", method_name(opt_.method)},
+            {"precision", precision_name(opt_.precision)},
+            {"rank", opt_.rank},
+            {"alpha", opt_.alpha},
+            {"dropout", opt_.dropout},
+            {"targets", targets},
+            {"seq", opt_.seq},
+            {"batch", opt_.batch * world()},
+            {"grad_accum", opt_.grad_accum},
+            {"seed", opt_.seed},
+            {"lr", lr_},
+            {"weight_decay", opt_.weight_decay},
+            {"max_grad_norm", opt_.max_grad_norm},
+            {"min_lr_ratio", opt_.min_lr_ratio},
+            {"packing", opt_.packing},
+            {"model_config", fingerprint(hf_config_.dump())},
+            {"tokenizer_vocab", tok_->vocab_size()},
+            {"data_lines", data_.lines},
+            {"data_tokens", data_.tokens}};
+}
+
+void Run::check_resume_settings() {
+    const fs::path file = fs::path(opt_.resume_dir) / "trainer_state.json";
+    const json saved = read_json_file(file, "bad_argument");
+    try {
+        (void)TrainerState::from_json(saved, file.string());   // the counters, validated
+    } catch (const InputError& e) {
+        throw RunError("bad_argument", std::string("--resume: ") + e.what());
+    }
+    // Every setting that shapes the saved state or the results from here on. A checkpoint
+    // from before a setting was recorded lacks it and is not held to it.
+    static const std::vector<std::pair<const char*, const char*>> kFlags = {
+        {"method", "--method"}, {"precision", "--precision"}, {"rank", "--rank"}, {"alpha", "--alpha"},
+        {"dropout", "--dropout"}, {"targets", "--targets"}, {"seq", "--seq"}, {"batch", "--batch × ranks"},
+        {"grad_accum", "--grad-accum"}, {"seed", "--seed"}, {"lr", "--lr"}, {"weight_decay", "--weight-decay"},
+        {"max_grad_norm", "--max-grad-norm"}, {"min_lr_ratio", "--min-lr-ratio"}, {"packing", "packing (--no-packing)"},
+        {"model_config", "the model's config.json (fingerprint)"}, {"tokenizer_vocab", "a tokenizer of vocabulary size"},
+        {"data_lines", "data lines"}, {"data_tokens", "data tokens"}};
+    const json now = state_settings();
+    for (const auto& [key, flag] : kFlags) {
+        if (!saved.contains(key)) continue;
+        const std::string k = key;
+        const bool lora_only = k == "rank" || k == "alpha" || k == "dropout" || k == "targets";
+        if (lora_only && opt_.method == Method::Full && saved.value("method", "") == "full") continue;
+        const json& was = saved[key];
+        const json& is = now[key];
+        if (was != is) {   // numbers compare by value across integer and floating types
+            std::string hint;
+            if (k == "method")
+                hint = " (a " + shown(was) + " checkpoint resumes only as --method " + shown(was) +
+                       "; to go on from it another way, merge it first: wingspan-train merge)";
+            throw RunError("bad_argument", "--resume: the checkpoint was made with " + std::string(flag) + " " +
+                                               shown(was) + ", this run has " + shown(is) + hint);
+        }
+    }
+}
+
 void Run::resume() {
     if (opt_.resume_dir.empty()) return;
     const fs::path dir = opt_.resume_dir;
+    check_resume_settings();   // again: this is the state the tensors are read into
     TrainerState st;
     try {
         st = TrainerState::from_json(read_json_file(dir / "trainer_state.json", "bad_argument"),
@@ -25,48 +111,41 @@ void Run::resume() {
     } catch (const InputError& e) {
         throw RunError("bad_argument", std::string("--resume: ") + e.what());
     }
-    auto mismatch = [&](const char* what, const std::string& was, const std::string& now) {
-        if (was != now)
-            throw RunError("bad_argument", std::string("--resume: the checkpoint was made with ") + what + " " + was +
-                                               ", this run has " + now);
+    // A tensor is read only when the file holds it with this run's shape and type.
+    auto read_as = [](const WeightReader& r, const fs::path& f, const std::string& name, const at::Tensor& like) {
+        if (!r.contains(name)) throw RunError("bad_model", "--resume: " + name + " is missing from " + f.string());
+        const auto& info = r.info(name);
+        const std::vector<std::int64_t> want(like.sizes().begin(), like.sizes().end());
+        if (info.shape != want)
+            throw RunError("bad_model", "--resume: " + name + " in " + f.string() + " has shape " + json(info.shape).dump() +
+                                            ", this run's is " + json(want).dump());
+        mem::Scope scope(Component::Activations);
+        at::Tensor t = r.read(name);
+        if (t.scalar_type() != like.scalar_type()) t = t.to(like.scalar_type());
+        return t;
     };
-    mismatch("--method", st.method, method_name(opt_.method));
-    mismatch("--precision", st.precision, precision_name(opt_.precision));
-    if (opt_.method != Method::Full) mismatch("--rank", std::to_string(st.rank), std::to_string(opt_.rank));
-    mismatch("--seq", std::to_string(st.seq), std::to_string(opt_.seq));
-    // The global batch (--batch × ranks) decides the data order: any number of ranks resumes it.
-    mismatch("--batch × ranks", std::to_string(st.batch), std::to_string(opt_.batch * world()));
-    mismatch("--grad-accum", std::to_string(st.grad_accum), std::to_string(opt_.grad_accum));
 
     at::NoGradGuard no_grad;
     if (opt_.method != Method::Full) {
         const fs::path f = dir / "adapter_model.safetensors";
         if (!fs::exists(f)) throw RunError("io", "--resume: " + f.string() + " does not exist");
         WeightReader r = WeightReader::open_file(f);
-        for (auto& nt : model_->trainable()) {
-            if (!r.contains(nt.name)) throw RunError("bad_model", "--resume: " + nt.name + " is missing from " + f.string());
-            mem::Scope scope(Component::Activations);
-            at::Tensor t = r.read(nt.name);
-            if (t.sizes() != nt.tensor.sizes())
-                throw RunError("bad_model", "--resume: " + nt.name + " has another shape in " + f.string());
-            nt.tensor.copy_(t);
-        }
+        for (auto& nt : model_->trainable()) nt.tensor.copy_(read_as(r, f, nt.name, nt.tensor));
     }
     const fs::path of = dir / "optimizer.safetensors";
     if (!fs::exists(of)) throw RunError("io", "--resume: " + of.string() + " does not exist");
     WeightReader r = WeightReader::open_file(of);
     for (auto& s : states_) {
-        mem::Scope scope(Component::Activations);
-        s.m.copy_(r.read(s.name + ".exp_avg"));
-        s.v.copy_(r.read(s.name + ".exp_avg_sq"));
+        s.m.copy_(read_as(r, of, s.name + ".exp_avg", s.m));
+        s.v.copy_(read_as(r, of, s.name + ".exp_avg_sq", s.v));
         if (s.master.defined()) {
-            s.master.copy_(r.read(s.name + ".master"));
+            s.master.copy_(read_as(r, of, s.name + ".master", s.master));
             s.param.copy_(s.master);
         }
     }
     if (r.contains("rng_state")) {
         at::Generator gen = at::detail::getDefaultCPUGenerator();
-        gen.set_state(r.read("rng_state"));
+        gen.set_state(read_as(r, of, "rng_state", gen.get_state()));
     }
     step_ = st.step;
     cursor_ = st.micro_batches;
@@ -121,21 +200,13 @@ fs::path Run::save(const fs::path& target, bool final) {
         }
         optim.push_back({"rng_state", at::detail::getDefaultCPUGenerator().get_state()});
         manifest.add("optimizer.safetensors", save_safetensors(dir / "optimizer.safetensors", optim, meta));
-        const json st = {{"step", step_},
-                         {"total_steps", total_steps_},
-                         {"micro_batches", cursor_},
-                         {"method", method_name(opt_.method)},
-                         {"precision", precision_name(opt_.precision)},
-                         {"rank", opt_.rank},
-                         {"alpha", opt_.alpha},
-                         {"seq", opt_.seq},
-                         {"batch", opt_.batch * world()},
-                         {"world_size", world()},
-                         {"grad_accum", opt_.grad_accum},
-                         {"seed", opt_.seed},
-                         {"lr", lr_},
-                         {"data", data_path_.string()},
-                         {"losses", losses_}};
+        json st = state_settings();   // what --resume holds a later run to
+        st.update({{"step", step_},
+                   {"total_steps", total_steps_},
+                   {"micro_batches", cursor_},
+                   {"world_size", world()},
+                   {"data", data_path_.string()},
+                   {"losses", losses_}});
         manifest.add("trainer_state.json", write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n"));
         manifest.commit();
     } catch (const std::runtime_error& e) {   // IoError, InputError

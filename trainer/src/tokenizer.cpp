@@ -197,10 +197,13 @@ struct Tokenizer::Impl {
         for (const auto& piece : pre_tokenize(t, first)) bpe(piece, out);
     }
 
-    std::vector<std::int32_t> encode(std::string_view text) const {
-        std::vector<std::int32_t> out;
+    // Encodes `text` from `from` on, which is 0 or where the walk over the whole text stood
+    // right after an added token (its rstrip included): the walk from there depends on
+    // nothing before it. `marks` (if given) gets (position, ids so far) after each added token.
+    void walk(std::string_view text, size_t from, std::vector<std::int32_t>& out,
+              std::vector<std::pair<size_t, size_t>>* marks, std::vector<size_t>* hit_starts = nullptr) const {
         std::string pending;
-        size_t i = 0, start = 0;   // start: where `pending` begins in the text
+        size_t i = from, start = from;   // start: where `pending` begins in the text
         while (i < text.size()) {
             const Added* hit = nullptr;
             for (const auto& a : added) {
@@ -219,13 +222,53 @@ struct Tokenizer::Impl {
                     pending.pop_back();
             encode_plain(pending, out, start == 0);
             pending.clear();
+            if (hit_starts) hit_starts->push_back(i);
             out.push_back(hit->id);
             i += hit->content.size();
             if (hit->rstrip)
                 while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+            if (marks) marks->emplace_back(i, out.size());
         }
         encode_plain(pending, out, start == 0);
+    }
+
+    std::vector<std::int32_t> encode(std::string_view text) const {
+        std::vector<std::int32_t> out;
+        walk(text, 0, out, nullptr);
         return out;
+    }
+
+    // encode(text), and for each cut what re-encoding text[0, cut) shares with it. The prefix's
+    // walk equals the whole one up to the last added token before the cut, so only the stretch
+    // from there to the cut is encoded again: linear in the text when added tokens (a chat
+    // template's turn markers) delimit its stretches, where encoding every prefix was quadratic.
+    std::vector<std::int32_t> encode_with_cuts(std::string_view text, const std::vector<size_t>& cuts,
+                                               std::vector<size_t>& shared) const {
+        std::vector<std::int32_t> ids;
+        std::vector<std::pair<size_t, size_t>> marks{{0, 0}};   // (position, ids so far) after each added token
+        std::vector<size_t> hit_starts;                         // where each added token starts
+        walk(text, 0, ids, &marks, &hit_starts);
+        shared.clear();
+        for (size_t cut : cuts) {
+            cut = std::min(cut, text.size());
+            const auto after = std::upper_bound(marks.begin(), marks.end(), cut,
+                                                [](size_t c, const auto& m) { return c < m.first; });
+            const size_t mark = static_cast<size_t>(std::prev(after) - marks.begin());
+            const auto [from, n] = marks[mark];
+            if (builtin) {
+                // One id per byte, specials above 255 and none a prefix of another: the prefix
+                // shares every byte up to the cut or up to the next special, whichever is first.
+                const size_t next = mark < hit_starts.size() ? hit_starts[mark] : text.size();
+                shared.push_back(n + std::min(cut, next) - from);
+                continue;
+            }
+            std::vector<std::int32_t> tail;
+            walk(text.substr(0, cut), from, tail, nullptr);
+            size_t at = n;
+            for (size_t j = 0; j < tail.size() && at < ids.size() && tail[j] == ids[at]; ++j) ++at;
+            shared.push_back(at);
+        }
+        return ids;
     }
 
     std::string decode(const std::vector<std::int32_t>& ids, bool skip_special) const {
@@ -453,6 +496,10 @@ std::shared_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const { return impl_->encode(text); }
+std::vector<std::int32_t> Tokenizer::encode_with_cuts(std::string_view text, const std::vector<size_t>& cuts,
+                                                      std::vector<size_t>& shared) const {
+    return impl_->encode_with_cuts(text, cuts, shared);
+}
 std::string Tokenizer::decode(const std::vector<std::int32_t>& ids, bool skip_special) const {
     return impl_->decode(ids, skip_special);
 }

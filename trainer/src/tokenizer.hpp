@@ -32,6 +32,12 @@ public:
     // Token ids of the text; added/special tokens written in the text map to their ids. No
     // BOS/EOS is added.
     std::vector<std::int32_t> encode(std::string_view text) const;
+    // encode(text), and in `shared` for each of `cuts` (byte offsets into text) how many leading
+    // ids encode(text.substr(0, cut)) has in common with it: where a chat turn starts or ends
+    // in the tokens. One pass: only the stretch between the last added token and a cut is
+    // encoded again (linear in turns, where encoding each prefix was quadratic).
+    std::vector<std::int32_t> encode_with_cuts(std::string_view text, const std::vector<size_t>& cuts,
+                                               std::vector<size_t>& shared) const;
     std::string decode(const std::vector<std::int32_t>& ids, bool skip_special = false) const;
     // One more than the largest id.
     std::int64_t vocab_size() const;

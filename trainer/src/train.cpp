@@ -36,6 +36,7 @@
 #include "memory.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "out_lock.hpp"
 #include "tokenizer.hpp"
 #include "chat_format.hpp"
 #include "model_source.hpp"
@@ -185,8 +186,8 @@ void Run::load_inputs() {
         chat_ = chat_format_for_model(*tok_, opt_.model_dir, opt_.chat_format);
     } catch (const DataError& e) {
         throw RunError("bad_data", e.what());
-    } catch (const InputError& e) {
-        throw RunError("bad_argument", e.what());
+    } catch (const InputError& e) {   // an unknown --chat-format, or a template file that is not a file
+        throw RunError(opt_.chat_format.empty() ? "bad_model" : "bad_argument", e.what());
     }
     try {
         data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
@@ -318,7 +319,12 @@ void Run::build_model() {
         const fs::path f = fs::path(opt_.resume_dir) / "model.safetensors";
         if (!fs::exists(f)) throw RunError("io", "--resume: " + f.string() + " does not exist");
         resumed = WeightReader::open_file(f);
-        source = [&resumed](const std::string& name, const std::vector<std::int64_t>&) { return resumed->read(name); };
+        source = [&resumed, f](const std::string& name, const std::vector<std::int64_t>& shape) {
+            if (resumed->info(name).shape != shape)   // never broadcast a tensor of another shape
+                throw InputError("--resume: " + name + " in " + f.string() + " has shape " +
+                                 json(resumed->info(name).shape).dump() + ", this run's is " + json(shape).dump());
+            return resumed->read(name);
+        };
     }
     try {
         model_->build(source, opt_.seed);
@@ -453,10 +459,14 @@ int Run::execute() {
     if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
         throw RunError("bad_argument", why);
     mem::set_phase(mem::Phase::Setup);
-    // Before any work: an unwritable --out must not cost a whole training run.
+    // Before any work: an unwritable --out must not cost a whole training run, nor may a
+    // folder another run is using (rank 0 holds the lock until this returns).
+    std::optional<OutLock> out_lock;
+    pid_t stale_owner = 0;
     if (!opt_.out_dir.empty()) {
         try {
             require_writable_directory(opt_.out_dir);
+            if (job_.rank == 0) out_lock.emplace(opt_.out_dir, &stale_owner);
         } catch (const IoError& e) {
             throw RunError("io", std::string("--out: ") + e.what());
         }
@@ -475,6 +485,8 @@ int Run::execute() {
         log_info("rank " + std::to_string(group_->rank()) + " of " + std::to_string(world()) + " (" + group_->backend() +
                  ", " + to_string(setup_.sharding) + ", micro-batch " + std::to_string(opt_.batch) + " of a global " +
                  std::to_string(opt_.batch * world()) + ")");
+    if (stale_owner > 0)
+        log_info("took over " + opt_.out_dir + " from run " + std::to_string(stale_owner) + ", which ended without releasing it");
     if (!opt_.out_dir.empty() && (!group_ || group_->rank() == 0))
         if (const int n = remove_stale_checkpoint_temporaries(opt_.out_dir); n > 0)
             log_info("removed " + std::to_string(n) + " temporary files an interrupted save left in " + opt_.out_dir);
@@ -485,6 +497,7 @@ int Run::execute() {
         } catch (const InputError& e) {
             throw RunError("bad_argument", std::string("--resume: ") + e.what());
         }
+        check_resume_settings();
     }
     // SIGTERM during setup (loading, tokenizing) ends the run as soon as the step at hand is done.
     if (stopped_during_setup()) return 0;
@@ -530,6 +543,7 @@ int Run::execute() {
     }
     sampler_.stop();
     mem::Sampler::emit_now();
+    out_lock.reset();   // free before `done`: a run started on it once `done` is read finds it so
     emit_done(interrupted ? "interrupted" : "completed");
     return 0;
 }
@@ -654,7 +668,13 @@ int run_tokenize(const std::vector<std::string>& args) {
                                                 " bytes; tokenize it in pieces"}});
         return 2;
     }
-    const auto ids = tok->encode(text);
+    std::vector<std::int32_t> ids;
+    try {
+        ids = tok->encode(text);
+    } catch (const InputError& e) {   // a split pattern past its bounds
+        emit(EventType::Error, {{"code", "bad_model"}, {"message", valid_utf8(e.what())}});
+        return 1;
+    }
     std::cout << json(ids).dump() << std::endl;
     return 0;
 }

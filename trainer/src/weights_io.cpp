@@ -17,6 +17,18 @@ namespace wingspan::train {
 
 namespace fs = std::filesystem;
 
+std::function<std::optional<std::vector<std::int64_t>>(const std::string&)> base_shape_of(const WeightReader& r) {
+    return [&r](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
+        if (!r.contains(name)) return std::nullopt;
+        return r.info(name).shape;
+    };
+}
+
+std::string one_line(const c10::Error& e) {
+    const std::string m = e.what_without_backtrace();
+    return m.substr(0, m.find('\n'));
+}
+
 at::ScalarType scalar_type_of(const std::string& d) {
     if (d == "F32") return at::kFloat;
     if (d == "BF16") return at::kBFloat16;

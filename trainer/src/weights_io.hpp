@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,12 @@ private:
     std::map<std::string, Entry> entries_;
     std::vector<std::filesystem::path> files_;
 };
+
+// A base weight's stored shape by name, nullopt when `r` has none (adapter_config.hpp's BaseShape).
+std::function<std::optional<std::vector<std::int64_t>>(const std::string&)> base_shape_of(const WeightReader& r);
+
+// A libtorch error as one line: its message without the C++ stack trace c10 appends.
+std::string one_line(const c10::Error& e);
 
 at::ScalarType scalar_type_of(const std::string& safetensors_dtype);   // throws InputError
 std::string safetensors_dtype_of(at::ScalarType t);
