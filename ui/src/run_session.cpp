@@ -92,9 +92,13 @@ RunOptions RunOptions::from_json(const json& j) {
         auto it = j.find(k);
         return it != j.end() && it->is_string() ? qs(it->get<std::string>()) : d;
     };
-    auto num = [&](const char* k, std::int64_t d) {
+    // A run folder's plan.json is not trusted: only a whole number in range counts (a float
+    // such as 1e300 converted to an integer would be undefined).
+    auto num = [&](const char* k, std::int64_t d) -> std::int64_t {
         auto it = j.find(k);
-        return it != j.end() && it->is_number() ? it->get<std::int64_t>() : d;
+        if (it == j.end() || !it->is_number_integer()) return d;
+        if (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t(INT64_MAX)) return d;
+        return it->get<std::int64_t>();
     };
     const QString source = str("model_source", "built-in");
     o.model_source = source == "folder"              ? ModelSource::Folder
@@ -120,7 +124,7 @@ RunOptions RunOptions::from_json(const json& j) {
     o.out_dir = str("out_dir", {});
     o.memory_limit = num("memory_limit", 0);
     o.processes = std::clamp<std::int64_t>(num("processes", 1), 1, 256);
-    o.threads = int(num("threads", 0));
+    o.threads = int(std::clamp<std::int64_t>(num("threads", 0), 0, 4096));
     o.machine_id = str("machine_id", {});
     o.machine_name = str("machine_name", {});
     o.machine_ceiling = num("machine_ceiling", 0);
