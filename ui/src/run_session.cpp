@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace fs = std::filesystem;
@@ -317,14 +318,14 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
         if (options.model_source == RunOptions::ModelSource::PlanArchitecture) {
             const fs::path dir = folder_ / "model";
             fs::create_directories(dir);
-            std::ofstream(dir / "config.json") << options.model_config.dump(2) << "\n";
+            write_file_atomically(dir / "config.json", options.model_config.dump(2) + "\n");
             model_dir = qs(dir.string());
         }
         out_dir_ = options.out_dir.isEmpty() ? qs((folder_ / "output").string()) : options.out_dir;
         arguments_ = trainer_arguments(options_, model_dir, data, out_dir_);
         saved["arguments"] = json::array();
         for (const QString& a : arguments_) saved["arguments"].push_back(a.toStdString());
-        std::ofstream(folder_ / "plan.json") << saved.dump(2) << "\n";
+        write_file_atomically(folder_ / "plan.json", saved.dump(2) + "\n");   // never a half-written record
     } catch (const std::exception& e) {
         return fail(QString("cannot create the run folder: ") + e.what());
     }
@@ -586,10 +587,10 @@ void RunSession::finishRun(int code, int signal) {
                 json notes = {{"stop_message", stop_message_.toStdString()},
                               {"launch_error", launch_error_.toStdString()},
                               {"gui_rss_peak_bytes", rss_peak_}};
-                std::ofstream(folder_ / "launcher.json") << notes.dump(2) << "\n";
+                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
             } else {
                 json notes = {{"gui_rss_peak_bytes", rss_peak_}};
-                std::ofstream(folder_ / "launcher.json") << notes.dump(2) << "\n";
+                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
             }
         } catch (const std::exception&) {
         }
