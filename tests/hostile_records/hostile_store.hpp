@@ -99,6 +99,22 @@ inline std::map<std::string, bool> make_hostile_store(const std::filesystem::pat
         write_file(r / "plan.json",
                    R"({"options":{"seq":1e300,"rank":"x","batch":-5,"steps":18446744073709551615,"processes":1e30,"threads":-9,"method":7,"extra_args":[1,{}],"model_config":[]}})");
     }
+    {   // a finished LoRA run of a model folder whose files are devices: opening the run (its
+        // "Try it" target reads tokenizer_config.json) must not read /dev/zero for ever
+        const fs::path r = run("20250101-000024-model-devzero", true);
+        const fs::path model = r / "model", out = r / "out";
+        fs::create_directories(model);
+        fs::create_directories(out);
+        write_file(model / "config.json", "{}");
+        write_file(model / "tokenizer.json", "{}");
+        fs::create_symlink("/dev/zero", model / "tokenizer_config.json");
+        write_file(out / "adapter_config.json", "{}");
+        write_file(out / "adapter_model.safetensors", "x");
+        write_file(r / "plan.json", R"({"options":{"model_source":"folder","method":"lora","model_dir":")" + model.string() +
+                                        R"("}})");
+        std::ofstream(r / "events.jsonl", std::ios::app)
+            << R"({"v":1,"event":"checkpoint","t":0.4,"path":")" << out.string() << "\"}\n";
+    }
     {   // no result.json: ended with its launcher
         const fs::path r = run("20250101-000023-no-result", true);
         fs::remove(r / "result.json");
