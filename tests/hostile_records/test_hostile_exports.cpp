@@ -56,9 +56,11 @@ std::string first_lesson() {
     return library().scenarios().begin()->first;
 }
 
-// A de_DE.UTF-8 locale (decimal comma) compiled into `dir` with localedef, for LOCPATH; empty
-// when this system cannot build one.
+// A de_DE.UTF-8 locale (decimal comma) for LOCPATH: the one ctest's fixture built (the suite
+// runs in it), else one compiled into `dir` with localedef; empty when neither is possible.
 QString build_comma_locale(const QString& dir) {
+    if (const char* given = std::getenv("LOCPATH"); given && QFileInfo::exists(QString(given) + "/de_DE.UTF-8"))
+        return given;
     QProcess p;
     p.start("localedef", {"-i", "de_DE", "-f", "UTF-8", dir + "/de_DE.UTF-8"});
     if (!p.waitForFinished(60000) || !QFileInfo::exists(dir + "/de_DE.UTF-8")) return {};
@@ -252,6 +254,8 @@ private slots:
         QTemporaryDir tmp;
         const QString locpath = build_comma_locale(tmp.path());
         if (locpath.isEmpty()) QSKIP("localedef cannot build de_DE.UTF-8 here");
+        const QByteArray old_locpath = qgetenv("LOCPATH");
+        const std::string old_locale = std::setlocale(LC_ALL, nullptr);
         setenv("LOCPATH", locpath.toUtf8().constData(), 1);
         QVERIFY(std::setlocale(LC_ALL, "de_DE.UTF-8"));
         char buf[32];
@@ -264,8 +268,9 @@ private slots:
         std::ostringstream stream;
         stream << 0.0002;
         QCOMPARE(stream.str(), std::string("0.0002"));
-        std::setlocale(LC_ALL, "C");
-        unsetenv("LOCPATH");
+        std::setlocale(LC_ALL, old_locale.c_str());
+        if (old_locpath.isEmpty()) unsetenv("LOCPATH");
+        else setenv("LOCPATH", old_locpath.constData(), 1);
 
         // The program, started in that locale: CSV and Markdown numbers with a decimal point.
         if (!QFile::exists(kExe)) QSKIP("the wingspan program is not built");
