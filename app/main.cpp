@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <QApplication>
+#include <QBuffer>
 #include <QGuiApplication>
 #include <QTextStream>
 #include <QTimer>
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
         if (!has_env("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
         // A QApplication: the charts are Qt Charts (graphics items), drawn offscreen.
         QApplication app(argc, argv);
+        wingspan::ui::use_c_locale_for_numbers();   // files: CSV, Markdown, SVG numbers
         set_identity();
         QStringList rest;
         for (size_t i = 1; i < args.size(); ++i) rest << QString::fromStdString(args[i]);
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
     }
 
     QApplication app(argc, argv);
+    wingspan::ui::use_c_locale_for_numbers();   // recipes, plans, exports and run records the window writes
     set_identity();
     wingspan::ui::init_resources();
     wingspan::ui::apply_theme(wingspan::ui::Theme::System);
@@ -118,9 +121,13 @@ int main(int argc, char** argv) {
     if (!screenshot.isEmpty()) {
         // The window photographs itself once it has been laid out and painted.
         QTimer::singleShot(1200, &window, [&window, screenshot] {
-            const QPixmap shot = window.grab();
-            const bool ok = shot.save(screenshot, "PNG");
-            std::cerr << (ok ? "wrote " : "cannot write ") << screenshot.toStdString() << "\n";
+            QByteArray png;
+            QBuffer buffer(&png);
+            QString error;
+            const bool ok = buffer.open(QIODevice::WriteOnly) && window.grab().save(&buffer, "PNG") &&
+                            wingspan::ui::write_export_file(screenshot, png, &error);   // atomic, checked
+            std::cerr << (ok ? "wrote " : "cannot write ") << screenshot.toStdString()
+                      << (error.isEmpty() ? "" : ": " + error.toStdString()) << "\n";
             QApplication::exit(ok ? 0 : 1);
         });
     }

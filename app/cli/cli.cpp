@@ -514,7 +514,7 @@ int cmd_table(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
     return kExitOk;
 }
 
-int cmd_runs(std::ostream& out) {   // a run that cannot be read is named and skipped
+int cmd_runs(std::ostream& out) {   // a run that cannot be read is listed as unreadable, with the reason
     const RunStore store;
     const auto runs = store.list();
     if (runs.empty()) {
@@ -524,15 +524,17 @@ int cmd_runs(std::ostream& out) {   // a run that cannot be read is named and sk
     for (const auto& dir : runs) {
         RunRecord r;
         try {
-            r = RunStore::load(dir);
-        } catch (const InputError& e) {
-            out << pad(dir.filename().string(), 44) << "skipped: " << e.what() << "\n";
+            r = RunStore::load(dir);   // bounded and typed: never blocks, never trusts a field
+        } catch (const std::exception& e) {
+            out << pad(dir.filename().string(), 44) << "unreadable: " << e.what() << "\n";
             continue;
         }
         const RunSummary s = r.summary();
         out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42) << " peak "
             << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
-            << " predicted\n";
+            << " predicted";
+        for (const auto& note : r.read_notes()) out << " (partly read: " << note << ")";
+        out << "\n";
     }
     return kExitOk;
 }
@@ -543,7 +545,8 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std:
     for (const auto& p : o.positional) {
         try {
             runs.push_back(RunStore::load(p));
-        } catch (const InputError& e) {
+            for (const auto& note : runs.back().read_notes()) err << "wingspan: warning: " << p << ": " << note << "\n";
+        } catch (const std::exception& e) {
             err << "wingspan: warning: " << e.what() << " (skipped)\n";
         }
     }

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
+#include <algorithm>
 
 #include "wingspan/errors.hpp"
 
@@ -72,32 +74,126 @@ void require_regular_file(const std::filesystem::path& file) {
         throw InputError(file.string() + " is " + describe_mode(st.st_mode) + ", not a regular file");
 }
 
-std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes) {
-    // O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then refuses it.
+namespace {
+
+struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+};
+
+// Opens a regular file for reading, or throws InputError saying what it is instead.
+// O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then refuses it.
+// Returns -1 (no throw) for a missing file when missing_ok.
+int open_regular_file(const std::filesystem::path& file, struct stat& st, bool missing_ok = false) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && missing_ok && errno == ENOENT) return -1;
     if (fd < 0) throw InputError("cannot read " + file.string() + ": " + std::strerror(errno));
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
-    struct stat st{};
+    Closer on_error{fd};
     if (::fstat(fd, &st) != 0) throw InputError("cannot read " + file.string() + ": " + std::strerror(errno));
     if (!S_ISREG(st.st_mode))
         throw InputError(file.string() + " is " + describe_mode(st.st_mode) + ", not a regular file");
-    if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-        throw InputError(file.string() + " is " + std::to_string(st.st_size) + " bytes, more than the " +
-                         std::to_string(max_bytes) + " this reader accepts");
-    std::string text(static_cast<size_t>(st.st_size), '\0');
+    on_error.fd = -1;
+    return fd;
+}
+
+}  // namespace
+
+namespace {
+
+// `bytes` bytes of an open file from `start`; fewer when it shrank while we read.
+std::string read_range(int fd, std::uint64_t start, std::uint64_t bytes, const std::filesystem::path& file) {
+    std::string text(static_cast<size_t>(bytes), '\0');
     size_t got = 0;
     while (got < text.size()) {
-        const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+        const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, off_t(start + got));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) throw InputError("cannot read " + file.string() + ": " + std::strerror(errno));
-        if (n == 0) break;   // shrank while we read
+        if (n == 0) break;
         got += static_cast<size_t>(n);
     }
     text.resize(got);
     return text;
+}
+
+}  // namespace
+
+std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes) {
+    struct stat st{};
+    const int fd = open_regular_file(file, st);
+    Closer closer{fd};
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+        throw InputError(file.string() + " is " + std::to_string(st.st_size) + " bytes, more than the " +
+                         std::to_string(max_bytes) + " this reader accepts");
+    return read_range(fd, 0, static_cast<std::uint64_t>(st.st_size), file);
+}
+
+std::string read_regular_file_tail(const std::filesystem::path& file, std::uint64_t max_bytes, bool* cut) {
+    struct stat st{};
+    const int fd = open_regular_file(file, st);
+    Closer closer{fd};
+    const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+    const std::uint64_t start = size > max_bytes ? size - max_bytes : 0;
+    if (cut) *cut = start > 0;
+    return read_range(fd, start, size - start, file);
+}
+
+LineReadStats for_each_line_of_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes,
+                                            std::size_t max_line_bytes,
+                                            const std::function<void(std::string_view)>& line, bool missing_is_empty) {
+    LineReadStats stats;
+    struct stat st{};
+    const int fd = open_regular_file(file, st, missing_is_empty);
+    if (fd < 0) return stats;
+    Closer closer{fd};
+    stats.file_bytes = static_cast<std::uint64_t>(st.st_size);
+    std::string pending;          // the start of a line that spans blocks
+    bool skipping = false;        // inside a line already counted as too long
+    std::vector<char> block(1 << 20);
+    std::uint64_t total = 0;
+    auto emit = [&](std::string_view text) {
+        if (skipping) {
+            skipping = false;
+            return;
+        }
+        if (!pending.empty()) {
+            pending.append(text);
+            text = pending;
+        }
+        if (text.size() > max_line_bytes) ++stats.long_lines;
+        else {
+            ++stats.lines;
+            line(text);
+        }
+        pending.clear();
+    };
+    for (;;) {
+        if (total >= max_bytes) {
+            stats.truncated = true;   // a file that grew past the cap, or was larger from the start
+            char probe;
+            if (::read(fd, &probe, 1) <= 0) stats.truncated = false;
+            break;
+        }
+        const size_t want = static_cast<size_t>(std::min<std::uint64_t>(block.size(), max_bytes - total));
+        const ssize_t n = ::read(fd, block.data(), want);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw InputError("cannot read " + file.string() + ": " + std::strerror(errno));
+        if (n == 0) break;
+        total += static_cast<std::uint64_t>(n);
+        std::string_view rest(block.data(), static_cast<size_t>(n));
+        for (size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1))
+            emit(rest.substr(0, nl));
+        if (skipping) continue;
+        if (pending.size() + rest.size() > max_line_bytes) {
+            ++stats.long_lines;   // counted now; its remainder is skipped up to the next newline
+            pending.clear();
+            skipping = true;
+        } else {
+            pending.append(rest);
+        }
+    }
+    // A last line without its newline is a line; a line cut by the cap is not.
+    if (!pending.empty() && !skipping && !stats.truncated) emit({});
+    return stats;
 }
 
 nlohmann::json read_untrusted_json_file(const std::filesystem::path& file, std::uint64_t max_bytes) {

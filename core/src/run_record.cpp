@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
@@ -96,6 +95,15 @@ void RunRecord::add_log(std::string line, bool always) {
     logs_.push_back(std::move(line));
 }
 
+void RunRecord::add_checkpoint(std::string path) {
+    // A long run saves thousands: the newest are kept (halving at twice the cap keeps this
+    // linear), so the record and its result.json stay small.
+    ++checkpoint_events_;
+    checkpoints_.push_back(std::move(path));
+    if (checkpoints_.size() >= 2 * kMaxCheckpoints)
+        checkpoints_.erase(checkpoints_.begin(), checkpoints_.end() - kMaxCheckpoints);
+}
+
 void RunRecord::ingest(const protocol::Event& e) {
     using protocol::EventType;
     switch (e.type) {
@@ -135,7 +143,7 @@ void RunRecord::ingest(const protocol::Event& e) {
                       e.number_field("tokens_per_s")});
             break;
         case EventType::Eval: evals_.emplace_back(e.int_field("step"), e.number_field("loss")); break;
-        case EventType::Checkpoint: checkpoints_.push_back(e.string_field("path")); break;
+        case EventType::Checkpoint: add_checkpoint(e.string_field("path")); break;
         case EventType::Log:
             add_log(e.string_field("level", "info") + ": " + e.string_field("message"));
             break;
@@ -149,7 +157,7 @@ void RunRecord::ingest(const protocol::Event& e) {
             rss_peak_ = std::max(rss_peak_, e.int_field("rss_peak_bytes"));
             if (!e.string_field("checkpoint").empty() &&
                 std::find(checkpoints_.begin(), checkpoints_.end(), e.string_field("checkpoint")) == checkpoints_.end())
-                checkpoints_.push_back(e.string_field("checkpoint"));
+                add_checkpoint(e.string_field("checkpoint"));
             break;
     }
 }
@@ -253,8 +261,15 @@ void RunStore::write_result(const fs::path& run, const RunRecord& r) {
                          {"predicted", c.predicted},
                          {"measured", c.measured},
                          {"error_percent", c.error_percent()}});
+    // A record stays far below kMaxRunResultBytes whatever the run did: the newest checkpoints
+    // only (events.jsonl lists them all) and a bounded status text.
+    const auto& all = r.checkpoints();
+    const std::vector<std::string> newest_checkpoints(
+        all.end() - std::ptrdiff_t(std::min<size_t>(all.size(), kMaxResultCheckpoints)), all.end());
+    std::string status_text = r.status_text();
+    if (status_text.size() > 4096) status_text = status_text.substr(0, 4096) + "…";
     const json result = {{"status", to_string(r.status())},
-                         {"status_text", r.status_text()},
+                         {"status_text", status_text},
                          {"exit_code", r.exit_code()},
                          {"signal", r.exit_signal()},
                          {"predicted_peak_bytes", s.predicted_peak},
@@ -262,7 +277,8 @@ void RunStore::write_result(const fs::path& run, const RunRecord& r) {
                          {"predicted_total_bytes", s.predicted_total},
                          {"measured_rss_peak_bytes", s.measured_rss_peak},
                          {"components", comps},
-                         {"checkpoints", r.checkpoints()},
+                         {"checkpoints", newest_checkpoints},
+                         {"checkpoints_total", r.checkpoint_events()},
                          {"malformed_lines", r.malformed_lines()}};
     write_file_atomically(run / "result.json", result.dump(2) + "\n");
 }
@@ -271,34 +287,37 @@ std::vector<fs::path> RunStore::list() const {
     std::vector<fs::path> runs;
     std::error_code ec;
     if (!fs::is_directory(root_, ec)) return runs;
-    for (const auto& e : fs::directory_iterator(root_, ec))
-        if (e.is_directory() && fs::exists(e.path() / "plan.json")) runs.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(root_, ec)) {
+        std::error_code ec2;   // a folder that vanishes or cannot be examined is not a run
+        if (e.is_directory(ec2) && fs::exists(fs::symlink_status(e.path() / "plan.json", ec2)))
+            runs.push_back(e.path());
+    }
     std::sort(runs.rbegin(), runs.rend());
     return runs;
 }
 
 RunRecord RunStore::load(const fs::path& run) {
-    std::ifstream in(run / "events.jsonl");
-    if (!fs::exists(run / "plan.json")) throw InputError("'" + run.string() + "' is not a Wingspan run folder (no plan.json)");
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(run / "plan.json", ec)))
+        throw InputError("'" + run.string() + "' is not a Wingspan run folder (no plan.json)");
+    (void)read_plan(run);   // a plan.json that is a pipe, a device or not JSON makes the record unreadable
     RunRecord r;
-    std::string line;
-    while (std::getline(in, line)) r.ingest_line(line);
-    if (!fs::exists(run / "result.json")) {
+    const LineReadStats events = for_each_event_line(run, [&](std::string_view line) { r.ingest_line(std::string(line)); });
+    if (events.long_lines > 0) {
+        r.count_malformed(std::int64_t(events.long_lines));
+        r.add_read_note("events.jsonl: " + std::to_string(events.long_lines) + " lines longer than " +
+                        std::to_string(kMaxRunEventLineBytes) + " bytes were skipped");
+    }
+    if (events.truncated)
+        r.add_read_note("events.jsonl is " + std::to_string(events.file_bytes) + " bytes; only the first " +
+                        std::to_string(kMaxRunEventsBytes) + " were read");
+    const std::optional<RunResultFile> result = read_result(run);
+    if (!result) {
         r.finish(-1, 0);   // it crashed together with its launcher
         return r;
     }
-    std::string why;
-    const auto result = try_parse_untrusted_json(read_regular_file(run / "result.json", 1 << 20), &why);
-    auto int_field = [&](const char* name, int fallback) {
-        auto it = result->find(name);
-        if (it == result->end()) return fallback;
-        if (!it->is_number_integer() || it->get<std::int64_t>() < INT32_MIN || it->get<std::int64_t>() > INT32_MAX)
-            throw InputError("run " + run.string() + ": result.json: \"" + name + "\" must be an integer");
-        return it->get<int>();
-    };
-    if (!result) throw InputError("run " + run.string() + ": result.json is " + why);
-    if (!result->is_object()) throw InputError("run " + run.string() + ": result.json is not a JSON object");
-    r.finish(int_field("exit_code", 1), int_field("signal", 0));
+    if (!result->note.empty()) r.add_read_note(result->note);
+    r.finish(result->exit_code, result->signal);
     return r;
 }
 

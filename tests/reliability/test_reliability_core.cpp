@@ -24,6 +24,7 @@
 #include "wingspan/hub.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/safetensors.hpp"
+#include "fault_support.hpp"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -32,6 +33,8 @@
 using nlohmann::json;
 namespace fs = std::filesystem;
 using namespace wingspan;
+using wingspan::test::ScopedEnv;
+using wingspan::test::with_file_size_limit;
 
 namespace {
 
@@ -66,46 +69,12 @@ fs::path make_run(const fs::path& root, const std::string& name, std::int64_t rs
     return run;
 }
 
-// Runs `body` with file writes limited to `bytes` (RLIMIT_FSIZE, SIGXFSZ ignored): writes
-// past it fail with EFBIG, as on a full disk.
-template <typename F>
-void with_file_size_limit(rlim_t bytes, F body) {
-    rlimit old{};
-    getrlimit(RLIMIT_FSIZE, &old);
-    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim = old;
-    lim.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &lim);
-    try {
-        body();
-    } catch (...) {
-        setrlimit(RLIMIT_FSIZE, &old);
-        std::signal(SIGXFSZ, old_handler);
-        throw;
-    }
-    setrlimit(RLIMIT_FSIZE, &old);
-    std::signal(SIGXFSZ, old_handler);
-}
-
 std::string read_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
 }
-
-struct ScopedEnv {
-    std::string name;
-    std::optional<std::string> old;
-    ScopedEnv(const char* n, const std::string& value) : name(n) {
-        if (const char* v = std::getenv(n)) old = v;
-        setenv(n, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old) setenv(name.c_str(), old->c_str(), 1);
-        else unsetenv(name.c_str());
-    }
-};
 
 std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -310,7 +279,7 @@ private slots:
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.find("20261203-080000-good") != std::string::npos, r.out.c_str());
         QVERIFY2(r.out.find("20261203-080003-deep") != std::string::npos, r.out.c_str());
-        QVERIFY2(r.out.find("skipped: run " + bad.string() + ": result.json: \"exit_code\" must be an integer") !=
+        QVERIFY2(r.out.find("unreadable: run " + bad.string() + ": result.json: \"exit_code\" must be an integer") !=
                      std::string::npos,
                  r.out.c_str());
         const ScopedEnv config("XDG_CONFIG_HOME", (root / "config").string());

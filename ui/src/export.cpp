@@ -1,12 +1,13 @@
 #include "wingspan/ui/export.hpp"
 
+#include <clocale>
+#include <locale>
+
+#include <QBuffer>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QPageSize>
 #include <QPainter>
-#include <QPdfWriter>
-#include <QSvgGenerator>
 #include <QPixmap>
 #include <QTextStream>
 #include <QWidget>
@@ -49,14 +50,7 @@ QString slug(const QString& text) {
 }
 
 bool write_text(const QString& path, const QString& text, QString* error) {
-    const QByteArray bytes = text.toUtf8();
-    try {
-        write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), size_t(bytes.size())));
-    } catch (const IoError& e) {
-        set_error(error, QString::fromStdString(e.what()));
-        return false;
-    }
-    return true;
+    return write_export_file(path, text.toUtf8(), error);
 }
 
 // Writes the chart in every chart format asked for, the table in every table format.
@@ -97,6 +91,11 @@ Plan scenario_plan(const nlohmann::json& scenario, const nlohmann::json& item) {
 
 }  // namespace
 
+void use_c_locale_for_numbers() {
+    std::setlocale(LC_NUMERIC, "C");
+    std::locale::global(std::locale::classic());   // streams too, whatever a library set before
+}
+
 QImage render_chart(const ChartData& d, const ImageOptions& o) {
     QImage img(std::max(1, o.width), std::max(1, o.height), QImage::Format_ARGB32_Premultiplied);
     const int dpm = int(std::lround(o.dpi / 0.0254));
@@ -124,53 +123,42 @@ bool export_chart(const ChartData& d, const QString& path, const ImageOptions& o
 }
 
 bool export_widget(QWidget* w, const QString& path, const ImageOptions& o, QString* error) {
-    const QString suffix = QFileInfo(path).suffix().toLower();
     if (!w) {
         set_error(error, "nothing to export");
         return false;
     }
-    const QSize size = w->size();
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    QByteArray bytes;
+    QString why;
+    bool ok = false;
     if (suffix == "png") {
-        const QPixmap shot = w->grab();
-        const QImage img = shot.toImage().scaled(o.width, o.height, Qt::KeepAspectRatio, Qt::SmoothTransformation);
-        if (!img.save(path, "PNG")) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        return true;
+        // The widget as on screen, scaled to the asked size.
+        const QImage img = w->grab().toImage().scaled(o.width, o.height, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+        QBuffer buffer(&bytes);
+        ok = buffer.open(QIODevice::WriteOnly) && img.save(&buffer, "PNG");
+        if (!ok) why = "cannot draw the PNG";
+    } else {
+        // Vectors at the widget's own size (96 DPI: a pixel is 0.75 pt).
+        ImageOptions at_size = o;
+        at_size.width = w->width();
+        at_size.height = w->height();
+        at_size.dpi = 96;
+        ok = encode_image(
+            suffix, at_size, "Which machine trains what", Qt::transparent,
+            [w](QPaintDevice* device, const QRectF&) {
+                QPainter p;
+                if (!p.begin(device)) return false;
+                w->render(&p);
+                p.end();
+                return true;
+            },
+            &bytes, &why);
     }
-    QPainter p;
-    if (suffix == "svg") {
-        QSvgGenerator gen;
-        gen.setFileName(path);
-        gen.setSize(size);
-        gen.setViewBox(QRect(QPoint(0, 0), size));
-        gen.setTitle("Which machine trains what");
-        if (!p.begin(&gen)) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        w->render(&p);
-        p.end();
-        return true;
+    if (!ok) {
+        set_error(error, why.startsWith("unknown") ? why : "cannot write " + path + ": " + why);
+        return false;
     }
-    if (suffix == "pdf") {
-        QPdfWriter pdf(path);
-        pdf.setCreator("Wingspan");
-        pdf.setResolution(96);
-        pdf.setPageSize(QPageSize(QSizeF(size.width() * 0.75, size.height() * 0.75), QPageSize::Point, QString(),
-                                  QPageSize::ExactMatch));
-        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-        if (!p.begin(&pdf)) {
-            set_error(error, "cannot write " + path);
-            return false;
-        }
-        w->render(&p);
-        p.end();
-        return true;
-    }
-    set_error(error, "unknown format '" + suffix + "' (use .png, .svg or .pdf)");
-    return false;
+    return write_export_file(path, bytes, error);
 }
 
 bool export_table(const Table& t, const QString& path, QString* error) {

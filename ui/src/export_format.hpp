@@ -5,6 +5,7 @@
 // Private to ui/src.
 #include <functional>
 
+#include <QByteArray>
 #include <QColor>
 #include <QRectF>
 #include <QString>
@@ -18,9 +19,16 @@ namespace wingspan::ui {
 // Paints onto `device`, filling `target` (device pixels). False when it could not paint.
 using PaintInto = std::function<bool(QPaintDevice* device, const QRectF& target)>;
 
+// Encodes what `paint` draws as the format `suffix` names (png, svg, pdf) in memory; false with
+// a message when it could not paint or the suffix is unknown.
+bool encode_image(const QString& suffix, const ImageOptions& options, const QString& title, const QColor& background,
+                  const std::function<bool(QPaintDevice*, const QRectF&)>& paint, QByteArray* bytes,
+                  QString* error = nullptr);
+
 // Writes `path` in the format its suffix names (.png, .svg, .pdf) at options' pixel size and
 // DPI: PNG filled with `background` first, SVG and PDF as vectors titled `title`. False with
-// a message for a bad size/DPI, an unknown suffix or a file that cannot be written.
+// a message for a bad size/DPI, an unknown suffix or a file that cannot be written (the
+// image is encoded in memory, then written by write_export_file).
 bool paint_to_image_file(const QString& path, const ImageOptions& options, const QString& title,
                          const QColor& background, const PaintInto& paint, QString* error = nullptr);
 

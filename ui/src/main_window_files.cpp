@@ -1,6 +1,7 @@
 // The window's file work: plans opened and saved, charts and tables exported, the user's own
 // machines and imported models, and the settings remembered between sessions.
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/ui/calibration_dialog.hpp"
 #include "wingspan/ui/hub_dialog.hpp"
 #include "wingspan/ui/machine_dialog.hpp"
@@ -336,7 +337,7 @@ void MainWindow::restoreSettings() {
     const QString saved = s.value("plan").toString();
     if (!saved.isEmpty()) {
         try {
-            Plan restored = Plan::from_json(nlohmann::json::parse(saved.toStdString()));
+            Plan restored = Plan::from_json(parse_untrusted_json(saved.toStdString(), "the saved plan"));   // bounded like a plan file
             resolve_model(*lib_, restored.model);
             p = restored;
             plan_path_ = s.value("planPath").toString();

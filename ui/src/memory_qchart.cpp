@@ -505,12 +505,19 @@ void MemoryQChart::layoutDecorations() {
         } else {
             // Total over the bar, verdict over the total; lifted above any dashed ceiling the
             // pair would sit on, so no label is crossed by a line.
+            // Only the ceilings under the labels' width are looked at: bars sit left to right in
+            // bar order, so they are the neighbours found walking out from this bar (looking at
+            // every ceiling for every bar made long machine lists quadratic).
             const double half = std::max(tb.width(), vb.width()) / 2;
+            size_t lo = i, hi = i;
+            while (lo > 0 && toChart(category_of_bar_[lo - 1] + kCeilingHalf, 0).x() >= cx - half) --lo;
+            while (hi + 1 < data_.bars.size() && toChart(category_of_bar_[hi + 1] - kCeilingHalf, 0).x() <= cx + half) ++hi;
             double stack_bottom = toChart(category_of_bar_[i], double(b.total)).y() - 2;
             for (bool moved = true; moved;) {
                 moved = false;
                 const double stack_top = stack_bottom - tb.height() - vb.height();
-                for (const QLineF& c : d.ceilings) {
+                for (size_t j = lo; j <= hi; ++j) {
+                    const QLineF& c = d.ceilings[j];
                     if (c.isNull() || c.x2() < cx - half || c.x1() > cx + half) continue;
                     if (c.y1() + 2 >= stack_top && c.y1() - 2 <= stack_bottom) {
                         stack_bottom = c.y1() - 3;

@@ -91,12 +91,18 @@ Plan Plan::from_json(const json& j) {
             throw InputError("plan model: give 'id', or 'family' and 'params', or 'config'");
     }
     if (j.contains("setup")) p.setup = TrainingSetup::from_json(j["setup"]);
+    auto id_text = [](const json& v, const std::string& what) {
+        if (!v.is_string()) throw InputError("plan: " + what + " must be a machine or framework id (a string)");
+        if (v.get_ref<const std::string&>().size() > kMaxPlanIdLength)
+            throw InputError("plan: " + what + " is longer than " + std::to_string(kMaxPlanIdLength) + " characters");
+        return v.get<std::string>();
+    };
     if (j.contains("machines")) {
         if (!j["machines"].is_array()) throw InputError("plan: 'machines' must be a list of machine ids");
-        for (const auto& id : j["machines"]) {
-            if (!id.is_string()) throw InputError("plan: 'machines' must be a list of machine ids");
-            p.machines.push_back(id.get<std::string>());
-        }
+        if (j["machines"].size() > kMaxPlanMachines)
+            throw InputError("plan: 'machines' lists " + std::to_string(j["machines"].size()) + " machines; a plan holds at most " +
+                             std::to_string(kMaxPlanMachines));
+        for (const auto& id : j["machines"]) p.machines.push_back(id_text(id, "each of 'machines'"));
     }
     if (j.contains("dataset")) {
         const json& d = j["dataset"];
@@ -115,16 +121,20 @@ Plan Plan::from_json(const json& j) {
     if (j.contains("machine_frameworks")) {
         const json& mf = j["machine_frameworks"];
         if (!mf.is_object()) throw InputError("plan: 'machine_frameworks' must be an object of machine id → framework id");
+        if (mf.size() > kMaxPlanMachineFrameworks)
+            throw InputError("plan: 'machine_frameworks' lists " + std::to_string(mf.size()) + " machines; a plan holds at most " +
+                             std::to_string(kMaxPlanMachineFrameworks));
         for (const auto& [machine, fw] : mf.items()) {
-            if (!fw.is_string()) throw InputError("plan: machine_frameworks['" + machine + "'] must be a framework id");
-            if (!fw.get<std::string>().empty()) p.machine_frameworks[machine] = fw.get<std::string>();
+            if (machine.size() > kMaxPlanIdLength) throw InputError("plan: a machine id in 'machine_frameworks' is too long");
+            const std::string id = id_text(fw, "machine_frameworks['" + machine + "']");
+            if (!id.empty()) p.machine_frameworks[machine] = id;
         }
     }
     return p;
 }
 
 Plan read_plan_file(const std::string& path) {
-    const json j = read_untrusted_json_file(path);
+    const json j = read_untrusted_json_file(path, kMaxPlanFileBytes);   // a plan is a few KB; the cap says so clearly
     try {
         return Plan::from_json(j);
     } catch (const InputError& e) {

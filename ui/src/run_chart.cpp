@@ -32,11 +32,11 @@ QString bytes_text(double b, ByteUnit unit, int = 1) { return format_run_bytes(b
 }  // namespace
 
 // Bytes the way a run's scale reads: MB for small runs, GB with two decimals for big ones.
-QString format_run_bytes(double b, ByteUnit unit) {
+QString format_run_bytes(double b, ByteUnit unit, const QLocale& locale) {
     const bool bin = unit == ByteUnit::GiB;
     const double k = bin ? 1024.0 : 1000.0;
-    auto fmt = [](double v, const char* suffix) {
-        return QLocale().toString(v, 'f', v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + suffix;
+    auto fmt = [&locale](double v, const char* suffix) {
+        return locale.toString(v, 'f', v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + suffix;
     };
     if (b >= 0.95 * k * k * k) return fmt(b / (k * k * k), bin ? "GiB" : "GB");
     if (b >= 0.95 * k * k) return fmt(b / (k * k), bin ? "MiB" : "MB");
@@ -432,7 +432,7 @@ Table run_summary_table(const RunRecord& r, ByteUnit unit) {
     };
     auto bytes_cell = [&](std::int64_t b) {
         TableCell c;
-        c.text = b > 0 ? format_run_bytes(double(b), unit).toStdString() : "—";
+        c.text = b > 0 ? format_run_bytes(double(b), unit, QLocale::c()).toStdString() : "—";   // exported as CSV/Markdown
         c.value = double(b);
         return c;
     };
@@ -445,7 +445,7 @@ Table run_summary_table(const RunRecord& r, ByteUnit unit) {
         if (it != r.done()->body.end() && it->is_object()) {
             for (auto& c : s.components) {
                 auto v = it->find(std::string(component_name(c.component)));
-                if (v != it->end() && v->is_number()) c.measured = std::max(c.measured, v->get<std::int64_t>());
+                if (v != it->end() && v->is_number_integer()) c.measured = std::max(c.measured, v->get<std::int64_t>());
             }
         }
     }

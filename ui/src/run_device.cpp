@@ -1,6 +1,5 @@
 // The devices a run can train on and the reserved bytes GPU runs report.
 #include <algorithm>
-#include <fstream>
 
 #include <QLocale>
 
@@ -86,16 +85,14 @@ void DeviceMemoryTrack::ingest(const protocol::Event& e) {
     }
 }
 
-DeviceMemoryTrack DeviceMemoryTrack::from_events(const std::filesystem::path& events_jsonl) {
+DeviceMemoryTrack DeviceMemoryTrack::from_run(const std::filesystem::path& run) {
     DeviceMemoryTrack t;
-    std::ifstream in(events_jsonl);
-    std::string line;
-    while (std::getline(in, line)) {
+    RunStore::for_each_event_line(run, [&](std::string_view line) {   // bounded: never a pipe or /dev/zero
         // Only the two events that can carry device fields are parsed (a flood is mostly memory).
-        if (line.find("\"memory\"") == std::string::npos && line.find("\"done\"") == std::string::npos) continue;
+        if (line.find("\"memory\"") == std::string_view::npos && line.find("\"done\"") == std::string_view::npos) return;
         const auto parsed = protocol::parse_line(line);
         if (parsed.event && parsed.event->rank() == 0) t.ingest(*parsed.event);
-    }
+    });
     return t;
 }
 

@@ -1,6 +1,6 @@
 // The run panel's history: every run in the run store, listed, opened and deleted.
 #include <algorithm>
-#include <fstream>
+#include <charconv>
 
 #include <QApplication>
 #include <QCheckBox>
@@ -35,6 +35,8 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/ui/run_panel.hpp"
 #include "wingspan/ui/widgets.hpp"
 
@@ -46,6 +48,20 @@ using nlohmann::json;
 namespace wingspan::ui {
 
 using namespace run_text;
+
+namespace {
+
+// One line of rss.csv ("12.5,1048576"), parsed locale-independently.
+bool parse_rss_line(std::string_view line, double& t, long long& bytes) {
+    const size_t comma = line.find(',');
+    if (comma == std::string_view::npos) return false;
+    const char* end = line.data() + line.size();
+    const auto a = std::from_chars(line.data(), line.data() + comma, t);
+    const auto b = std::from_chars(line.data() + comma + 1, end, bytes);
+    return a.ec == std::errc() && b.ec == std::errc() && std::isfinite(t);
+}
+
+}  // namespace
 
 // ------------------------------------------------------------------ history ----
 
@@ -150,28 +166,27 @@ void RunPanel::refreshHistory() {
         auto* item = new QTreeWidgetItem(history_);
         item->setData(0, Qt::UserRole, qs(run.string()));
         item->setText(0, qs(run.filename().string()));
-        const json plan = read_json(run / "plan.json");
-        if (plan.is_object() && plan.contains("options")) item->setText(1, describe(RunOptions::from_json(plan["options"])));
-        const json result = read_json(run / "result.json");
+        // core's bounded, typed reader: a malformed record is one "unreadable" row, never fatal.
+        const RunListing listing = RunStore::read_listing(run);
+        if (listing.plan.is_object() && listing.plan.contains("options"))
+            item->setText(1, describe(RunOptions::from_json(listing.plan["options"])));
         const bool live = session_ && session_->isActive() && session_->folder() == run;
         if (live) {
             item->setText(2, "running");
-        } else if (result.is_object()) {
-            const std::string status = result.value("status", std::string("failed"));
-            item->setText(2, qs(status));
-            item->setToolTip(2, qs(result.value("status_text", status)));
-            const RunStatus st = status == "completed" ? RunStatus::Completed
-                                 : status == "interrupted" ? RunStatus::Interrupted
-                                                           : RunStatus::Failed;
-            item->setForeground(2, status_color(st, palette()));
-            const auto measured = result.value("measured_peak_bytes", std::int64_t(0));
-            const auto predicted = result.value("predicted_peak_bytes", std::int64_t(0));
-            const auto rss = result.value("measured_rss_peak_bytes", std::int64_t(0));
+        } else if (!listing.readable()) {
+            item->setText(2, "unreadable");
+            item->setToolTip(2, qs(listing.problem));
+            item->setForeground(2, status_color(RunStatus::Failed, palette()));
+        } else if (const auto& result = listing.result) {
+            item->setText(2, qs(result->status));
+            item->setToolTip(2, qs(result->status_text + (result->note.empty() ? "" : " (" + result->note + ")")));
+            item->setForeground(2, status_color(result->run_status(), palette()));
+            const std::int64_t measured = result->measured_peak, predicted = result->predicted_peak;
             if (measured > 0) item->setText(3, format_run_bytes(double(measured), unit_));
             if (predicted > 0) item->setText(4, format_run_bytes(double(predicted), unit_));
             if (measured > 0 && predicted > 0)
-                item->setText(5, QString::asprintf("%+.1f %%", 100.0 * double(predicted - measured) / double(measured)));
-            if (rss > 0) item->setText(6, format_run_bytes(double(rss), unit_));
+                item->setText(5, QString::asprintf("%+.1f %%", 100.0 * (double(predicted) - double(measured)) / double(measured)));
+            if (result->measured_rss_peak > 0) item->setText(6, format_run_bytes(double(result->measured_rss_peak), unit_));
         } else {
             item->setText(2, "failed (no result)");
             item->setToolTip(2, "The run ended together with its launcher; its events are kept");
@@ -188,26 +203,34 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
         l.folder = folder;
         l.record = load_panel_record(folder);
         l.label = qs(folder.filename().string());
-        const json plan = read_json(folder / "plan.json");
+        const json plan = RunStore::read_plan(folder);
         if (plan.is_object() && plan.contains("options")) l.options = RunOptions::from_json(plan["options"]);
-        std::ifstream rss(folder / "rss.csv");
-        double t = 0;
-        char comma = 0;
-        long long bytes = 0;
-        while (rss >> t >> comma >> bytes) {
-            l.rss.push_back({t, double(bytes)});
-            if (l.rss.size() > RunSession::kRssSamples * 2) {
-                std::vector<QPointF> merged;
-                for (size_t i = 0; i + 1 < l.rss.size(); i += 2)
-                    merged.push_back(l.rss[i].y() >= l.rss[i + 1].y() ? l.rss[i] : l.rss[i + 1]);
-                l.rss = std::move(merged);
-            }
+        // rss.csv: "seconds,bytes" per line, written in the C locale; read the same way, bounded.
+        for_each_line_of_regular_file(
+            folder / "rss.csv", kMaxRunEventsBytes, 256,
+            [&](std::string_view line) {
+                double t = 0;
+                long long bytes = 0;
+                if (!parse_rss_line(line, t, bytes)) return;
+                l.rss.push_back({t, double(bytes)});
+                if (l.rss.size() > RunSession::kRssSamples * 2) {
+                    std::vector<QPointF> merged;
+                    for (size_t i = 0; i + 1 < l.rss.size(); i += 2)
+                        merged.push_back(l.rss[i].y() >= l.rss[i + 1].y() ? l.rss[i] : l.rss[i + 1]);
+                    l.rss = std::move(merged);
+                }
+            },
+            /*missing_is_empty=*/true);
+        try {
+            const json launcher = read_untrusted_json_file(folder / "launcher.json", 1 << 20);
+            if (launcher.is_object() && launcher.contains("stop_message") && launcher["stop_message"].is_string())
+                l.stop_message = qs(launcher["stop_message"].get<std::string>());
+        } catch (const InputError&) {
+            // no launcher notes (an older run, or unreadable): the run opens without them
         }
-        const json launcher = read_json(folder / "launcher.json");
-        if (launcher.is_object()) l.stop_message = qs(launcher.value("stop_message", std::string()));
         l.log = read_tail(folder / "stderr.log", 256 * 1024);
-        l.device = DeviceMemoryTrack::from_events(folder / "events.jsonl");
-        l.ranks = RankTrack::from_events(folder / "events.jsonl");
+        l.device = DeviceMemoryTrack::from_run(folder);
+        l.ranks = RankTrack::from_run(folder);
         return l;
     } catch (const std::exception& e) {
         if (error) *error = QString("cannot open the run %1: %2").arg(qs(folder.string()), e.what());

@@ -9,6 +9,8 @@
 
 #include "wingspan/hub_download.hpp"
 #include "wingspan/ui/run_model.hpp"
+
+#include "wingspan/json_input.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace wingspan::ui {
@@ -49,9 +51,13 @@ QString hf_cache_snapshot(const QString& repo, const QString& cache_dir) {
     const QDir model(QDir(cache_dir).filePath("models--" + QString(repo).replace('/', "--")));
     if (!model.exists()) return {};
     // refs/main names the snapshot transformers would load.
-    QFile ref(model.filePath("refs/main"));
-    if (ref.open(QIODevice::ReadOnly)) {
-        const QString commit = QString::fromUtf8(ref.readAll()).trimmed();
+    std::string ref;
+    try {
+        ref = read_regular_file(model.filePath("refs/main").toStdString(), 4096);   // a commit id: bounded, regular
+    } catch (const std::exception&) {
+    }
+    if (!ref.empty()) {
+        const QString commit = QString::fromStdString(ref).trimmed();
         const QString dir = model.filePath("snapshots/" + commit);
         if (!commit.isEmpty() && QFileInfo(QDir(dir).filePath("config.json")).isFile()) return QDir(dir).absolutePath();
     }

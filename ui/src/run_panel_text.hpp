@@ -3,15 +3,14 @@
 // history). Private to ui/src.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <QColor>
-#include <QFile>
 #include <QPalette>
 #include <QString>
 
 #include <nlohmann/json.hpp>
 
+#include "wingspan/json_input.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace wingspan::ui::run_text {
@@ -48,19 +47,18 @@ inline QString describe(const RunOptions& o) {
     return s;
 }
 
-inline nlohmann::json read_json(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    if (!in) return nullptr;
-    return nlohmann::json::parse(in, nullptr, false);
-}
-
-// The last `max_bytes` of a text file, with a note when the start was cut.
-inline QString read_tail(const std::filesystem::path& p, qint64 max_bytes) {
-    QFile f(qs(p.string()));
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    if (f.size() > max_bytes) f.seek(f.size() - max_bytes);
-    QString text = QString::fromUtf8(f.readAll());
-    if (f.size() > max_bytes) text = "[… earlier lines in " + qs(p.string()) + "]\n" + text.mid(text.indexOf('\n') + 1);
+// The last `max_bytes` of a text file, with a note when the start was cut; empty when it is
+// missing or not a regular file (core's bounded reader: a pipe never blocks the window).
+inline QString read_tail(const std::filesystem::path& p, std::uint64_t max_bytes) {
+    bool cut = false;
+    std::string bytes;
+    try {
+        bytes = read_regular_file_tail(p, max_bytes, &cut);
+    } catch (const std::exception&) {
+        return {};
+    }
+    QString text = QString::fromUtf8(bytes.data(), qsizetype(bytes.size()));
+    if (cut) text = "[… earlier lines in " + qs(p.string()) + "]\n" + text.mid(text.indexOf('\n') + 1);
     return text;
 }
 

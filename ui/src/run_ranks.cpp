@@ -3,7 +3,6 @@
 #include "wingspan/ui/run_ranks.hpp"
 
 #include <algorithm>
-#include <fstream>
 
 #include "wingspan/ui/run_charts.hpp"
 #include "wingspan/ui/run_device.hpp"
@@ -97,14 +96,12 @@ QString RankTrack::summaryText(ByteUnit unit) const {
     return s;
 }
 
-RankTrack RankTrack::from_events(const std::filesystem::path& events_jsonl) {
+RankTrack RankTrack::from_run(const std::filesystem::path& run) {
     RankTrack t;
-    std::ifstream in(events_jsonl);
-    std::string line;
-    while (std::getline(in, line)) {
+    RunStore::for_each_event_line(run, [&](std::string_view line) {   // bounded: never a pipe or /dev/zero
         const auto parsed = protocol::parse_line(line);
         if (parsed.event) t.ingest(*parsed.event);
-    }
+    });
     return t;
 }
 
@@ -117,13 +114,12 @@ RunRecord load_panel_record(const std::filesystem::path& run) {
     if (ws <= 1)
         return all;
     RunRecord r;
-    std::ifstream in(run / "events.jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
+    RunStore::for_each_event_line(run, [&](std::string_view line) {
         const auto parsed = protocol::parse_line(line);
-        if (!parsed.event) r.ingest_line(line);   // counted as unreadable, as RunStore::load does
+        if (!parsed.event) r.ingest_line(std::string(line));   // counted as unreadable, as RunStore::load does
         else if (record_takes(*parsed.event)) r.ingest(*parsed.event);
-    }
+    });
+    for (const auto& note : all.read_notes()) r.add_read_note(note);
     r.finish(all.exit_code(), all.exit_signal());
     return r;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/safe_file.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace fs = std::filesystem;
@@ -92,9 +93,13 @@ RunOptions RunOptions::from_json(const json& j) {
         auto it = j.find(k);
         return it != j.end() && it->is_string() ? qs(it->get<std::string>()) : d;
     };
-    auto num = [&](const char* k, std::int64_t d) {
+    // A run folder's plan.json is not trusted: only a whole number in range counts (a float
+    // such as 1e300 converted to an integer would be undefined).
+    auto num = [&](const char* k, std::int64_t d) -> std::int64_t {
         auto it = j.find(k);
-        return it != j.end() && it->is_number() ? it->get<std::int64_t>() : d;
+        if (it == j.end() || !it->is_number_integer()) return d;
+        if (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t(INT64_MAX)) return d;
+        return it->get<std::int64_t>();
     };
     const QString source = str("model_source", "built-in");
     o.model_source = source == "folder"              ? ModelSource::Folder
@@ -120,7 +125,7 @@ RunOptions RunOptions::from_json(const json& j) {
     o.out_dir = str("out_dir", {});
     o.memory_limit = num("memory_limit", 0);
     o.processes = std::clamp<std::int64_t>(num("processes", 1), 1, 256);
-    o.threads = int(num("threads", 0));
+    o.threads = int(std::clamp<std::int64_t>(num("threads", 0), 0, 4096));
     o.machine_id = str("machine_id", {});
     o.machine_name = str("machine_name", {});
     o.machine_ceiling = num("machine_ceiling", 0);
@@ -313,14 +318,14 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
         if (options.model_source == RunOptions::ModelSource::PlanArchitecture) {
             const fs::path dir = folder_ / "model";
             fs::create_directories(dir);
-            std::ofstream(dir / "config.json") << options.model_config.dump(2) << "\n";
+            write_file_atomically(dir / "config.json", options.model_config.dump(2) + "\n");
             model_dir = qs(dir.string());
         }
         out_dir_ = options.out_dir.isEmpty() ? qs((folder_ / "output").string()) : options.out_dir;
         arguments_ = trainer_arguments(options_, model_dir, data, out_dir_);
         saved["arguments"] = json::array();
         for (const QString& a : arguments_) saved["arguments"].push_back(a.toStdString());
-        std::ofstream(folder_ / "plan.json") << saved.dump(2) << "\n";
+        write_file_atomically(folder_ / "plan.json", saved.dump(2) + "\n");   // never a half-written record
     } catch (const std::exception& e) {
         return fail(QString("cannot create the run folder: ") + e.what());
     }
@@ -591,10 +596,10 @@ void RunSession::finishRun(int code, int signal) {
                 json notes = {{"stop_message", stop_message_.toStdString()},
                               {"launch_error", launch_error_.toStdString()},
                               {"gui_rss_peak_bytes", rss_peak_}};
-                std::ofstream(folder_ / "launcher.json") << notes.dump(2) << "\n";
+                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
             } else {
                 json notes = {{"gui_rss_peak_bytes", rss_peak_}};
-                std::ofstream(folder_ / "launcher.json") << notes.dump(2) << "\n";
+                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
             }
         } catch (const std::exception&) {
         }

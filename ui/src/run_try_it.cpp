@@ -1,6 +1,8 @@
 // The "Try it" box of a finished run (see run_try_it.hpp).
 #include "wingspan/ui/run_try_it.hpp"
 
+#include "wingspan/json_input.hpp"
+
 #include <QCheckBox>
 #include <QDir>
 #include <QFile>
@@ -32,8 +34,13 @@ QString adapter_folder(const QString& out) {
 
 bool has_chat_template(const QString& model_dir) {
     if (has_file(model_dir, "chat_template.jinja")) return true;
-    QFile f(QDir(model_dir).filePath("tokenizer_config.json"));
-    return f.open(QIODevice::ReadOnly) && f.size() < (64 << 20) && f.readAll().contains("\"chat_template\"");
+    // The folder comes from a run record: read bounded, never a pipe or a device.
+    try {
+        const std::string text = read_regular_file(QDir(model_dir).filePath("tokenizer_config.json").toStdString(), 64 << 20);
+        return text.find("\"chat_template\"") != std::string::npos;
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 }  // namespace

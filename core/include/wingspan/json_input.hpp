@@ -6,6 +6,7 @@
 // or surprises the reader.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,27 @@ std::optional<nlohmann::json> try_parse_untrusted_json(std::string_view text, st
 std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes = kMaxJsonFileBytes);
 // Throws InputError when `file` exists but is not a regular file (checked without opening it).
 void require_regular_file(const std::filesystem::path& file);
+
+// The last max_bytes of a regular file (a log shown in part), refused as read_regular_file
+// refuses; `cut` says whether the start was left out.
+std::string read_regular_file_tail(const std::filesystem::path& file, std::uint64_t max_bytes, bool* cut = nullptr);
+
+// What for_each_line_of_regular_file saw.
+struct LineReadStats {
+    std::uint64_t lines = 0;        // lines handed to the callback
+    std::uint64_t long_lines = 0;   // lines longer than the cap, skipped
+    std::uint64_t file_bytes = 0;   // the file's size when opened
+    bool truncated = false;         // reading stopped at max_bytes before the end
+};
+// Calls `line` for each line of a regular file (without its newline), read in blocks, so a
+// long file never sits in memory whole. Refuses a folder, named pipe or device as
+// read_regular_file does (never blocking); a line longer than max_line_bytes is skipped and
+// counted; reading stops after max_bytes. A missing file is empty when missing_is_empty,
+// else an InputError like any other unreadable file.
+LineReadStats for_each_line_of_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes,
+                                            std::size_t max_line_bytes,
+                                            const std::function<void(std::string_view)>& line,
+                                            bool missing_is_empty = false);
 
 // read_regular_file + parse_untrusted_json, naming the file in every error.
 nlohmann::json read_untrusted_json_file(const std::filesystem::path& file,

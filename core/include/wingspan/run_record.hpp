@@ -4,6 +4,7 @@
 // so the window, the command line (`wingspan calibrate`) and tests share it.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "components.hpp"
+#include "json_input.hpp"
 #include "profiles.hpp"
 #include "protocol.hpp"
 
@@ -80,7 +82,16 @@ public:
     const std::vector<MemorySample>& memory() const { return memory_; }
     const std::vector<StepSample>& steps() const { return steps_; }
     const std::vector<std::pair<std::int64_t, double>>& evals() const { return evals_; }
+    // The newest checkpoints (at most kMaxCheckpoints; events.jsonl has them all).
     const std::vector<std::string>& checkpoints() const { return checkpoints_; }
+    static constexpr size_t kMaxCheckpoints = 256;
+    std::int64_t checkpoint_events() const { return checkpoint_events_; }
+    // What could not be read of the run's folder (a record cut at its cap, lines too long):
+    // the record holds the rest. Empty for a whole record.
+    const std::vector<std::string>& read_notes() const { return read_notes_; }
+    void add_read_note(std::string note) { read_notes_.push_back(std::move(note)); }
+    // Lines that were never fed (too long to read) counted with the malformed ones.
+    void count_malformed(std::int64_t lines) { malformed_ += lines; }
     const std::vector<std::string>& logs() const { return logs_; }
     const std::optional<protocol::Event>& last_error() const { return last_error_; }
     const std::optional<protocol::Event>& done() const { return done_; }
@@ -103,6 +114,7 @@ private:
     void add_memory(MemorySample s);
     void add_step(StepSample s);
     void add_log(std::string line, bool always = false);
+    void add_checkpoint(std::string path);
 
     size_t max_samples_;
     nlohmann::json plan_, hello_;
@@ -113,10 +125,40 @@ private:
     std::vector<std::pair<std::int64_t, double>> evals_;
     std::vector<std::string> checkpoints_, logs_;
     std::optional<protocol::Event> last_error_, done_;
-    std::int64_t malformed_ = 0, memory_events_ = 0, step_events_ = 0, dropped_logs_ = 0;
+    std::vector<std::string> read_notes_;
+    std::int64_t malformed_ = 0, memory_events_ = 0, step_events_ = 0, dropped_logs_ = 0, checkpoint_events_ = 0;
     RunStatus status_ = RunStatus::Running;
     int exit_code_ = 0, exit_signal_ = 0;
 };
+
+// result.json as written by RunStore::write_result, read with every field's type checked.
+struct RunResultFile {
+    std::string status = "failed";   // "completed", "interrupted" or "failed"
+    std::string status_text;
+    int exit_code = 1, signal = 0;
+    std::int64_t predicted_peak = 0, measured_peak = 0, predicted_total = 0, measured_rss_peak = 0;
+    std::string note;   // non-empty when only part of the file was read, and why
+    RunStatus run_status() const;
+};
+
+// One run folder as a history listing shows it, read without trusting it: the plan and how it
+// ended, each read from a regular file of bounded size, with the types checked. Never throws:
+// what could not be read is named in `problem`, and what could is kept.
+struct RunListing {
+    std::filesystem::path folder;
+    nlohmann::json plan;                    // plan.json, or null when unreadable
+    std::optional<RunResultFile> result;    // none: no result.json (running, or ended with its launcher)
+    std::string problem;                    // empty for a readable record
+    bool readable() const { return problem.empty(); }
+};
+
+// The caps of a run folder's files. Records stay far below them by design (RunStore::write_result
+// keeps the newest kMaxCheckpoints); past them a file is refused or read in part.
+inline constexpr std::uint64_t kMaxRunPlanBytes = 16ull << 20;
+inline constexpr std::uint64_t kMaxRunResultBytes = 1ull << 20;        // read whole, as a tree
+inline constexpr std::uint64_t kMaxRunResultScanBytes = 64ull << 20;   // read for its top-level fields only
+inline constexpr std::uint64_t kMaxRunEventsBytes = 256ull << 20;      // events.jsonl: the first 256 MiB
+inline constexpr std::size_t kMaxRunEventLineBytes = 4u << 20;
 
 // The run history: one folder per run under $XDG_DATA_HOME/wingspan/runs (or
 // ~/.local/share/wingspan/runs): plan.json, events.jsonl (every line as received, appended
@@ -132,13 +174,26 @@ public:
     // The label part of a run folder's name (the whole name if it does not start with a time).
     static std::string label_of(const std::filesystem::path& run);
     static void append_line(const std::filesystem::path& run, const std::string& line);
+    // result.json: how it ended, the summary, the newest kMaxResultCheckpoints checkpoints.
     static void write_result(const std::filesystem::path& run, const RunRecord& record);
+    static constexpr size_t kMaxResultCheckpoints = 100;
     // Newest first.
     std::vector<std::filesystem::path> list() const;
     // Replays events.jsonl; a run without result.json is reported as failed (it crashed
-    // together with its launcher). A result.json that is not ours (invalid, wrong types) is an
-    // InputError naming the run, so listings skip that run and go on.
+    // together with its launcher). A record that is not ours (a file that is a folder, pipe or
+    // device, invalid JSON, wrong types) is an InputError naming the run, so listings name that
+    // run as unreadable and go on; a file past its cap is read in part (RunRecord::read_notes).
     static RunRecord load(const std::filesystem::path& run);
+    // The light read a history list needs (plan.json and result.json only); never throws.
+    static RunListing read_listing(const std::filesystem::path& run);
+    // The bounded, typed readers load and read_listing share. Throw InputError naming the file.
+    static nlohmann::json read_plan(const std::filesystem::path& run);
+    static std::optional<RunResultFile> read_result(const std::filesystem::path& run);
+    // Calls `line` for each line of events.jsonl (missing: none), within kMaxRunEventsBytes;
+    // lines past kMaxRunEventLineBytes are skipped and counted. Throws InputError for a
+    // folder, pipe or device.
+    static LineReadStats for_each_event_line(const std::filesystem::path& run,
+                                           const std::function<void(std::string_view)>& line);
 
 private:
     std::filesystem::path root_;

@@ -2,6 +2,7 @@
 // Exports for course material: charts to PNG/SVG/PDF, tables to CSV/Markdown, the lessons'
 // "course pack", and the headless `wingspan export` command. The same Qt Charts chart
 // (MemoryQChart) draws the window and every file.
+#include <QByteArray>
 #include <QImage>
 #include <QString>
 #include <QStringList>
@@ -14,12 +15,25 @@ class QWidget;
 
 namespace wingspan::ui {
 
+// Machine-readable output (CSV, JSON, YAML and Python recipes, Markdown numbers, run records)
+// is always written in the C locale; only labels on screen follow the user's (through QLocale,
+// which reads the environment itself). Qt sets the process's C locale from the environment
+// when the application object is made (setlocale(LC_ALL, "")), which would turn every
+// printf-style number core writes into "0,0002" under a comma-decimal locale: called right
+// after the QApplication is constructed, this puts numbers back to the C locale.
+void use_c_locale_for_numbers();
+
 struct ImageOptions {
     int width = 1600;     // pixels (PDF: points at `dpi`)
     int height = 900;
     double dpi = 144;     // text and lines scale with dpi / 96
     bool dark = false;
 };
+
+// Every export's file goes through here: core's atomic writer (a temporary in the same folder,
+// every write and the close checked, then a rename), so a full disk leaves the old file whole
+// and answers false with the reason.
+bool write_export_file(const QString& path, const QByteArray& bytes, QString* error = nullptr);
 
 // Renders into an image of exactly width × height pixels.
 QImage render_chart(const ChartData& data, const ImageOptions& options);

@@ -62,6 +62,12 @@ struct Plan {
 };
 
 inline constexpr const char* kPlanFormat = "wingspan-plan";
+// A plan is a person's choice of machines, not a data set: lists past these caps are refused
+// with a clear error (every chart, table and verdict grows with them).
+inline constexpr size_t kMaxPlanMachines = 256;
+inline constexpr size_t kMaxPlanMachineFrameworks = 256;
+inline constexpr size_t kMaxPlanIdLength = 256;
+inline constexpr std::uint64_t kMaxPlanFileBytes = 4ull << 20;
 inline constexpr const char* kPlanSuffix = ".wingspan.json";
 
 // Reads / writes a plan file; errors are InputError with the path in the message.

@@ -12,6 +12,7 @@
 #include <QChartView>
 #include <QColor>
 #include <QPointF>
+#include <QLocale>
 #include <QString>
 
 #include "wingspan/run_record.hpp"
@@ -104,7 +105,9 @@ TimeChartData run_throughput_chart(const RunChartInputs& in);
 ChartData run_summary_chart(const RunRecord& record, const RunOptions* options, const QString& title, ByteUnit unit,
                             bool whole_process = true);
 // Bytes as a run's scale reads: "70.2 MB" for small runs, "18.41 GB" for big ones.
-QString format_run_bytes(double bytes, ByteUnit unit);
+// In the user's locale on screen; tables, which are also exported as CSV and Markdown, pass
+// QLocale::c() (machine-readable numbers are always in the C locale).
+QString format_run_bytes(double bytes, ByteUnit unit, const QLocale& locale = QLocale());
 // The summary as a table: a row per component, the peak of all tensors and the process total.
 // A run that ended before its first full step never reached its peak: components below the
 // prediction read "not reached", not as errors.

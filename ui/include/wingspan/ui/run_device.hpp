@@ -56,7 +56,8 @@ struct DeviceMemoryTrack {
     bool hasReserved() const { return reserved_peak > 0; }
     void ingest(const protocol::Event& e);
     // Replays a run folder's events.jsonl (history runs); rank 0's lines, as the panel shows.
-    static DeviceMemoryTrack from_events(const std::filesystem::path& events_jsonl);
+    // Read through RunStore's bounded reader; throws InputError as RunStore::load does.
+    static DeviceMemoryTrack from_run(const std::filesystem::path& run);
 };
 
 }  // namespace wingspan::ui

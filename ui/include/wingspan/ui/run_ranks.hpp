@@ -43,8 +43,8 @@ struct RankTrack {
     // "2 ranks (zero1) · peak per rank 1.23 MB (rank 1) to 1.20 MB, spread 30 kB · predicted per
     // device 1.25 MB"; empty for a single process.
     QString summaryText(ByteUnit unit) const;
-    // Replays a run folder's events.jsonl (history runs).
-    static RankTrack from_events(const std::filesystem::path& events_jsonl);
+    // Replays a run folder's events.jsonl (history runs), through RunStore's bounded reader.
+    static RankTrack from_run(const std::filesystem::path& run);
 };
 
 // Whether the panel's RunRecord takes this event: rank 0's lines (its series, prediction,
