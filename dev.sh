@@ -2,6 +2,8 @@
 # Wingspan's two entry points on a fresh Debian 12 machine:
 #   ./dev.sh run    installs what is missing, builds (Release) and starts the planner
 #   ./dev.sh test   same set-up, then the whole test suite with ctest
+#   ./dev.sh sanitize   the trainer, core and the suites that exercise signals, checkpoints,
+#                       parsing and the distributed sync, built with ASan+UBSan (build-sanitize/)
 # Both are idempotent: nothing is installed twice and an unchanged tree rebuilds in seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -37,13 +39,43 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-build() {
+# Paths below the checkout are hashed relative to it, so a second clone (CI's) reuses the cache.
+export CCACHE_BASEDIR="$PWD"
+
+# configure DIR [cmake options]: once, Release, ccache when present.
+configure() {
+  local dir=$1
+  shift
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
   fi
+}
+
+build() {
+  configure "$BUILD_DIR"
   cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# The suites run under the sanitizers: signals and checkpoints (stop storm, reliability),
+# hostile model files and adapters, the distributed sync, and the parsers' fuzzers.
+SANITIZE_TESTS=(test_stop_storm test_reliability_trainer test_reliability_trainer_hostile test_trainer_hostile
+                test_trainer_distributed fuzz_config fuzz_safetensors_header fuzz_run_events fuzz_run_record
+                fuzz_tokenizer)
+
+sanitize() {
+  local dir=${WINGSPAN_SANITIZE_DIR:-build-sanitize}
+  configure "$dir" -DWINGSPAN_SANITIZE=ON -DWINGSPAN_BUILD_BENCH=OFF
+  cmake --build "$dir" -j "$JOBS" --target wingspan-train "${SANITIZE_TESTS[@]}"
+  # libtorch and Qt are not instrumented: their one-time allocations are not leaks of ours, and
+  # protobuf's duplicate registrations are not our ODR violations.
+  export ASAN_OPTIONS=detect_leaks=0:detect_odr_violation=0:alloc_dealloc_mismatch=0:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export QT_QPA_PLATFORM=offscreen
+  local regex
+  regex="^($(IFS='|'; echo "${SANITIZE_TESTS[*]}"))\$"
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$regex"
 }
 
 case "${1:-}" in
@@ -60,8 +92,13 @@ case "${1:-}" in
     export QT_QPA_PLATFORM=offscreen
     exec ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "$@"
     ;;
+  sanitize)
+    shift
+    install_missing
+    sanitize
+    ;;
   *)
-    echo "usage: ./dev.sh run [wingspan args]   |   ./dev.sh test [ctest args]" >&2
+    echo "usage: ./dev.sh run [wingspan args]   |   ./dev.sh test [ctest args]   |   ./dev.sh sanitize" >&2
     exit 2
     ;;
 esac
