@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "hub_internal.hpp"
+#include "wingspan/confined_dir.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/errors.hpp"
@@ -109,9 +110,6 @@ std::string DiskCache::store(const CacheKey& key, const std::string& url,
     if (!enabled()) return {};
     namespace fs = std::filesystem;
     auto path = cache_path(dir_, key.endpoint, key.repo, key.revision, key.file, key.range);
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return "cannot create " + path.parent_path().string() + ": " + ec.message();
 
     nlohmann::json meta = {{"url", url},
                            {"size", static_cast<std::uint64_t>(r.body.size())},
@@ -119,7 +117,9 @@ std::string DiskCache::store(const CacheKey& key, const std::string& url,
     if (!key.range.empty()) meta["range"] = key.range;
     if (r.total_size) meta["total_size"] = *r.total_size;
     try {
-        AtomicFile out(path);   // exclusive temporary, checked writes, fsync, rename
+        // No link below the cache folder is followed (a planted one would redirect the write).
+        const ConfinedDir dir = ConfinedDir::open(dir_, path.parent_path().lexically_relative(dir_), true);
+        AtomicFile out(dir, path.filename().string());   // exclusive temporary, checked writes, fsync, rename
         out.write(std::string(kMagic) + '\n' + meta.dump() + '\n');
         out.write(r.body);
         out.commit();
