@@ -128,6 +128,13 @@ void append_line(const fs::path& file, std::string_view line) {
     // concurrent writers' lines stay whole.
     const ssize_t n = ::write(fd, buf.data(), buf.size());
     const int err = errno;
+    // A short write (the disk filled, the file size limit) leaves a piece of a line: cut it
+    // off again, so the file holds whole lines only and the next append starts a fresh one.
+    if (n > 0 && static_cast<size_t>(n) != buf.size()) {
+        const off_t end = ::lseek(fd, 0, SEEK_CUR);
+        const int cut = end >= n ? ::ftruncate(fd, end - n) : 0;
+        (void)cut;   // best effort: should it fail, the reader skips a torn last line
+    }
     ::close(fd);
     if (n < 0) io_fail("append to", file, err);
     if (static_cast<size_t>(n) != buf.size()) io_fail("append to", file, ENOSPC);
