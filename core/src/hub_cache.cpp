@@ -85,18 +85,21 @@ std::string utc_now_iso8601() {
 std::optional<CachedResponse> DiskCache::load(const CacheKey& key) const {
     if (!enabled()) return std::nullopt;
     auto path = cache_path(dir_, key.endpoint, key.repo, key.revision, key.file, key.range);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::string magic, meta_line;
-    if (!std::getline(in, magic) || magic != kMagic) return std::nullopt;
-    if (!std::getline(in, meta_line)) return std::nullopt;
-    const nlohmann::json meta = try_parse_untrusted_json(meta_line).value_or(nlohmann::json());
+    std::string text;
+    try {
+        text = read_regular_file(path);   // regular and bounded: a planted FIFO never blocks
+    } catch (const InputError&) {
+        return std::nullopt;
+    }
+    const size_t magic_end = text.find('\n');
+    const size_t meta_end = magic_end == std::string::npos ? magic_end : text.find('\n', magic_end + 1);
+    if (meta_end == std::string::npos || text.compare(0, magic_end, kMagic) != 0) return std::nullopt;
+    const nlohmann::json meta =
+        try_parse_untrusted_json(std::string_view(text).substr(magic_end + 1, meta_end - magic_end - 1)).value_or(nlohmann::json());
     if (!meta.is_object() || !meta.contains("size") || !meta["size"].is_number_unsigned())
         return std::nullopt;
-    std::ostringstream body;
-    body << in.rdbuf();
     CachedResponse r;
-    r.body = body.str();
+    r.body = text.substr(meta_end + 1);
     if (r.body.size() != meta["size"].get<std::uint64_t>()) return std::nullopt;   // damaged
     if (meta.contains("total_size") && meta["total_size"].is_number_unsigned())
         r.total_size = meta["total_size"].get<std::uint64_t>();

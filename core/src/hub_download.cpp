@@ -529,10 +529,13 @@ std::optional<fs::path> find_cached_snapshot(const std::string& repo_id, const s
     std::error_code ec;
     const std::string rev = revision.empty() ? "main" : revision;
     if (detail::safe_relative_file(rev)) {
-        std::ifstream in(repo_dir / "refs" / rev);
         std::string commit;
-        if (in && std::getline(in, commit)) {
-            commit = detail::trim(commit);
+        try {
+            commit = read_regular_file(repo_dir / "refs" / rev, 4096);   // a FIFO planted there never blocks
+        } catch (const InputError&) {
+        }
+        if (!commit.empty()) {
+            commit = detail::trim(commit.substr(0, commit.find('\n')));
             if (is_hex(commit) && fs::is_directory(repo_dir / "snapshots" / commit, ec))
                 return repo_dir / "snapshots" / commit;
         }

@@ -155,6 +155,22 @@ private slots:
         QCOMPARE(slurp(dir / "refs" / "main"), kCommit);
     }
 
+    // A named pipe where the cache keeps a ref is read without blocking (an offline lookup
+    // answers "not cached" at once).
+    void fifoRefNeverBlocks() {
+        const FakeRepo repo = small_repo("TestOrg/fifo");
+        auto o = opts("http://127.0.0.1:9");
+        o.hub.offline = true;
+        fs::create_directories(repo_dir(o, repo) / "refs");
+        QCOMPARE(::mkfifo((repo_dir(o, repo) / "refs" / "main").c_str(), 0600), 0);
+        QElapsedTimer t;
+        t.start();
+        auto e = capture([&] { download_snapshot(repo.repo, o); });
+        QVERIFY(e);
+        QCOMPARE(e->kind(), HubErrorKind::NotCached);
+        QVERIFY(t.elapsed() < 5000);
+    }
+
     // The folder walk itself, for every other writer that uses it (the import's response cache).
     void confinedFolderRefusesLinksOnTheWay() {
         const fs::path base = root() / "confined";
