@@ -87,8 +87,8 @@ ConfinedDir ConfinedDir::sub(const fs::path& relative, bool create) const {
 ConfinedDir::Entry ConfinedDir::entry(const std::string& name) const {
     struct stat st {};
     if (::fstatat(fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
-    if (!S_ISREG(st.st_mode)) return {Entry::Other, 0};
-    return {Entry::File, static_cast<std::uint64_t>(st.st_size)};
+    if (!S_ISREG(st.st_mode)) return {Entry::Other, 0, 0};
+    return {Entry::File, static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_nlink)};
 }
 
 Fd ConfinedDir::open_file(const std::string& name, int flags) const {

@@ -255,6 +255,11 @@ private:
         if (part.kind == ConfinedDir::Entry::Other)
             throw HubError(HubErrorKind::Filesystem, ConfinedDir::link_refusal(blobs.path() / part_name(f)) + ".");
         if (part.kind == ConfinedDir::Entry::Missing) return 0;
+        // A resume appends to it: a part file that is another file's hard link would grow that one.
+        if (part.links > 1)
+            throw HubError(HubErrorKind::Filesystem, (blobs.path() / part_name(f)).string() +
+                                                         " has other hard links; Wingspan never appends to a file that is "
+                                                         "also elsewhere. Remove it and try again.");
         if (part.size > f.size) {
             blobs.remove(part_name(f));
             return 0;

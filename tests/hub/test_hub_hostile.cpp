@@ -132,6 +132,14 @@ private slots:
             QVERIFY2(tree(out) == before, place.c_str());
             QVERIFY(fs::is_symlink(link));   // refused, not silently removed
         }
+        // A hard link as the part file of a resume: refused too (appending would grow the other name).
+        auto o = opts(s.url());
+        const fs::path out = outside();
+        fs::create_directories(repo_dir(o, repo) / "blobs");
+        fs::create_hard_link(out / "victim", repo_dir(o, repo) / "blobs" / (etag + ".incomplete"));
+        auto e = capture([&] { download_snapshot(repo.repo, o); });
+        QVERIFY(e && contains(e->what(), "has other hard links"));
+        QCOMPARE(slurp(out / "victim"), std::string("precious"));
     }
 
     // A planted link where a snapshot entry or the ref goes is replaced, never written through.

@@ -48,6 +48,7 @@ public:
     struct Entry {
         enum Kind { Missing, File, Other } kind = Missing;
         std::uint64_t size = 0;
+        std::uint64_t links = 0;   // hard links: more than 1 means the bytes are also elsewhere
     };
     Entry entry(const std::string& name) const;
     // Opens a regular file here; O_NOFOLLOW and O_CLOEXEC are added, and a FIFO never blocks.
