@@ -20,6 +20,7 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/quoting.hpp"
 #include "wingspan/recipe.hpp"
 #include "wingspan/units.hpp"
 
@@ -255,7 +256,8 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
         for (const auto& n : r.notes) out << "  - " << n << "\n";
     }
     for (const auto& v : verdicts) out << "the plan on " << v << "\n";
-    out << "run it watched:\n  cd " << dir.string() << " && wingspan watch --plan predicted.json -- " << r.command
+    // A shell line the user may paste: the folder as one shell word.
+    out << "run it watched:\n  cd " << quoting::shell_word(dir.string()) << " && wingspan watch --plan predicted.json -- " << r.command
         << "\n";
     return kExitOk;
 }

@@ -132,6 +132,8 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         setpgid(0, 0);   // its own group: Ctrl-C reaches it through us, once, as a clean stop
         signal(SIGINT, SIG_DFL);   // even when we were started with them ignored (a background job)
         signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);   // ignored in watch, not in the command
         dup2(out_pipe[1], STDOUT_FILENO);
         dup2(err_pipe[1], STDERR_FILENO);
         close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
@@ -145,11 +147,17 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     setpgid(child, child);
     close(out_pipe[1]), close(err_pipe[1]);
 
-    struct sigaction sa {}, old_int {}, old_term {};
+    // SIGHUP (the terminal closed) stops the command like Ctrl-C; a closed stdout (`| head`)
+    // only ends the echo, never the command or its record.
+    struct sigaction sa {}, old_int {}, old_term {}, old_hup {}, ignore {}, old_pipe {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &old_pipe);
     g_stop_requests = 0;
 
     using Clock = std::chrono::steady_clock;
@@ -224,6 +232,8 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
+    sigaction(SIGPIPE, &old_pipe, nullptr);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     const bool recorded = run.finish(code, sig, user_stop);

@@ -180,6 +180,29 @@ private slots:
         QVERIFY2(w.err.find("stopping what the command left running (SIGTERM)") != std::string::npos, w.err.c_str());
     }
 
+    // A closed terminal (SIGHUP) stops the command like Ctrl-C; a closed stdout (`| head -1`)
+    // ends only the echo: the command runs to its end and its status and record are whole.
+    void hangupStopsAndAClosedStdoutDoesNot() {
+        const fs::path dir = fresh();
+        const Watched hup = run_sh(dir, dir / "data", "exec \"$W\" watch -- sh -c 'while :; do sleep 0.05; done'", [](pid_t pid) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            kill(pid, SIGHUP);
+        });
+        QVERIFY2(hup.seconds < 5, hup.err.c_str());
+        QVERIFY2(hup.err.find("stopping the command (SIGINT)") != std::string::npos, hup.err.c_str());
+        QVERIFY2(hup.err.find("interrupted") != std::string::npos, hup.err.c_str());
+        const fs::path piped = fresh();
+        const Watched w = run_sh(piped, piped / "data",
+                                 "( \"$W\" watch -- sh -c 'i=0; while [ $i -lt 20000 ]; do echo line $i; i=$((i+1)); done; "
+                                 "echo finished >&2; exit 4'; echo $? > '" + (piped / "code").string() + "' ) | head -1");
+        QCOMPARE(w.out, std::string("line 0\n"));
+        QCOMPARE(read(piped / "code"), std::string("4\n"));
+        const auto runs = runs_in(piped / "data");
+        QCOMPARE(runs.size(), size_t(1));
+        QVERIFY(read(runs[0] / "result.json").find("\"exit_code\": 4") != std::string::npos);
+        QVERIFY(read(runs[0] / "events.jsonl").find("line 19999") != std::string::npos);
+    }
+
     // Class 20: a --plan that cannot be used is refused before a run folder exists.
     void badPlanLeavesNoRun() {
         const fs::path dir = fresh();
