@@ -163,8 +163,16 @@ json prediction_json(const std::string& model_id, const std::string& model_name,
     return j;
 }
 
-std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars,
-                            const std::set<std::string>& quoted_only) {
+namespace {
+
+// Sections nest at most this deep (the templates use 2): a hostile template cannot recurse the
+// stack away.
+constexpr int kMaxSectionDepth = 32;
+
+std::string render_nested(const std::string& text, const std::map<std::string, std::string>& vars,
+                          const std::set<std::string>& quoted_only, int depth) {
+    if (depth > kMaxSectionDepth)
+        throw InputError("recipe template: sections nest deeper than " + std::to_string(kMaxSectionDepth) + " levels");
     auto value_of = [&](const std::string& name) -> const std::string& {
         auto it = vars.find(name);
         if (it == vars.end()) throw InputError("recipe template uses an unknown value {{" + name + "}}");
@@ -215,7 +223,7 @@ std::string render_template(const std::string& text, const std::map<std::string,
             const size_t after = stop + end.size();
             const bool close_alone = (stop == 0 || text[stop - 1] == '\n') && after < text.size() && text[after] == '\n';
             if (truthy(value_of(name)) == (tag[0] == '#'))
-                out += render_template(text.substr(body, stop - body), vars, quoted_only);
+                out += render_nested(text.substr(body, stop - body), vars, quoted_only, depth + 1);
             pos = after + (close_alone ? 1 : 0);
             continue;
         }
@@ -223,6 +231,13 @@ std::string render_template(const std::string& text, const std::map<std::string,
         out += substitute(tag);
     }
     return out;
+}
+
+}  // namespace
+
+std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars,
+                            const std::set<std::string>& quoted_only) {
+    return render_nested(text, vars, quoted_only, 0);
 }
 
 Recipe render(const fs::path& dir, const std::string& framework_id, const RecipeInput& in) {
