@@ -74,6 +74,55 @@ struct Stopper {
 volatile std::sig_atomic_t g_stop_requests = 0;
 void on_stop_signal(int) { g_stop_requests = g_stop_requests + 1; }
 
+// Watch's signals while it runs a command, restored after: SIGINT, SIGTERM and SIGHUP (the
+// terminal closed) are stop requests; SIGPIPE is ignored, so a closed stdout (`| head`) only
+// ends the echo, never the command or its record.
+class StopSignals {
+public:
+    StopSignals() {
+        struct sigaction stop {}, ignore {};
+        stop.sa_handler = on_stop_signal;
+        sigemptyset(&stop.sa_mask);
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        for (size_t k = 0; k < 4; ++k) sigaction(kSignals[k], k < 3 ? &stop : &ignore, &old_[k]);
+        g_stop_requests = 0;
+    }
+    ~StopSignals() {
+        for (size_t k = 0; k < 4; ++k) sigaction(kSignals[k], &old_[k], nullptr);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+private:
+    static constexpr int kSignals[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    struct sigaction old_[4] {};
+};
+
+// Forks and runs the command in a process group of its own (Ctrl-C reaches it through us, once,
+// as a clean stop) with its stdout and stderr on the pipes. -1 if it cannot fork.
+pid_t start_command(const std::vector<std::string>& command, int out_pipe[2], int err_pipe[2]) {
+    const pid_t child = fork();
+    if (child == 0) {
+        setpgid(0, 0);
+        // Default dispositions, even when watch was started with them ignored (a background job).
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(sig, SIG_DFL);
+        dup2(out_pipe[1], STDOUT_FILENO);
+        dup2(err_pipe[1], STDERR_FILENO);
+        close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
+        std::vector<char*> argv;
+        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "wingspan watch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    if (child < 0) return child;
+    setpgid(child, child);
+    close(out_pipe[1]), close(err_pipe[1]);
+    return child;
+}
+
 }  // namespace
 
 int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const std::string&) {
@@ -123,42 +172,12 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         err << "wingspan: cannot create pipes: " << std::strerror(errno) << "\n";
         return kExitFailure;
     }
-    const pid_t child = fork();
+    const StopSignals signals;   // before the fork: a Ctrl-C from here on is a stop request
+    const pid_t child = start_command(command, out_pipe, err_pipe);
     if (child < 0) {
         err << "wingspan: cannot start the command: " << std::strerror(errno) << "\n";
         return kExitFailure;
     }
-    if (child == 0) {
-        setpgid(0, 0);   // its own group: Ctrl-C reaches it through us, once, as a clean stop
-        signal(SIGINT, SIG_DFL);   // even when we were started with them ignored (a background job)
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);   // ignored in watch, not in the command
-        dup2(out_pipe[1], STDOUT_FILENO);
-        dup2(err_pipe[1], STDERR_FILENO);
-        close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
-        std::vector<char*> argv;
-        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "wingspan watch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-        _exit(127);
-    }
-    setpgid(child, child);
-    close(out_pipe[1]), close(err_pipe[1]);
-
-    // SIGHUP (the terminal closed) stops the command like Ctrl-C; a closed stdout (`| head`)
-    // only ends the echo, never the command or its record.
-    struct sigaction sa {}, old_int {}, old_term {}, old_hup {}, ignore {}, old_pipe {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    sigaction(SIGPIPE, &ignore, &old_pipe);
-    g_stop_requests = 0;
 
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
@@ -230,10 +249,6 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     close(out_pipe[0]), close(err_pipe[0]);
     while (!exited && waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigaction(SIGPIPE, &old_pipe, nullptr);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     const bool recorded = run.finish(code, sig, user_stop);
