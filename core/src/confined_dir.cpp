@@ -60,6 +60,11 @@ std::string ConfinedDir::link_refusal(const fs::path& what) {
                            "(one planted there could redirect a write anywhere). Remove it and try again";
 }
 
+std::string ConfinedDir::refusal(const std::string& name) const {
+    if (is_link_at(fd(), name)) return link_refusal(path_ / name);
+    return (path_ / name).string() + " is not a regular file (a folder, a pipe or a device); remove it and try again";
+}
+
 ConfinedDir ConfinedDir::open(const fs::path& root, const fs::path& relative, bool create) {
     // No root is no folder (never the current one by accident).
     if (root.empty()) throw IoError("no folder given to write " + relative.string() + " in");

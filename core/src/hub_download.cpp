@@ -219,7 +219,7 @@ public:
                 continue;
             }
             if (blob.kind == ConfinedDir::Entry::Other)
-                throw HubError(HubErrorKind::Filesystem, ConfinedDir::link_refusal(blobs.path() / f->etag) + ".");
+                throw HubError(HubErrorKind::Filesystem, blobs.refusal(f->etag) + ".");
             todo.push_back(f);
             total_ += f->size;
             const std::uint64_t have = partial_size(blobs, *f);
@@ -253,7 +253,7 @@ private:
     static std::uint64_t partial_size(const ConfinedDir& blobs, const RepoFile& f) {
         const auto part = blobs.entry(part_name(f));
         if (part.kind == ConfinedDir::Entry::Other)
-            throw HubError(HubErrorKind::Filesystem, ConfinedDir::link_refusal(blobs.path() / part_name(f)) + ".");
+            throw HubError(HubErrorKind::Filesystem, blobs.refusal(part_name(f)) + ".");
         if (part.kind == ConfinedDir::Entry::Missing) return 0;
         // A resume appends to it: a part file that is another file's hard link would grow that one.
         if (part.links > 1)

@@ -140,6 +140,12 @@ private slots:
         auto e = capture([&] { download_snapshot(repo.repo, o); });
         QVERIFY(e && contains(e->what(), "has other hard links"));
         QCOMPARE(slurp(out / "victim"), std::string("precious"));
+        // A FIFO as the part file: refused at once, never opened blocking.
+        auto o2 = opts(s.url());
+        fs::create_directories(repo_dir(o2, repo) / "blobs");
+        QCOMPARE(::mkfifo((repo_dir(o2, repo) / "blobs" / (etag + ".incomplete")).c_str(), 0600), 0);
+        e = capture([&] { download_snapshot(repo.repo, o2); });
+        QVERIFY(e && contains(e->what(), "is not a regular file"));
     }
 
     // A planted link where a snapshot entry or the ref goes is replaced, never written through.

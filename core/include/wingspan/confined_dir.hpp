@@ -65,6 +65,8 @@ public:
 
     // The message for a refused link at `what`: one wording everywhere.
     static std::string link_refusal(const std::filesystem::path& what);
+    // Why `name` here (an Entry::Other) is refused: a link, or not a regular file.
+    std::string refusal(const std::string& name) const;
 
 private:
     ConfinedDir(Fd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
