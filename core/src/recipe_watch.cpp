@@ -6,6 +6,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/protocol.hpp"
+#include "wingspan/quoting.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -33,6 +34,11 @@ WatchedRun::WatchedRun(const RunStore& store, const json& plan, std::string fram
     // cannot be used leaves no run behind (it would list as failed).
     std::string profile, name;
     std::vector<std::string> first_lines;
+    // The command and folder as recorded: JSON holds only UTF-8, and a file name may be any bytes.
+    std::vector<std::string> shown;
+    for (const auto& arg : command) shown.push_back(quoting::one_line(arg));
+    std::error_code ec;
+    const std::string cwd = quoting::one_line(fs::current_path(ec).string());
     try {
         if (framework_.empty())
             framework_ = plan.is_object() && plan.contains("recipe") ? plan["recipe"].get<std::string>() : "external";
@@ -42,7 +48,7 @@ WatchedRun::WatchedRun(const RunStore& store, const json& plan, std::string fram
         // a command without the reporter still shows measured against predicted where it can.
         first_lines.push_back(protocol::encode(
             protocol::EventType::Hello, 0,
-            {{"trainer", "wingspan watch"}, {"framework", framework_}, {"external", true}, {"command", command},
+            {{"trainer", "wingspan watch"}, {"framework", framework_}, {"external", true}, {"command", shown},
              {"plan", plan.is_object() ? plan.value("setup", json::object()) : json::object()}}));
         if (plan.is_object() && plan.contains("components"))
             first_lines.push_back(protocol::encode(protocol::EventType::Predicted, 0,
@@ -54,16 +60,15 @@ WatchedRun::WatchedRun(const RunStore& store, const json& plan, std::string fram
         RunRecord probe;
         for (const auto& line : first_lines) probe.ingest_line(line);
     } catch (const json::exception& e) {
-        throw InputError("the plan is not one `wingspan watch` can use (" + std::string(e.what()) +
+        const std::string why = e.what();   // without the library's "[json.exception...] " tag
+        throw InputError("the plan is not one `wingspan watch` can use (" + why.substr(why.find("] ") + 2) +
                          "); give a recipe's predicted.json or a plan saved by Wingspan");
     }
-    std::error_code ec;
     const json saved = {{"format", "wingspan-run"},
                         {"version", 1},
                         {"planner", plan},
                         {"framework", framework_},
-                        {"external", {{"framework", framework_}, {"profile", profile}, {"command", command},
-                                      {"cwd", fs::current_path(ec).string()}}}};
+                        {"external", {{"framework", framework_}, {"profile", profile}, {"command", shown}, {"cwd", cwd}}}};
     folder_ = RunStore(store).create(saved, name);
     for (const auto& line : first_lines) append(line);
 }

@@ -216,6 +216,11 @@ private slots:
             QVERIFY2(w.code == 2, (plan + ": " + w.err).c_str());
             QVERIFY2(runs_in(dir / "data").empty(), (plan + " left a run").c_str());
         }
+        // A command whose arguments are not UTF-8 (a file name) is watched and recorded.
+        const Watched w = run_sh(dir, dir / "data", "exec \"$W\" watch -- echo 'caf\xe9 \xff'");
+        QVERIFY2(w.code == 0, w.err.c_str());
+        QCOMPARE(w.out, std::string("caf\xe9 \xff\n"));
+        QCOMPARE(runs_in(dir / "data").size(), size_t(1));
     }
 };
 
