@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/quoting.hpp"
 #include "wingspan/recipe.hpp"
 #include "wingspan/units.hpp"
 
@@ -61,12 +63,36 @@ double to_number(const std::string& flag, const std::string& v) {
     return x;
 }
 
+// A whole number in [min, 2^53]: every such count is exact in a double, so nothing wraps or
+// rounds (1e19 would wrap an int64 to a negative seed or step count).
 std::int64_t to_count(const std::string& flag, const std::string& v, std::int64_t min) {
+    constexpr double kMax = 9007199254740992.0;   // 2^53
     const double x = to_number(flag, v);
-    if (x != std::floor(x) || x < double(min))
-        throw InputError(flag + " expects a whole number of at least " + std::to_string(min) + ", got '" + v + "'");
+    if (x != std::floor(x) || x < double(min) || x > kMax)
+        throw InputError(flag + " expects a whole number from " + std::to_string(min) + " to 9007199254740992, got '" + v + "'");
     return std::int64_t(x);
 }
+
+// A private folder in the temporary directory (mkdtemp: a fresh name no one else can have made
+// first), removed with everything in it however the command ends.
+class ScratchFolder {
+public:
+    ScratchFolder() {
+        std::string pattern = (fs::temp_directory_path() / "wingspan-recipe-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw IoError("cannot create a temporary folder in " + fs::temp_directory_path().string());
+        path_ = pattern;
+    }
+    ~ScratchFolder() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    ScratchFolder(const ScratchFolder&) = delete;
+    ScratchFolder& operator=(const ScratchFolder&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
 
 // A saved plan as `wingspan plan` flags (the window's .wingspan.json, or a recipe's predicted.json).
 std::vector<std::string> plan_file_flags(const std::string& path, const ProfileLibrary& lib, const fs::path& scratch) {
@@ -82,7 +108,6 @@ std::vector<std::string> plan_file_flags(const std::string& path, const ProfileL
     } else if (model.contains("params") && model.contains("family")) {
         f = {"--size", std::to_string(model["params"].get<std::int64_t>()), "--family", model["family"].get<std::string>()};
     } else if (model.contains("config") && model["config"].is_object()) {
-        fs::create_directories(scratch);
         const fs::path cfg = scratch / "config.json";
         write_file_atomically(cfg, model["config"].dump() + "\n");
         f = {"--config", cfg.string()};
@@ -156,10 +181,11 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     ProfileLibrary lib = ProfileLibrary::load(profiles_dir);
     lib.load_user_profiles(ProfileLibrary::user_dir());
 
-    const fs::path scratch = fs::temp_directory_path() / ("wingspan-recipe-" + std::to_string(::getpid()));
+    std::optional<ScratchFolder> scratch;   // only a plan file's config needs one
     std::vector<std::string> plan_args = {"plan"};
     if (own.count("--plan")) {
-        const auto from_file = plan_file_flags(own["--plan"], lib, scratch);
+        scratch.emplace();
+        const auto from_file = plan_file_flags(own["--plan"], lib, scratch->path());
         plan_args.insert(plan_args.end(), from_file.begin(), from_file.end());
     }
     plan_args.insert(plan_args.end(), plan_flags.begin(), plan_flags.end());
@@ -168,8 +194,7 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     plan_args.insert(plan_args.end(), {"--framework", recipe::profile_for(lib, fw).id, "--json"});
     std::ostringstream plan_out, plan_err;
     const int rc = run(plan_args, plan_out, plan_err, executable);
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
+    scratch.reset();
     if (rc != kExitOk) {
         err << plan_err.str();
         return rc;
@@ -231,7 +256,8 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
         for (const auto& n : r.notes) out << "  - " << n << "\n";
     }
     for (const auto& v : verdicts) out << "the plan on " << v << "\n";
-    out << "run it watched:\n  cd " << dir.string() << " && wingspan watch --plan predicted.json -- " << r.command
+    // A shell line the user may paste: the folder as one shell word.
+    out << "run it watched:\n  cd " << quoting::shell_word(dir.string()) << " && wingspan watch --plan predicted.json -- " << r.command
         << "\n";
     return kExitOk;
 }

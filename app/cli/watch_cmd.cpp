@@ -2,7 +2,9 @@
 // script) and records it in the run history like a wingspan-train run (core's WatchedRun).
 // Its stdout's protocol lines are the run; everything else it prints is echoed and logged.
 // Ctrl-C (or SIGTERM) stops it: SIGINT to its process group, SIGTERM after a second request
-// or 20 s, SIGKILL 10 s later.
+// or 20 s, SIGKILL 10 s later; the same for what it leaves writing to its output after it
+// exited, and for stop requests after it exited, until every writer is gone. The recorder's
+// disk filling up never stops the command (core's WatchedRun counts what it could not store).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -29,36 +32,103 @@ namespace wingspan::cli {
 
 namespace {
 
-constexpr const char* kWatchUsage = R"(usage: wingspan watch [--plan predicted.json] [--framework ID] [--label NAME] -- COMMAND [ARGS...]
+constexpr const char* kWatchUsage = R"(usage: wingspan watch [--plan predicted.json] [--framework ID] [--label NAME] [--stop-grace S] -- COMMAND [ARGS...]
 
 Runs COMMAND and records it in the run history (`wingspan runs`, the window's Run tab) like a
 wingspan-train run: the run-protocol lines it prints on stdout (a recipe's
 wingspan_reporter.py prints them) are its memory, steps and end; its other output is echoed
 and kept in the run's log. --plan gives the prediction (a recipe's predicted.json) for a
-command that prints none. Ctrl-C stops the command cleanly (SIGINT, then SIGTERM, then SIGKILL).
+command that prints none. Ctrl-C stops the command cleanly (SIGINT, then SIGTERM after
+--stop-grace seconds, default 20, then SIGKILL half that later), and so are processes it leaves
+writing to its output after it exited. A full disk under the run history never stops the
+command: the events that could not be recorded are counted and reported at the end.
 The exit status is the command's.
 )";
+
+constexpr std::size_t kMaxLine = 1 << 20;   // longer output lines are echoed, and logged cut
+
+// Stop signals for the command's process group: SIGINT, SIGTERM after `grace`, SIGKILL after
+// half of it more; a further stop request moves to the next at once.
+struct Stopper {
+    pid_t group;
+    std::chrono::milliseconds grace;
+    int sent = 0;
+    std::chrono::steady_clock::time_point last{};
+
+    bool exhausted() const { return sent >= 3; }
+    bool due() const {
+        return sent > 0 && sent < 3 && std::chrono::steady_clock::now() - last > (sent == 1 ? grace : grace / 2);
+    }
+    void next(std::ostream& err, const char* what) {
+        if (exhausted()) return;
+        const int sig = sent == 0 ? SIGINT : sent == 1 ? SIGTERM : SIGKILL;
+        // An empty group (only a writer in a session of its own is left) is not reported.
+        if (kill(-group, sig) == 0)
+            err << "wingspan: stopping " << what << " (" << (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGKILL")
+                << ")\n";
+        ++sent;
+        last = std::chrono::steady_clock::now();
+    }
+};
 
 volatile std::sig_atomic_t g_stop_requests = 0;
 void on_stop_signal(int) { g_stop_requests = g_stop_requests + 1; }
 
-struct LineBuffer {
-    std::string pending;
-    template <typename F>
-    void feed(const char* data, size_t n, F&& each) {
-        pending.append(data, n);
-        size_t start = 0;
-        for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
-            each(pending.substr(start, nl - start));
-        pending.erase(0, start);
+// Watch's signals while it runs a command, restored after: SIGINT, SIGTERM and SIGHUP (the
+// terminal closed) are stop requests; SIGPIPE is ignored, so a closed stdout (`| head`) only
+// ends the echo, never the command or its record.
+class StopSignals {
+public:
+    StopSignals() {
+        struct sigaction stop {}, ignore {};
+        stop.sa_handler = on_stop_signal;
+        sigemptyset(&stop.sa_mask);
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        for (size_t k = 0; k < 4; ++k) sigaction(kSignals[k], k < 3 ? &stop : &ignore, &old_[k]);
+        g_stop_requests = 0;
     }
+    ~StopSignals() {
+        for (size_t k = 0; k < 4; ++k) sigaction(kSignals[k], &old_[k], nullptr);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+private:
+    static constexpr int kSignals[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    struct sigaction old_[4] {};
 };
+
+// Forks and runs the command in a process group of its own (Ctrl-C reaches it through us, once,
+// as a clean stop) with its stdout and stderr on the pipes. -1 if it cannot fork.
+pid_t start_command(const std::vector<std::string>& command, int out_pipe[2], int err_pipe[2]) {
+    const pid_t child = fork();
+    if (child == 0) {
+        setpgid(0, 0);
+        // Default dispositions, even when watch was started with them ignored (a background job).
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(sig, SIG_DFL);
+        dup2(out_pipe[1], STDOUT_FILENO);
+        dup2(err_pipe[1], STDERR_FILENO);
+        close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
+        std::vector<char*> argv;
+        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "wingspan watch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    if (child < 0) return child;
+    setpgid(child, child);
+    close(out_pipe[1]), close(err_pipe[1]);
+    return child;
+}
 
 }  // namespace
 
 int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const std::string&) {
     json plan;
     std::string framework, label;
+    std::chrono::milliseconds grace(20000);
     std::vector<std::string> command;
     size_t i = 1;
     for (; i < args.size() && args[i] != "--"; ++i) {
@@ -67,12 +137,24 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
             out << kWatchUsage;
             return kExitOk;
         }
-        if (a != "--plan" && a != "--framework" && a != "--label")
+        if (a != "--plan" && a != "--framework" && a != "--label" && a != "--stop-grace")
             throw InputError("watch: unknown option '" + a + "' (the command goes after --)");
         if (i + 1 >= args.size()) throw InputError("option " + a + " needs a value");
         const std::string v = args[++i];
         if (a == "--framework") framework = v;
         if (a == "--label") label = v;
+        if (a == "--stop-grace") {
+            size_t used = 0;
+            double seconds = -1;
+            try {
+                seconds = std::stod(v, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used != v.size() || !(seconds >= 0.1 && seconds <= 3600))
+                throw InputError("--stop-grace expects seconds from 0.1 to 3600, got '" + v + "'");
+            grace = std::chrono::milliseconds(std::llround(seconds * 1000));
+        }
         if (a == "--plan") {
             plan = read_untrusted_json_file(v);   // regular file, bounded size and depth
             if (!plan.is_object()) throw InputError("'" + v + "' is not a JSON plan");
@@ -90,62 +172,53 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         err << "wingspan: cannot create pipes: " << std::strerror(errno) << "\n";
         return kExitFailure;
     }
-    const pid_t child = fork();
+    const StopSignals signals;   // before the fork: a Ctrl-C from here on is a stop request
+    const pid_t child = start_command(command, out_pipe, err_pipe);
     if (child < 0) {
         err << "wingspan: cannot start the command: " << std::strerror(errno) << "\n";
         return kExitFailure;
     }
-    if (child == 0) {
-        setpgid(0, 0);   // its own group: Ctrl-C reaches it through us, once, as a clean stop
-        signal(SIGINT, SIG_DFL);   // even when we were started with them ignored (a background job)
-        signal(SIGTERM, SIG_DFL);
-        dup2(out_pipe[1], STDOUT_FILENO);
-        dup2(err_pipe[1], STDERR_FILENO);
-        close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
-        std::vector<char*> argv;
-        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "wingspan watch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-        _exit(127);
-    }
-    setpgid(child, child);
-    close(out_pipe[1]), close(err_pipe[1]);
-
-    struct sigaction sa {}, old_int {}, old_term {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    g_stop_requests = 0;
 
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-    LineBuffer out_lines, err_lines;
-    int handled_requests = 0, signals_sent = 0;
-    Clock::time_point last_signal;
+    LineFramer out_lines(kMaxLine), err_lines(kMaxLine);
+    Stopper stopper{child, grace};
+    int handled_requests = 0;
+    bool user_stop = false;
     bool open_out = true, open_err = true;
     int status = 0;
     bool exited = false;
+    Clock::time_point exited_at;
     char buf[65536];
-    // Until the command has exited and its output is drained; stop requests are served all along,
-    // also after the command closed its output.
-    while (!exited || open_out || open_err) {
-        if (g_stop_requests > handled_requests ||
-            (signals_sent > 0 && !exited && Clock::now() - last_signal > std::chrono::seconds(signals_sent == 1 ? 20 : 10))) {
-            if (signals_sent < 3 && !exited) {
-                const int sig = signals_sent == 0 ? SIGINT : signals_sent == 1 ? SIGTERM : SIGKILL;
-                kill(-child, sig);
-                err << "wingspan: stopping the command (" << (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGKILL")
-                    << ")\n";
-                ++signals_sent;
-                last_signal = Clock::now();
-            }
+    auto on_out_line = [&](const std::string& line, bool cut) {
+        run.stdout_line(cut ? line + " [cut: a line over 1 MiB]" : line, seconds());
+        if (cut || line.rfind("{\"v\":", 0) != 0) out << line << (cut ? "" : "\n") << std::flush;
+    };
+    auto on_out_overflow = [&](const char* data, size_t n, bool ends) {
+        out.write(data, std::streamsize(n));
+        if (ends) out << "\n";
+        out.flush();
+    };
+    // Until the command has exited and nothing writes to its output any more. Stop requests are
+    // served all along, also after the command exited: they go to its process group, where
+    // whatever it left running is.
+    while (open_out || open_err || (!exited && !stopper.exhausted())) {
+        const char* what = exited ? "what the command left running" : "the command";
+        if (g_stop_requests > handled_requests) {
+            user_stop = true;
             handled_requests = g_stop_requests;
+            stopper.next(err, what);
+        } else if (stopper.due()) {
+            stopper.next(err, what);
         }
+        // The command exited but its output stays open and busy: something it started keeps
+        // writing. Stopped like the command, after a moment to drain.
+        if (exited && stopper.sent == 0 && Clock::now() - exited_at > std::chrono::seconds(2)) stopper.next(err, what);
+        // Past SIGKILL, a writer outside the group (its own session) may still hold the pipes: stop reading.
+        if (stopper.exhausted() && Clock::now() - stopper.last > std::chrono::seconds(2)) open_out = open_err = false;
         pollfd fds[2] = {{open_out ? out_pipe[0] : -1, POLLIN, 0}, {open_err ? err_pipe[0] : -1, POLLIN, 0}};
-        const int ready = poll(fds, 2, 200);
+        const int ready = (open_out || open_err) ? poll(fds, 2, 200) : (usleep(50000), 0);
         if (ready < 0 && errno != EINTR) break;
         for (int k = 0; k < 2 && ready > 0; ++k) {
             if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -155,31 +228,30 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
                 continue;
             }
             if (k == 0) {
-                out_lines.feed(buf, size_t(n), [&](const std::string& line) {
-                    run.stdout_line(line, seconds());
-                    if (line.rfind("{\"v\":", 0) != 0) out << line << "\n" << std::flush;
-                });
+                out_lines.feed(buf, size_t(n), on_out_line, on_out_overflow);
             } else {
                 err.write(buf, n);
                 err.flush();
-                err_lines.feed(buf, size_t(n), [&](const std::string& line) { run.stderr_line(line, seconds()); });
+                err_lines.feed(buf, size_t(n), [&](const std::string& line, bool) { run.stderr_line(line, seconds()); },
+                               [](const char*, size_t, bool) {});
             }
         }
-        // A grandchild may keep the pipes open after the command itself exited: stop reading
-        // then, or the run would never end.
-        if (!exited && waitpid(child, &status, WNOHANG) == child) exited = true;
+        if (const std::string w = run.take_warning(); !w.empty()) err << "wingspan: warning: " << w << "\n";
+        if (!exited && waitpid(child, &status, WNOHANG) == child) {
+            exited = true;
+            exited_at = Clock::now();
+        }
+        // After the command exited, a quiet output means nothing is writing: done.
         if (exited && ready == 0) open_out = open_err = false;
     }
-    if (!out_lines.pending.empty()) run.stdout_line(out_lines.pending, seconds());
-    if (!err_lines.pending.empty()) run.stderr_line(err_lines.pending, seconds());
+    out_lines.finish(on_out_line);
+    err_lines.finish([&](const std::string& line, bool) { run.stderr_line(line, seconds()); });
     close(out_pipe[0]), close(err_pipe[0]);
     while (!exited && waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    run.finish(code, sig, signals_sent > 0);
+    const bool recorded = run.finish(code, sig, user_stop);
 
     const RunRecord& r = run.record();
     const RunSummary s = r.summary();
@@ -188,6 +260,9 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         << format_bytes(double(s.predicted_peak)) << "), process peak " << format_bytes(double(s.measured_rss_peak))
         << " (predicted " << format_bytes(double(s.predicted_total)) << ")\n"
         << "wingspan: run recorded in " << run.folder().string() << "\n";
+    if (run.lost_events() > 0 || !recorded)
+        err << "wingspan: warning: the record is incomplete: " << run.lost_events() << " event(s) could not be stored"
+            << (recorded ? "" : " and the result was not written") << " (" << run.recording_error() << ")\n";
     return sig ? 128 + sig : code;
 }
 

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "hub_internal.hpp"
+#include "wingspan/confined_dir.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/errors.hpp"
@@ -84,18 +85,21 @@ std::string utc_now_iso8601() {
 std::optional<CachedResponse> DiskCache::load(const CacheKey& key) const {
     if (!enabled()) return std::nullopt;
     auto path = cache_path(dir_, key.endpoint, key.repo, key.revision, key.file, key.range);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::string magic, meta_line;
-    if (!std::getline(in, magic) || magic != kMagic) return std::nullopt;
-    if (!std::getline(in, meta_line)) return std::nullopt;
-    const nlohmann::json meta = try_parse_untrusted_json(meta_line).value_or(nlohmann::json());
+    std::string text;
+    try {
+        text = read_regular_file(path);   // regular and bounded: a planted FIFO never blocks
+    } catch (const InputError&) {
+        return std::nullopt;
+    }
+    const size_t magic_end = text.find('\n');
+    const size_t meta_end = magic_end == std::string::npos ? magic_end : text.find('\n', magic_end + 1);
+    if (meta_end == std::string::npos || text.compare(0, magic_end, kMagic) != 0) return std::nullopt;
+    const nlohmann::json meta =
+        try_parse_untrusted_json(std::string_view(text).substr(magic_end + 1, meta_end - magic_end - 1)).value_or(nlohmann::json());
     if (!meta.is_object() || !meta.contains("size") || !meta["size"].is_number_unsigned())
         return std::nullopt;
-    std::ostringstream body;
-    body << in.rdbuf();
     CachedResponse r;
-    r.body = body.str();
+    r.body = text.substr(meta_end + 1);
     if (r.body.size() != meta["size"].get<std::uint64_t>()) return std::nullopt;   // damaged
     if (meta.contains("total_size") && meta["total_size"].is_number_unsigned())
         r.total_size = meta["total_size"].get<std::uint64_t>();
@@ -109,9 +113,6 @@ std::string DiskCache::store(const CacheKey& key, const std::string& url,
     if (!enabled()) return {};
     namespace fs = std::filesystem;
     auto path = cache_path(dir_, key.endpoint, key.repo, key.revision, key.file, key.range);
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return "cannot create " + path.parent_path().string() + ": " + ec.message();
 
     nlohmann::json meta = {{"url", url},
                            {"size", static_cast<std::uint64_t>(r.body.size())},
@@ -119,7 +120,9 @@ std::string DiskCache::store(const CacheKey& key, const std::string& url,
     if (!key.range.empty()) meta["range"] = key.range;
     if (r.total_size) meta["total_size"] = *r.total_size;
     try {
-        AtomicFile out(path);   // exclusive temporary, checked writes, fsync, rename
+        // No link below the cache folder is followed (a planted one would redirect the write).
+        const ConfinedDir dir = ConfinedDir::open(dir_, path.parent_path().lexically_relative(dir_), true);
+        AtomicFile out(dir, path.filename().string());   // exclusive temporary, checked writes, fsync, rename
         out.write(std::string(kMagic) + '\n' + meta.dump() + '\n');
         out.write(r.body);
         out.commit();

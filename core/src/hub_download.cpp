@@ -1,8 +1,10 @@
 // `wingspan download`: a whole model into the Hugging Face cache layout (see hub_download.hpp),
 // on the Hub import's transport (detail::HttpClient) and error messages (detail::status_error).
 #include "wingspan/hub_download.hpp"
+#include "wingspan/confined_dir.hpp"
 #include "wingspan/safe_file.hpp"
 
+#include <fcntl.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
@@ -17,7 +19,9 @@
 
 #include "hub_internal.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/sha1.hpp"
 #include "wingspan/sha256.hpp"
+#include "wingspan/user_dirs.hpp"
 
 namespace wingspan::hub {
 
@@ -101,6 +105,13 @@ Listing fetch_listing(HttpClient& client, const std::string& typed, const std::s
             f.size = s["size"].get<std::uint64_t>();
         }
         std::transform(f.etag.begin(), f.etag.end(), f.etag.begin(), [](char c) { return char(std::tolower(c)); });
+        if (!f.lfs && f.etag.size() != 40) throw bad("'" + f.name + "' has a blob id that is not 40 hex digits");
+        // One blob holds one content: files sharing it must agree on its size and kind.
+        for (const RepoFile& other : l.files)
+            if (other.etag == f.etag && (other.size != f.size || other.lfs != f.lfs))
+                throw bad("'" + other.name + "' and '" + f.name + "' share the blob " + f.etag +
+                          " but are listed with different sizes (" + std::to_string(other.size) + " and " +
+                          std::to_string(f.size) + " bytes)");
         l.files.push_back(std::move(f));
     }
     return l;
@@ -116,46 +127,50 @@ bool resumable(HubErrorKind k) {
     return k == HubErrorKind::Network || k == HubErrorKind::Timeout || k == HubErrorKind::Offline;
 }
 
-void write_text_atomically(const fs::path& file, const std::string& text) {
-    std::error_code ec;
-    fs::create_directories(file.parent_path(), ec);
+// Every write into the cache goes through a ConfinedDir: a link planted anywhere below the
+// cache root (models--x, blobs, snapshots, refs, a part file) is refused, never followed.
+template <typename F>
+auto in_cache(F&& f) -> decltype(f()) {
     try {
-        write_file_atomically(file, text);   // exclusive, no-follow temporary; fsync; rename
+        return f();
     } catch (const IoError& e) {
-        throw HubError(HubErrorKind::Filesystem, std::string(e.what()) + " (disk full or read-only?)");
+        throw HubError(HubErrorKind::Filesystem, std::string(e.what()) + ".");
     }
 }
 
+// refs/<revision> (a branch may hold '/': refs/pr/1) -> the commit, atomically.
+void write_ref(const ConfinedDir& repo, const std::string& revision, const std::string& commit) {
+    in_cache([&] {
+        const fs::path ref = fs::path("refs") / revision;
+        const ConfinedDir dir = repo.sub(ref.parent_path(), true);
+        AtomicFile out(dir, ref.filename().string());   // exclusive, no-follow temporary; fsync; rename
+        out.write(commit);
+        out.commit();
+    });
+}
+
 // snapshots/<commit>/<name> -> ../../blobs/<etag> (one more ../ per folder in name); a hard
-// link or a copy where the file system has no symlinks. Replaced atomically.
-void link_into_snapshot(const fs::path& snapshot, const std::string& name, const fs::path& blob,
+// link where the file system has no symlinks. Replaced atomically.
+void link_into_snapshot(const ConfinedDir& snapshot, const std::string& name, const ConfinedDir& blobs,
                         const std::string& etag) {
-    const fs::path link = snapshot / name;
-    std::string target;
-    for (int i = 0, n = static_cast<int>(std::count(name.begin(), name.end(), '/')) + 2; i < n; ++i) target += "../";
-    target += "blobs/" + etag;
-    std::error_code ec;
-    if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec).string() == target) return;
-    fs::create_directories(link.parent_path(), ec);
-    if (ec) throw HubError(HubErrorKind::Filesystem, "Cannot create " + link.parent_path().string() + ": " + ec.message() + ".");
-    fs::path tmp = link;
-    tmp += ".tmp-link-" + std::to_string(::getpid());
-    fs::remove(tmp, ec);
-    fs::create_symlink(target, tmp, ec);
-    if (ec) {
-        ec.clear();
-        fs::create_hard_link(blob, tmp, ec);
-        if (ec) {
-            ec.clear();
-            fs::copy_file(blob, tmp, ec);
+    in_cache([&] {
+        const fs::path rel(name);
+        const ConfinedDir dir = snapshot.sub(rel.parent_path(), true);
+        const std::string leaf = rel.filename().string();
+        std::string target;
+        for (int i = 0, n = static_cast<int>(std::count(name.begin(), name.end(), '/')) + 2; i < n; ++i) target += "../";
+        target += "blobs/" + etag;
+        if (dir.read_link(leaf) == target) return;
+        try {
+            dir.replace_with_link(leaf, target);
+        } catch (const IoError&) {   // no symlinks here (FAT, some network shares): a hard link
+            const std::string tmp = "." + leaf + ".tmp-hardlink";
+            dir.remove(tmp);
+            if (::linkat(blobs.fd(), etag.c_str(), dir.fd(), tmp.c_str(), 0) != 0)
+                throw IoError("cannot link " + (dir.path() / leaf).string() + " to its blob: " + std::strerror(errno));
+            dir.rename(tmp, leaf);
         }
-    }
-    if (!ec) fs::rename(tmp, link, ec);
-    if (ec) {
-        std::error_code ignore;
-        fs::remove(tmp, ignore);
-        throw HubError(HubErrorKind::Filesystem, "Cannot link " + link.string() + " to its blob: " + ec.message() + ".");
-    }
+    });
 }
 
 std::vector<std::string> select_files(const std::vector<std::string>& names, const std::vector<std::string>& include) {
@@ -186,35 +201,36 @@ public:
         return *client_;
     }
 
-    void run(const Listing& l, const std::vector<const RepoFile*>& files, const fs::path& repo_dir,
+    void run(const Listing& l, const std::vector<const RepoFile*>& files, const ConfinedDir& repo,
              DownloadResult& result) {
-        const fs::path blobs = repo_dir / "blobs";
-        const fs::path snapshot = repo_dir / "snapshots" / l.commit;
-        std::error_code ec;
-        fs::create_directories(blobs, ec);
-        if (ec) throw HubError(HubErrorKind::Filesystem, "Cannot create the cache folder " + blobs.string() + ": " + ec.message() + ".");
-        fs::create_directories(snapshot, ec);
+        const ConfinedDir blobs = in_cache([&] { return repo.sub("blobs", true); });
+        const ConfinedDir snapshot = in_cache([&] { return repo.sub(fs::path("snapshots") / l.commit, true); });
 
-        // What is left to fetch, partial files counted as done.
+        // What is left to fetch, partial files counted as done. A blob two files share is
+        // fetched once.
         std::vector<const RepoFile*> todo;
+        std::set<std::string> seen;
         std::uint64_t need = 0;
         for (const RepoFile* f : files) {
-            const fs::path blob = blobs / f->etag;
-            if (fs::exists(blob, ec) && fs::file_size(blob, ec) == f->size) {
+            if (!seen.insert(f->etag).second) continue;
+            const auto blob = blobs.entry(f->etag);
+            if (blob.kind == ConfinedDir::Entry::File && blob.size == f->size) {
                 result.bytes_cached += f->size;
                 continue;
             }
+            if (blob.kind == ConfinedDir::Entry::Other)
+                throw HubError(HubErrorKind::Filesystem, blobs.refusal(f->etag) + ".");
             todo.push_back(f);
             total_ += f->size;
-            const std::uint64_t have = partial_size(blob, f->size);
+            const std::uint64_t have = partial_size(blobs, *f);
             done_ += have;
             need += f->size - have;
         }
         if (o_.free_space && need > 0) {
-            if (auto free = o_.free_space(blobs); free && *free < need)
+            if (auto free = o_.free_space(blobs.path()); free && *free < need)
                 throw HubError(HubErrorKind::Filesystem,
                                "Not enough disk space for " + repo_ + ": the download needs " + std::to_string(need) +
-                                   " bytes (" + gb(need) + ") in " + blobs.string() + ", and only " +
+                                   " bytes (" + gb(need) + ") in " + blobs.path().string() + ", and only " +
                                    std::to_string(*free) + " bytes (" + gb(*free) +
                                    ") are free. Free some space, or set HF_HOME to a folder on a larger disk.");
         }
@@ -224,29 +240,57 @@ public:
             ++index_;
             fetch(*f, blobs);
         }
-        for (const RepoFile* f : files) link_into_snapshot(snapshot, f->name, blobs / f->etag, f->etag);
+        for (const RepoFile* f : files) link_into_snapshot(snapshot, f->name, blobs, f->etag);
         result.bytes_downloaded = transferred_;
         report("", true);
     }
 
 private:
-    static std::uint64_t partial_size(const fs::path& blob, std::uint64_t size) {
-        std::error_code ec;
-        fs::path part = blob;
-        part += ".incomplete";
-        if (!fs::exists(part, ec)) return 0;
-        std::uint64_t have = fs::file_size(part, ec);
-        if (ec || have > size) {
-            fs::remove(part, ec);
+    static std::string part_name(const RepoFile& f) { return f.etag + ".incomplete"; }
+
+    // Bytes of the file already received; a part file that is not a plain file (a planted
+    // link, a FIFO) is refused, one longer than the file is dropped.
+    static std::uint64_t partial_size(const ConfinedDir& blobs, const RepoFile& f) {
+        const auto part = blobs.entry(part_name(f));
+        if (part.kind == ConfinedDir::Entry::Other)
+            throw HubError(HubErrorKind::Filesystem, blobs.refusal(part_name(f)) + ".");
+        if (part.kind == ConfinedDir::Entry::Missing) return 0;
+        // A resume appends to it: a part file that is another file's hard link would grow that one.
+        if (part.links > 1)
+            throw HubError(HubErrorKind::Filesystem, (blobs.path() / part_name(f)).string() +
+                                                         " has other hard links; Wingspan never appends to a file that is "
+                                                         "also elsewhere. Remove it and try again.");
+        if (part.size > f.size) {
+            blobs.remove(part_name(f));
             return 0;
         }
-        return have;
+        return part.size;
     }
 
     // An answer without a byte of the file leaves no empty part file behind.
-    static void drop_if_empty(const fs::path& part) {
-        std::error_code ec;
-        if (fs::exists(part, ec) && fs::file_size(part, ec) == 0) fs::remove(part, ec);
+    static void drop_if_empty(const ConfinedDir& blobs, const RepoFile& f) {
+        const auto part = blobs.entry(part_name(f));
+        if (part.kind == ConfinedDir::Entry::File && part.size == 0) blobs.remove(part_name(f));
+    }
+
+    // The part file's bytes against the listing: its sha256 for LFS files, else its git blob
+    // id. Read through the confined folder, so what is checked is what is renamed.
+    static std::string digest_of(const ConfinedDir& blobs, const RepoFile& f) {
+        Fd in = in_cache([&] { return blobs.open_file(part_name(f), O_RDONLY); });
+        Sha256 sha256;
+        Sha1 sha1 = git_blob_hasher(f.size);
+        std::vector<char> buf(1 << 20);
+        for (;;) {
+            const ssize_t n = ::read(in.get(), buf.data(), buf.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0)
+                throw HubError(HubErrorKind::Filesystem, "Cannot read " + (blobs.path() / part_name(f)).string() + ": " +
+                                                             std::strerror(errno) + ".");
+            if (n == 0) break;
+            if (f.lfs) sha256.update(buf.data(), size_t(n));
+            else sha1.update(buf.data(), size_t(n));
+        }
+        return f.lfs ? sha256.hex_digest() : sha1.hex_digest();
     }
 
     void report(const std::string& file, bool force) {
@@ -268,22 +312,25 @@ private:
         progress_(p);
     }
 
-    void fetch(const RepoFile& f, const fs::path& blobs) {
-        const fs::path blob = blobs / f.etag;
-        fs::path part = blob;
-        part += ".incomplete";
+    void fetch(const RepoFile& f, const ConfinedDir& blobs) {
+        const std::string part = part_name(f);
+        const fs::path part_path = blobs.path() / part;
         // By commit, so every file comes from the same commit even if the branch moves meanwhile.
         const std::string url = resolve_url(hub_.endpoint, repo_, commit_, f.name);
         const std::string what = f.name + " of " + repo_;
         for (int attempt = 1;; ++attempt) {
-            const std::uint64_t have = partial_size(blob, f.size);
-            std::FILE* out = std::fopen(part.c_str(), "ab");
-            if (!out) throw HubError(HubErrorKind::Filesystem, "Cannot write " + part.string() + ": " + std::strerror(errno) + ".");
+            const std::uint64_t have = partial_size(blobs, f);
+            Fd out = in_cache([&] { return blobs.open_file(part, O_WRONLY | O_APPEND | O_CREAT); });
             int write_errno = 0;
             HttpClient::BodySink sink = [&](const char* data, std::size_t n) {
-                if (std::fwrite(data, 1, n, out) != n) {
-                    write_errno = errno ? errno : EIO;
-                    return false;
+                for (std::size_t done = 0; done < n;) {
+                    const ssize_t w = ::write(out.get(), data + done, n - done);
+                    if (w < 0 && errno == EINTR) continue;
+                    if (w <= 0) {
+                        write_errno = w < 0 ? errno : ENOSPC;
+                        return false;
+                    }
+                    done += size_t(w);
                 }
                 done_ += n;
                 transferred_ += n;
@@ -295,63 +342,56 @@ private:
             HttpResponse r;
             try {
                 report(f.name, true);
-                if (have < f.size || f.size == 0) r = client().get_to(url, range, what, sink);
+                // Never more than the listing says the file holds: a lying server cannot fill the disk.
+                if (have < f.size || f.size == 0) r = client().get_to(url, range, what, sink, f.size - have);
                 else r.status = 200;   // the partial file is already whole: verify it below
-                if (std::fflush(out) != 0 && !write_errno) write_errno = errno;
-                std::fclose(out);
+                out = Fd();
             } catch (const HubError& e) {
-                if (std::fflush(out) != 0 && !write_errno) write_errno = errno;
-                std::fclose(out);
-                drop_if_empty(part);
+                out = Fd();
+                drop_if_empty(blobs, f);
                 if (write_errno)
                     throw HubError(HubErrorKind::Filesystem,
-                                   "Cannot write " + part.string() + ": " + std::strerror(write_errno) +
+                                   "Cannot write " + part_path.string() + ": " + std::strerror(write_errno) +
                                        ". Free some space; the next `wingspan download` resumes where this one stopped.");
                 if (e.kind() == HubErrorKind::Cancelled)
                     throw HubError(HubErrorKind::Cancelled,
                                    "Download cancelled. The part of " + f.name + " received so far stays in " +
-                                       part.string() + "; the next `wingspan download` of " + repo_ + " resumes from there.");
+                                       part_path.string() + "; the next `wingspan download` of " + repo_ + " resumes from there.");
                 if (resumable(e.kind()) && attempt < o_.attempts) continue;
                 if (resumable(e.kind()))
-                    throw HubError(e.kind(), std::string(e.what()) + " " + std::to_string(partial_size(blob, f.size)) + " of " +
+                    throw HubError(e.kind(), std::string(e.what()) + " " + std::to_string(partial_size(blobs, f)) + " of " +
                                                  std::to_string(f.size) + " bytes of " + f.name + " are kept in " +
-                                                 part.string() + "; run the same `wingspan download` again to resume.",
+                                                 part_path.string() + "; run the same `wingspan download` again to resume.",
                                    e.http_status());
+                if (e.kind() == HubErrorKind::TooLarge) blobs.remove(part);   // it sent more than the file holds
                 throw;
             }
-            if (write_errno)
-                throw HubError(HubErrorKind::Filesystem, "Cannot write " + part.string() + ": " + std::strerror(write_errno) + ".");
             if (r.status == 416) {   // the server does not know our range: start over
-                std::error_code ec;
-                fs::remove(part, ec);
+                blobs.remove(part);
                 if (attempt < o_.attempts) continue;
             }
             if (r.status != 200 && r.status != 206) {
-                drop_if_empty(part);
+                drop_if_empty(blobs, f);
                 throw detail::status_error(r, typed_, repo_, hub_, f.name, what);
             }
             break;
         }
-        std::error_code ec;
-        const std::uint64_t got = fs::file_size(part, ec);
+        const std::uint64_t got = blobs.entry(part).size;
         if (got != f.size) {
-            fs::remove(part, ec);
+            blobs.remove(part);
             throw HubError(HubErrorKind::Network,
                            f.name + " of " + repo_ + " arrived with " + std::to_string(got) + " bytes, but the Hub lists " +
                                std::to_string(f.size) + ". The damaged download was deleted; run `wingspan download` again.");
         }
-        if (f.lfs) {
-            const std::string sha = sha256_hex_of_file(part);
-            if (sha != f.etag) {
-                fs::remove(part, ec);
-                throw HubError(HubErrorKind::Network,
-                               f.name + " of " + repo_ + " is corrupted: its sha256 is " + sha + ", but the Hub lists " +
-                                   f.etag + ". The damaged download was deleted (nothing entered the cache); run "
-                                   "`wingspan download` again, and if it repeats, check for a proxy that alters downloads.");
-            }
+        if (const std::string digest = digest_of(blobs, f); digest != f.etag) {
+            blobs.remove(part);
+            throw HubError(HubErrorKind::Network,
+                           f.name + " of " + repo_ + " is corrupted: its " + (f.lfs ? "sha256" : "git blob id") + " is " +
+                               digest + ", but the Hub lists " + f.etag +
+                               ". The damaged download was deleted (nothing entered the cache); run "
+                               "`wingspan download` again, and if it repeats, check for a proxy that alters downloads.");
         }
-        fs::rename(part, blob, ec);
-        if (ec) throw HubError(HubErrorKind::Filesystem, "Cannot move " + part.string() + " into the cache: " + ec.message() + ".");
+        in_cache([&] { blobs.rename(part, f.etag); });
         report(f.name, true);
     }
 
@@ -407,8 +447,8 @@ fs::path default_hf_hub_cache() {
     if (std::string v = env("HF_HUB_CACHE"); !v.empty()) return v;
     if (std::string v = env("HF_HOME"); !v.empty()) return fs::path(v) / "hub";
     if (std::string v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(v) / "huggingface" / "hub";
-    if (std::string h = env("HOME"); !h.empty()) return fs::path(h) / ".cache" / "huggingface" / "hub";
-    return fs::path(".cache") / "huggingface" / "hub";
+    if (const fs::path h = home_directory(); !h.empty()) return h / ".cache" / "huggingface" / "hub";
+    return {};   // no home: download_snapshot says so (never ./.cache or a shared folder)
 }
 
 std::optional<std::uint64_t> free_bytes_statvfs(const fs::path& dir) {
@@ -417,86 +457,20 @@ std::optional<std::uint64_t> free_bytes_statvfs(const fs::path& dir) {
     return static_cast<std::uint64_t>(s.f_bavail) * static_cast<std::uint64_t>(s.f_frsize);
 }
 
-std::string hf_cache_folder_name(const std::string& repo_id) {
-    std::string s = "models--";
-    for (char c : repo_id) s += c == '/' ? std::string("--") : std::string(1, c);
-    return s;
-}
-
-bool glob_match(const std::string& pattern, const std::string& name) {
-    // Iterative matcher with backtracking to the last '*'.
-    size_t p = 0, n = 0, star = std::string::npos, mark = 0;
-    auto class_match = [&](size_t& pp, char c) {   // pp at '['; returns match, moves pp past ']'
-        size_t i = pp + 1;
-        bool negate = i < pattern.size() && (pattern[i] == '!' || pattern[i] == '^');
-        if (negate) ++i;
-        bool hit = false;
-        size_t first = i;
-        while (i < pattern.size() && (pattern[i] != ']' || i == first)) {
-            if (i + 2 < pattern.size() && pattern[i + 1] == '-' && pattern[i + 2] != ']') {
-                if (c >= pattern[i] && c <= pattern[i + 2]) hit = true;
-                i += 3;
-            } else {
-                if (c == pattern[i]) hit = true;
-                ++i;
-            }
-        }
-        if (i >= pattern.size()) return std::optional<bool>();   // no closing ']': literal '['
-        pp = i + 1;
-        return std::optional<bool>(hit != negate);
-    };
-    while (n < name.size()) {
-        if (p < pattern.size() && pattern[p] == '*') {
-            star = p++;
-            mark = n;
-            continue;
-        }
-        if (p < pattern.size() && pattern[p] == '[') {
-            size_t pp = p;
-            auto m = class_match(pp, name[n]);
-            if (m && *m) {
-                p = pp;
-                ++n;
-                continue;
-            }
-            if (!m && name[n] == '[') {
-                ++p;
-                ++n;
-                continue;
-            }
-        } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
-            ++p;
-            ++n;
-            continue;
-        }
-        if (star == std::string::npos) return false;
-        p = star + 1;
-        n = ++mark;
-    }
-    while (p < pattern.size() && pattern[p] == '*') ++p;
-    return p == pattern.size();
-}
-
-bool needed_for_run(const std::string& file) {
-    static const std::set<std::string> kNamed = {
-        "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
-        "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja",
-        "chat_template.json", "model.safetensors.index.json"};
-    if (file.find('/') != std::string::npos) return false;   // sub-folders hold other formats (onnx/, original/)
-    if (kNamed.count(file)) return true;
-    return file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0;
-}
-
 std::optional<fs::path> find_cached_snapshot(const std::string& repo_id, const std::string& revision,
                                              const fs::path& hub_cache) {
+    if (hub_cache.empty()) return std::nullopt;
     const fs::path repo_dir = hub_cache / hf_cache_folder_name(repo_id);
     std::error_code ec;
     const std::string rev = revision.empty() ? "main" : revision;
     if (detail::safe_relative_file(rev)) {
-        std::ifstream in(repo_dir / "refs" / rev);
         std::string commit;
-        if (in && std::getline(in, commit)) {
-            commit = detail::trim(commit);
+        try {
+            commit = read_regular_file(repo_dir / "refs" / rev, 4096);   // a FIFO planted there never blocks
+        } catch (const InputError&) {
+        }
+        if (!commit.empty()) {
+            commit = detail::trim(commit.substr(0, commit.find('\n')));
             if (is_hex(commit) && fs::is_directory(repo_dir / "snapshots" / commit, ec))
                 return repo_dir / "snapshots" / commit;
         }
@@ -510,6 +484,14 @@ namespace {
 // The options a download runs with: no trailing '/', main by default, a trimmed token, and a
 // whole-run timeout long enough for big files (stalls still time out). Throws for a revision
 // that could leave the cache folder.
+// The cache folder a download writes to; none when no variable names one and there is no home.
+void require_cache_folder(const fs::path& hub_cache) {
+    if (hub_cache.empty())
+        throw HubError(HubErrorKind::Filesystem,
+                       "No Hugging Face cache folder: HOME is not set and the user has no home folder. Set HF_HUB_CACHE "
+                       "(or HF_HOME, or HOME) to the folder to download into.");
+}
+
 HubOptions normalized_hub(HubOptions hub) {
     while (!hub.endpoint.empty() && hub.endpoint.back() == '/') hub.endpoint.pop_back();
     if (hub.endpoint.empty()) hub.endpoint = kPublicEndpoint;
@@ -542,6 +524,7 @@ std::vector<std::string> chosen_names(const Listing& listing, const std::vector<
 
 DownloadListing list_download(const std::string& repo_id, const DownloadOptions& options, CancelFlag cancel) {
     const HubOptions hub = normalized_hub(options.hub);
+    require_cache_folder(options.hub_cache);
     const std::string typed = detail::trim(repo_id);
     const std::string repo = normalize_repo_id(repo_id, hub.endpoint);
     if (hub.offline)
@@ -557,7 +540,8 @@ DownloadListing list_download(const std::string& repo_id, const DownloadOptions&
     for (const auto& f : listing.files) {
         if (std::find(chosen.begin(), chosen.end(), f.name) == chosen.end()) continue;
         std::error_code ec;
-        const bool cached = fs::exists(blobs / f.etag, ec) && fs::file_size(blobs / f.etag, ec) == f.size;
+        const bool cached = !fs::is_symlink(blobs / f.etag, ec) && fs::is_regular_file(blobs / f.etag, ec) &&
+                            fs::file_size(blobs / f.etag, ec) == f.size;
         out.files.push_back({f.name, f.size, cached});
         out.total_bytes += f.size;
         if (cached) out.cached_bytes += f.size;
@@ -571,6 +555,7 @@ DownloadResult download_snapshot(const std::string& repo_id, const DownloadOptio
     const std::string typed = detail::trim(repo_id);
     const std::string repo = normalize_repo_id(repo_id, hub.endpoint);
     const fs::path repo_dir = options.hub_cache / hf_cache_folder_name(repo);
+    require_cache_folder(options.hub_cache);
 
     if (hub.offline) {
         auto snap = find_cached_snapshot(repo, hub.revision, options.hub_cache);
@@ -616,8 +601,9 @@ DownloadResult download_snapshot(const std::string& repo_id, const DownloadOptio
         if (std::find(chosen.begin(), chosen.end(), "config.json") == chosen.end())
             result.warnings.push_back("'" + repo + "' has no config.json.");
     }
-    d.run(listing, files, repo_dir, result);
-    if (hub.revision != listing.commit) write_text_atomically(repo_dir / "refs" / hub.revision, listing.commit);
+    const ConfinedDir repo_folder = in_cache([&] { return ConfinedDir::open(options.hub_cache, hf_cache_folder_name(repo), true); });
+    d.run(listing, files, repo_folder, result);
+    if (hub.revision != listing.commit) write_ref(repo_folder, hub.revision, listing.commit);
     return result;
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "hub_internal.hpp"
+#include "wingspan/user_dirs.hpp"
 
 #ifndef WINGSPAN_VERSION
 #define WINGSPAN_VERSION "0"
@@ -32,10 +33,7 @@ bool truthy(const std::string& v) {
     return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
-std::filesystem::path home_dir() {
-    std::string h = env("HOME");
-    return h.empty() ? std::filesystem::path() : std::filesystem::path(h);
-}
+std::filesystem::path home_dir() { return home_directory(); }
 
 }  // namespace
 
@@ -213,7 +211,23 @@ struct Transfer {
     CancelFlag cancel = nullptr;
     const HttpClient::BodySink* sink = nullptr;   // streaming: 2xx bytes go here, not to body
     bool sink_stopped = false;
+    std::uint64_t sink_limit = 0;   // streaming: the most bytes the sink takes
+    std::uint64_t sink_got = 0;
+    bool overlong = false;          // the server sent more than sink_limit
 };
+
+// The most bytes a streamed answer may deliver: the caller's limit, or the server's own
+// Content-Length when that is smaller (less the bytes skipped of an ignored Range).
+std::uint64_t sink_limit(const Transfer* t) {
+    std::uint64_t limit = t->sink_limit;
+    auto it = t->headers.find("content-length");
+    if (it == t->headers.end()) return limit;
+    const std::string& v = it->second;
+    if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) return limit;
+    const std::uint64_t stated = std::stoull(v);
+    const std::uint64_t skip_left = t->status == 200 ? t->skip : 0;
+    return std::min(limit, stated > skip_left ? stated - skip_left : 0);
+}
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
@@ -260,8 +274,16 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     if (t->sink) {   // streaming (downloads): the same Range rules, bytes to the sink
         const size_t whole = len;
         drop_ignored_range_prefix(t, data, len);
+        const std::uint64_t room = sink_limit(t) - std::min(sink_limit(t), t->sink_got);
+        const bool over = len > room;
+        if (over) len = static_cast<size_t>(room);
+        t->sink_got += len;
         if (len > 0 && !(*t->sink)(data, len)) {
             t->sink_stopped = true;
+            return 0;
+        }
+        if (over) {
+            t->overlong = true;
             return 0;
         }
         return whole;
@@ -405,16 +427,16 @@ HttpClient::~HttpClient() {
 
 HttpResponse HttpClient::get(const std::string& url, const std::optional<ByteRange>& range,
                              const std::string& what) {
-    return get_via(url, range, what, nullptr);
+    return get_via(url, range, what, nullptr, 0);
 }
 
 HttpResponse HttpClient::get_to(const std::string& url, const std::optional<ByteRange>& range,
-                                const std::string& what, const BodySink& sink) {
-    return get_via(url, range, what, &sink);
+                                const std::string& what, const BodySink& sink, std::uint64_t limit) {
+    return get_via(url, range, what, &sink, limit);
 }
 
 HttpResponse HttpClient::get_via(const std::string& url, const std::optional<ByteRange>& range,
-                                 const std::string& what, const BodySink* sink) {
+                                 const std::string& what, const BodySink* sink, std::uint64_t limit) {
     const std::string home = url_origin(options_.endpoint);
     // The total timeout covers the whole request, redirects included.
     const auto deadline = std::chrono::steady_clock::now() + options_.total_timeout;
@@ -429,7 +451,7 @@ HttpResponse HttpClient::get_via(const std::string& url, const std::optional<Byt
                            url_host(current) + " did not deliver " + what + " within " +
                                seconds_text(options_.total_timeout) +
                                " (the total timeout for one request, redirects included).");
-        HttpResponse r = get_once(current, range, what, same_origin, static_cast<long>(left.count()), sink);
+        HttpResponse r = get_once(current, range, what, same_origin, static_cast<long>(left.count()), sink, limit);
         bool redirect = r.status == 301 || r.status == 302 || r.status == 303 ||
                         r.status == 307 || r.status == 308;
         if (!redirect) return r;
@@ -464,7 +486,7 @@ HttpResponse HttpClient::get_via(const std::string& url, const std::optional<Byt
 
 HttpResponse HttpClient::get_once(const std::string& url, const std::optional<ByteRange>& range,
                                   const std::string& what, bool send_token, long timeout_ms,
-                                  const BodySink* sink) {
+                                  const BodySink* sink, std::uint64_t limit) {
     if (cancel_ && cancel_->load()) throw HubError(HubErrorKind::Cancelled, "Import cancelled.");
     CURL* c = static_cast<CURL*>(curl_);
     curl_easy_reset(c);
@@ -473,6 +495,7 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
     t.limit = options_.max_response_bytes;
     t.cancel = cancel_;
     t.sink = sink;
+    t.sink_limit = limit;
     if (range) {
         t.want = range->length();
         t.skip = range->first;
@@ -543,6 +566,10 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
                            "to read it.");
     if (t.sink_stopped)
         throw HubError(HubErrorKind::Filesystem, "Stopped the transfer of " + what + ": it could not be stored.");
+    if (t.overlong)
+        throw HubError(HubErrorKind::TooLarge,
+                       url_host(url) + " sent more of " + what + " than the " + std::to_string(sink_limit(&t)) +
+                           " bytes it should hold; the transfer was cut off there and nothing beyond was written.");
     bool ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.enough);
     if (!ok) {
         curl_off_t connect_us = 0;

@@ -48,19 +48,21 @@ public:
     // `what` names the request in messages ("config.json of Qwen/Qwen2.5-7B").
     HttpResponse get(const std::string& url, const std::optional<ByteRange>& range,
                      const std::string& what);
-    // A 2xx body goes to `sink` as it arrives instead of into the response (no size limit;
-    // a stalled transfer, under 1 byte/s for connect_timeout x 3, fails as a Timeout). The
-    // sink returns false to stop the transfer (then get_to throws; the caller knows why).
+    // A 2xx body goes to `sink` as it arrives instead of into the response (a stalled
+    // transfer, under 1 byte/s for connect_timeout x 3, fails as a Timeout). The sink gets at
+    // most `limit` bytes, nor more than the answer's Content-Length: a server sending more is
+    // cut off there and get_to throws a TooLarge error, so a lying server cannot fill the disk.
+    // The sink returns false to stop the transfer (then get_to throws; the caller knows why).
     using BodySink = std::function<bool(const char* data, std::size_t size)>;
     HttpResponse get_to(const std::string& url, const std::optional<ByteRange>& range,
-                        const std::string& what, const BodySink& sink);
+                        const std::string& what, const BodySink& sink, std::uint64_t limit);
 
 private:
     HttpResponse get_via(const std::string& url, const std::optional<ByteRange>& range,
-                         const std::string& what, const BodySink* sink);
+                         const std::string& what, const BodySink* sink, std::uint64_t limit);
     HttpResponse get_once(const std::string& url, const std::optional<ByteRange>& range,
                           const std::string& what, bool send_token, long timeout_ms,
-                          const BodySink* sink);
+                          const BodySink* sink, std::uint64_t limit);
     const HubOptions& options_;
     CancelFlag cancel_;
     void* curl_ = nullptr;

@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "wingspan/errors.hpp"
-#include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
+#include "wingspan/quoting.hpp"
+#include "wingspan/safe_file.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -84,11 +86,17 @@ void apply_entry(const std::string& prefix, const json& entry, std::map<std::str
     if (auto n = entry.find("instead"); n != entry.end()) notes.push_back(n->get<std::string>());
 }
 
+// ["a", "b"]: a list literal in Python, YAML and JSON alike (their double-quoted escapes agree).
 std::string flow_list(const std::vector<std::string>& items) {
     std::string s = "[";
-    for (size_t i = 0; i < items.size(); ++i) s += (i ? ", '" : "'") + items[i] + "'";
+    for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + quoting::yaml_string(items[i]);
     return s + "]";
 }
+
+// Values that come from the user, a model or a file name: written into code and configs only
+// through a quoting filter ({{py:model}}, ...); render_template refuses them bare there.
+const std::set<std::string> kFreeText = {"model", "model_label", "model_type", "data_path", "data_dir",
+                                         "data_file", "output_dir", "profile"};
 
 std::string plan_summary(const RecipeInput& in) {
     const TrainingSetup& s = in.setup;
@@ -155,11 +163,38 @@ json prediction_json(const std::string& model_id, const std::string& model_name,
     return j;
 }
 
-std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars) {
+namespace {
+
+// Sections nest at most this deep (the templates use 2): a hostile template cannot recurse the
+// stack away.
+constexpr int kMaxSectionDepth = 32;
+
+std::string render_nested(const std::string& text, const std::map<std::string, std::string>& vars,
+                          const std::set<std::string>& quoted_only, int depth) {
+    if (depth > kMaxSectionDepth)
+        throw InputError("recipe template: sections nest deeper than " + std::to_string(kMaxSectionDepth) + " levels");
     auto value_of = [&](const std::string& name) -> const std::string& {
         auto it = vars.find(name);
         if (it == vars.end()) throw InputError("recipe template uses an unknown value {{" + name + "}}");
         return it->second;
+    };
+    // {{lang:name}}: the value quoted for the language it lands in (quoting.hpp).
+    auto substitute = [&](const std::string& tag) -> std::string {
+        const size_t colon = tag.find(':');
+        if (colon == std::string::npos) {
+            if (quoted_only.count(tag))
+                throw InputError("recipe template writes {{" + tag + "}} unquoted; free text goes through its language's quoting "
+                                 "({{py:" + tag + "}}, {{yaml:" + tag + "}}, {{json:" + tag + "}}, {{sh:" + tag + "}}, {{line:" + tag + "}})");
+            return value_of(tag);
+        }
+        const std::string lang = tag.substr(0, colon);
+        const std::string& v = value_of(tag.substr(colon + 1));
+        if (lang == "py") return quoting::python_string(v);
+        if (lang == "yaml") return quoting::yaml_string(v);
+        if (lang == "json") return quoting::json_string(v);
+        if (lang == "sh") return quoting::shell_word(v);
+        if (lang == "line") return quoting::one_line(v);
+        throw InputError("recipe template: unknown quoting '" + lang + "' in {{" + tag + "}} (py, yaml, json, sh or line)");
     };
     std::string out;
     size_t pos = 0;
@@ -187,14 +222,22 @@ std::string render_template(const std::string& text, const std::map<std::string,
             if (stop == std::string::npos) throw InputError("recipe template: {{" + tag + "}} is never closed");
             const size_t after = stop + end.size();
             const bool close_alone = (stop == 0 || text[stop - 1] == '\n') && after < text.size() && text[after] == '\n';
-            if (truthy(value_of(name)) == (tag[0] == '#')) out += render_template(text.substr(body, stop - body), vars);
+            if (truthy(value_of(name)) == (tag[0] == '#'))
+                out += render_nested(text.substr(body, stop - body), vars, quoted_only, depth + 1);
             pos = after + (close_alone ? 1 : 0);
             continue;
         }
         if (tag[0] == '/') throw InputError("recipe template: {{" + tag + "}} closes nothing");
-        out += value_of(tag);
+        out += substitute(tag);
     }
     return out;
+}
+
+}  // namespace
+
+std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars,
+                            const std::set<std::string>& quoted_only) {
+    return render_nested(text, vars, quoted_only, 0);
 }
 
 Recipe render(const fs::path& dir, const std::string& framework_id, const RecipeInput& in) {
@@ -313,10 +356,10 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
     }
     // Framework values may name plan values ("[{{lr}}, {{steps}}, 0.0]"): fill them once.
     for (auto& [name, value] : vars)
-        if (name.rfind("fw_", 0) == 0 && value.find("{{") != std::string::npos) value = render_template(value, vars);
+        if (name.rfind("fw_", 0) == 0 && value.find("{{") != std::string::npos) value = render_template(value, vars, kFreeText);
     for (auto& note : r.notes) note = render_template(note, vars);
 
-    r.command = render_template(values.at("command").get<std::string>(), vars);
+    r.command = render_template(values.at("command").get<std::string>(), vars, kFreeText);
     vars["command"] = r.command;
     std::string notes_md;
     for (const auto& n : r.notes) notes_md += "- " + n + "\n";
@@ -325,11 +368,14 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
     for (const auto& f : values.at("files")) {
         const fs::path tpl = fw_dir / f.at("template").get<std::string>();
         const bool raw = f.value("raw", false);   // copied as is (the reporter: Python braces)
-        r.files.push_back({f.at("path").get<std::string>(), raw ? read_text(tpl) : render_template(read_text(tpl), vars),
+        r.files.push_back({f.at("path").get<std::string>(),
+                           raw ? read_text(tpl) : render_template(read_text(tpl), vars, kFreeText),
                            f.value("executable", false)});
     }
+    // The README is prose: free text stands as it is there.
     r.files.push_back({"README.md", render_template(read_text(dir / "common" / "README.md.in"), vars), false});
-    r.files.push_back({"predicted.json", in.predicted.dump(2) + "\n", false});
+    // A model name that is not UTF-8 is written with U+FFFD (JSON holds only UTF-8).
+    r.files.push_back({"predicted.json", in.predicted.dump(2, ' ', false, json::error_handler_t::replace) + "\n", false});
     // What "Run a recipe…" runs: the command as arguments (the templates' commands never quote).
     json argv = json::array();
     std::istringstream words(r.command);

@@ -6,6 +6,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/protocol.hpp"
+#include "wingspan/quoting.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -29,34 +30,65 @@ std::string label_for(const json& plan, const std::string& framework) {
 WatchedRun::WatchedRun(const RunStore& store, const json& plan, std::string framework, std::vector<std::string> command,
                        std::string label)
     : framework_(std::move(framework)) {
-    if (framework_.empty())
-        framework_ = plan.is_object() && plan.contains("recipe") ? plan["recipe"].get<std::string>() : "external";
-    const std::string profile = plan.is_object() ? plan.value("framework", std::string()) : std::string();
+    // Everything that reads the plan happens before the run folder exists, so a plan that
+    // cannot be used leaves no run behind (it would list as failed).
+    std::string profile, name;
+    std::vector<std::string> first_lines;
+    // The command and folder as recorded: JSON holds only UTF-8, and a file name may be any bytes.
+    std::vector<std::string> shown;
+    for (const auto& arg : command) shown.push_back(quoting::one_line(arg));
     std::error_code ec;
+    const std::string cwd = quoting::one_line(fs::current_path(ec).string());
+    try {
+        if (framework_.empty())
+            framework_ = plan.is_object() && plan.contains("recipe") ? plan["recipe"].get<std::string>() : "external";
+        profile = plan.is_object() ? plan.value("framework", std::string()) : std::string();
+        name = label.empty() ? label_for(plan, framework_) : label;
+        // Until (unless) the command says hello and predicted itself, the plan speaks for it, so
+        // a command without the reporter still shows measured against predicted where it can.
+        first_lines.push_back(protocol::encode(
+            protocol::EventType::Hello, 0,
+            {{"trainer", "wingspan watch"}, {"framework", framework_}, {"external", true}, {"command", shown},
+             {"plan", plan.is_object() ? plan.value("setup", json::object()) : json::object()}}));
+        if (plan.is_object() && plan.contains("components"))
+            first_lines.push_back(protocol::encode(protocol::EventType::Predicted, 0,
+                                                   {{"components", plan["components"]},
+                                                    {"component_maxima", plan.value("component_maxima", plan["components"])},
+                                                    {"peak_bytes", plan.value("peak_allocated_bytes", std::int64_t(0))},
+                                                    {"total_bytes", plan.value("total_bytes", std::int64_t(0))},
+                                                    {"framework", profile}}));
+        RunRecord probe;
+        for (const auto& line : first_lines) probe.ingest_line(line);
+    } catch (const json::exception& e) {
+        const std::string why = e.what();   // without the library's "[json.exception...] " tag
+        throw InputError("the plan is not one `wingspan watch` can use (" + why.substr(why.find("] ") + 2) +
+                         "); give a recipe's predicted.json or a plan saved by Wingspan");
+    }
     const json saved = {{"format", "wingspan-run"},
                         {"version", 1},
                         {"planner", plan},
                         {"framework", framework_},
-                        {"external", {{"framework", framework_}, {"profile", profile}, {"command", command},
-                                      {"cwd", fs::current_path(ec).string()}}}};
-    folder_ = RunStore(store).create(saved, label.empty() ? label_for(plan, framework_) : label);
-    // Until (unless) the command says hello and predicted itself, the plan speaks for it, so a
-    // command without the reporter still shows measured against predicted where it can.
-    append(protocol::encode(protocol::EventType::Hello, 0,
-                            {{"trainer", "wingspan watch"}, {"framework", framework_}, {"external", true},
-                             {"command", command}, {"plan", plan.is_object() ? plan.value("setup", json::object()) : json::object()}}));
-    if (plan.is_object() && plan.contains("components"))
-        append(protocol::encode(protocol::EventType::Predicted, 0,
-                                {{"components", plan["components"]},
-                                 {"component_maxima", plan.value("component_maxima", plan["components"])},
-                                 {"peak_bytes", plan.value("peak_allocated_bytes", std::int64_t(0))},
-                                 {"total_bytes", plan.value("total_bytes", std::int64_t(0))},
-                                 {"framework", profile}}));
+                        {"external", {{"framework", framework_}, {"profile", profile}, {"command", shown}, {"cwd", cwd}}}};
+    folder_ = RunStore(store).create(saved, name);
+    for (const auto& line : first_lines) append(line);
 }
 
 void WatchedRun::append(const std::string& line) {
     record_.ingest_line(line);
-    RunStore::append_line(folder_, line);
+    // The command never depends on the recorder's disk: a line that cannot be stored is counted.
+    try {
+        RunStore::append_line(folder_, line);
+    } catch (const std::exception& e) {
+        ++lost_events_;
+        if (recording_error_.empty()) recording_error_ = e.what();
+    }
+}
+
+std::string WatchedRun::take_warning() {
+    if (warned_ || recording_error_.empty()) return {};
+    warned_ = true;
+    return "cannot record the run in " + folder_.string() + " (" + recording_error_ +
+           "); the command keeps running, and the events not recorded are counted";
 }
 
 void WatchedRun::log(const std::string& source, const std::string& text, double t) {
@@ -84,7 +116,7 @@ void WatchedRun::stderr_line(const std::string& raw, double t) {
     log("stderr", line, t);
 }
 
-void WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
+bool WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
     if (stopped_by_user && !record_.done()) {
         const std::int64_t steps = record_.steps().empty() ? 0 : record_.steps().back().step;
         append(protocol::encode(protocol::EventType::Done, 0, {{"reason", "interrupted"}, {"steps", steps}}));
@@ -95,7 +127,13 @@ void WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
                         exit_code == 128 + SIGTERM))
         exit_code = 0, signal = 0;
     record_.finish(exit_code, signal);
-    RunStore::write_result(folder_, record_);
+    try {
+        RunStore::write_result(folder_, record_);
+    } catch (const std::exception& e) {
+        recording_error_ = std::string("the result could not be written: ") + e.what();
+        return false;
+    }
+    return true;
 }
 
 std::optional<std::string> watched_profile(const fs::path& run) {

@@ -6,9 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <regex>
 #include <vector>
 
+#include "wingspan/confined_dir.hpp"
 #include "wingspan/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -44,33 +46,50 @@ void write_fully(int fd, const void* data, size_t bytes, const fs::path& file) {
     }
 }
 
-void fsync_directory(const fs::path& dir) {
-    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;   // the rename happened; durability of the entry is best effort
-    ::fsync(fd);
-    ::close(fd);
-}
-
 }  // namespace
 
 AtomicFile::AtomicFile(fs::path target) : target_(std::move(target)), hash_(kFnvOffset) {
     const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
-    std::string pattern = (dir / ("." + target_.filename().string() + ".tmp-XXXXXX")).string();
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    // mkostemp: O_CREAT | O_EXCL with a random name, mode 0600; never follows a symlink.
-    fd_ = ::mkostemp(buf.data(), O_CLOEXEC);
-    if (fd_ < 0) io_fail("create a temporary file for", target_, errno);
-    temp_ = fs::path(buf.data());
-    // Keep the permissions an ordinary new file would get (0666 less the umask).
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd_, 0666 & ~mask);
+    // The folder the caller names is opened as named (links followed); the temporary in it never is.
+    dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd_ < 0) io_fail("create a temporary file for", target_, errno);
+    name_ = target_.filename().string();
+    create_temporary();
+}
+
+AtomicFile::AtomicFile(const ConfinedDir& dir, const std::string& name)
+    : target_(dir.path() / name), name_(name), hash_(kFnvOffset) {
+    dir_fd_ = ::fcntl(dir.fd(), F_DUPFD_CLOEXEC, 0);
+    if (dir_fd_ < 0) io_fail("create a temporary file for", target_, errno);
+    create_temporary();
+}
+
+// ".<name>.tmp-XXXXXX" with a random suffix, O_CREAT | O_EXCL | O_NOFOLLOW (what mkostemp does,
+// but relative to the folder's descriptor); mode 0666 less the umask, like any new file.
+void AtomicFile::create_temporary() {
+    static const char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::random_device rd;
+    std::mt19937_64 rng((std::uint64_t(rd()) << 32) ^ rd() ^ std::uint64_t(::getpid()));
+    for (int tries = 0; tries < 100; ++tries) {
+        std::string temp = "." + name_ + ".tmp-";
+        for (int i = 0; i < 6; ++i) temp += kChars[rng() % (sizeof kChars - 1)];
+        fd_ = ::openat(dir_fd_, temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd_ >= 0) {
+            temp_ = temp;
+            return;
+        }
+        if (errno != EEXIST) break;
+    }
+    const int err = errno;
+    ::close(dir_fd_);
+    dir_fd_ = -1;
+    io_fail("create a temporary file for", target_, err);
 }
 
 AtomicFile::~AtomicFile() {
     if (fd_ >= 0) ::close(fd_);
-    if (!temp_.empty()) ::unlink(temp_.c_str());
+    if (!temp_.empty()) ::unlinkat(dir_fd_, temp_.c_str(), 0);
+    if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 void AtomicFile::write(const void* data, size_t bytes) {
@@ -81,13 +100,15 @@ void AtomicFile::write(const void* data, size_t bytes) {
 }
 
 void AtomicFile::commit() {
+    if (fd_ < 0) throw IoError("commit " + target_.string() + " twice");
     if (::fsync(fd_) != 0) io_fail("write", target_, errno);
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) io_fail("write", target_, errno);
-    if (::rename(temp_.c_str(), target_.c_str()) != 0) io_fail("replace", target_, errno);
+    // renameat replaces a link at the target itself; it never writes through it.
+    if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, name_.c_str()) != 0) io_fail("replace", target_, errno);
     temp_.clear();
-    fsync_directory(target_.parent_path());
+    ::fsync(dir_fd_);   // the rename happened; durability of the entry is best effort
 }
 
 void write_file_atomically(const fs::path& file, std::string_view text) {
@@ -107,6 +128,13 @@ void append_line(const fs::path& file, std::string_view line) {
     // concurrent writers' lines stay whole.
     const ssize_t n = ::write(fd, buf.data(), buf.size());
     const int err = errno;
+    // A short write (the disk filled, the file size limit) leaves a piece of a line: cut it
+    // off again, so the file holds whole lines only and the next append starts a fresh one.
+    if (n > 0 && static_cast<size_t>(n) != buf.size()) {
+        const off_t end = ::lseek(fd, 0, SEEK_CUR);
+        const int cut = end >= n ? ::ftruncate(fd, end - n) : 0;
+        (void)cut;   // best effort: should it fail, the reader skips a torn last line
+    }
     ::close(fd);
     if (n < 0) io_fail("append to", file, err);
     if (static_cast<size_t>(n) != buf.size()) io_fail("append to", file, ENOSPC);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli.hpp"
+#include "fake_repo.hpp"
 #include "hub_test_support.hpp"
 #include "wingspan/hub_download.hpp"
 #include "wingspan/sha256.hpp"
@@ -16,66 +17,6 @@ using namespace hubtest;
 using namespace wingspan::hub;
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
-
-struct RepoFile {
-    std::string bytes;
-    bool lfs = false;
-};
-
-// The test's Hub repository: the API listing (?blobs=true shape) and every file by commit.
-struct FakeRepo {
-    std::string repo;
-    std::string commit = kCommit;
-    std::map<std::string, RepoFile> files;
-
-    static std::string blob_id(const std::string& bytes) {   // a git-blob-like id (40 hex)
-        return wingspan::sha256_hex("blob " + bytes).substr(0, 40);
-    }
-    std::string etag(const std::string& name) const {
-        const auto& f = files.at(name);
-        return f.lfs ? wingspan::sha256_hex(f.bytes) : blob_id(f.bytes);
-    }
-    std::string listing() const {
-        nlohmann::json j = {{"id", repo}, {"sha", commit}, {"siblings", nlohmann::json::array()}};
-        for (const auto& [name, f] : files) {
-            nlohmann::json s = {{"rfilename", name}, {"size", f.bytes.size()}, {"blobId", blob_id(f.bytes)}};
-            if (f.lfs)
-                s["lfs"] = {{"sha256", wingspan::sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
-            j["siblings"].push_back(s);
-        }
-        return j.dump();
-    }
-    std::string file_path(const std::string& name) const { return resolve_path(repo, name, commit); }
-    void publish(TestHttpServer& s, const std::string& require_bearer = {}) const {
-        s.file("/api/models/" + repo + "/revision/main", listing());
-        for (const auto& [name, f] : files) {
-            Route r;
-            r.body = f.bytes;
-            r.require_bearer = require_bearer;
-            s.route(file_path(name), r);
-        }
-    }
-};
-
-FakeRepo tiny_repo(const std::string& name = "TestOrg/tiny-dl") {
-    FakeRepo r;
-    r.repo = name;
-    for (const auto& [file, bytes] : dense_llama(name, 2).files())
-        r.files[file] = {bytes, file.find(".safetensors") != std::string::npos && file.find(".json") == std::string::npos};
-    // Weights that are not all zero, so a resumed file that restarted at the wrong byte shows.
-    for (auto& [file, f] : r.files)
-        if (f.lfs)
-            for (size_t i = f.bytes.size() / 2; i < f.bytes.size(); ++i) f.bytes[i] = static_cast<char>(i * 7 + 3);
-    r.files["tokenizer.json"] = {R"({"version":"1.0","model":{"type":"BPE","vocab":{},"merges":[]}})", false};
-    r.files["README.md"] = {"# tiny\n", false};
-    r.files["onnx/model.onnx"] = {std::string(1000, 'x'), true};
-    return r;
-}
-
-}  // namespace
 
 class TestHubDownload : public QObject {
     Q_OBJECT
@@ -85,13 +26,7 @@ class TestHubDownload : public QObject {
 
     fs::path root() const { return fs::path(scratch_.path().toStdString()); }
 
-    DownloadOptions opts(const std::string& endpoint) {
-        DownloadOptions o;
-        o.hub = options_for(endpoint, root() / ("import-cache-" + std::to_string(++counter_)));
-        o.hub_cache = root() / ("hf-" + std::to_string(counter_)) / "hub";
-        o.free_space = [](const fs::path&) { return std::optional<std::uint64_t>(1ull << 40); };
-        return o;
-    }
+    DownloadOptions opts(const std::string& endpoint) { return download_options(endpoint, root(), ++counter_); }
 
     static fs::path repo_dir(const DownloadOptions& o, const FakeRepo& r) {
         return o.hub_cache / ("models--" + r.repo.substr(0, r.repo.find('/')) + "--" + r.repo.substr(r.repo.find('/') + 1));

@@ -256,7 +256,7 @@ private slots:
         QVERIFY(cfg.find("grad_accumulation_steps: 8\n") != std::string::npos);
         QVERIFY(cfg.find("max_seq_length: 2048\n") != std::string::npos);
         QVERIFY(cfg.find("grad_checkpoint: false\n") != std::string::npos);
-        QVERIFY(cfg.find("keys: ['self_attn.q_proj', 'self_attn.v_proj']") != std::string::npos);
+        QVERIFY(cfg.find("keys: [\"self_attn.q_proj\", \"self_attn.v_proj\"]") != std::string::npos);
         QVERIFY(cfg.find("rank: 32\n") != std::string::npos);
         QVERIFY(cfg.find("scale: 2\n") != std::string::npos);
         // 480 sample conversations × 3 epochs at 2 × 8 per step = 90 optimizer steps = 720 batches;

@@ -23,7 +23,9 @@
 namespace wingspan::hub {
 
 // $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
-// ~/.cache/huggingface/hub (as huggingface_hub).
+// ~/.cache/huggingface/hub (as huggingface_hub; ~ from the password database when HOME is
+// unset), else empty: a download then refuses with a clear error. Every write below it goes
+// through a ConfinedDir (no link is followed; the root itself may be a link).
 std::filesystem::path default_hf_hub_cache();
 
 // Free bytes for an unprivileged user on the file system holding `dir` (statvfs), or

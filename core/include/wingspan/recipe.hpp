@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,13 @@ inline constexpr const char* kSampleDataPath = "data/train.jsonl";
 // Writes every file (each to a temporary name, then renamed) into `out`, creating it.
 void write(const Recipe& recipe, const std::filesystem::path& out);
 
-// {{name}} substitutes; {{#name}}...{{/name}} keeps its text when name is set and not "false"/"False"
-// and {{^name}}...{{/name}} when it is not. Throws InputError naming an unknown variable.
-std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars);
+// {{name}} substitutes; {{py:name}}, {{yaml:name}}, {{json:name}}, {{sh:name}} and {{line:name}}
+// substitute the value quoted for that language (quoting.hpp); {{#name}}...{{/name}} keeps its
+// text when name is set and not "false"/"False" and {{^name}}...{{/name}} when it is not.
+// Names in `quoted_only` (free text: file names, model names) are refused bare. Throws
+// InputError naming an unknown variable or quoting.
+std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars,
+                            const std::set<std::string>& quoted_only = {});
 
 // What the command line and the window ask for; make() does the rest (the model's Hugging Face
 // id, the prediction with the framework's profile, the sample data when no data is given).

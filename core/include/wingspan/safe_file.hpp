@@ -11,10 +11,15 @@
 
 namespace wingspan {
 
+class ConfinedDir;
+
 class AtomicFile {
 public:
     // Creates ".<name>.tmp-XXXXXX" beside `target`. Throws IoError.
     explicit AtomicFile(std::filesystem::path target);
+    // The same in a folder opened without following links (confined_dir.hpp): the temporary,
+    // the rename and the fsync all go through its descriptor, so no link redirects them.
+    AtomicFile(const ConfinedDir& dir, const std::string& name);
     ~AtomicFile();   // removes the temporary unless commit() succeeded
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
@@ -30,7 +35,10 @@ public:
     std::uint64_t checksum() const { return hash_; }
 
 private:
-    std::filesystem::path target_, temp_;
+    void create_temporary();
+    std::filesystem::path target_;   // for messages
+    std::string name_, temp_;        // in the folder dir_fd_ holds open
+    int dir_fd_ = -1;
     int fd_ = -1;
     std::uint64_t bytes_ = 0;
     std::uint64_t hash_;

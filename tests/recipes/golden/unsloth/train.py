@@ -33,7 +33,7 @@ def train():
     model = FastLanguageModel.get_peft_model(
         model,
         r=16,
-        target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         lora_alpha=32,
         lora_dropout=0,
         bias="none",
