@@ -135,6 +135,18 @@ def cpu_flags():
     return {}
 
 
+def bf16_path(binary):
+    """The CPU bf16 path the trainer takes (its `devices` answer): "hardware" or "emulated"."""
+    try:
+        out = subprocess.run([binary, "devices"], capture_output=True, text=True, timeout=60).stdout
+        for d in json.loads(out).get("devices", []):
+            if d.get("type") == "cpu":
+                return f"{d.get('bf16_path', '?')} (bf16 instructions: {d.get('bf16_isa', '?')})"
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
 def parse_cells(a):
     """(arch, precision, [methods]) groups, in run order: --cells ARCH:PRECISION:METHOD,... or the
     product of --archs, --precisions and --methods."""
@@ -286,6 +298,7 @@ def write_outputs(a, rows, peaks_before, peaks_after):
     if peaks_after:
         print(f"matmul peak after (GFLOP/s): {json.dumps({k: round(v, 1) for k, v in peaks_after.items()})}")
     meta = {"threads": a.threads, "steps": a.steps, "repeats": a.repeats, "cpu_flags": cpu_flags(),
+            "bf16_path": bf16_path(a.bin),
             "machine": platform.processor() or platform.machine(), "peaks_before": peaks_before,
             "peaks_after": peaks_after, "peaks": peaks, "peak_fp32": peak_fp32, "peak_bf16": peak_bf16,
             "load_average": os.getloadavg(), "complete": bool(peaks_after),
@@ -337,7 +350,9 @@ def write_markdown(path, meta, rows, command):
         f"{'' if meta['complete'] else ' (interrupted: the cells measured so far)'}"
         f" load average (1, 5, 15 min) at the end {', '.join(f'{x:.1f}' for x in meta['load_average'])}"
         " on a shared machine; each row gives the 1-minute load seen around its runs.",
-        "CPU flags: " + ", ".join(k + (" yes" if v else " no") for k, v in meta["cpu_flags"].items()) + ".",
+        "CPU flags: " + ", ".join(k + (" yes" if v else " no") for k, v in meta["cpu_flags"].items()) + "."
+        f" wingspan-train's bf16 products: {meta.get('bf16_path', 'unknown')} path"
+        " (WINGSPAN_CPU_BF16=hardware|emulated picks one).",
         f"Matmul peak measured in this run (512x1536x1536, best of before/after, GFLOP/s):"
         f" fp32 {meta['peak_fp32']:.1f}, bf16 {meta['peak_bf16']:.1f}"
         f" (libtorch fp32 {pk('fp32_torch'):.1f}, oneDNN sgemm {pk('fp32_onednn'):.1f},"

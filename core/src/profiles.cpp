@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -589,6 +590,21 @@ void ProfileLibrary::add_framework(FrameworkProfile f) {
     upsert(frameworks_, std::move(f));
 }
 
+std::string cpuinfo_bf16_isa(const std::string& cpuinfo) {
+    std::istringstream in(cpuinfo);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("flags", 0) != 0) continue;
+        std::istringstream words(line.substr(line.find(':') == std::string::npos ? line.size() : line.find(':') + 1));
+        bool amx = false, avx512 = false;
+        for (std::string w; words >> w;) {
+            amx = amx || w == "amx_bf16";
+            avx512 = avx512 || w == "avx512_bf16";
+        }
+        return amx ? "amx_bf16" : avx512 ? "avx512_bf16" : "";
+    }
+    return "";
+}
+
 MachineProfile detect_this_machine() {
     MachineProfile m;
     m.id = kThisMachineId;
@@ -612,12 +628,20 @@ MachineProfile detect_this_machine() {
     m.name = "This machine (" + std::to_string(cores) + " cores, " + format_bytes(double(total), ByteUnit::GiB) + " RAM)";
     // About 16 fp32 FLOPs per cycle per core with AVX2 FMA at ~2.5 GHz; calibrate for accuracy.
     m.tflops_fp32 = cores * 2.5e9 * 16 / 1e12;
-    m.bf16 = false;
+    // wingspan-train multiplies bf16 on this CPU's bf16 instructions where it has them (oneDNN's
+    // bf16 gemm, twice the fp32 FMA rate per cycle), else widened to fp32 (trainer/src/kernels_gemm.hpp).
+    std::string cpuinfo;
+    if (std::ifstream f("/proc/cpuinfo"); f) cpuinfo.assign(std::istreambuf_iterator<char>(f), {});
+    const std::string isa = cpuinfo_bf16_isa(cpuinfo);
+    m.bf16 = !isa.empty();
+    m.tflops_bf16 = m.bf16 ? 2 * m.tflops_fp32 : 0;
     m.bandwidth_gb_s = 20;
     m.default_framework = "libtorch-cpu";
     m.sources = {{"memory_bytes", "/proc/meminfo MemTotal"},
                  {"usable_bytes", "/proc/meminfo MemTotal minus an eighth (1-8 GiB) for the system and desktop; not MemAvailable, which differs on each launch"},
                  {"tflops_fp32", "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
+                 {"bf16", isa.empty() ? "/proc/cpuinfo: no avx512_bf16 or amx_bf16 flag (bf16 runs widened to fp32)"
+                                      : "/proc/cpuinfo flag " + isa + ": bf16 products in hardware"},
                  {"bandwidth_gb_s", "estimate: dual-channel DDR4"}};
     nvml::apply_detected_gpu(m);   // an NVIDIA GPU's memory is the ceiling, where NVML finds one
     return m;

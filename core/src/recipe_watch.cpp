@@ -144,9 +144,9 @@ std::optional<std::string> watched_profile(const fs::path& run) {
         return std::nullopt;
     }
     if (!j.is_object() || !j.contains("external") || !j["external"].is_object()) return std::nullopt;
-    const std::string profile = j["external"].value("profile", std::string());
-    if (profile.empty()) return std::nullopt;
-    return profile;
+    const json& profile = j["external"].contains("profile") ? j["external"]["profile"] : json();
+    if (!profile.is_string() || profile.get<std::string>().empty()) return std::nullopt;   // not ours: ignored
+    return profile.get<std::string>();
 }
 
 }  // namespace wingspan

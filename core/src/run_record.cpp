@@ -14,6 +14,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
+#include "wingspan/user_dirs.hpp"
 #include "wingspan/memory_model.hpp"
 
 namespace fs = std::filesystem;
@@ -215,8 +216,10 @@ RunStore::RunStore(fs::path root) : root_(std::move(root)) {}
 
 fs::path RunStore::default_root() {
     if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return fs::path(xdg) / "wingspan" / "runs";
-    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".local/share/wingspan/runs";
-    return fs::temp_directory_path() / "wingspan-runs";
+    // Never a folder other users share (/tmp): with no home at all the store has no root, lists
+    // nothing and refuses to create a run (create()).
+    const fs::path home = home_directory();
+    return home.empty() ? fs::path() : home / ".local/share/wingspan/runs";
 }
 
 fs::path RunStore::create(const json& plan, const std::string& label) {
@@ -228,6 +231,9 @@ fs::path RunStore::create(const json& plan, const std::string& label) {
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     std::string safe;
     for (char c : label) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '-';
+    if (root_.empty())
+        throw IoError("no folder for the run history: neither XDG_DATA_HOME nor HOME is set, and this user has no "
+                      "home folder in the password database (set HOME or XDG_DATA_HOME)");
     std::error_code ec;
     fs::create_directories(root_, ec);
     if (ec) throw IoError("cannot create the run history folder " + root_.string() + ": " + ec.message());

@@ -160,7 +160,12 @@ void require_plan_size_bounded(const Architecture& arch, const TrainingSetup& s)
     const LD seq = LD(std::max<std::int64_t>(1, s.seq_len));
     const LD batch = LD(std::max({std::int64_t{1}, s.micro_batch, s.serve_batch}));
     const LD tokens = batch * seq;
-    const LD inner = LD(std::max(arch.intermediate, arch.expert_intermediate * std::max<std::int64_t>(1, arch.experts_per_token)));
+    // As the memory model sums an MoE layer's inner width (routed experts per token + the shared
+    // expert), in long double: the int64 product itself could overflow (found by fuzz_config
+    // under UBSan).
+    const LD moe_inner = LD(arch.expert_intermediate) * LD(std::max<std::int64_t>(1, arch.experts_per_token)) +
+                         LD(arch.shared_expert_intermediate);
+    const LD inner = std::max(LD(arch.intermediate), moe_inner);
     // Eager attention keeps every head's seq × seq scores; the fused kernels do not.
     const LD scores = s.attention == Attention::Eager ? LD(arch.heads) * seq * 8 : 0;
     const LD per_layer_token = LD(arch.hidden) * 64 + inner * 16 + scores + LD(arch.kv_dim()) * 8;

@@ -2,6 +2,8 @@
 // change the prediction where the frameworks differ, checked with hand-computed bytes.
 #include <QtTest>
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "cli.hpp"
@@ -202,6 +204,19 @@ private slots:
         const MachineProfile b = detect_this_machine();
         QCOMPARE(a.usable_bytes, b.usable_bytes);
         QVERIFY(a.usable_bytes < a.memory_bytes && a.usable_bytes >= a.memory_bytes / 2);
+    }
+
+    void this_machine_knows_its_bf16_instructions() {
+        QCOMPARE(cpuinfo_bf16_isa("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma avx512f\n"), std::string());
+        QCOMPARE(cpuinfo_bf16_isa("flags\t\t: avx2 avx512f avx512_bf16 avx512vl\n"), std::string("avx512_bf16"));
+        QCOMPARE(cpuinfo_bf16_isa("flags\t\t: avx512_bf16 amx_bf16 amx_tile\n"), std::string("amx_bf16"));
+        QCOMPARE(cpuinfo_bf16_isa("flags\t\t: avx512_bf16x\n"), std::string());   // whole words only
+        QCOMPARE(cpuinfo_bf16_isa(""), std::string());
+        std::ifstream f("/proc/cpuinfo");
+        const std::string here(std::istreambuf_iterator<char>(f), {});
+        const MachineProfile m = detect_this_machine();
+        QCOMPARE(m.bf16, !cpuinfo_bf16_isa(here).empty());
+        QCOMPARE(m.tflops_bf16 > 0, m.bf16);
     }
 
     void old_profile_without_behaviour_predicts_as_before() {

@@ -4,6 +4,7 @@
 #include "test_support.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/run_record.hpp"
+#include "wingspan/user_dirs.hpp"
 
 using namespace wingspan;
 using namespace wingspan::protocol;
@@ -37,6 +38,22 @@ RunRecord synthetic_run(std::int64_t predicted_peak, std::int64_t measured_peak,
 class RunRecordTest : public QObject {
     Q_OBJECT
 private slots:
+    // Issue 34 class 20: with HOME unset the run store is the account's home from the password
+    // database, never a folder other users share; with no root at all, creating a run is an error.
+    void storeWithoutHomeIsNeverShared() {
+        const QByteArray home = qgetenv("HOME"), xdg = qgetenv("XDG_DATA_HOME");
+        qunsetenv("HOME");
+        qunsetenv("XDG_DATA_HOME");
+        const std::filesystem::path root = RunStore::default_root();
+        const std::filesystem::path account = wingspan::home_directory();
+        if (!home.isNull()) qputenv("HOME", home);
+        if (!xdg.isNull()) qputenv("XDG_DATA_HOME", xdg);
+        QVERIFY2(root.string().rfind(std::filesystem::temp_directory_path().string(), 0) != 0, root.c_str());
+        QCOMPARE(root, account.empty() ? std::filesystem::path() : account / ".local/share/wingspan/runs");
+        RunStore nowhere{std::filesystem::path()};
+        QVERIFY(nowhere.list().empty());
+        QVERIFY_THROWS_EXCEPTION(wingspan::IoError, nowhere.create(nlohmann::json::object(), "x"));
+    }
     void summaryComparesPredictedAndMeasured() {
         RunRecord r;
         r.ingest_line(encode(EventType::Hello, 0, {{"plan", {{"method", "lora"}}}}));

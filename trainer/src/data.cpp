@@ -1,4 +1,5 @@
 #include "data.hpp"
+#include "stop_signals.hpp"
 
 #include "chat_format.hpp"
 
@@ -170,6 +171,7 @@ Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, cons
     bool too_long = false;
     while (read_bounded_line(in, line, kMaxDataLineBytes, too_long)) {
         ++n;
+        if (n % 256 == 0) stops::throw_if_requested();   // a big data set stops while it is read
         if (too_long)
             throw DataError("line " + std::to_string(n) + " is longer than " + std::to_string(kMaxDataLineBytes) +
                                 " bytes; split the example or shorten it",

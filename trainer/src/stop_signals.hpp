@@ -31,6 +31,15 @@ void start_listener(bool graceful);
 // The first stop signal received (0: none yet).
 int requested();
 
+// Thrown by long setup work (reading and tokenizing the data set) when a stop came: the run
+// ends at once as a run stopped during setup.
+struct StopRequested {};
+
+// Throws StopRequested once a stop signal came.
+inline void throw_if_requested() {
+    if (requested() != 0) throw StopRequested{};
+}
+
 // Fault injection for the stop tests: with WINGSPAN_FAULT_STOP_AT=POINT:N (e.g. "backward:3"),
 // the N-th time the run passes the named point it sends itself SIGTERM, received like any other
 // (the listener, an instant later). Points: data, forward, backward, optimizer, eval, checkpoint,

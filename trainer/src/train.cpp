@@ -475,7 +475,13 @@ int Run::execute() {
         throw RunError("device_unavailable", "data-parallel ranks train on the CPU (gloo) in this build: "
                                              "GPU ranks need a libtorch with NCCL (add --device cpu)");
     if (job_.world_size > 1) group_ = dist::Group::join(job_, std::chrono::seconds(opt_.dist_timeout_s));
-    load_inputs();
+    try {
+        load_inputs();
+    } catch (const stops::StopRequested&) {
+        emit_minimal_hello();   // the run's first line, as for any run
+        stopped_during_setup();
+        return 0;
+    }
     stops::fault_point("data");
     announce();
     if (opt_.threads > cores)

@@ -177,8 +177,11 @@ ModelProfile parse_model_profile(const nlohmann::json& j, const std::string& fil
 MachineProfile parse_machine_profile(const nlohmann::json& j, const std::string& file);
 nlohmann::json machine_profile_to_json(const MachineProfile& m);
 FrameworkProfile parse_framework_profile(const nlohmann::json& j, const std::string& file);
-// "this machine": RAM from /proc/meminfo (sysctl on macOS), cores; a CPU machine.
+// "this machine": RAM from /proc/meminfo (sysctl on macOS), cores, bf16 instructions from
+// /proc/cpuinfo; a CPU machine.
 MachineProfile detect_this_machine();
+// The bf16 instruction set a /proc/cpuinfo text names: "amx_bf16", "avx512_bf16" or "" (none).
+std::string cpuinfo_bf16_isa(const std::string& cpuinfo);
 // Closest ids by edit distance, for "did you mean" messages.
 std::vector<std::string> closest_names(const std::string& wanted,
                                        const std::vector<std::string>& known, size_t n = 3);
