@@ -7,6 +7,7 @@
 //
 // Before the stop signals went to one listener thread (trainer/src/stop_signals.hpp), about one
 // run in four aborted here with glibc's "corrupted size vs. prev_size" inside oneDNN's sgemm.
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -114,6 +115,28 @@ private Q_SLOTS:
         }
         QVERIFY2(!ckpt.isEmpty(), "a stopped run with --out names its checkpoint");
         if (r.steps(0) < 10) check_resumes(ckpt, ranks, tmp.filePath("resumed"), point);
+    }
+
+    // A stop while a big data set is read ends the run there: no data line is logged (reading
+    // stopped), no step ran, the one `done` says "interrupted".
+    void stopWhileReadingTheDataSet() {
+        QTemporaryDir tmp;
+        const QString data = tmp.filePath("big.jsonl");
+        {
+            QFile f(data);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            const QByteArray line = R"({"messages":[{"role":"user","content":"What is 2+2?"},{"role":"assistant","content":"4"}]})"
+                                    "\n";
+            for (int i = 0; i < 200000; ++i) f.write(line);
+        }
+        testing::TrainerLaunch l = launch_for(QStringList{"--method", "lora", "--steps", "5", "--seq", "32", "--batch", "2",
+                                                          "--sample-tokens", "0", "--threads", "1", "--data", data});
+        l.on_started = [](QProcess& p) { p.terminate(); };   // pending until the listener runs
+        const Result r = testing::run_trainer(l);
+        check_stopped(r, 1, "stop while reading data");
+        QCOMPARE(r.steps(), 0);
+        for (const auto* e : r.all(EventType::Log))
+            QVERIFY2(e->string_field("message").rfind("data: ", 0) != 0, "the whole data set was read");
     }
 
     // 12 runs stopped from outside, as the window's Stop does: SIGTERM (or SIGHUP, SIGINT) to the
