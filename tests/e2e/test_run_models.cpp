@@ -121,7 +121,7 @@ private slots:
         QVERIFY(agree && agree->isEnabled());
         QTest::mouseClick(agree, Qt::LeftButton);
         QVERIFY2(e2e::wait_until([&] { return panel->isRunning() || finished.count() > 0; }, 30000),
-                 qPrintable(panel->statusText()));
+                 qPrintable(panel->statusText() + " | download: " + (panel->downloadDialog() ? panel->downloadDialog()->statusText() : QString("closed"))));
         const QString snapshot = scratch_.path() + "/hub/models--TestOrg--tiny-sp-llama/snapshots/" + QString::fromStdString(kCommit);
         QVERIFY(QFileInfo(snapshot + "/model.safetensors").exists());
         const QStringList args = panel->session()->arguments();

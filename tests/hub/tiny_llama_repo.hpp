@@ -17,6 +17,7 @@
 
 #include "test_http_server.hpp"
 #include "wingspan/safetensors.hpp"
+#include "wingspan/sha1.hpp"
 #include "wingspan/sha256.hpp"
 
 namespace hubtest {
@@ -84,7 +85,11 @@ inline void publish_repo(TestHttpServer& s, const std::string& repo, const std::
                          const std::string& commit = "feedfacefeedfacefeedfacefeedfacefeedface") {
     nlohmann::json listing = {{"id", repo}, {"sha", commit}, {"siblings", nlohmann::json::array()}};
     for (const auto& [name, bytes] : files) {
-        nlohmann::json e = {{"rfilename", name}, {"size", bytes.size()}, {"blobId", wingspan::sha256_hex(bytes).substr(0, 40)}};
+        // As the Hub lists them: a file outside LFS by its git blob id (which downloads are checked
+        // against), an LFS file by its sha256.
+        wingspan::Sha1 blob = wingspan::git_blob_hasher(bytes.size());
+        blob.update(bytes);
+        nlohmann::json e = {{"rfilename", name}, {"size", bytes.size()}, {"blobId", blob.hex_digest()}};
         if (name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0)
             e["lfs"] = {{"sha256", wingspan::sha256_hex(bytes)}, {"size", bytes.size()}};
         listing["siblings"].push_back(e);

@@ -411,7 +411,12 @@ void Run::refuse_if_beyond_machine() const {
 }
 
 bool Run::stopped_during_setup() {
-    if (!interrupted()) return false;
+    bool stop = interrupted();
+    // Ranks agree here too, as after each step (every rank passes the same checks in the same
+    // order): a rank that stopped in setup while another went on left that one failing its next
+    // collective ("connection reset by peer").
+    if (group_) stop = group_->sum(stop ? 1.0 : 0.0) > 0;
+    if (!stop) return false;
     sampler_.stop();
     log_warning("interrupted during setup: no step was trained, nothing saved");
     emit_done("interrupted");
