@@ -186,7 +186,6 @@ void MemoryQChart::rebuild() {
     addAxis(x_, Qt::AlignBottom);
     bars_->attachAxis(x_);
 
-    const QString unit_title = axis_.unit_suffix.trimmed() + (axis_.unit_suffix.contains("i") ? " (2ⁿ bytes)" : " (10ⁿ bytes)");
     if (axis_.log) {
         auto* y = new QLogValueAxis;
         y->setBase(10);
@@ -194,12 +193,8 @@ void MemoryQChart::rebuild() {
         y->setMinorTickCount(-1);
         y_ = y;
     } else {
-        auto* y = new QValueAxis;
-        y->setTickType(QValueAxis::TicksDynamic);
-        y->setTickAnchor(0);
-        y_ = y;
+        y_ = new QValueAxis;
     }
-    y_->setTitleText(unit_title.section(' ', 0, 0) + (axis_.log ? ", log scale" : ""));
     y_->setTitleBrush(style_.muted);
     y_->setTitleFont(font_px(style_, 11));
     y_->setLabelsBrush(style_.muted);
@@ -247,18 +242,11 @@ void MemoryQChart::applyAxis() {
     if (!y_) return;
     const double lo = axis_.log ? axis_.min_bytes / axis_.unit_bytes : 0.0;
     const double hi = axis_.max_bytes / axis_.unit_bytes;
+    // The unit follows the values (a slider can take the plan from GB to TB without a new set
+    // of bars, so the title is set here, not where the axis is made).
+    if (y_->titleText() != axis_.unitTitle()) y_->setTitleText(axis_.unitTitle());
     if (auto* y = qobject_cast<QValueAxis*>(y_)) {
-        // About six gridlines at round numbers.
-        const double raw = hi / 6;
-        const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-12))));
-        const double f = raw / mag;
-        const double step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
-        // Each setter lays the axis (its labels) out again, even with the value it has: only
-        // what changed, so a step that keeps the axis leaves it alone.
-        if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
-        if (y->tickInterval() != step) y->setTickInterval(step);
-        const QString format = step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f";
-        if (y->labelFormat() != format) y->setLabelFormat(format);
+        apply_round_ticks(y, axis_.ticks);
     } else if (auto* y = qobject_cast<QLogValueAxis*>(y_)) {
         if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
     }

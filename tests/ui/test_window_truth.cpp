@@ -1,0 +1,235 @@
+// Issue 32, the window as a teacher uses it: what the screen shows is the plan after any
+// sequence of edits (the chart's subtitle drawn, not only its text), and value axes read their
+// values in the right unit with round, exactly labelled ticks at every scale (10 GB, 1 TB,
+// 10 TB plans; the run charts' time and loss axes). Offscreen, real widgets.
+#include <QtTest>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QChart>
+#include <QImage>
+#include <QLineEdit>
+#include <QRadioButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QValueAxis>
+
+#include <cmath>
+
+#include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/memory_qchart.hpp"
+#include "wingspan/ui/run_charts.hpp"
+
+using namespace wingspan;
+using namespace wingspan::ui;
+
+namespace {
+
+constexpr double GB = 1e9;
+
+template <typename T>
+T* child(QWidget* w, const char* name) {
+    T* c = w->findChild<T*>(name);
+    if (!c) qFatal("no child %s", name);
+    return c;
+}
+
+// The chart's title and subtitle (the legend starts under them) as they are painted now.
+QImage title_strip(QWidget* chart) {
+    QApplication::processEvents();
+    return chart->grab().toImage().copy(0, 0, chart->width(), 40).convertToFormat(QImage::Format_RGB32);
+}
+
+// The same chart data drawn by a widget that never showed anything else.
+QImage fresh_title_strip(const ChartData& data, QSize size) {
+    MemoryChartWidget fresh;
+    fresh.setFocusPolicy(Qt::NoFocus);   // no focus ring
+    fresh.resize(size);
+    fresh.setData(data);
+    fresh.show();
+    if (!QTest::qWaitForWindowExposed(&fresh)) qFatal("not exposed");
+    return title_strip(&fresh);
+}
+
+QValueAxis* value_axis(QChart* chart, Qt::Orientation o) {
+    for (QAbstractAxis* a : chart->axes(o))
+        if (auto* v = qobject_cast<QValueAxis*>(a)) return v;
+    return nullptr;
+}
+
+// Gridlines at 1, 2 or 5 × 10ⁿ from 0, each label printing its value exactly.
+void check_round_ticks(QValueAxis* axis, const char* what) {
+    QVERIFY2(axis, what);
+    QCOMPARE(axis->tickType(), QValueAxis::TicksDynamic);
+    QCOMPARE(axis->tickAnchor(), 0.0);
+    const double step = axis->tickInterval();
+    QVERIFY2(step > 0, what);
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    QVERIFY2(std::fabs(mantissa - 1) < 1e-9 || std::fabs(mantissa - 2) < 1e-9 || std::fabs(mantissa - 5) < 1e-9,
+             qPrintable(QString("%1: step %2 is not round").arg(what).arg(step)));
+    int ticks = 0;
+    for (double k = std::ceil(axis->min() / step - 1e-9); k * step <= axis->max() + step * 1e-9; ++k, ++ticks) {
+        const double v = k * step;
+        const QString label = QString::asprintf(axis->labelFormat().toLatin1().constData(), v);
+        QVERIFY2(std::fabs(label.toDouble() - v) < step * 1e-6,
+                 qPrintable(QString("%1: tick %2 reads %3").arg(what).arg(v).arg(label)));
+    }
+    QVERIFY2(ticks >= 3 && ticks <= 12, qPrintable(QString("%1: %2 ticks").arg(what).arg(ticks)));
+}
+
+// One machine's bar of `total` bytes, its weights only.
+ChartData one_bar(double total) {
+    ChartData d;
+    d.unit = ByteUnit::GB;
+    d.title = "scale";
+    ChartBar b;
+    b.id = "m";
+    b.label = "A machine";
+    ChartSegment s;
+    s.component = Component::FrozenWeights;
+    s.bytes = std::int64_t(total);
+    s.label = "Weights";
+    b.segments.push_back(s);
+    b.total = s.bytes;
+    d.bars.push_back(b);
+    return d;
+}
+
+}  // namespace
+
+class WindowTruthTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    // 1. The Machines tab's subtitle after slider drags, typed edits, rank and model changes:
+    //    what is painted is what a fresh chart of the same plan paints.
+    void subtitleFollowsEveryEdit() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY2(w.hasLibrary(), qPrintable(w.loadError()));
+        w.setPlan(Plan::lesson_default());
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        MemoryChartWidget* chart = w.machineChartWidget();
+        auto check = [&](const char* step) {
+            const QImage shown = title_strip(chart);
+            const QImage want = fresh_title_strip(w.machineChart(), chart->size());
+            int row = -1;
+            for (int y = 0; y < shown.height() && row < 0; ++y)
+                for (int x = 0; x < shown.width() && row < 0; ++x)
+                    if (shown.pixel(x, y) != want.pixel(x, y)) row = y;
+            QVERIFY2(row < 0, qPrintable(QString("after %1 the chart shows a stale title or subtitle (row %3 differs; %2)")
+                                             .arg(step, w.machineChart().subtitle).arg(row)));
+        };
+#define CHECK(step)                                   \
+    do {                                              \
+        check(step);                                  \
+        if (QTest::currentTestFailed()) return;       \
+    } while (false)
+        CHECK("opening");
+        auto* seq = child<QSlider>(&w, "seqSlider");
+        for (int v : {seq->value() + 6, 0, 3}) {   // a drag: 65,536, then 128, then 362 tokens
+            seq->setValue(v);
+            CHECK("a sequence slider step");
+        }
+        auto* spin = child<QSpinBox>(&w, "seqSpin");
+        spin->setFocus();
+        spin->selectAll();
+        QTest::keyClicks(spin, "1024");
+        QTest::keyClick(spin, Qt::Key_Enter);
+        CHECK("typing a sequence length");
+        auto* batch = child<QSpinBox>(&w, "batchSpin");
+        batch->setFocus();
+        batch->selectAll();
+        QTest::keyClicks(batch, "64");
+        QTest::keyClick(batch, Qt::Key_Enter);
+        CHECK("typing a batch");
+        auto* rank = child<QSlider>(&w, "rankSlider");
+        rank->setValue(10);   // r1024
+        CHECK("a rank change");
+        rank->setValue(8);    // r256
+        CHECK("a second rank change");
+        auto* model = child<QComboBox>(&w, "modelSearch");
+        const int i = model->findData("qwen2.5-7b");
+        QVERIFY(i >= 0);
+        model->setCurrentIndex(i);
+        emit model->activated(i);
+        CHECK("a model change");
+        auto* size = child<QSlider>(&w, "sizeSlider");
+        size->setValue(size->maximum());   // the size slider to 72B
+        CHECK("a size slider drag");
+        QCOMPARE(w.plan().model.model_id, std::string("qwen2.5-72b"));
+        QVERIFY(w.machineChart().subtitle.contains("seq 1,024"));
+#undef CHECK
+    }
+
+    // 2. The memory bars: the unit follows the values and ticks sit at round steps, for 10 GB,
+    //    1 TB and 10 TB plans drawn one after the other on the same chart (a slider's path).
+    void memoryAxisUnitAndTicks() {
+        MemoryChartWidget view;
+        view.resize(900, 560);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        const struct {
+            double bytes;
+            const char* unit;
+            double top;   // the axis's top, in that unit
+        } cases[] = {{10 * GB, "GB", 12}, {1000 * GB, "TB", 1.2}, {10'800 * GB, "TB", 15}, {10 * GB, "GB", 12}};
+        for (const auto& c : cases) {
+            view.setData(one_bar(c.bytes));
+            QApplication::processEvents();
+            QValueAxis* y = value_axis(view.chart(), Qt::Vertical);
+            const QString what = QString::number(c.bytes / GB) + " GB";
+            QVERIFY(y);
+            QCOMPARE(y->titleText(), QString(c.unit));
+            QCOMPARE(y->min(), 0.0);
+            QVERIFY2(std::fabs(y->max() - c.top) < 1e-9, qPrintable(what + ": top " + QString::number(y->max())));
+            check_round_ticks(y, qPrintable(what));
+            // The bar's total is printed in the axis's unit.
+            QVERIFY(view.memoryChart()->valueAxis().unit_suffix.trimmed() == c.unit);
+        }
+        // GiB: the binary unit follows too.
+        ChartData gib = one_bar(12e12);
+        gib.unit = ByteUnit::GiB;
+        view.setData(gib);
+        QCOMPARE(value_axis(view.chart(), Qt::Vertical)->titleText(), QString("TiB"));
+        check_round_ticks(value_axis(view.chart(), Qt::Vertical), "12 TB in TiB");
+    }
+
+    // 2. The run charts: time and loss axes at round steps with exact labels.
+    void runChartAxesAreRound() {
+        TimeChartData d;
+        d.title = "Loss";
+        d.x_title = "time";
+        d.x_is_time = true;
+        d.y_bytes = false;
+        d.y_title = "loss";
+        d.y_from_zero = false;
+        TimeSeries s;
+        s.label = "loss";
+        s.color = Qt::blue;
+        for (int i = 0; i <= 73; ++i) s.points.push_back({i * 0.1, 17.0 - 16.0 * i / 73.0});   // 0–7.3 s, 17 → 1
+        d.series.push_back(s);
+        TimeChartWidget view;
+        view.resize(800, 450);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.setData(d);
+        check_round_ticks(view.builder().axisX(), "time axis");
+        check_round_ticks(view.builder().axisY(), "loss axis");
+        QVERIFY(view.builder().axisY()->min() <= 1.0 && view.builder().axisY()->max() >= 17.0);
+        // Steps are whole numbers even for a three-step run.
+        d.x_is_time = false;
+        d.x_title = "step";
+        d.series[0].points = {{1, 3.2}, {2, 3.0}, {3, 2.9}};
+        view.setData(d);
+        check_round_ticks(view.builder().axisX(), "step axis");
+        QVERIFY(view.builder().axisX()->tickInterval() >= 1.0);
+    }
+};
+
+QTEST_MAIN(WindowTruthTest)
+#include "test_window_truth.moc"
