@@ -7,7 +7,11 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QChart>
+#include <QFile>
 #include <QImage>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QLineEdit>
 #include <QRadioButton>
 #include <QSlider>
@@ -20,6 +24,8 @@
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 #include "wingspan/ui/run_charts.hpp"
+#include "wingspan/ui/run_guard.hpp"
+#include "wingspan/ui/run_panel.hpp"
 
 using namespace wingspan;
 using namespace wingspan::ui;
@@ -228,6 +234,78 @@ private slots:
         view.setData(d);
         check_round_ticks(view.builder().axisX(), "step axis");
         QVERIFY(view.builder().axisX()->tickInterval() >= 1.0);
+    }
+
+    // 3. Train ▶ on a plan that does not fit this machine never starts a process: it says by
+    //    how much and offers what fits. Random weights (the "Random weights instead")
+    //    and the plan's own weights (not downloaded for nothing) alike.
+    void trainRefusesWhatDoesNotFit() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        // A stand-in trainer that leaves a mark when a run starts (listing devices is not one).
+        const QString marker = dir.filePath("started");
+        const QString trainer = dir.filePath("wingspan-train");
+        {
+            QFile f(trainer);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QString("#!/bin/sh\n[ \"$1\" = devices ] && exit 1\necho \"$@\" >> '%1'\n").arg(marker).toUtf8());
+            f.close();
+            f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+        }
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        RunPanel* panel = install_run_panel(w, QString());
+        QVERIFY(panel);
+        panel->setTrainerPath(trainer);
+        panel->setStoreRoot(dir.filePath("runs").toStdString());
+        Plan plan = Plan::lesson_default();
+        plan.model.model_id = "llama-3.1-70b";
+        plan.setup.method = Method::Full;   // about a terabyte: no test machine has it
+        w.setPlan(plan);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        auto* train = child<QPushButton>(&w, "trainButton");
+        QVERIFY(train->isEnabled());
+        QSignalSpy started(panel, &RunPanel::runStarted);
+        for (auto source : {RunOptions::ModelSource::PlanArchitecture, RunOptions::ModelSource::Planned}) {
+            RunOptions o = panel->options();
+            o.model_source = source;
+            panel->setOptions(o);
+            QTest::mouseClick(train, Qt::LeftButton);
+            QVERIFY(!panel->isRunning());
+            QVERIFY(!panel->downloadDialog());   // nothing offered for download that cannot run here
+            QCOMPARE(started.count(), 0);
+            const QString status = panel->statusText();
+            QVERIFY2(status.contains("does not fit this machine") && status.contains("short"), qPrintable(status));
+            QVERIFY2(status.contains("Nothing was started") && status.contains("wingspan-run:demo"), qPrintable(status));
+        }
+        QTest::qWait(200);
+        QVERIFY2(!QFile::exists(marker), "a trainer process was started");
+
+        // The offer of a shorter sequence: under a cap that holds the 8B LoRA at seq 512 but not
+        // at 4,096, the guard offers 512, with the precision the run really uses (bf16-mixed).
+        Plan lora = Plan::lesson_default();
+        RunOptions o = run_options_for(lora, &w.library());
+        o.model_source = RunOptions::ModelSource::PlanArchitecture;
+        o.precision = Precision::Bf16Mixed;
+        o.seq = 512;
+        const RunFitCheck at512 = check_run_fit(&w.library(), &lora, o);
+        QVERIFY(at512.checked);
+        o.seq = 4096;
+        o.memory_limit = at512.needed_bytes + 1;
+        const RunFitCheck at4096 = check_run_fit(&w.library(), &lora, o);
+        QVERIFY(at4096.checked && !at4096.fits);
+        QCOMPARE(at4096.seq_that_fits, std::int64_t(512));
+        QCOMPARE(at4096.where, QString("the memory cap"));
+        // fp32 holds more than bf16-mixed: the precision is the run's, not the planner's.
+        o.precision = Precision::Fp32;
+        o.seq = 512;
+        o.memory_limit = 0;
+        QVERIFY(check_run_fit(&w.library(), &lora, o).needed_bytes > at512.needed_bytes);
+        // The built-in demo is never refused.
+        o.model_source = RunOptions::ModelSource::BuiltIn;
+        o.memory_limit = 1;
+        QVERIFY(check_run_fit(&w.library(), &lora, o).fits);
     }
 };
 
