@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QLineEdit>
 #include <QRadioButton>
 #include <QSlider>
@@ -21,6 +22,8 @@
 
 #include <cmath>
 
+#include "wingspan/protocol.hpp"
+#include "wingspan/run_record.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 #include "wingspan/ui/run_charts.hpp"
@@ -306,6 +309,53 @@ private slots:
         o.model_source = RunOptions::ModelSource::BuiltIn;
         o.memory_limit = 1;
         QVERIFY(check_run_fit(&w.library(), &lora, o).fits);
+    }
+
+    // 3. A run killed during setup (its weights loaded, no step yet) reads "not reached" in the
+    //    history, not an error of the prediction; a run with a step keeps its error.
+    void runKilledBeforeItsFirstStepReadsNotReached() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        RunStore store(dir.filePath("runs").toStdString());
+        auto record = [&](bool with_step, const char* label) {
+            RunRecord r;
+            r.ingest_line(protocol::encode(protocol::EventType::Predicted, 0,
+                                           {{"components", {{"frozen_weights", 16'000'000'000}, {"activations", 4'000'000'000}}},
+                                            {"peak_bytes", 20'000'000'000},
+                                            {"total_bytes", 21'000'000'000}}));
+            r.ingest_line(protocol::encode(protocol::EventType::Memory, 1.0,
+                                           {{"phase", "setup"},
+                                            {"components", {{"frozen_weights", 15'200'000'000}}},
+                                            {"allocated_bytes", 15'200'000'000},
+                                            {"peak_bytes", 19'000'000'000},
+                                            {"rss_bytes", 14'000'000'000}}));
+            if (with_step)
+                r.ingest_line(protocol::encode(protocol::EventType::Step, 2.0, {{"step", 1}, {"loss", 2.5}}));
+            r.finish(-1, 9);   // SIGKILL ("Kill now")
+            const auto folder = store.create(nlohmann::json::object(), label);
+            RunStore::write_result(folder, r);
+            return folder;
+        };
+        const auto killed = record(false, "killed-in-setup");
+        const auto stepped = record(true, "killed-after-a-step");
+        RunPanel panel(QString(), nullptr);
+        panel.setStoreRoot(dir.filePath("runs").toStdString());
+        panel.refreshHistory();
+        auto* history = panel.findChild<QTreeWidget*>("runHistory");
+        QVERIFY(history);
+        QCOMPARE(history->topLevelItemCount(), 2);
+        for (int i = 0; i < 2; ++i) {
+            const QTreeWidgetItem* item = history->topLevelItem(i);
+            const QString name = item->text(0);
+            if (name.endsWith("killed-in-setup")) {
+                QCOMPARE(item->text(5), QString("not reached"));
+            } else {
+                QVERIFY2(name.endsWith("killed-after-a-step"), qPrintable(name));
+                QVERIFY2(item->text(5).endsWith("%"), qPrintable(item->text(5)));
+            }
+        }
+        QVERIFY(!RunStore::read_listing(killed).result->reached_peak.value_or(true));
+        QVERIFY(RunStore::read_listing(stepped).result->reached_peak.value_or(false));
     }
 };
 
