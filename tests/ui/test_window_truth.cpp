@@ -7,12 +7,16 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QChart>
+#include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTreeWidget>
+#include <QTabWidget>
+#include <QScreen>
+#include <QSettings>
 #include <QLineEdit>
 #include <QRadioButton>
 #include <QSlider>
@@ -111,7 +115,13 @@ class WindowTruthTest : public QObject {
     Q_OBJECT
 
 private slots:
-    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName("WingspanTests");
+        QCoreApplication::setApplicationName("WingspanWindowTruth");
+        // main() gave the offscreen platform a 1280×720 screen.
+        QCOMPARE(QGuiApplication::primaryScreen()->geometry().size(), QSize(1280, 720));
+    }
 
     // 1. The Machines tab's subtitle after slider drags, typed edits, rank and model changes:
     //    what is painted is what a fresh chart of the same plan paints.
@@ -357,7 +367,72 @@ private slots:
         QVERIFY(!RunStore::read_listing(killed).result->reached_peak.value_or(true));
         QVERIFY(RunStore::read_listing(stepped).result->reached_peak.value_or(false));
     }
+
+    // 4. At 1280×720 no tab widens the window (the "Which machine trains what" tab took it to
+    //    1334 px, clipping the Machines panel), with the run panel installed as the program has it.
+    void noTabWidensTheWindowAt1280x720() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        install_run_panel(w, QString());
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QTabWidget* tabs = w.tabs();
+        for (int round = 0; round < 2; ++round)
+            for (int i = 0; i < tabs->count(); ++i) {
+                tabs->setCurrentIndex(i);
+                QApplication::processEvents();
+                QTest::qWait(20);
+                const QString what = tabs->tabText(i);
+                QVERIFY2(w.width() <= 1280, qPrintable(QString("%1: the window is %2 px wide").arg(what).arg(w.width())));
+                QVERIFY2(w.minimumSizeHint().width() <= 1280,
+                         qPrintable(QString("%1: the window needs %2 px").arg(what).arg(w.minimumSizeHint().width())));
+                QVERIFY2(w.minimumWidth() <= 1280, qPrintable(what));
+            }
+    }
+
+    // 4. A geometry saved wider than the screen (or off its edge) opens inside the screen.
+    void savedGeometryIsClampedToTheScreen() {
+        const QRect avail = QGuiApplication::primaryScreen()->availableGeometry();
+        QByteArray saved;
+        {
+            MainWindow big(QString(), MainWindow::Options{false, false});
+            big.setGeometry(-80, 40, 1334, 900);
+            saved = big.saveGeometry();
+        }
+        QSettings().setValue("geometry", saved);
+        {
+            MainWindow w(QString(), MainWindow::Options{true, false});
+            QVERIFY(w.hasLibrary());
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            QVERIFY2(avail.contains(w.frameGeometry()),
+                     qPrintable(QString("opened at %1,%2 %3×%4").arg(w.x()).arg(w.y()).arg(w.width()).arg(w.height())));
+        }
+        QSettings().clear();
+    }
 };
 
-QTEST_MAIN(WindowTruthTest)
+// A 1280×720 screen for the offscreen platform (its configfile option), so the window meets
+// the screen the issue was found on.
+int main(int argc, char** argv) {
+    const QString config = QDir::temp().filePath(QString("wingspan-screen-1280x720-%1.json").arg(QCoreApplication::applicationPid()));
+    {
+        QFile f(config);
+        if (!f.open(QIODevice::WriteOnly)) return 2;
+        f.write(R"({"synchronousWindowSystemEvents": false, "windowFrameMargins": false,
+                    "screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1280, "height": 720,
+                                 "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
+    }
+    qputenv("QT_QPA_PLATFORM", ("offscreen:configfile=" + config).toUtf8());
+    int rc = 0;
+    {
+        QApplication app(argc, argv);
+        WindowTruthTest test;
+        QTEST_SET_MAIN_SOURCE_PATH
+        rc = QTest::qExec(&test, argc, argv);
+    }
+    QFile::remove(config);
+    return rc;
+}
 #include "test_window_truth.moc"
