@@ -411,6 +411,50 @@ private slots:
         }
         QSettings().clear();
     }
+
+    // 9. The smaller ones: the Rank slider is off for a full fine-tune whichever way the method
+    //    is chosen, and the Mac Studio names its memory (the same chip ships with 256 GB).
+    void rankFollowsTheMethodAndTheStudioNamesItsMemory() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        w.setPlan(Plan::lesson_default());
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        auto* rank = child<QSlider>(&w, "rankSlider");
+        auto* full = child<QRadioButton>(&w, "methodFull");
+        auto* lora = child<QRadioButton>(&w, "methodLora");
+        QVERIFY(rank->isEnabled());
+        QTest::mouseClick(full, Qt::LeftButton, {}, QPoint(8, full->height() / 2));
+        QCOMPARE(w.plan().setup.method, Method::Full);
+        QVERIFY(!rank->isEnabled());
+        QTest::mouseClick(lora, Qt::LeftButton, {}, QPoint(8, lora->height() / 2));
+        QVERIFY(rank->isEnabled());
+        // With the keyboard: arrows move the choice within the group.
+        lora->setFocus();
+        QTest::keyClick(lora, Qt::Key_Left);
+        QVERIFY(full->isChecked());
+        QCOMPARE(w.plan().setup.method, Method::Full);
+        QVERIFY(!rank->isEnabled());
+        // From a saved plan.
+        Plan p = Plan::lesson_default();
+        p.setup.method = Method::Full;
+        w.setPlan(p);
+        QVERIFY(!rank->isEnabled());
+
+        const ChartBar* studio = w.machineChart().bar("mac-studio-m3-ultra-96gb");
+        QVERIFY(studio);
+        QCOMPARE(studio->label, QString("Mac Studio M3 Ultra 96 GB"));
+        // Under its bar at 1280×720 the name shows whole, "96 GB" on one line.
+        w.setPlan(Plan::lesson_default());
+        QApplication::processEvents();
+        QString caption = w.machineChartWidget()->memoryChart()->captionShown(1, 0);
+        QVERIFY2(!caption.contains(QChar(0x2026)), qPrintable(caption));
+        caption.replace(QChar(0x00A0), ' ').replace('\n', ' ');
+        QCOMPARE(caption, QString("Mac Studio M3 Ultra 96 GB"));
+        QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine(kThisMachineId))), QString("This machine"));
+        QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("cpu-laptop-8gb"))), QString("CPU-only laptop"));
+        QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("rtx-4090"))), QString("RTX 4090"));
+    }
 };
 
 // A 1280×720 screen for the offscreen platform (its configfile option), so the window meets

@@ -17,6 +17,7 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QStackedBarSeries>
 #include <QValueAxis>
@@ -54,6 +55,13 @@ QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
     if (!c) return QBrush(st.muted, Qt::Dense5Pattern);
     if (*c == Component::FrameworkOverhead) return QBrush(hatch_colour(st), Qt::BDiagPattern);
     return QBrush(component_qcolor(*c));
+}
+
+// "96 GB" stays on one line when a caption breaks: the space between a number and its unit
+// becomes a no-break space (captions break at plain spaces only).
+QString unbroken_amounts(QString s) {
+    static const QRegularExpression amount(QStringLiteral("(\\d) (GB|GiB|TB|TiB)\\b"));
+    return s.replace(amount, QStringLiteral("\\1\u00A0\\2"));
 }
 
 }  // namespace
@@ -447,10 +455,11 @@ void MemoryQChart::layoutDecorations() {
     std::array<double, 3> row_height{0, 0, 0};
     for (size_t i = 0; i < d.captions.size(); ++i) {
         const ChartBar& b = data_.bars[i];
-        const QString texts[3] = {b.label, b.sublabel, b.note};
+        const QString texts[3] = {unbroken_amounts(b.label), b.sublabel, b.note};
         for (size_t k = 0; k < 3; ++k) {
             ChartText* t = d.captions[i][k];
-            t->setFitted(texts[k], slot0 - 4, 2);
+            // A name may take a third line ("Mac Studio / M3 Ultra / 96 GB") before it elides.
+            t->setFitted(texts[k], slot0 - 4, k == 0 ? 3 : 2);
             if (!texts[k].isEmpty()) row_height[k] = std::max(row_height[k], t->boundingRect().height());
         }
     }
