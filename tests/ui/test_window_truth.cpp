@@ -247,6 +247,17 @@ private slots:
         view.setData(d);
         check_round_ticks(view.builder().axisX(), "step axis");
         QVERIFY(view.builder().axisX()->tickInterval() >= 1.0);
+
+        // The run summary's bars (predicted vs measured), 7.3 and 6.9 MB.
+        ChartData summary = one_bar(7.3e6);
+        summary.bars.push_back(one_bar(6.9e6).bars[0]);
+        summary.bars[1].id = "measured";
+        RunSummaryChartView bars;
+        bars.resize(500, 360);
+        bars.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&bars));
+        bars.setData(summary);
+        check_round_ticks(value_axis(bars.chart(), Qt::Vertical), "run summary axis");
     }
 
     // 3. Train ▶ on a plan that does not fit this machine never starts a process: it says by
