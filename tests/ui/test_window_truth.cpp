@@ -216,6 +216,25 @@ private slots:
         view.setData(gib);
         QCOMPARE(value_axis(view.chart(), Qt::Vertical)->titleText(), QString("TiB"));
         check_round_ticks(value_axis(view.chart(), Qt::Vertical), "12 TB in TiB");
+
+        // A real plan on the window's own chart: seq 131,072 with eager attention holds about
+        // 120 TB; back at seq 1,024 the same chart reads GB again (no new series between).
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        Plan huge = Plan::lesson_default();
+        huge.setup.seq_len = 131072;
+        huge.setup.attention = Attention::Eager;
+        huge.setup.grad_checkpointing = false;
+        for (const auto& [plan, unit] : {std::pair{huge, "TB"}, std::pair{Plan::lesson_default(), "GB"}}) {
+            w.setPlan(plan);
+            QApplication::processEvents();
+            QValueAxis* y = value_axis(w.machineChartWidget()->chart(), Qt::Vertical);
+            QVERIFY(y);
+            QCOMPARE(y->titleText(), QString(unit));
+            check_round_ticks(y, unit);
+        }
     }
 
     // 2. The run charts: time and loss axes at round steps with exact labels.
