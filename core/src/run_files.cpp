@@ -135,6 +135,10 @@ std::optional<RunResultFile> RunStore::read_result(const fs::path& run) {
     r.measured_peak = int_field("measured_peak_bytes", 0, INT64_MAX).value_or(0);
     r.predicted_total = int_field("predicted_total_bytes", 0, INT64_MAX).value_or(0);
     r.measured_rss_peak = int_field("measured_rss_peak_bytes", 0, INT64_MAX).value_or(0);
+    if (auto it = sax.fields.find("reached_peak"); it != sax.fields.end()) {
+        if (!it->second.is_boolean()) throw bad("reached_peak", "true or false");
+        r.reached_peak = it->second.get<bool>();
+    }
     return r;
 }
 

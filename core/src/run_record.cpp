@@ -282,6 +282,7 @@ void RunStore::write_result(const fs::path& run, const RunRecord& r) {
                          {"measured_peak_bytes", s.measured_peak},
                          {"predicted_total_bytes", s.predicted_total},
                          {"measured_rss_peak_bytes", s.measured_rss_peak},
+                         {"reached_peak", r.reached_peak()},
                          {"components", comps},
                          {"checkpoints", newest_checkpoints},
                          {"checkpoints_total", r.checkpoint_events()},

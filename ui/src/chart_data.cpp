@@ -61,13 +61,6 @@ QString footnote_for(ByteUnit unit, bool ceilings) {
     return s;
 }
 
-double nice_step(double range, int target_ticks) {
-    const double raw = range / std::max(1, target_ticks);
-    const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-12))));
-    const double f = raw / mag;
-    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
-}
-
 }  // namespace
 
 QColor component_qcolor(Component c) { return QColor(QString::fromLatin1(component_color(c).data(), int(component_color(c).size()))); }
@@ -335,13 +328,13 @@ ChartAxis chart_axis(const ChartData& d) {
         return a;
     }
     if (a.clipped) {
-        a.max_bytes = shown;
+        // Cut where the ceilings say, gridlines at the round steps under it.
+        a.ticks = round_ticks(0, shown / a.unit_bytes, 6, false);
     } else {
-        // Room above the tallest bar for its total and verdict.
-        const double v = shown * 1.14 / a.unit_bytes;
-        const double step = nice_step(v, 6);
-        a.max_bytes = std::ceil(v / step) * step * a.unit_bytes;
+        // Room above the tallest bar for its total and verdict; the top on a whole step.
+        a.ticks = round_ticks(0, shown * 1.14 / a.unit_bytes, 6, true);
     }
+    a.max_bytes = a.ticks.hi * a.unit_bytes;
     return a;
 }
 

@@ -43,6 +43,10 @@ void ChartText::setText(const QString& t) {
     if (widths_.empty()) widths_.push_back(0);
     laid_out_ = true;
     size_ = QSizeF(widest, line_height_ * double(widths_.size()));
+    // prepareGeometryChange() repaints the area but keeps a cached pixmap (labels that stay
+    // put are DeviceCoordinateCache'd): without this, a new text of the same size kept
+    // showing the old one (the subtitle's "seq 8,192" at seq 128).
+    update();
 }
 
 void ChartText::setFitted(const QString& full, double width, int max_lines) {
@@ -123,6 +127,7 @@ void ChartText::setFitted(const QString& full, double width, int max_lines) {
             laid_out_ = true;
             size_ = QSizeF(std::max(widths_.front(), widths_.back()), line_height_ * double(widths_.size()));
             setToolTip(QString());   // nothing was cut
+            update();                // the cached pixmap too (see setText)
             return;
         }
     }

@@ -58,6 +58,8 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
     list_->header()->resizeSection(1, list_->fontMetrics().horizontalAdvance("✗ short 1,234.5 GB") + 14);
     list_->header()->setStretchLastSection(false);
     list_->setToolTip("Tick the machines to compare. Space toggles the selected row.");
+    // A narrow panel cuts a long name in its middle: "Mac Studio…96 GB" still says which one.
+    list_->setTextElideMode(Qt::ElideMiddle);
     connect(list_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int column) {
         if (column == 0 && !syncing_) emit selectionEdited();
     });

@@ -331,8 +331,10 @@ void MainWindow::restoreSettings() {
     scale_ = parse_chart_scale(s.value("chartScale", "auto").toString());
     if (scale_box_) scale_box_->setCurrentIndex(std::max(0, scale_box_->findData(chart_scale_id(scale_))));
     // The last size and place; the first time, the screen's whole available area.
-    if (s.contains("geometry")) restoreGeometry(s.value("geometry").toByteArray());
-    else if (QScreen* screen = QGuiApplication::primaryScreen()) setGeometry(screen->availableGeometry());
+    if (s.contains("geometry")) {
+        restoreGeometry(s.value("geometry").toByteArray());
+        keepOnScreen();
+    } else if (QScreen* screen = QGuiApplication::primaryScreen()) setGeometry(screen->availableGeometry());
     Plan p = Plan::lesson_default();
     const QString saved = s.value("plan").toString();
     if (!saved.isEmpty()) {
@@ -348,6 +350,21 @@ void MainWindow::restoreSettings() {
     }
     machines_->populate(*lib_, unit_);
     setPlan(p);
+}
+
+void MainWindow::keepOnScreen() {
+    // A geometry saved on a larger screen (or after something widened the window) must not open
+    // the window past this one's edges: no larger than the available area, and inside it.
+    QScreen* screen = QGuiApplication::screenAt(geometry().center());
+    if (!screen) screen = QGuiApplication::primaryScreen();
+    if (!screen) return;
+    const QRect avail = screen->availableGeometry();
+    const QRect g = geometry();
+    const int w = std::min(g.width(), avail.width()), h = std::min(g.height(), avail.height());
+    if (w != g.width() || h != g.height()) resize(w, h);
+    const int x = std::clamp(g.x(), avail.left(), avail.right() + 1 - w);
+    const int y = std::clamp(g.y(), avail.top(), avail.bottom() + 1 - h);
+    if (x != g.x() || y != g.y()) move(x, y);
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

@@ -17,6 +17,7 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QStackedBarSeries>
 #include <QValueAxis>
@@ -54,6 +55,13 @@ QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
     if (!c) return QBrush(st.muted, Qt::Dense5Pattern);
     if (*c == Component::FrameworkOverhead) return QBrush(hatch_colour(st), Qt::BDiagPattern);
     return QBrush(component_qcolor(*c));
+}
+
+// "96 GB" stays on one line when a caption breaks: the space between a number and its unit
+// becomes a no-break space (captions break at plain spaces only).
+QString unbroken_amounts(QString s) {
+    static const QRegularExpression amount(QStringLiteral("(\\d) (GB|GiB|TB|TiB)\\b"));
+    return s.replace(amount, QStringLiteral("\\1\u00A0\\2"));
 }
 
 }  // namespace
@@ -186,7 +194,6 @@ void MemoryQChart::rebuild() {
     addAxis(x_, Qt::AlignBottom);
     bars_->attachAxis(x_);
 
-    const QString unit_title = axis_.unit_suffix.trimmed() + (axis_.unit_suffix.contains("i") ? " (2ⁿ bytes)" : " (10ⁿ bytes)");
     if (axis_.log) {
         auto* y = new QLogValueAxis;
         y->setBase(10);
@@ -194,12 +201,8 @@ void MemoryQChart::rebuild() {
         y->setMinorTickCount(-1);
         y_ = y;
     } else {
-        auto* y = new QValueAxis;
-        y->setTickType(QValueAxis::TicksDynamic);
-        y->setTickAnchor(0);
-        y_ = y;
+        y_ = new QValueAxis;
     }
-    y_->setTitleText(unit_title.section(' ', 0, 0) + (axis_.log ? ", log scale" : ""));
     y_->setTitleBrush(style_.muted);
     y_->setTitleFont(font_px(style_, 11));
     y_->setLabelsBrush(style_.muted);
@@ -247,18 +250,11 @@ void MemoryQChart::applyAxis() {
     if (!y_) return;
     const double lo = axis_.log ? axis_.min_bytes / axis_.unit_bytes : 0.0;
     const double hi = axis_.max_bytes / axis_.unit_bytes;
+    // The unit follows the values (a slider can take the plan from GB to TB without a new set
+    // of bars, so the title is set here, not where the axis is made).
+    if (y_->titleText() != axis_.unitTitle()) y_->setTitleText(axis_.unitTitle());
     if (auto* y = qobject_cast<QValueAxis*>(y_)) {
-        // About six gridlines at round numbers.
-        const double raw = hi / 6;
-        const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-12))));
-        const double f = raw / mag;
-        const double step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
-        // Each setter lays the axis (its labels) out again, even with the value it has: only
-        // what changed, so a step that keeps the axis leaves it alone.
-        if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
-        if (y->tickInterval() != step) y->setTickInterval(step);
-        const QString format = step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f";
-        if (y->labelFormat() != format) y->setLabelFormat(format);
+        apply_round_ticks(y, axis_.ticks);
     } else if (auto* y = qobject_cast<QLogValueAxis*>(y_)) {
         if (y->min() != lo || y->max() != hi) y->setRange(lo, hi);
     }
@@ -459,10 +455,11 @@ void MemoryQChart::layoutDecorations() {
     std::array<double, 3> row_height{0, 0, 0};
     for (size_t i = 0; i < d.captions.size(); ++i) {
         const ChartBar& b = data_.bars[i];
-        const QString texts[3] = {b.label, b.sublabel, b.note};
+        const QString texts[3] = {unbroken_amounts(b.label), b.sublabel, b.note};
         for (size_t k = 0; k < 3; ++k) {
             ChartText* t = d.captions[i][k];
-            t->setFitted(texts[k], slot0 - 4, 2);
+            // A name may take a third line ("Mac Studio / M3 Ultra / 96 GB") before it elides.
+            t->setFitted(texts[k], slot0 - 4, k == 0 ? 3 : 2);
             if (!texts[k].isEmpty()) row_height[k] = std::max(row_height[k], t->boundingRect().height());
         }
     }

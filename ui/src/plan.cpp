@@ -284,9 +284,18 @@ std::string short_machine_name(const MachineProfile& m) {
             n = n.substr(std::string(prefix).size());
             break;
         }
-    // "Mac Studio M3 Ultra (80-core GPU, 96 GB)" -> "Mac Studio M3 Ultra"; keep "(2 cores...)"
-    // for this machine short as "This machine".
-    if (auto paren = n.find(" ("); paren != std::string::npos) n = n.substr(0, paren);
+    // "Mac Studio M3 Ultra (80-core GPU, 96 GB)" -> "Mac Studio M3 Ultra 96 GB": the memory
+    // names which configuration it is (the same chip ships with 96 and 256 GB); the rest goes.
+    // "This machine (2 cores, 23.4 GiB RAM)" -> "This machine".
+    if (auto paren = n.find(" ("); paren != std::string::npos) {
+        std::string inside = n.substr(paren + 2);
+        if (auto close = inside.rfind(')'); close != std::string::npos) inside.resize(close);
+        const auto comma = inside.rfind(", ");
+        const std::string last = comma == std::string::npos ? inside : inside.substr(comma + 2);
+        const bool memory = last.size() > 3 && last.compare(last.size() - 3, 3, " GB") == 0 &&
+                            std::all_of(last.begin(), last.end() - 3, [](char c) { return c >= '0' && c <= '9'; });
+        n = n.substr(0, paren) + (memory ? " " + last : "");
+    }
     for (const char* suffix : {"-SXM4-80GB", "-SXM4-40GB"})
         if (auto pos = n.find(suffix); pos != std::string::npos)
             n = n.substr(0, pos) + " " + std::string(suffix).substr(6);

@@ -394,11 +394,7 @@ ChartData run_summary_chart(const RunRecord& r, const RunOptions* options, const
     return d;
 }
 
-bool run_reached_peak(const RunRecord& r) {
-    // The peak of a step (activations in backward, the optimizer's state) is behind every
-    // completed optimizer step; a run that completed reached it whatever it reported.
-    return !r.steps().empty() || r.step_events() > 0 || r.status() == RunStatus::Completed;
-}
+bool run_reached_peak(const RunRecord& r) { return r.reached_peak(); }
 
 Table run_summary_table(const RunRecord& r, ByteUnit unit) {
     Table t;

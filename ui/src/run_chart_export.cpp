@@ -92,13 +92,11 @@ void build_summary_chart(QChart* chart, const ChartData& d, const ChartStyle& st
             if (double(*bar.ceiling) <= 1.5 * max_total) top = std::max(top, double(*bar.ceiling));
             else notes << "cap " + format_run_bytes(double(*bar.ceiling), d.unit) + " is far above this scale";
         }
-    y->setRange(0, top / scale * 1.12);
-    y->applyNiceNumbers();
+    apply_round_ticks(y, round_ticks(0, top / scale * 1.12, 5, true));
     y->setTitleText(unit_name);
     y->setTitleBrush(st.muted);
     y->setLabelsBrush(st.muted);
     y->setGridLinePen(QPen(st.grid, 1));
-    y->setLabelFormat(y->max() >= 10 ? "%.0f" : "%.1f");
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
     series->attachAxis(x);

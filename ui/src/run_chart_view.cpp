@@ -179,7 +179,6 @@ void TimeChartBuilder::rebuild(QChart* chart, const TimeChartData& d, const Char
     chart->addAxis(y_, Qt::AlignLeft);
     style_axis(x_, st, d.x_is_time ? d.x_title + " (s)" : d.x_title);
     style_axis(y_, st, d.y_title);
-    x_->setLabelFormat("%.0f");
     const TimeLayout l = layout_time_chart(d);
     auto attach = [&](QAbstractSeries* s) {
         chart->addSeries(s);
@@ -292,12 +291,15 @@ void TimeChartBuilder::apply(QChart* chart, const TimeChartData& d, const ChartS
     }
     for (size_t i = 0; i < markers_.size() && i < l.drawn.size(); ++i)
         markers_[i]->replace(QList<QPointF>{{l.x0, l.drawn[i]->value / y_scale_}, {l.x1, l.drawn[i]->value / y_scale_}});
-    x_->setRange(l.x0, l.x1);
-    y_->setRange(l.y0 / y_scale_, l.y1 / y_scale_ * (d.y_from_zero ? 1.05 : 1.0));
-    y_->applyNiceNumbers();   // ticks on round numbers (5.2, 5.4, … rather than 5.23, 5.34, …)
-    const double span = (y_->max() - y_->min());
-    y_->setLabelFormat(span >= 10 ? "%.0f" : span >= 1 ? "%.1f" : "%.2f");
-    x_->setTickCount(std::clamp(int(std::lround(l.x1 - l.x0)) + 1, 2, 7));
+    // Gridlines at round steps with labels that read them exactly: time (or steps) keeps the
+    // run's span, the y axis grows out to whole steps.
+    RoundTicks xt = round_ticks(l.x0, l.x1, 6, false);
+    if (!d.x_is_time && xt.step < 1) {   // optimizer steps are whole
+        xt.step = 1;
+        xt.decimals = 0;
+    }
+    apply_round_ticks(x_, xt);
+    apply_round_ticks(y_, round_ticks(l.y0 / y_scale_, l.y1 / y_scale_ * (d.y_from_zero ? 1.05 : 1.0), 5, true));
 }
 
 // ------------------------------------------------------------------ widget ----

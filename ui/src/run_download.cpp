@@ -4,6 +4,7 @@
 #include <QLabel>
 
 #include "wingspan/ui/model_download_dialog.hpp"
+#include "wingspan/ui/run_guard.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace wingspan::ui {
@@ -12,7 +13,9 @@ void RunPanel::startOrOfferDownload() {
     const RunOptions o = options();
     const bool missing = o.model_source == RunOptions::ModelSource::Planned && planned_.folder.isEmpty();
     updateTrainerBanner();
-    if (!missing || planned_.repo.isEmpty() || isRunning() || download_dialog_ || !trainer_.ok()) {
+    // A model that would not fit here is not worth downloading: start() refuses it and says why.
+    const bool fits = check_run_fit(lib_, has_plan_ ? &plan_ : nullptr, o).fits;
+    if (!missing || !fits || planned_.repo.isEmpty() || isRunning() || download_dialog_ || !trainer_.ok()) {
         // A plan model without a Hub repository (an interpolated size) cannot be downloaded, and
         // nothing is worth downloading without a trainer: start() says what to do instead.
         QString error;

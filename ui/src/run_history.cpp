@@ -184,8 +184,13 @@ void RunPanel::refreshHistory() {
             const std::int64_t measured = result->measured_peak, predicted = result->predicted_peak;
             if (measured > 0) item->setText(3, format_run_bytes(double(measured), unit_));
             if (predicted > 0) item->setText(4, format_run_bytes(double(predicted), unit_));
-            if (measured > 0 && predicted > 0)
+            if (result->reached_peak == false) {
+                // Stopped before its first step: what it measured is where it got to.
+                item->setText(5, "not reached");
+                item->setToolTip(5, "The run ended before its first step: its peak was never reached, so there is no error to show");
+            } else if (measured > 0 && predicted > 0) {
                 item->setText(5, QString::asprintf("%+.1f %%", 100.0 * (double(predicted) - double(measured)) / double(measured)));
+            }
             if (result->measured_rss_peak > 0) item->setText(6, format_run_bytes(double(result->measured_rss_peak), unit_));
         } else {
             item->setText(2, "failed (no result)");

@@ -177,7 +177,8 @@ void RunPanel::buildUi() {
     status_->setAccessibleName("Run status");
     status_->setTextFormat(Qt::RichText);
     status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse | Qt::LinksAccessibleByKeyboard);
+    connect(status_, &QLabel::linkActivated, this, &RunPanel::takeFitOffer);
     progress_ = new QProgressBar;
     progress_->setObjectName("runProgress");
     progress_->setAccessibleName("Training progress");
@@ -257,6 +258,7 @@ void RunPanel::updateFormEnabled() {
 bool RunPanel::isRunning() const { return session_ && session_->isActive(); }
 
 bool RunPanel::start(QString* error) {
+    fit_offer_.clear();
     if (isRunning()) {
         if (error) *error = "a run is already going; stop it first";
         return false;
@@ -266,9 +268,10 @@ bool RunPanel::start(QString* error) {
         if (error) *error = trainer_.problem;
         return false;
     }
+    const RunOptions o = options();
+    if (!runFits(o, error)) return false;
     auto* s = new RunSession(this);
     QString err;
-    const RunOptions o = options();
     if (!s->start(trainer_.path, o, has_plan_ ? plan_.to_json() : json(nullptr), store_root_, sample_data_, &err)) {
         delete s;
         if (error) *error = err;
@@ -321,7 +324,7 @@ void RunPanel::showStartError(const QString& error) {
     // A missing trainer is explained in the banner above; the status line only points there.
     const QString text = trainer_.ok() ? error.toHtmlEscaped()
                                        : "wingspan-train is missing; the note above says how to build it (./dev.sh run).";
-    status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>");
+    status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>" + fit_offer_);
 }
 
 void RunPanel::stop() {

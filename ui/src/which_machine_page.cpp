@@ -79,11 +79,15 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     data_row->addWidget(examples_);
     data_row->addWidget(tok_label);
     data_row->addWidget(tokens_);
-    data_row->addWidget(ep_label);
-    data_row->addWidget(epochs_);
-    data_row->addSpacing(8);
-    data_row->addWidget(total_);
     data_row->addStretch();
+    // The epochs and the total on a second line: on one, the row asked for 684 px and the tab
+    // widened a 1280-pixel window past the screen (the window's minimum is its widest tab's).
+    auto* epochs_row = new QHBoxLayout;
+    epochs_row->addWidget(ep_label);
+    epochs_row->addWidget(epochs_);
+    epochs_row->addSpacing(8);
+    epochs_row->addWidget(total_);
+    epochs_row->addStretch();
     grid_view_ = new QTableWidget;
     grid_view_->setObjectName("machineGrid");
     grid_view_->setAccessibleName("Which machine trains what: winner per model size and method");
@@ -101,6 +105,7 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     auto* gv = new QVBoxLayout(grid_box);
     gv->setContentsMargins(0, 0, 0, 0);
     auto* grid_title = new QLabel("<b>Which machine trains what</b> — every size of this model's family, every method");
+    grid_title->setWordWrap(true);   // its width is not the window's minimum
     gv->addWidget(grid_title);
     gv->addWidget(grid_view_, 1);
     gv->addWidget(grid_caption_);
@@ -112,6 +117,7 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     tv->setContentsMargins(0, 0, 0, 0);
     tv->addWidget(new QLabel("<b>This plan on each machine</b>"));
     tv->addLayout(data_row);
+    tv->addLayout(epochs_row);
     tv->addWidget(view_, 1);
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(grid_box);

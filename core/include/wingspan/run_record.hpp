@@ -99,6 +99,9 @@ public:
     // Log lines that arrived after kMaxLogLines and were counted, not kept (errors are always kept).
     std::int64_t dropped_log_lines() const { return dropped_logs_; }
     std::int64_t step_events() const { return step_events_; }
+    // Whether the run got through an optimizer step, where a step's peak lies (a run stopped
+    // during setup measured only what it got to: "not reached", never an error).
+    bool reached_peak() const { return !steps_.empty() || step_events_ > 0 || status_ == RunStatus::Completed; }
     std::int64_t memory_events() const { return memory_events_; }
     std::int64_t measured_peak() const { return measured_peak_; }
     std::int64_t measured_rss_peak() const { return rss_peak_; }
@@ -137,6 +140,7 @@ struct RunResultFile {
     std::string status_text;
     int exit_code = 1, signal = 0;
     std::int64_t predicted_peak = 0, measured_peak = 0, predicted_total = 0, measured_rss_peak = 0;
+    std::optional<bool> reached_peak;   // absent in records written before it was
     std::string note;   // non-empty when only part of the file was read, and why
     RunStatus run_status() const;
 };

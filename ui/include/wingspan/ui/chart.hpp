@@ -9,6 +9,7 @@
 #include <QString>
 
 #include "wingspan/ui/plan.hpp"
+#include "wingspan/ui/round_ticks.hpp"
 
 class QPalette;
 
@@ -89,6 +90,8 @@ struct ChartAxis {
     bool clipped = false;        // some bars pass the top
     QString unit_suffix;         // " GB" / " GiB" / " TB" / " TiB"
     double unit_bytes = 1e9;     // bytes per axis unit
+    RoundTicks ticks;            // linear axes: range and gridlines in the axis's unit
+    QString unitTitle() const { return unit_suffix.trimmed() + (log ? ", log scale" : ""); }
 };
 ChartAxis chart_axis(const ChartData& data);
 // "21.3 GB": a byte count in the axis's unit, the same unit on every label of the chart.

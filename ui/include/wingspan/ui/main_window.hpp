@@ -127,6 +127,7 @@ private:
     void refreshVisibleTables();
     void refreshTable(int which);
     void saveSettings();
+    void keepOnScreen();   // the window within the available area of its screen
     void restoreSettings();
     void setModel(const std::string& id);
     void importConfigDialog();

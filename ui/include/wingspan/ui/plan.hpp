@@ -130,7 +130,7 @@ nlohmann::json size_scenario(const ProfileLibrary& lib, const Plan& plan);
 std::vector<std::pair<std::string, TrainingSetup>> method_variants(const TrainingSetup& base);
 
 // ---- text helpers (rendering only) ----
-std::string short_machine_name(const MachineProfile& m);   // "RTX 4090", "Mac Studio M3 Ultra"
+std::string short_machine_name(const MachineProfile& m);   // "RTX 4090", "Mac Studio M3 Ultra 96 GB"
 std::string describe_setup(const TrainingSetup& s);         // "LoRA r16 · seq 1,024 × batch 1 · ..."
 std::string method_label(Method m);                         // "Full fine-tune", "LoRA", ...
 std::string verdict_text(const MachineVerdict& v, ByteUnit unit);   // "fits · 4.0 GB free"

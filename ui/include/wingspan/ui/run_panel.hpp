@@ -257,6 +257,9 @@ public:
     // Start ▶ and Train ▶: starts, or when the plan's model is neither a local folder nor in the
     // Hugging Face cache, first offers its download (size shown) or another model to train.
     void startOrOfferDownload();
+    // Train ▶'s guard (run_guard.hpp): false, with the reason in `error` and what fits offered
+    // in the status line, when the run would not fit this machine or its memory cap.
+    bool runFits(const RunOptions& options, QString* error);
     // The open download offer, if any (tests drive it).
     ModelDownloadDialog* downloadDialog() const { return download_dialog_; }
     void stop();                                // SIGTERM, SIGKILL after killTimeout()
@@ -445,6 +448,8 @@ private:
 
     // Status.
     QLabel* status_ = nullptr;
+    QString fit_offer_;   // links to what fits, after a run the guard refused
+    void takeFitOffer(const QString& link);
     QProgressBar* progress_ = nullptr;
     QLabel* view_banner_ = nullptr;
     QPushButton* back_live_ = nullptr;
