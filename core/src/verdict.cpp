@@ -131,6 +131,13 @@ MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, co
     v.usable_bytes = usable_bytes(machine, framework);
     const bool one_pool = machine.kind != MachineKind::Gpu;
     v.needed_bytes = v.estimate.total_bytes + (one_pool ? v.estimate.host_bytes : 0);
+    if (v.estimate.reserved_device_fraction > 0) {   // GRPO's colocated vLLM: a share of the whole device
+        const auto share = static_cast<std::int64_t>(v.estimate.reserved_device_fraction * double(machine.memory_bytes));
+        v.needed_bytes += share;
+        v.notes.push_back("a colocated vLLM engine takes " + std::to_string(v.estimate.reserved_device_fraction).substr(0, 4) +
+                          " of the device's " + format_bytes(double(machine.memory_bytes)) + " (" +
+                          format_bytes(double(share)) + ", TRL vllm_gpu_memory_utilization) beside training");
+    }
     v.margin_bytes = v.usable_bytes - v.needed_bytes;
     if (v.needed_bytes > v.usable_bytes)
         v.fit = Fit::No;
