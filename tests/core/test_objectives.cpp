@@ -5,6 +5,7 @@
 #include "cli_result.hpp"
 #include "test_support.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/recipe.hpp"
 
 using namespace wingspan;
 
@@ -213,6 +214,17 @@ private slots:
         QCOMPARE(text.code, 0);
         QVERIFY(text.out.find("Reference model") != std::string::npos);
         QVERIFY(text.out.find("reference copy (as TRL does it)") != std::string::npos);
+        // The recipe templates are SFT's: a preference or RL plan is refused, not written as SFT.
+        recipe::Request req;
+        req.framework = "hf-transformers";
+        req.arch = llama8b();
+        req.setup = with_objective(TrainingSetup{}, Objective::Dpo);
+        try {
+            recipe::make(".", test::library(), req);
+            QFAIL("a DPO plan was written as a recipe");
+        } catch (const InputError& e) {
+            QVERIFY(std::string(e.what()).find("SFT only") != std::string::npos);
+        }
         const auto bad = test::run_cli({"plan", "--objective", "ppo"});
         QVERIFY(bad.code != 0);
         QVERIFY(bad.err.find("unknown objective 'ppo'") != std::string::npos);
