@@ -12,13 +12,17 @@
 //                                prompt + completion, logits for every position);
 //                                get_batch_loss_metrics (the reference's log-probs after the
 //                                policy's forward, under no_grad: the policy's graph is alive).
-//   trl/trainer/kto_trainer.py   the same reference rule; one completion per row.
+//   trl/trainer/kto_trainer.py   the same reference rule; one completion per row; forward() runs
+//                                _compute_kl_logps (no_grad, mismatched pairs) before the policy's
+//                                own forward, so its transient does not stack on the saved graph.
 //   trl/trainer/orpo_trainer.py, cpo_trainer.py (SimPO is loss_type="simpo"): concatenated
 //                                chosen + rejected, no reference model.
 //   trl/trainer/grpo_config.py   num_generations 8, max_prompt_length 512,
 //                                max_completion_length 256, beta 0.0 ("the reference model is not
 //                                loaded"; releases before it defaulted to 0.04 — this follows the
-//                                current default), vllm_gpu_memory_utilization for colocate mode.
+//                                current default), vllm_gpu_memory_utilization for colocate mode,
+//                                ds3_gather_for_generation True (ZeRO-3 gathers the whole policy
+//                                to generate: unwrap_model_for_generation in trl/models/utils.py).
 //   trl/trainer/grpo_trainer.py  _generate_and_score_completions (generate B·G completions, then
 //                                the reference's per-token log-probs under no_grad when beta > 0);
 //                                _get_per_token_logps (logits only for the completion:
@@ -145,6 +149,14 @@ std::vector<ExtraPhase> objective_phases(const ObjectiveInputs& in, const Policy
     if (s.objective.kind == Objective::Grpo) {
         // Generation before the step: no graph; B·G sequences' keys and values grow to P + C tokens.
         if (s.objective.vllm_share <= 0) {
+            // ZeRO-3 gathers every shard of the policy for HF generate (ds3_gather_for_generation).
+            const std::int64_t N = s.devices;
+            const std::int64_t gathered = s.sharding == Sharding::Zero3 && N > 1 ? in.policy_weights * (N - 1) : 0;
+            const Component weights = lora(s) ? Component::FrozenWeights : Component::TrainableWeights;
+            add(terms, weights, gathered,
+                "GRPO generation under ZeRO-3: the policy's other " + n(N - 1) + " shards gathered (" + n(in.policy_weights) +
+                    " B each; TRL ds3_gather_for_generation)",
+                {{"shard_bytes", double(in.policy_weights)}, {"devices", double(N)}});
             const std::int64_t kv = 2 * L * kvd * sh.seq * sh.rows * e;
             add(terms, Component::KvCache, kv,
                 "GRPO generation (HF generate): 2 (k, v) × " + n(L) + " layers × " + n(kvd) + " kv_dim × (" + n(sh.prompt) +
@@ -164,9 +176,11 @@ std::vector<ExtraPhase> objective_phases(const ObjectiveInputs& in, const Policy
                     " vocab × 4 B",
                 {{"sequences", double(sh.rows)}, {"vocab", double(V)}});
             out.push_back({"generation_prefill", {{Component::Gradients, held.gradients},
+                                                  {weights, gathered},
                                                   {Component::KvCache, prompt_kv},
                                                   {Component::Activations, prefill}}});
             out.push_back({"generation_decode", {{Component::Gradients, held.gradients},
+                                                 {weights, gathered},
                                                  {Component::KvCache, kv},
                                                  {Component::Activations, layer_workspace(in, sh.rows)},
                                                  {Component::LogitsLoss, sampling}}});

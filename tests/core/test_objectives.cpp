@@ -169,6 +169,24 @@ private slots:
         QVERIFY(!shared.notes.empty() && shared.notes.back().find("vLLM") != std::string::npos);
     }
 
+    // TRL's ds3_gather_for_generation: under ZeRO-3 HF generate runs on the whole gathered policy.
+    void grpoUnderZero3GathersThePolicyToGenerate() {
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Bf16;
+        s.devices = 4;
+        s.sharding = Sharding::Zero3;
+        s = with_objective(s, Objective::Grpo);
+        const MemoryEstimate e = estimate_memory(llama8b(), s, test::bare_framework("fused"));
+        const std::int64_t shard = 2 * kLlama8bParams / 4;   // bf16 weights over 4 devices
+        QCOMPARE(in_phase(e, "optimizer_step", Component::TrainableWeights), shard);
+        QCOMPARE(in_phase(e, "generation_decode", Component::TrainableWeights), 4 * shard);
+        s.devices = 1;
+        s.sharding = Sharding::None;
+        const MemoryEstimate one = estimate_memory(llama8b(), s, test::bare_framework("fused"));
+        QCOMPARE(in_phase(one, "generation_decode", Component::TrainableWeights), 4 * shard);
+    }
+
     void impossibleReferencesAreRefused() {
         TrainingSetup s;
         s.method = Method::Full;
