@@ -489,6 +489,7 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
                   {"verdict", to_string(s.at_value.fit)}, {"needed_bytes", s.at_value.needed_bytes},
                   {"usable_bytes", s.at_value.usable_bytes}};
         if (!s.model_id.empty()) r["model"] = s.model_id;
+        if (s.completion_length) r["solved_for"] = "completion_length";
         results.push_back(r);
         if (o.has("--json")) continue;
         out << m->name << " [" << fw.id << ", " << to_string(setup.precision) << "]: ";
@@ -498,7 +499,7 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
                 << format_bytes(double(s.at_value.usable_bytes), unit) << "\n";
             continue;
         }
-        out << "largest " << *what_text << " that fits: ";
+        out << "largest " << (s.completion_length ? "completion length" : *what_text) << " that fits: ";
         if (what == SolveFor::Size)
             out << format_params_short(s.value) << " parameters (largest bundled member: " << s.model_id << ")";
         else

@@ -53,6 +53,11 @@ void add(std::vector<MemoryTerm>& terms, Component c, std::int64_t bytes, std::s
 
 }  // namespace
 
+bool sequence_from_lengths(const TrainingSetup& s) {
+    const ObjectiveSetup& o = s.objective;
+    return o.kind == Objective::Grpo || (o.kind != Objective::Sft && o.prompt_len > 0 && o.completion_len > 0);
+}
+
 ObjectiveShape objective_shape(const TrainingSetup& s) {
     ObjectiveShape sh;
     const ObjectiveSetup& o = s.objective;
@@ -67,7 +72,7 @@ ObjectiveShape objective_shape(const TrainingSetup& s) {
         sh.logit_positions = sh.completion;
         return sh;
     }
-    if (o.kind != Objective::Sft && o.prompt_len > 0 && o.completion_len > 0) {
+    if (sequence_from_lengths(s)) {
         sh.prompt = o.prompt_len;
         sh.completion = o.completion_len;
         sh.seq = o.prompt_len + o.completion_len;

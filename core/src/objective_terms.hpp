@@ -30,6 +30,10 @@ struct ObjectiveShape {
 };
 ObjectiveShape objective_shape(const TrainingSetup& setup);
 
+// Whether the sequence is prompt + completion rather than seq_len (GRPO always; the others when
+// both lengths are given): then the length that can grow is the completion's.
+bool sequence_from_lengths(const TrainingSetup& setup);
+
 // The setup as one forward of the policy sees it: micro_batch = rows, seq_len = seq.
 TrainingSetup forward_setup(const TrainingSetup& setup);
 

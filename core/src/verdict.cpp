@@ -7,6 +7,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/units.hpp"
+#include "objective_terms.hpp"
 
 namespace wingspan {
 
@@ -257,12 +258,16 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
         }
         case SolveFor::Seq: {
             const std::int64_t cap = 1 << 20;
+            // GRPO's (and a DPO with both lengths') sequence is prompt + completion: solve the
+            // completion's length, the one that grows (objective_terms.hpp).
+            const bool completion = sol.completion_length = sequence_from_lengths(setup);
+            const std::int64_t start = completion ? objective_shape(setup).completion : setup.seq_len;
             auto fits = [&](std::int64_t v) {
-                s.seq_len = v;
+                (completion ? s.objective.completion_len : s.seq_len) = v;
                 return fits_with(arch, s);
             };
-            sol.value = largest_fitting(cap, setup.seq_len, fits, &sol.unbounded);
-            s.seq_len = std::max<std::int64_t>(1, sol.value);
+            sol.value = largest_fitting(cap, start, fits, &sol.unbounded);
+            (completion ? s.objective.completion_len : s.seq_len) = std::max<std::int64_t>(1, sol.value);
             break;
         }
         case SolveFor::Rank: {

@@ -187,6 +187,25 @@ private slots:
         QCOMPARE(in_phase(one, "generation_decode", Component::TrainableWeights), 4 * shard);
     }
 
+    // GRPO's sequence is prompt + completion: `fit --solve seq` finds the longest completion.
+    void grpoSolvesTheCompletionLength() {
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s = with_objective(s, Objective::Grpo);
+        const MachineProfile& m = test::library().machine("rtx-4090");
+        const FrameworkProfile& fw = test::library().framework_for(m);
+        const Solution sol = solve(SolveFor::Seq, llama8b(), s, m, fw);
+        QVERIFY(sol.completion_length);
+        QVERIFY(!sol.unbounded);
+        QVERIFY(sol.value > 256);   // TRL's default completion fits at batch 1
+        s.objective.completion_len = sol.value;
+        QVERIFY(evaluate(llama8b(), s, m, fw).fit != Fit::No);
+        s.objective.completion_len = sol.value + 1;
+        QCOMPARE(evaluate(llama8b(), s, m, fw).fit, Fit::No);
+        TrainingSetup sft;   // SFT still solves the sequence
+        QVERIFY(!solve(SolveFor::Seq, llama8b(), sft, m, fw).completion_length);
+    }
+
     void impossibleReferencesAreRefused() {
         TrainingSetup s;
         s.method = Method::Full;
