@@ -65,6 +65,8 @@ plan / fit options:
   --optimizer adamw|adamw8bit|paged-adamw8bit|sgd|adafactor
   --attention eager|sdpa|flash   --devices N --sharding ddp|zero1|zero2|zero3|fsdp
   --offload   --framework ID (default: each machine's own; `wingspan frameworks`)
+  --objective sft|dpo|orpo|simpo|kto|grpo   --reference copy|adapter-off|precomputed|none
+  --prompt-length N --completion-length N   --generations G --beta B --vllm-share F (GRPO)
   --machine ID [--machine ID ...]   precision, quantization, checkpointing and LoRA layers
   not given on the command line follow the framework's defaults
   --examples N --tokens-per-example N --epochs N   (data set for time and cost)
@@ -104,7 +106,8 @@ const std::set<std::string> kValueOptions = {
     "--loss-chunk", "--precision", "--optimizer", "--attention", "--devices", "--sharding",
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
-    "--lora-layers", "--num-layers"};
+    "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
+    "--generations", "--beta", "--vllm-share"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
@@ -254,6 +257,13 @@ TrainingSetup build_setup(const Options& o, const Architecture& arch) {
     s.train_embeddings = o.has("--train-embeddings");
     s.lora_layers = parse_int(o, o.has("--num-layers") ? "--num-layers" : "--lora-layers", 0, 0);
     s.dora = o.has("--dora");
+    if (auto v = o.get("--objective")) s.objective.kind = parse_objective(*v);
+    if (auto v = o.get("--reference")) s.objective.reference = parse_reference(*v);
+    s.objective.prompt_len = parse_int(o, "--prompt-length", 0, 0);
+    s.objective.completion_len = parse_int(o, "--completion-length", 0, 0);
+    s.objective.generations = parse_int(o, "--generations", s.objective.generations);
+    s.objective.beta = parse_double(o, "--beta", s.objective.beta);
+    s.objective.vllm_share = parse_double(o, "--vllm-share", 0.0);
     if (s.method == Method::Full && s.quantization != Quantization::None)
         throw InputError("--quant needs --method qlora or serve");
     s.validate(arch);
@@ -312,6 +322,7 @@ std::string describe_setup(const TrainingSetup& s, const FrameworkProfile& fw) {
     d << " · attention " << to_string(s.attention);
     if (s.devices > 1) d << " · " << s.devices << " devices " << to_string(s.sharding);
     if (s.offload) d << " · offload";
+    if (s.objective.kind != Objective::Sft) d << "\nObjective " << objective_summary(s);
     return d.str();
 }
 
@@ -372,6 +383,7 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
         j["framework"] = top_fw.id;
         j["precision_in_force"] = precision_in_force(setup, top_fw);
         j["quantization_format"] = quantization_label(setup, top_fw);
+        j["objective_in_force"] = objective_summary(setup);
         if (!serving) {
             j["flops_per_token"] = training_flops_per_token(model.arch, setup);
             j["dataset_tokens"] = tokens;
@@ -477,6 +489,7 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
                   {"verdict", to_string(s.at_value.fit)}, {"needed_bytes", s.at_value.needed_bytes},
                   {"usable_bytes", s.at_value.usable_bytes}};
         if (!s.model_id.empty()) r["model"] = s.model_id;
+        if (s.completion_length) r["solved_for"] = "completion_length";
         results.push_back(r);
         if (o.has("--json")) continue;
         out << m->name << " [" << fw.id << ", " << to_string(setup.precision) << "]: ";
@@ -486,7 +499,7 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
                 << format_bytes(double(s.at_value.usable_bytes), unit) << "\n";
             continue;
         }
-        out << "largest " << *what_text << " that fits: ";
+        out << "largest " << (s.completion_length ? "completion length" : *what_text) << " that fits: ";
         if (what == SolveFor::Size)
             out << format_params_short(s.value) << " parameters (largest bundled member: " << s.model_id << ")";
         else

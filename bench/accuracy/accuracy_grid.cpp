@@ -80,6 +80,7 @@ bool is_static(Component c) {
         case Component::QuantConstants:
         case Component::Adapters:
         case Component::TrainableWeights:
+        case Component::ReferenceModel:
         case Component::Gradients:
         case Component::MasterWeights: return true;
         default: return false;

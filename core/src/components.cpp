@@ -16,6 +16,8 @@ constexpr ComponentInfo kInfo[] = {
     {Component::QuantConstants, "quant_constants", "Quantization constants", "#56B4E9"},
     {Component::Adapters, "adapters", "LoRA adapters", "#009E73"},
     {Component::TrainableWeights, "trainable_weights", "Trainable weights", "#009E73"},
+    // (outside Okabe-Ito's eight: Paul Tol's teal, apart from the blues of the policy's weights)
+    {Component::ReferenceModel, "reference_model", "Reference model", "#44AA99"},
     {Component::Gradients, "gradients", "Gradients", "#E69F00"},
     {Component::MasterWeights, "master_weights", "fp32 master weights", "#F0E442"},
     {Component::OptimizerState, "optimizer_state", "Optimizer state", "#D55E00"},

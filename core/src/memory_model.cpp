@@ -7,6 +7,7 @@
 
 #include "first_layer.hpp"
 #include "loss_memory.hpp"
+#include "objective_terms.hpp"
 #include "storage_terms.hpp"
 #include "wingspan/nf4.hpp"
 #include "wingspan/protocol.hpp"
@@ -166,8 +167,12 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
 }
 }  // namespace
 
-MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup& setup,
+MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup& asked,
                                const FrameworkProfile& fw) {
+    // The rows and sequence one forward of the policy runs under the objective (DPO: chosen and
+    // rejected side by side; GRPO: B·G completions of prompt + completion): objective_terms.cpp.
+    const ObjectiveShape objective = objective_shape(asked);
+    const TrainingSetup setup = forward_setup(asked);
     const Architecture built = as_built(arch_in, fw);
     const Architecture& arch = built;
     require_plan_size_bounded(arch, setup);   // before any product can overflow
@@ -699,7 +704,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
              {{"tokens", double(bs)}, {"q_dim", double(qd)}, {"heads", double(heads)}, {"kv_dim", double(kvd)}});
 
     // ---- logits and loss (loss_memory.cpp) ----
-    const LossMemory loss = loss_memory(fw, setup, LossShape{b, bs, V, h, e, quant != Quantization::None});
+    const LossMemory loss =
+        loss_memory(fw, setup, LossShape{b, b * objective.logit_positions, V, h, e, quant != Quantization::None});
     const std::int64_t logits_forward = loss.forward, logits_backward = loss.backward;
     term(Component::LogitsLoss, std::max(logits_forward, logits_backward), loss.formula,
          {{"tokens", double(loss.tokens)}, {"vocab", double(V)}});
@@ -714,6 +720,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                         {{"layers", double(L)}, {"kv_dim", double(kvd)}, {"context", double(s)}, {"batch", double(b)}});
 
     // ---- phases ----
+    const ObjectiveInputs objective_in{arch, asked, objective, frozen_dev + packed_dev + constants_dev + trainable_dev, e, inner};
+    const std::int64_t reference_dev = reference_weights(objective_in, est.terms);
     const std::int64_t master_on_dev = offload ? 0 : master_dev;
     const std::int64_t optimizer_on_dev = offload ? 0 : optimizer_dev;
     std::map<Component, std::int64_t> base = {
@@ -721,6 +729,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         {Component::QuantConstants, constants_dev},
         {Component::Adapters, adapters_dev},
         {Component::TrainableWeights, trainable_dev},
+        {Component::ReferenceModel, reference_dev},
         {Component::MasterWeights, master_on_dev},
         {Component::OptimizerState, optimizer_on_dev},
     };
@@ -806,6 +815,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                  "optimizer step temporaries (" + fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
         phase("optimizer_step", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket},
                                  {Component::OptimizerState, step_temp}});
+        for (auto& [name, extra] : objective_phases(objective_in, {held_grads, act_forward, logits_forward}, est.terms))
+            phase(std::move(name), std::move(extra));
+        est.reserved_device_fraction = asked.objective.kind == Objective::Grpo ? asked.objective.vllm_share : 0.0;
     }
 
     const Phase* peak = &est.phases.front();
@@ -858,6 +870,7 @@ nlohmann::json MemoryEstimate::to_json() const {
             {"framework_overhead_bytes", framework_overhead_bytes},
             {"total_bytes", total_bytes},
             {"host_bytes", host_bytes},
+            {"reserved_device_fraction", reserved_device_fraction},
             {"phases", phases_json},
             {"terms", terms_json}};
 }

@@ -31,6 +31,10 @@ std::int64_t count_lines(const fs::path& file) {
 }  // namespace
 
 Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
+    // The templates write SFT trainers; a DPO/GRPO plan written as one would train the wrong thing.
+    if (r.setup.objective.kind != Objective::Sft)
+        throw InputError(std::string("recipes are written for SFT only; the ") + to_string(r.setup.objective.kind) +
+                         " plan has no template yet (issue 31)");
     const FrameworkInfo fw = framework(dir, r.framework);
     r.setup.validate(r.arch);
     const TrainingOptions& t = r.training;

@@ -39,6 +39,17 @@ constexpr Names<Quantization, 4> kQuant{{{Quantization::None, "none"},
                                          {Quantization::Nf4, "nf4"},
                                          {Quantization::Nf4DoubleQuant, "nf4-dq"},
                                          {Quantization::Int8, "int8"}}};
+constexpr Names<Objective, 6> kObjectives{{{Objective::Sft, "sft"},
+                                           {Objective::Dpo, "dpo"},
+                                           {Objective::Orpo, "orpo"},
+                                           {Objective::Simpo, "simpo"},
+                                           {Objective::Kto, "kto"},
+                                           {Objective::Grpo, "grpo"}}};
+constexpr Names<Reference, 5> kReferences{{{Reference::Auto, "auto"},
+                                           {Reference::Copy, "copy"},
+                                           {Reference::AdapterOff, "adapter-off"},
+                                           {Reference::Precomputed, "precomputed"},
+                                           {Reference::None, "none"}}};
 
 template <typename E, size_t N>
 const char* name_of(const Names<E, N>& names, E e) {
@@ -65,6 +76,10 @@ const char* to_string(Optimizer v) { return name_of(kOptimizers, v); }
 const char* to_string(Attention v) { return name_of(kAttention, v); }
 const char* to_string(Sharding v) { return name_of(kSharding, v); }
 const char* to_string(Quantization v) { return name_of(kQuant, v); }
+const char* to_string(Objective v) { return name_of(kObjectives, v); }
+const char* to_string(Reference v) { return name_of(kReferences, v); }
+Objective parse_objective(const std::string& s) { return parse_name(kObjectives, s, "objective"); }
+Reference parse_reference(const std::string& s) { return parse_name(kReferences, s, "reference"); }
 Method parse_method(const std::string& s) { return parse_name(kMethods, s, "method"); }
 Precision parse_precision(const std::string& s) { return parse_name(kPrecisions, s, "precision"); }
 Optimizer parse_optimizer(const std::string& s) { return parse_name(kOptimizers, s, "optimizer"); }
@@ -150,7 +165,33 @@ void TrainingSetup::validate(const Architecture& arch) const {
     }
     need(!(method == Method::Full && quantization != Quantization::None),
          "a full fine-tune cannot train quantized weights (use qlora)");
+    validate_objective();
     require_plan_size_bounded(arch, *this);
+}
+
+void TrainingSetup::validate_objective() const {
+    auto need = [](bool ok, const std::string& message) {
+        if (!ok) throw InputError(message);
+    };
+    const ObjectiveSetup& o = objective;
+    const std::string name = to_string(o.kind);
+    need(o.kind == Objective::Sft || method != Method::Serve, "objective " + name + " trains: it needs a training method");
+    need(o.prompt_len >= 0 && o.completion_len >= 0, "prompt and completion lengths must be 0 (default) or positive");
+    need(o.prompt_len + o.completion_len <= (std::int64_t(1) << 24), "prompt + completion is beyond any model's context");
+    need(o.generations >= 1 && o.generations <= 4096, "generations must be in 1..4096 (got " + std::to_string(o.generations) + ")");
+    need(o.beta >= 0, "beta must be 0 or positive");
+    need(o.vllm_share >= 0 && o.vllm_share < 1, "the vLLM share must be in [0, 1) (a fraction of the GPU)");
+    need(o.vllm_share == 0 || o.kind == Objective::Grpo, "--vllm-share is GRPO's colocated generation engine");
+    if (o.reference == Reference::Auto) return;
+    const bool takes_reference = o.kind == Objective::Dpo || o.kind == Objective::Kto ||
+                                 (o.kind == Objective::Grpo && o.beta > 0);
+    need(takes_reference || o.reference == Reference::None,
+         "objective " + name + (o.kind == Objective::Grpo ? " with beta 0" : "") +
+             " uses no reference model (only --reference none)");
+    need(o.reference != Reference::AdapterOff || method == Method::Lora || method == Method::Qlora,
+         "--reference adapter-off needs an adapter (--method lora or qlora)");
+    need(o.reference != Reference::Precomputed || o.kind != Objective::Grpo,
+         "GRPO scores fresh completions: its reference log-probs cannot be precomputed");
 }
 
 void require_plan_size_bounded(const Architecture& arch, const TrainingSetup& s) {
@@ -205,31 +246,41 @@ nlohmann::json TrainingSetup::to_json() const {
         {"devices", devices},
         {"sharding", to_string(sharding)},
         {"offload", offload},
+        {"objective",
+         {{"kind", to_string(objective.kind)},
+          {"reference", to_string(objective.reference)},
+          {"prompt_len", objective.prompt_len},
+          {"completion_len", objective.completion_len},
+          {"generations", objective.generations},
+          {"beta", objective.beta},
+          {"vllm_share", objective.vllm_share}}},
     };
 }
 
 TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     if (!j.is_object()) throw InputError("plan setup: expected a JSON object");
     TrainingSetup s;
+    // The object the readers below read: the setup, then its objective.
+    const nlohmann::json* src = &j;
     auto str = [&](const char* k) -> std::optional<std::string> {
-        if (!j.contains(k)) return std::nullopt;
-        if (!j[k].is_string()) throw InputError(std::string("plan setup: '") + k + "' must be a string");
-        return j[k].get<std::string>();
+        if (!src->contains(k)) return std::nullopt;
+        if (!(*src)[k].is_string()) throw InputError(std::string("plan setup: '") + k + "' must be a string");
+        return (*src)[k].get<std::string>();
     };
     auto integer = [&](const char* k, std::int64_t& out) {
-        if (!j.contains(k)) return;
-        if (!j[k].is_number_integer()) throw InputError(std::string("plan setup: '") + k + "' must be an integer");
-        out = j[k].get<std::int64_t>();
+        if (!src->contains(k)) return;
+        if (!(*src)[k].is_number_integer()) throw InputError(std::string("plan setup: '") + k + "' must be an integer");
+        out = (*src)[k].get<std::int64_t>();
     };
     auto boolean = [&](const char* k, bool& out) {
-        if (!j.contains(k)) return;
-        if (!j[k].is_boolean()) throw InputError(std::string("plan setup: '") + k + "' must be true or false");
-        out = j[k].get<bool>();
+        if (!src->contains(k)) return;
+        if (!(*src)[k].is_boolean()) throw InputError(std::string("plan setup: '") + k + "' must be true or false");
+        out = (*src)[k].get<bool>();
     };
     auto number = [&](const char* k, double& out) {
-        if (!j.contains(k)) return;
-        if (!j[k].is_number()) throw InputError(std::string("plan setup: '") + k + "' must be a number");
-        out = j[k].get<double>();
+        if (!src->contains(k)) return;
+        if (!(*src)[k].is_number()) throw InputError(std::string("plan setup: '") + k + "' must be a number");
+        out = (*src)[k].get<double>();
     };
     if (auto v = str("method")) s.method = parse_method(*v);
     if (auto v = str("precision")) s.precision = parse_precision(*v);
@@ -252,6 +303,18 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     boolean("offload", s.offload);
     number("lora_alpha", s.lora_alpha);
     number("lora_dropout", s.lora_dropout);
+    if (j.contains("objective")) {   // absent in plans written before objectives: SFT
+        const nlohmann::json& o = j["objective"];
+        if (!o.is_object()) throw InputError("plan setup: 'objective' must be an object");
+        src = &o;
+        if (auto v = str("kind")) s.objective.kind = parse_objective(*v);
+        if (auto v = str("reference")) s.objective.reference = parse_reference(*v);
+        integer("prompt_len", s.objective.prompt_len);
+        integer("completion_len", s.objective.completion_len);
+        integer("generations", s.objective.generations);
+        number("beta", s.objective.beta);
+        number("vllm_share", s.objective.vllm_share);
+    }
     return s;
 }
 

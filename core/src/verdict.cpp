@@ -7,6 +7,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/units.hpp"
+#include "objective_terms.hpp"
 
 namespace wingspan {
 
@@ -131,6 +132,13 @@ MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, co
     v.usable_bytes = usable_bytes(machine, framework);
     const bool one_pool = machine.kind != MachineKind::Gpu;
     v.needed_bytes = v.estimate.total_bytes + (one_pool ? v.estimate.host_bytes : 0);
+    if (v.estimate.reserved_device_fraction > 0) {   // GRPO's colocated vLLM: a share of the whole device
+        const auto share = static_cast<std::int64_t>(v.estimate.reserved_device_fraction * double(machine.memory_bytes));
+        v.needed_bytes += share;
+        v.notes.push_back("a colocated vLLM engine takes " + std::to_string(v.estimate.reserved_device_fraction).substr(0, 4) +
+                          " of the device's " + format_bytes(double(machine.memory_bytes)) + " (" +
+                          format_bytes(double(share)) + ", TRL vllm_gpu_memory_utilization) beside training");
+    }
     v.margin_bytes = v.usable_bytes - v.needed_bytes;
     if (v.needed_bytes > v.usable_bytes)
         v.fit = Fit::No;
@@ -250,12 +258,16 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
         }
         case SolveFor::Seq: {
             const std::int64_t cap = 1 << 20;
+            // GRPO's (and a DPO with both lengths') sequence is prompt + completion: solve the
+            // completion's length, the one that grows (objective_terms.hpp).
+            const bool completion = sol.completion_length = sequence_from_lengths(setup);
+            const std::int64_t start = completion ? objective_shape(setup).completion : setup.seq_len;
             auto fits = [&](std::int64_t v) {
-                s.seq_len = v;
+                (completion ? s.objective.completion_len : s.seq_len) = v;
                 return fits_with(arch, s);
             };
-            sol.value = largest_fitting(cap, setup.seq_len, fits, &sol.unbounded);
-            s.seq_len = std::max<std::int64_t>(1, sol.value);
+            sol.value = largest_fitting(cap, start, fits, &sol.unbounded);
+            (completion ? s.objective.completion_len : s.seq_len) = std::max<std::int64_t>(1, sol.value);
             break;
         }
         case SolveFor::Rank: {

@@ -12,6 +12,7 @@ enum class Component {
     QuantConstants,
     Adapters,
     TrainableWeights,
+    ReferenceModel,     // DPO/KTO/GRPO's frozen reference, when it is a copy of the policy
     Gradients,
     MasterWeights,
     OptimizerState,
@@ -21,9 +22,10 @@ enum class Component {
     FrameworkOverhead,
 };
 
-inline constexpr std::array<Component, 11> kAllComponents = {
+// In the enum's order: the trainer indexes its counters by the enum's value.
+inline constexpr std::array<Component, 12> kAllComponents = {
     Component::FrozenWeights,  Component::QuantConstants, Component::Adapters,
-    Component::TrainableWeights, Component::Gradients,    Component::MasterWeights,
+    Component::TrainableWeights, Component::ReferenceModel, Component::Gradients, Component::MasterWeights,
     Component::OptimizerState, Component::Activations,    Component::LogitsLoss,
     Component::KvCache,        Component::FrameworkOverhead,
 };

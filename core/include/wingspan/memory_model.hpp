@@ -53,6 +53,10 @@ struct MemoryEstimate {
     std::int64_t framework_overhead_bytes = 0;   // context + workspace + allocator slack
     std::int64_t total_bytes = 0;                // what the device really holds at the peak
     std::int64_t host_bytes = 0;                 // host RAM for offloaded state
+    // A share of the device taken by another engine in the same process (GRPO's colocated vLLM:
+    // vllm_gpu_memory_utilization of the GPU's memory), on top of total_bytes; the verdict
+    // applies it to each machine's memory.
+    double reserved_device_fraction = 0.0;
     // Components at the peak phase, plus framework_overhead; sums to total_bytes.
     std::map<Component, std::int64_t> components;
 
@@ -96,6 +100,10 @@ std::string quantization_label(const TrainingSetup& setup, const FrameworkProfil
 // What a setup's precision means under a framework, in words: "bf16 (bf16-true): weights bf16,
 // adapters fp32, gradients as their parameters, AdamW moments fp32, no master copy".
 std::string precision_in_force(const TrainingSetup& setup, const FrameworkProfile& framework);
+
+// What the setup's objective means, in words: "dpo: chosen + rejected in one forward (2 rows =
+// 2 × batch 1), 1,024 tokens per row, reference adapter-off (as TRL does it)"; "sft" for SFT.
+std::string objective_summary(const TrainingSetup& setup);
 
 MemoryEstimate estimate_memory(const Architecture& arch, const TrainingSetup& setup,
                                const FrameworkProfile& framework);

@@ -18,6 +18,12 @@ enum class Optimizer { AdamW, AdamW8bit, PagedAdamW8bit, Sgd, Adafactor };
 enum class Attention { Eager, Sdpa, Flash };
 enum class Sharding { None, Ddp, Zero1, Zero2, Zero3, Fsdp };
 enum class Quantization { None, Nf4, Nf4DoubleQuant, Int8 };
+// The training objective: supervised fine-tuning, preference tuning, or RL with verifiable
+// rewards. Each changes the rows a forward runs, the sequence, and what is held beside the policy.
+enum class Objective { Sft, Dpo, Orpo, Simpo, Kto, Grpo };
+// Where the reference log-probabilities of DPO, KTO and GRPO (beta > 0) come from. Auto: as the
+// framework does it (TRL: the base with the adapter disabled for a PEFT policy, else a copy).
+enum class Reference { Auto, Copy, AdapterOff, Precomputed, None };
 
 const char* to_string(Method);
 const char* to_string(Precision);
@@ -25,6 +31,8 @@ const char* to_string(Optimizer);
 const char* to_string(Attention);
 const char* to_string(Sharding);
 const char* to_string(Quantization);
+const char* to_string(Objective);
+const char* to_string(Reference);
 // Parsers throw InputError listing the accepted spellings.
 Method parse_method(const std::string&);
 Precision parse_precision(const std::string&);
@@ -32,9 +40,24 @@ Optimizer parse_optimizer(const std::string&);
 Attention parse_attention(const std::string&);
 Sharding parse_sharding(const std::string&);
 Quantization parse_quantization(const std::string&);
+Objective parse_objective(const std::string&);
+Reference parse_reference(const std::string&);
 // "q,k,v,o" / "all" / "attention" / "mlp" -> roles; throws InputError on unknown names.
 std::set<LinearRole> parse_targets(const std::string&);
 std::string targets_to_string(const std::set<LinearRole>&);
+
+// The objective and the knobs of it that change memory. Lengths of 0 take the framework's
+// defaults (GRPO: TRL's max_prompt_length 512, max_completion_length 256; the others: seq_len
+// covers prompt and completion).
+struct ObjectiveSetup {
+    Objective kind = Objective::Sft;
+    Reference reference = Reference::Auto;
+    std::int64_t prompt_len = 0;
+    std::int64_t completion_len = 0;
+    std::int64_t generations = 8;      // GRPO: completions per prompt (TRL num_generations)
+    double beta = 0.0;                 // GRPO: KL coefficient (TRL's default 0.0 loads no reference)
+    double vllm_share = 0.0;           // GRPO: fraction of the GPU a colocated vLLM engine takes
+};
 
 struct TrainingSetup {
     Method method = Method::Lora;
@@ -65,12 +88,14 @@ struct TrainingSetup {
     std::int64_t devices = 1;
     Sharding sharding = Sharding::None;
     bool offload = false;              // optimizer state + master weights to host RAM
+    ObjectiveSetup objective;
 
     // The quantization in force (QLoRA without an explicit choice means NF4 + double quant).
     Quantization effective_quantization() const;
     bool trains() const { return method != Method::Serve; }
     // Throws InputError for impossible values (sequence 0, rank > hidden, ...).
     void validate(const Architecture& arch) const;   // includes require_plan_size_bounded
+    void validate_objective() const;                  // the objective's knobs fit together
 
     nlohmann::json to_json() const;
     static TrainingSetup from_json(const nlohmann::json&);   // missing fields keep defaults

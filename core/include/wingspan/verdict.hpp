@@ -69,6 +69,8 @@ struct Solution {
     std::int64_t value = 0;               // batch, sequence, rank, or parameters for Size
     std::string model_id;                 // Size: the largest bundled model of the family
     bool unbounded = false;               // hit the search ceiling without running out
+    // Seq under GRPO (or DPO with both lengths given): the value is the completion's length.
+    bool completion_length = false;
     MachineVerdict at_value;              // the verdict at the solution
 };
 
