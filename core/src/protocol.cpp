@@ -100,12 +100,13 @@ ParseResult parse_line(std::string_view line) {
         return r;
     }
     auto v = j.find("v");
-    if (v == j.end() || !v->is_number_integer()) {
-        r.error = "missing protocol version 'v': " + quoted(line);
+    // Compared as the whole number it is (read as an int, 4294967297 was version 1).
+    if (v == j.end() || !v->is_number_unsigned() || v->get<std::uint64_t>() < 1) {
+        r.error = "missing protocol version 'v' (a positive integer): " + quoted(line);
         return r;
     }
-    if (v->get<int>() > kVersion) {
-        r.error = "protocol version " + std::to_string(v->get<int>()) + " is newer than this reader's " +
+    if (v->get<std::uint64_t>() > std::uint64_t(kVersion)) {
+        r.error = "protocol version " + std::to_string(v->get<std::uint64_t>()) + " is newer than this reader's " +
                   std::to_string(kVersion) + ": " + quoted(line);
         return r;
     }

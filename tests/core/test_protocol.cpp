@@ -42,6 +42,11 @@ private slots:
         QTest::newRow("array") << "[1,2]" << "not a JSON object";
         QTest::newRow("no version") << "{\"event\":\"step\",\"t\":1}" << "missing protocol version";
         QTest::newRow("newer") << "{\"v\":2,\"event\":\"step\",\"t\":1}" << "newer than this reader";
+        // Issue 34 class 20: a version past 32 bits is not version 1 (2^32 + 1), nor are 0 and -1.
+        QTest::newRow("version past 32 bits") << "{\"v\":4294967297,\"event\":\"step\",\"t\":1}" << "newer than this reader";
+        QTest::newRow("version past 64 bits") << "{\"v\":18446744073709551617,\"event\":\"step\",\"t\":1}" << "protocol version";
+        QTest::newRow("version 0") << "{\"v\":0,\"event\":\"step\",\"t\":1}" << "positive integer";
+        QTest::newRow("version -1") << "{\"v\":-1,\"event\":\"step\",\"t\":1}" << "positive integer";
         QTest::newRow("unknown event") << "{\"v\":1,\"event\":\"party\",\"t\":1}" << "unknown event 'party'";
         QTest::newRow("no time") << "{\"v\":1,\"event\":\"step\"}" << "missing time";
         QTest::newRow("truncated") << "{\"v\":1,\"event\":\"st" << "not a JSON object";

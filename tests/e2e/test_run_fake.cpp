@@ -456,6 +456,17 @@ private slots:
         plan.setup.method = Method::Lora;
         window.setPlan(plan);
         QVERIFY(train->isEnabled());
+        // A preference objective is planned, never trained as SFT under its name.
+        plan.setup.objective.kind = Objective::Dpo;
+        window.setPlan(plan);
+        QVERIFY(!train->isEnabled());
+        QVERIFY2(train->toolTip().contains("DPO") && train->toolTip().contains("SFT"), qPrintable(train->toolTip()));
+        panel->trainPlan(plan);
+        QVERIFY(!panel->isRunning());
+        QCOMPARE(started.count(), 0);
+        plan.setup.objective.kind = Objective::Sft;
+        window.setPlan(plan);
+        QVERIFY(train->isEnabled());
         window.close();
     }
 

@@ -8,6 +8,7 @@
 // Before the stop signals went to one listener thread (trainer/src/stop_signals.hpp), about one
 // run in four aborted here with glibc's "corrupted size vs. prev_size" inside oneDNN's sgemm.
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -139,6 +140,19 @@ private Q_SLOTS:
         QCOMPARE(r.steps(), 0);
         for (const auto* e : r.all(EventType::Log))
             QVERIFY2(e->string_field("message").rfind("data: ", 0) != 0, "the whole data set was read");
+    }
+
+    // Issue 34 class 16: a reader that goes away (`| head -1`) does not end the run: SIGPIPE is
+    // ignored, the run trains on without reporting and saves its output.
+    void closedStdoutKeepsTraining() {
+        QTemporaryDir tmp;
+        const QString out = tmp.filePath("out");
+        const QString cmd = QString("'%1' --method lora --rank 4 --seq 32 --batch 2 --steps 8 --sample-tokens 0 "
+                                    "--threads 1 --out '%2' | head -1 >/dev/null; echo \"exit=${PIPESTATUS[0]}\"")
+                                .arg(WINGSPAN_TRAIN_BIN, out);
+        const auto r = testing::run_program("bash", {"-c", cmd});
+        QVERIFY2(QString::fromStdString(r.out).contains("exit=0"), r.out.c_str());
+        QVERIFY2(QFileInfo::exists(out + "/adapter_model.safetensors"), "the run did not save its adapter");
     }
 
     // 12 runs stopped from outside, as the window's Stop does: SIGTERM (or SIGHUP, SIGINT) to the

@@ -105,6 +105,11 @@ QString cannot_train_reason(const Plan& plan) {
     if (plan.setup.method == Method::Serve)
         return "This plan serves the model (inference only): there is nothing to train. Choose Full, LoRA or QLoRA "
                "in the planner to train it.";
+    // wingspan-train runs supervised fine-tuning only: it must never train SFT under a DPO label.
+    if (plan.setup.objective.kind != Objective::Sft)
+        return QString("This plan's objective is %1: wingspan-train trains supervised fine-tuning (SFT) only. Export "
+                       "a recipe for a framework that runs %1, or set the objective to SFT to train it here.")
+            .arg(QString::fromUtf8(to_string(plan.setup.objective.kind)).toUpper());
     return {};
 }
 
