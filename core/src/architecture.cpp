@@ -151,8 +151,11 @@ void Architecture::validate() const {
         {expert_intermediate, "moe_intermediate_size"},
         {shared_expert_intermediate, "shared_expert_intermediate_size"}, {experts, "num_experts"},
         {max_positions, "max_position_embeddings"}};
-    for (const auto& [value, field] : sizes)
+    for (const auto& [value, field] : sizes) {
         need(value <= kMaxDim, field, "is larger than any model can be (at most 2^31 - 1)");
+        // Optional sizes may be 0 (absent); a negative one made a negative MoE width (UBSan, fuzz_config).
+        need(value >= 0, field, "must not be negative");
+    }
     long double params = 0;
     for (const auto& t : tensor_groups()) params += static_cast<long double>(t.rows) * t.cols * t.count;
     need(params <= 1e15L, "config.json", "describes more than 10^15 parameters; no machine can hold that model");
@@ -234,7 +237,10 @@ Architecture Architecture::from_hf_config(const json& c) try {
         a.rope_theta = it->get<double>();
 
     if (gpt2) {
-        a.intermediate = read_int(c, {"n_inner"}, false, 4 * a.hidden);
+        // GPT-2's default 4 × hidden, for a hidden size validate() can accept (a hostile one
+        // would overflow here; 0 is then refused as intermediate_size).
+        const bool sane_hidden = a.hidden > 0 && a.hidden <= (std::int64_t(1) << 31);
+        a.intermediate = read_int(c, {"n_inner"}, false, sane_hidden ? 4 * a.hidden : 0);
         a.mlp = MlpKind::Plain;
         a.norm = NormKind::LayerNorm;
         a.learned_positions = true;

@@ -84,6 +84,23 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, Architecture::from_hf_config(c));
     }
 
+    // A negative optional size (found by fuzz_config under UBSan: a negative shared expert made the
+    // MoE inner width negative and the memory model's products overflow) is refused.
+    void negativeOptionalSizeIsRejected() {
+        json c = test::tiny_arch().to_hf_config();
+        c["model_type"] = "qwen2_moe";
+        c["num_experts"] = 4;
+        c["num_experts_per_tok"] = 2;
+        c["moe_intermediate_size"] = 64;
+        c["shared_expert_intermediate_size"] = -9223372036854775807LL;
+        try {
+            (void)Architecture::from_hf_config(c);
+            QFAIL("expected an InputError");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("must not be negative") != std::string::npos, e.what());
+        }
+    }
+
     void wrongTypeIsRejected() {
         json c = test::tiny_arch().to_hf_config();
         c["hidden_size"] = "large";
