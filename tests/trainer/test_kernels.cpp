@@ -117,6 +117,13 @@ private Q_SLOTS:
         const double err = rel_error(out, at::mm(a.to(at::kDouble), b.to(at::kDouble)));
         QVERIFY2(err < 1.0 / 128, qPrintable(QString("relative error %1").arg(err)));
         QVERIFY(out.to(at::kFloat).isfinite().all().item<bool>());
+        // Past one tile of the hardware path too (its fp32 result tiles are larger).
+        const std::int64_t hm = kernels::kHwTileM + 3, hn = kernels::kHwTileN + 7, hk = 40;
+        const at::Tensor ha = operand(hm, hk, true, at::kBFloat16), hb = operand(hk, hn, false, at::kBFloat16);
+        at::Tensor hout = at::empty({hm, hn}, at::kBFloat16);
+        kernels::mm_out(hout, ha, hb);
+        const double herr = rel_error(hout, at::mm(ha.to(at::kDouble), hb.to(at::kDouble)));
+        QVERIFY2(herr < 1.0 / 128, qPrintable(QString("hardware-sized tiles: relative error %1").arg(herr)));
     }
 
     // Products the threads split into stripes (by rows when M >= N, else by columns), K cut into

@@ -157,10 +157,10 @@ void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::
                          std::int64_t n0, std::int64_t n1) {
     if (m1 <= m0 || n1 <= n0) return;
     thread_local std::vector<float> tile;
-    if (tile.size() < static_cast<std::size_t>(kTileM * kTileN)) tile.resize(kTileM * kTileN);
+    if (tile.size() < static_cast<std::size_t>(kHwTileM * kHwTileN)) tile.resize(kHwTileM * kHwTileN);
     const auto* a = reinterpret_cast<const std::uint16_t*>(pa);
     const auto* b = reinterpret_cast<const std::uint16_t*>(pb);
-    const std::int64_t mt = even_piece(m1 - m0, kTileM, 16), nt = even_piece(n1 - n0, kTileN, 16);
+    const std::int64_t mt = even_piece(m1 - m0, kHwTileM, 16), nt = even_piece(n1 - n0, kHwTileN, 16);
     for (std::int64_t n = n0; n < n1; n += nt) {
         const std::int64_t nb = std::min(nt, n1 - n);
         // Column n of op(B): B[0, n] as stored ('N'), or row n of the stored transpose ('T').

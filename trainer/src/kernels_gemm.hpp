@@ -32,6 +32,9 @@ namespace wingspan::train::kernels {
 // scratch they need (2.75 MiB).
 inline constexpr std::int64_t kTileM = 256, kTileN = 512, kTileK = 768;
 inline constexpr std::size_t kScratchFloats = kTileM * kTileK + kTileK * kTileN + kTileM * kTileN;
+// The hardware path's fp32 result tile (4 MiB per thread): oneDNN's bf16 gemm packs its operands
+// on each call, so fewer, larger calls pay that once per tile.
+inline constexpr std::int64_t kHwTileM = 1024, kHwTileN = 1024;
 
 // A bf16 product of fewer floating-point operations runs on the calling thread alone: waking
 // the pool would cost more than it saves.
