@@ -30,11 +30,7 @@ namespace {
 
 using Result = testing::TrainerResult;
 
-Result train(QStringList args, const std::function<void(const Event&, QProcess&)>& on_event = {},
-             int timeout_ms = 120000) {
-    if (!args.contains("--threads")) args << "--threads" << "2";
-    return testing::run_trainer({args, on_event, timeout_ms});
-}
+using testing::train;
 
 QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
 

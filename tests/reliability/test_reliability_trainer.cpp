@@ -27,17 +27,7 @@ namespace {
 
 using Result = testing::TrainerResult;
 
-// Runs wingspan-train; `on_event` may act on the process (signals) as events arrive.
-Result train(QStringList args, const std::function<void(const Event&, QProcess&)>& on_event = {},
-             int timeout_ms = 120000, const QByteArray& stdin_data = {}) {
-    if (!args.contains("--threads") && args.value(0) != "tokenize") args << "--threads" << "2";
-    testing::TrainerLaunch launch;
-    launch.args = args;
-    launch.on_event = on_event;
-    launch.timeout_ms = timeout_ms;
-    launch.stdin_data = stdin_data;
-    return testing::run_trainer(launch);
-}
+using testing::train;
 
 // Waits until signal `sig` sent to `pid` is no longer pending (the kernel has handed it to one of
 // the process's threads), reading /proc; false if that did not happen within 10 s.

@@ -150,4 +150,17 @@ inline TrainerResult run_trainer(TrainerLaunch launch) {
     return r;
 }
 
+// Runs wingspan-train with `args` (two threads unless they say otherwise); `on_event` may act
+// on the process (signals) as events arrive. The reliability suites' shorthand for run_trainer.
+inline TrainerResult train(QStringList args, const std::function<void(const protocol::Event&, QProcess&)>& on_event = {},
+                           int timeout_ms = 120000, const QByteArray& stdin_data = {}) {
+    if (!args.contains("--threads") && args.value(0) != "tokenize") args << "--threads" << "2";
+    TrainerLaunch launch;
+    launch.args = args;
+    launch.on_event = on_event;
+    launch.timeout_ms = timeout_ms;
+    launch.stdin_data = stdin_data;
+    return run_trainer(launch);
+}
+
 }  // namespace wingspan::testing
