@@ -374,12 +374,13 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         sync_buffers = term(Component::Gradients, grads * wire,
                            "DDP all-reduce buckets: a second copy of the gradients" + wire_note,
                            {{"bytes", double(grads)}, {"wire_factor", double(wire)}});
-    // ZeRO-1 reduces the gradients in place; bf16 ones one at a time through an fp32 buffer the
-    // size of the largest, held throughout.
-    if (setup.sharding == Sharding::Zero1 && N > 1 && wire > 1)
+    // ZeRO-1 reduces each gradient in place, one at a time, through a wire buffer the size of the
+    // largest (fp32 for bf16 gradients), held throughout.
+    if (setup.sharding == Sharding::Zero1 && N > 1 && grads > 0)
         sync_buffers = term(Component::Gradients, largest_grad * wire,
-                           "ZeRO-1 fp32 wire buffer: the largest gradient (" + n(largest_grad) + " B) × 2, held throughout",
-                           {{"largest_gradient_bytes", double(largest_grad)}});
+                            "ZeRO-1 wire buffer: the largest gradient (" + n(largest_grad) + " B)" +
+                                (wire > 1 ? " × 2 (in fp32)" : "") + ", held throughout",
+                            {{"largest_gradient_bytes", double(largest_grad)}, {"wire_factor", double(wire)}});
     // ZeRO-2 as wingspan-train runs it (DeepSpeed's stage 2 with contiguous gradients works the
     // same way): each gradient, once autograd has made it, is copied into one flat bucket of
     // kGradientBucketBytes (all the gradients, if fewer) and freed; a full bucket is reduced to

@@ -78,7 +78,7 @@ GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tens
             shard_grad_ = at::zeros({shard_elements()}, params_.front().options());
             reduce_buffer_ = at::zeros({std::min(kBucketBytes / elem, total_)}, wire);
         }
-        if (sharding_ == Sharding::Zero1 && wire.dtype() != params_.front().dtype()) {
+        if (sharding_ == Sharding::Zero1) {
             std::int64_t largest = 0;
             for (const auto& p : params_) largest = std::max(largest, p.numel());
             wire_buffer_ = at::zeros({largest}, wire);
@@ -153,18 +153,15 @@ void GradientSync::launch(Bucket& b) {
     if (sharding_ == Sharding::Ddp) {
         b.work.push_back(group_.all_reduce_sum(flat_grads(b)));
     } else {
-        // ZeRO-1 all-reduces the gradients in place, tensor by tensor: no second copy. A bf16
-        // gradient goes through the fp32 wire buffer, one at a time (a copy made per call would
-        // be freed by gloo's worker thread at a moment of its own choosing).
+        // ZeRO-1 reduces each gradient in place through the wire buffer (fp32 for bf16 on gloo),
+        // one at a time, so no gradient is ever handed to gloo itself: its worker thread keeps the
+        // last work's tensors until it takes the next one, and a gradient it held outlived its
+        // reset after the step (4 KB beside the next step's gradients, now and then).
         for (std::size_t i = b.first; i < b.last; ++i) {
             at::Tensor& g = params_[i].mutable_grad();
             if (!g.defined() || !g.is_contiguous()) {
                 mem::Scope scope(Component::Gradients);
                 g = g.defined() ? g.contiguous() : at::zeros_like(params_[i]);
-            }
-            if (!wire_buffer_.defined()) {
-                b.work.push_back(group_.all_reduce_sum(g));
-                continue;
             }
             at::Tensor w = wire_buffer_.narrow(0, 0, g.numel());
             w.copy_(g.view(-1));

@@ -113,7 +113,7 @@ private:
     std::deque<Bucket*> in_flight_;
     at::Tensor shard_grad_;               // zero2: this rank's range of the summed gradients
     at::Tensor reduce_buffer_;            // zero2: min(kBucketBytes, all gradients), held throughout
-    at::Tensor wire_buffer_;              // zero1, bf16 on gloo: the largest gradient in fp32, held throughout
+    at::Tensor wire_buffer_;              // zero1: the largest gradient in the wire dtype, held throughout
     std::int64_t buffer_fill_ = 0;        // zero2: elements of the buffer in use
     std::vector<std::pair<std::size_t, std::int64_t>> buffer_entries_;   // zero2: (parameter, offset) in it
     std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;   // kept alive with their hooks
