@@ -374,9 +374,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         sync_buffers = term(Component::Gradients, grads * wire,
                            "DDP all-reduce buckets: a second copy of the gradients" + wire_note,
                            {{"bytes", double(grads)}, {"wire_factor", double(wire)}});
-    // ZeRO-1 reduces each gradient in place, one at a time, through a wire buffer the size of the
-    // largest (fp32 for bf16 gradients), held throughout.
-    if (setup.sharding == Sharding::Zero1 && N > 1 && grads > 0)
+    // wingspan-train's ZeRO-1 (profile zero1_wire_buffer) reduces each gradient in place, one at a
+    // time, through a wire buffer the size of the largest (fp32 for bf16 gradients), held throughout.
+    if (setup.sharding == Sharding::Zero1 && N > 1 && grads > 0 && fw.zero1_wire_buffer)
         sync_buffers = term(Component::Gradients, largest_grad * wire,
                             "ZeRO-1 wire buffer: the largest gradient (" + n(largest_grad) + " B)" +
                                 (wire > 1 ? " × 2 (in fp32)" : "") + ", held throughout",

@@ -365,6 +365,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.loss_in_place = f.boolean("loss_in_place", false);
     p.tied_grad_in_place = f.boolean("tied_grad_in_place", false);
     p.bf16_collectives_in_fp32 = f.boolean("bf16_collectives_in_fp32", false);
+    p.zero1_wire_buffer = f.boolean("zero1_wire_buffer", false);
     p.checkpoint_state_bytes = f.bytes("checkpoint_state_bytes", 0);
     p.technique_lead = static_cast<int>(f.num("technique_lead", 0));
     p.sources = f.strings("sources");

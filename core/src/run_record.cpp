@@ -413,6 +413,7 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"loss_in_place", f.loss_in_place},
             {"tied_grad_in_place", f.tied_grad_in_place},
             {"bf16_collectives_in_fp32", f.bf16_collectives_in_fp32},
+            {"zero1_wire_buffer", f.zero1_wire_buffer},
             {"checkpoint_state_bytes", f.checkpoint_state_bytes},
             {"technique_lead", f.technique_lead},
             {"sources", f.sources}};

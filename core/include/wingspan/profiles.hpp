@@ -72,7 +72,9 @@ struct FrameworkProfile {
     bool tied_grad_in_place = false;       // a tied embedding adds its rows into the head's
                                            // gradient (no second vocab × hidden gradient)
     bool bf16_collectives_in_fp32 = false; // the collectives take no bf16: bf16 gradients are reduced
-                                           // in fp32 buffers (DDP, ZeRO-2) or fp32 copies (ZeRO-1)
+                                           // in fp32 buffers (DDP, ZeRO-2, ZeRO-1's wire buffer)
+    bool zero1_wire_buffer = false;        // ZeRO-1 reduces each gradient through one buffer the size
+                                           // of the largest, held throughout (wingspan-train)
     std::int64_t checkpoint_state_bytes = 0;   // kept per checkpointed layer besides its input (RNG state)
     int technique_lead = 0;                // how early new techniques land (higher = sooner)
 
