@@ -61,7 +61,7 @@ plan / fit options:
   --rank R  --alpha A  --targets q,k,v,o,gate,up,down|all   --train-embeddings
   --lora-layers N (alias --num-layers: adapters on the last N layers, as mlx-lm)   --dora
   --quant nf4|nf4-dq|int8   --grad-checkpointing on|off   --loss-chunk TOKENS
-  --precision fp32|bf16-mixed|bf16|fp16-mixed
+  --precision auto|fp32|bf16-mixed|bf16|fp16-mixed   (auto, the default: each machine's fastest exact one)
   --optimizer adamw|adamw8bit|paged-adamw8bit|sgd|adafactor
   --attention eager|sdpa|flash   --devices N --sharding ddp|zero1|zero2|zero3|fsdp
   --offload   --framework ID (default: each machine's own; `wingspan frameworks`)
@@ -232,7 +232,7 @@ ModelChoice choose_model(const ProfileLibrary& lib, const Options& o, std::ostre
 TrainingSetup build_setup(const Options& o, const Architecture& arch) {
     TrainingSetup s;
     if (auto v = o.get("--method")) s.method = parse_method(*v);
-    if (auto v = o.get("--precision")) s.precision = parse_precision(*v);
+    set_precision(s, o.get("--precision").value_or("auto"));   // auto: per machine (issue 35)
     if (auto v = o.get("--optimizer")) s.optimizer = parse_optimizer(*v);
     if (auto v = o.get("--attention")) s.attention = parse_attention(*v);
     if (auto v = o.get("--sharding")) s.sharding = parse_sharding(*v);
@@ -273,7 +273,7 @@ TrainingSetup build_setup(const Options& o, const Architecture& arch) {
 // What the user chose on the command line; the rest follows each machine's framework.
 ChosenFields chosen_fields(const Options& o) {
     ChosenFields c;
-    c.precision = o.has("--precision");
+    c.precision = o.get("--precision").value_or("auto") != "auto";   // auto leaves it to the framework, then the machine
     c.quantization = o.has("--quant");
     c.grad_checkpointing = o.has("--grad-checkpointing");
     c.lora_layers = o.has("--lora-layers") || o.has("--num-layers");
@@ -363,7 +363,16 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     const FrameworkProfile& top_fw = forced ? *forced
                                      : o.all("--machine").size() == 1 ? lib.framework_for(*machines.front())
                                                                       : lib.framework(ProfileLibrary::default_framework_id(MachineKind::Gpu));
-    const TrainingSetup setup = apply_framework_defaults(asked, top_fw, chosen);
+    TrainingSetup setup = apply_framework_defaults(asked, top_fw, chosen);
+    // Precision auto: the totals take the one machine's choice, else what a GPU with bf16 takes;
+    // each machine's verdict below makes its own (adapt_setup).
+    std::string precision_reason;
+    if (setup.precision_auto && machines.size() == 1) {
+        setup = adapt_setup(setup, *machines.front(), nullptr, &precision_reason);
+    } else if (setup.precision_auto) {
+        setup.precision_auto = false;
+        precision_reason = "auto: bf16-mixed for these totals (a GPU with bf16); each machine below takes its own";
+    }
     setup.validate(model.arch);
     const MemoryEstimate est = estimate_memory(model.arch, setup, top_fw);
     const ByteUnit unit = parse_unit(o);
@@ -382,6 +391,7 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
         j["setup"] = setup.to_json();
         j["framework"] = top_fw.id;
         j["precision_in_force"] = precision_in_force(setup, top_fw);
+        if (!precision_reason.empty()) j["precision_reason"] = precision_reason;
         j["quantization_format"] = quantization_label(setup, top_fw);
         j["objective_in_force"] = objective_summary(setup);
         if (!serving) {
@@ -412,7 +422,11 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
     out << "Framework for the totals below: " << top_fw.name << " [" << top_fw.id << "]\n"
         << "Precision in force: " << precision_in_force(setup, top_fw)
-        << (chosen.precision ? " (--precision)" : top_fw.default_precision.empty() ? "" : " (the framework's default)") << "\n";
+        << (!precision_reason.empty() ? " (" + precision_reason + ")"
+            : chosen.precision          ? std::string(" (--precision)")
+            : top_fw.default_precision.empty() ? std::string()
+                                               : std::string(" (the framework's default)"))
+        << "\n";
     if (setup.effective_quantization() != Quantization::None)
         out << "Quantized storage: " << quantization_label(setup, top_fw) << "\n";
     out << "\n";

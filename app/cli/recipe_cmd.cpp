@@ -117,7 +117,7 @@ std::vector<std::string> plan_file_flags(const std::string& path, const ProfileL
     const TrainingSetup s = TrainingSetup::from_json(j.value("setup", json::object()));
     auto add = [&](const char* flag, const std::string& v) { f.insert(f.end(), {flag, v}); };
     add("--method", to_string(s.method));
-    add("--precision", to_string(s.precision));
+    add("--precision", s.precision_auto ? "auto" : to_string(s.precision));
     add("--optimizer", to_string(s.optimizer));
     add("--attention", to_string(s.attention));
     add("--seq", std::to_string(s.seq_len));

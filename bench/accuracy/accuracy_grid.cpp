@@ -148,7 +148,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
     if (p.grad_checkpointing) cmd += " --grad-checkpointing";
     if (p.attention != "eager") cmd += " --attention " + p.attention;
     if (!p.targets.empty()) cmd += " --targets " + p.targets;
-    if (p.precision != "fp32") cmd += " --precision " + p.precision;
+    cmd += " --precision " + p.precision;   // always: the trainer's default is auto (per CPU)
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();

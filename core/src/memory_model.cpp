@@ -93,7 +93,7 @@ std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup,
 }
 
 TrainingSetup apply_framework_defaults(TrainingSetup s, const FrameworkProfile& fw, const ChosenFields& chosen) {
-    if (!chosen.precision && !fw.default_precision.empty()) s.precision = parse_precision(fw.default_precision);
+    if (!chosen.precision && !fw.default_precision.empty()) set_precision(s, fw.default_precision);
     if (!chosen.quantization && !fw.default_quantization.empty() && s.method == Method::Qlora)
         s.quantization = parse_quantization(fw.default_quantization);
     if (!chosen.grad_checkpointing && fw.default_grad_checkpointing >= 0) s.grad_checkpointing = fw.default_grad_checkpointing == 1;

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/memory_model.hpp"
 #include "wingspan/recipe.hpp"
 
 namespace fs = std::filesystem;
@@ -49,9 +50,18 @@ Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
     in.model_type = r.arch.to_hf_config().value("model_type", "");
     in.num_layers = r.arch.layers;
     in.setup = r.setup;
+    const FrameworkProfile& profile = profile_for(lib, fw);
+    if (in.setup.precision_auto) {
+        // Precision auto: the framework's default where it has one (as `wingspan recipe` plans it),
+        // else bf16-mixed, a GPU's with bf16 (the notes switch machines without it to fp16).
+        ChosenFields keep;
+        keep.quantization = keep.grad_checkpointing = keep.lora_layers = true;
+        in.setup = apply_framework_defaults(in.setup, profile, keep);
+        in.setup.precision_auto = false;
+    }
     in.training = r.training;
     in.notes = r.notes;
-    in.predicted = prediction_json(r.model_id, in.model_label, r.family, r.arch, r.setup, profile_for(lib, fw));
+    in.predicted = prediction_json(r.model_id, in.model_label, r.family, r.arch, in.setup, profile);
     in.predicted["recipe"] = fw.id;   // `wingspan watch` names the run after it
 
     fs::path sample;

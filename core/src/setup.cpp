@@ -82,6 +82,15 @@ Objective parse_objective(const std::string& s) { return parse_name(kObjectives,
 Reference parse_reference(const std::string& s) { return parse_name(kReferences, s, "reference"); }
 Method parse_method(const std::string& s) { return parse_name(kMethods, s, "method"); }
 Precision parse_precision(const std::string& s) { return parse_name(kPrecisions, s, "precision"); }
+void set_precision(TrainingSetup& s, const std::string& name) {
+    if (name == "auto") {
+        s.precision_auto = true;
+        s.precision = Precision::Bf16Mixed;
+        return;
+    }
+    s.precision = parse_precision(name);
+    s.precision_auto = false;
+}
 Optimizer parse_optimizer(const std::string& s) { return parse_name(kOptimizers, s, "optimizer"); }
 Attention parse_attention(const std::string& s) { return parse_name(kAttention, s, "attention"); }
 Sharding parse_sharding(const std::string& s) { return parse_name(kSharding, s, "sharding"); }
@@ -226,7 +235,7 @@ void require_plan_size_bounded(const Architecture& arch, const TrainingSetup& s)
 nlohmann::json TrainingSetup::to_json() const {
     return {
         {"method", to_string(method)},
-        {"precision", to_string(precision)},
+        {"precision", precision_auto ? "auto" : to_string(precision)},
         {"optimizer", to_string(optimizer)},
         {"attention", to_string(attention)},
         {"seq_len", seq_len},
@@ -283,7 +292,7 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
         out = (*src)[k].get<double>();
     };
     if (auto v = str("method")) s.method = parse_method(*v);
-    if (auto v = str("precision")) s.precision = parse_precision(*v);
+    if (auto v = str("precision")) set_precision(s, *v);
     if (auto v = str("optimizer")) s.optimizer = parse_optimizer(*v);
     if (auto v = str("attention")) s.attention = parse_attention(*v);
     if (auto v = str("sharding")) s.sharding = parse_sharding(*v);

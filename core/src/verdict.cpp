@@ -29,19 +29,38 @@ std::int64_t usable_bytes(const MachineProfile& m, const FrameworkProfile& f) {
     return m.usable_bytes;
 }
 
-TrainingSetup adapt_setup(const TrainingSetup& s, const MachineProfile& m, std::vector<std::string>* notes) {
+TrainingSetup adapt_setup(const TrainingSetup& s, const MachineProfile& m, std::vector<std::string>* notes,
+                          std::string* precision_reason) {
     TrainingSetup out = s;
-    const bool wants_bf16 = s.precision == Precision::Bf16Mixed || s.precision == Precision::Bf16;
-    if (wants_bf16 && !m.bf16) {
-        if (m.kind == MachineKind::Cpu) {
-            out.precision = Precision::Fp32;
-            if (notes) notes->push_back(m.name + " has no fast bf16: runs in fp32");
-        } else {
+    std::string why = std::string(to_string(s.precision)) + " as asked (or the framework's default)";
+    if (s.precision_auto) {
+        // The trainer's --precision auto rule (trainer/src/precision_choice.cpp): bf16 products
+        // without bf16 hardware are widened to fp32 first, so fp32 is the faster exact choice there.
+        out.precision_auto = false;
+        if (m.bf16) {
+            out.precision = Precision::Bf16Mixed;
+            why = "auto: " + m.name + " computes in bf16, so bf16-mixed";
+        } else if (m.kind == MachineKind::Gpu) {
             out.precision = Precision::Fp16Mixed;
-            if (notes)
-                notes->push_back(m.name + " has no bf16: fp16 mixed precision with loss scaling instead");
+            why = "auto: " + m.name + " has no bf16, so fp16-mixed with loss scaling";
+        } else {
+            out.precision = Precision::Fp32;
+            why = "auto: " + m.name + " has no bf16 instructions, so fp32 (faster than widened bf16 products)";
+        }
+    } else {
+        const bool wants_bf16 = s.precision == Precision::Bf16Mixed || s.precision == Precision::Bf16;
+        if (wants_bf16 && !m.bf16) {
+            if (m.kind == MachineKind::Cpu) {
+                out.precision = Precision::Fp32;
+                why = m.name + " has no fast bf16: runs in fp32";
+            } else {
+                out.precision = Precision::Fp16Mixed;
+                why = m.name + " has no bf16: fp16 mixed precision with loss scaling instead";
+            }
+            if (notes) notes->push_back(why);
         }
     }
+    if (precision_reason) *precision_reason = why;
     return out;
 }
 
@@ -122,14 +141,10 @@ RunCost estimate_run(const SpeedEstimate& speed, const MachineProfile& m, double
     return c;
 }
 
-MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
-                        const FrameworkProfile& framework) {
-    MachineVerdict v;
-    v.machine = &machine;
-    v.framework = &framework;
-    v.setup = adapt_setup(setup, machine, &v.notes);
+// The memory side of a verdict: the estimate for v.setup and how it meets the machine.
+static void judge_memory(MachineVerdict& v, const Architecture& arch, const FrameworkProfile& framework) {
+    const MachineProfile& machine = *v.machine;
     v.estimate = estimate_memory(arch, v.setup, framework);
-    v.usable_bytes = usable_bytes(machine, framework);
     const bool one_pool = machine.kind != MachineKind::Gpu;
     v.needed_bytes = v.estimate.total_bytes + (one_pool ? v.estimate.host_bytes : 0);
     if (v.estimate.reserved_device_fraction > 0) {   // GRPO's colocated vLLM: a share of the whole device
@@ -155,6 +170,29 @@ MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, co
                               format_bytes(double(machine.host_memory_bytes)));
         }
     }
+}
+
+MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
+                        const FrameworkProfile& framework) {
+    MachineVerdict v;
+    v.machine = &machine;
+    v.framework = &framework;
+    v.setup = adapt_setup(setup, machine, &v.notes, &v.precision_reason);
+    v.usable_bytes = usable_bytes(machine, framework);
+    judge_memory(v, arch, framework);
+    // Auto takes what fits: where fp32 does not and bf16-mixed would, bf16-mixed (as the trainer does).
+    if (setup.precision_auto && v.setup.precision == Precision::Fp32 && v.fit == Fit::No) {
+        MachineVerdict mixed = v;
+        mixed.setup.precision = Precision::Bf16Mixed;
+        mixed.notes.clear();
+        judge_memory(mixed, arch, framework);
+        if (mixed.fit != Fit::No) {
+            mixed.precision_reason = "auto: fp32 would need " + format_bytes(double(v.needed_bytes)) + ", more than " +
+                                     format_bytes(double(v.usable_bytes)) + "; bf16-mixed fits (slower here: bf16 products are widened)";
+            mixed.notes.insert(mixed.notes.begin(), mixed.precision_reason);
+            v = std::move(mixed);
+        }
+    }
     if (machine.kind == MachineKind::Unified && framework.working_set_fraction < 1.0)
         v.notes.push_back("the GPU may use " + std::to_string(int(framework.working_set_fraction * 100)) +
                           " % of unified memory by default");
@@ -171,6 +209,7 @@ json MachineVerdict::to_json() const {
               {"margin_bytes", margin_bytes},
               {"verdict", to_string(fit)},
               {"precision", wingspan::to_string(setup.precision)},
+              {"precision_reason", precision_reason},
               {"setup", setup.to_json()},   // as run on this machine with its framework's defaults
               {"peak_allocated_bytes", estimate.peak_allocated_bytes},
               {"total_bytes", estimate.total_bytes},

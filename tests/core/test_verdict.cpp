@@ -47,6 +47,58 @@ private slots:
         QCOMPARE(adapt_setup(s, lib.machine("cpu-laptop-8gb")).precision, Precision::Fp32);
     }
 
+    // Precision auto (issue 35): each machine's fastest exact precision, with its reason, as
+    // wingspan-train's --precision auto chooses it.
+    void autoPrecisionPerMachine() {
+        const auto& lib = test::library();
+        TrainingSetup s;
+        set_precision(s, "auto");
+        QVERIFY(s.precision_auto);
+        const std::pair<const char*, Precision> expected[] = {{"rtx-4090", Precision::Bf16Mixed},
+                                                              {"t4", Precision::Fp16Mixed},
+                                                              {"cpu-laptop-8gb", Precision::Fp32},
+                                                              {"mac-studio-m3-ultra-96gb", Precision::Bf16Mixed}};
+        for (const auto& [id, precision] : expected) {
+            std::string why;
+            const TrainingSetup out = adapt_setup(s, lib.machine(id), nullptr, &why);
+            QCOMPARE(out.precision, precision);
+            QVERIFY(!out.precision_auto);
+            QVERIFY2(why.rfind("auto: ", 0) == 0, why.c_str());
+        }
+        // Written and read back as "auto".
+        QCOMPARE(s.to_json().at("precision").get<std::string>(), std::string("auto"));
+        QVERIFY(TrainingSetup::from_json(s.to_json()).precision_auto);
+    }
+
+    // Where fp32 does not fit and bf16-mixed does, auto takes bf16-mixed and says why; fp32 asked
+    // for stays fp32 and does not fit.
+    void autoPrecisionTakesWhatFits() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile f = test::bare_framework();
+        MachineProfile cpu = card(0);
+        cpu.kind = MachineKind::Cpu;
+        cpu.bf16 = false;
+        TrainingSetup s;
+        s.method = Method::Lora;
+        set_precision(s, "fp32");
+        const std::int64_t fp32 = estimate_memory(a, s, f).total_bytes;
+        set_precision(s, "bf16-mixed");
+        const std::int64_t mixed = estimate_memory(a, s, f).total_bytes;
+        QVERIFY(mixed < fp32);
+        cpu.memory_bytes = cpu.usable_bytes = (fp32 + mixed) / 2;
+        set_precision(s, "auto");
+        const MachineVerdict v = evaluate(a, s, cpu, f);
+        QCOMPARE(v.setup.precision, Precision::Bf16Mixed);
+        QVERIFY(v.fit != Fit::No);
+        QVERIFY2(v.precision_reason.find("fp32 would need") != std::string::npos, v.precision_reason.c_str());
+        set_precision(s, "fp32");
+        QCOMPARE(evaluate(a, s, cpu, f).fit, Fit::No);
+        // With room for fp32, a CPU without bf16 keeps fp32.
+        cpu.memory_bytes = cpu.usable_bytes = fp32 * 2;
+        set_precision(s, "auto");
+        QCOMPARE(evaluate(a, s, cpu, f).setup.precision, Precision::Fp32);
+    }
+
     void thisMachineUsesItsCalibration() {
         ProfileLibrary lib = test::library();
         MachineProfile here = detect_this_machine();

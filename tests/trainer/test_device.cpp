@@ -252,6 +252,86 @@ private Q_SLOTS:
         QCOMPARE(done->string_field("reason"), std::string("error"));
     }
 
+    // --precision auto (the default, issue 35): the fastest exact precision for the device that
+    // trains. On this CPU: bf16-mixed where bf16 products run on the hardware path, fp32 where
+    // they would be widened to fp32 first; `hello` and `predicted` say which and why.
+    void autoPrecisionFollowsTheCpusBf16Path() {
+        const Output devices = run({"devices"});
+        QCOMPARE(devices.exit_code, 0);
+        const json cpu = json::parse(devices.out.toStdString()).at("devices").at(0);
+        const bool hardware = cpu.value("bf16_path", "") == "hardware";
+        const Output o = run(kShortRun);
+        QCOMPARE(o.exit_code, 0);
+        const std::string expected = hardware ? "bf16-mixed" : "fp32";
+        for (EventType t : {EventType::Hello, EventType::Predicted}) {
+            const Event* e = o.first(t);
+            QVERIFY(e);
+            const json& choice = e->body.at("precision");
+            QCOMPARE(choice.at("precision").get<std::string>(), expected);
+            QCOMPARE(choice.at("auto").get<bool>(), true);
+            QVERIFY(!choice.at("reason").get<std::string>().empty());
+        }
+        QCOMPARE(o.first(EventType::Hello)->body.at("plan").at("precision").get<std::string>(), expected);
+        // Asked for, a precision is kept and said to be asked for.
+        const Output asked = run(QStringList{"--precision", "bf16"} + kShortRun);
+        QCOMPARE(asked.exit_code, 0);
+        const json& choice = asked.first(EventType::Hello)->body.at("precision");
+        QCOMPARE(choice.at("precision").get<std::string>(), std::string("bf16"));
+        QCOMPARE(choice.at("auto").get<bool>(), false);
+    }
+
+    // Forced to the emulated bf16 path (possible on every CPU), auto takes fp32.
+    void autoPrecisionAvoidsEmulatedBf16() {
+        const Output o = run(kShortRun, {{"WINGSPAN_CPU_BF16", "emulated"}});
+        QCOMPARE(o.exit_code, 0);
+        const json& choice = o.first(EventType::Hello)->body.at("precision");
+        QCOMPARE(choice.at("precision").get<std::string>(), std::string("fp32"));
+        QVERIFY(QString::fromStdString(choice.at("reason").get<std::string>()).contains("fp32 is faster"));
+    }
+
+    // Where fp32 would not fit (here: --memory-limit between the two predicted peaks) but
+    // bf16-mixed would, auto takes bf16-mixed, says why with both byte counts, and the run ends.
+    void autoPrecisionTakesWhatFits() {
+        const QMap<QString, QString> emulated = {{"WINGSPAN_CPU_BF16", "emulated"}};
+        const QStringList shape = {"--method", "lora", "--steps", "1", "--seq", "256", "--batch", "4", "--threads", "2",
+                                   "--sample-tokens", "0", "--eval-every", "0"};
+        std::int64_t peak[2] = {0, 0};
+        const char* names[2] = {"fp32", "bf16-mixed"};
+        for (int i = 0; i < 2; ++i) {
+            const Output o = run(QStringList{"--precision", names[i]} + shape, emulated);
+            QCOMPARE(o.exit_code, 0);
+            peak[i] = o.first(EventType::Predicted)->int_field("peak_bytes");
+        }
+        QVERIFY2(peak[1] * 5 < peak[0] * 4, "bf16-mixed must need clearly less than fp32 for this shape");
+        const std::int64_t limit = (peak[0] + peak[1]) / 2;
+        const Output o = run(QStringList{"--memory-limit", QString::number(limit)} + shape, emulated);
+        QCOMPARE(o.exit_code, 0);
+        const json& choice = o.first(EventType::Hello)->body.at("precision");
+        QCOMPARE(choice.at("precision").get<std::string>(), std::string("bf16-mixed"));
+        const QString reason = QString::fromStdString(choice.at("reason").get<std::string>());
+        QVERIFY2(reason.contains(QString::number(peak[0])) && reason.contains(QString::number(peak[1])) &&
+                     reason.contains("--memory-limit"),
+                 qPrintable(reason));
+        QCOMPARE(o.first(EventType::Done)->string_field("reason"), std::string("completed"));
+        QVERIFY(o.first(EventType::Done)->int_field("peak_bytes") <= limit);
+    }
+
+    // A resumed run keeps the precision its checkpoint was trained in, whatever auto would pick.
+    void autoPrecisionResumesInTheCheckpointsPrecision() {
+        QTemporaryDir dir;
+        const QString out = dir.path() + "/run";
+        const QStringList args = {"--method", "lora", "--seq", "32", "--batch", "2", "--threads", "2",
+                                  "--sample-tokens", "0", "--eval-every", "0"};
+        const Output first = run(QStringList{"--precision", "bf16-mixed", "--steps", "2", "--out", out} + args);
+        QCOMPARE(first.exit_code, 0);
+        const Output resumed = run(QStringList{"--steps", "3", "--resume", out, "--out", out} + args,
+                                   {{"WINGSPAN_CPU_BF16", "emulated"}});
+        QCOMPARE(resumed.exit_code, 0);
+        const json& choice = resumed.first(EventType::Hello)->body.at("precision");
+        QCOMPARE(choice.at("precision").get<std::string>(), std::string("bf16-mixed"));
+        QVERIFY(QString::fromStdString(choice.at("reason").get<std::string>()).contains("resumed"));
+    }
+
     void unknownDeviceNamesAreBadArguments() {
         for (const QString& name : {QString("tpu"), QString("cuda:x"), QString("cuda:")}) {
             const Output o = run(QStringList{"--device", name} + kShortRun);

@@ -84,7 +84,8 @@ class TestDistributed : public QObject {
     QString model_, wide_, big_;
     QStringList common(int steps, const QString& method = "lora") const {
         return {"--model", model_, "--method", method, "--seq", "64", "--steps", QString::number(steps),
-                "--eval-every", "0", "--sample-tokens", "0", "--threads", "1", "--dist-timeout", "20"};
+                "--eval-every", "0", "--sample-tokens", "0", "--threads", "1", "--dist-timeout", "20",
+                "--precision", "fp32"};   // the expectations below are fp32's (a later --precision wins)
     }
     Job single_, ddp_, zero1_, zero2_, full_zero1_, wide_ddp_;
     Job big_single_, big_ddp_, big_zero2_;   // full fine-tunes whose gradients are several buckets

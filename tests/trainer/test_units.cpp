@@ -11,6 +11,7 @@
 
 #include "memory.hpp"
 #include "model.hpp"
+#include "precision_choice.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
@@ -60,6 +61,24 @@ nlohmann::json tiny_config() {
 class TrainerUnitsTest : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // --precision auto's rule for the devices this machine cannot show (the CPU's is checked
+    // through the binary in test_trainer_device): GPUs without bf16 take fp16-mixed.
+    void autoPrecisionRule() {
+        using namespace wingspan::train;
+        QCOMPARE(auto_precision(DeviceKind::Cuda, true, "A100").precision, Precision::Bf16Mixed);
+        QCOMPARE(auto_precision(DeviceKind::Cuda, false, "T4").precision, Precision::Fp16Mixed);
+        QCOMPARE(auto_precision(DeviceKind::Mps, true, "M3").precision, Precision::Bf16Mixed);
+        QCOMPARE(auto_precision(DeviceKind::Mps, false, "M1").precision, Precision::Fp32);
+        QCOMPARE(auto_precision(DeviceKind::Cpu, false, "laptop").precision, Precision::Fp32);
+        QVERIFY(auto_precision(DeviceKind::Cuda, false, "T4").automatic);
+        // Fits: only an automatic fp32 moves, only to a bf16-mixed that fits.
+        const PrecisionChoice fp32 = auto_precision(DeviceKind::Cpu, false, "laptop");
+        QCOMPARE(fit_precision(fp32, {100, 60, 80, "process", "RAM"}).precision, Precision::Bf16Mixed);
+        QCOMPARE(fit_precision(fp32, {100, 90, 80, "process", "RAM"}).precision, Precision::Fp32);
+        QCOMPARE(fit_precision(fp32, {70, 60, 80, "process", "RAM"}).precision, Precision::Fp32);
+        QCOMPARE(fit_precision(asked_precision(Precision::Fp32), {100, 60, 80, "process", "RAM"}).precision,
+                 Precision::Fp32);
+    }
     void initTestCase() {
         mem::install();
         at::manual_seed(1234);

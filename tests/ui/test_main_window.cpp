@@ -207,7 +207,7 @@ private slots:
     void advancedControls() {
         auto* precision = child<QComboBox>(w.get(), "precision");
         precision->setCurrentIndex(precision->findData("fp32"));
-        expected.precision = Precision::Fp32;
+        set_precision(expected, "fp32");
         checkChartIsCore(llama8b());
         auto* optimizer = child<QComboBox>(w.get(), "optimizer");
         optimizer->setCurrentIndex(optimizer->findData("adamw8bit"));

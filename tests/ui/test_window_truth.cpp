@@ -331,6 +331,7 @@ private slots:
         RunOptions o = run_options_for(lora, &w.library());
         o.model_source = RunOptions::ModelSource::PlanArchitecture;
         o.precision = Precision::Bf16Mixed;
+        o.precision_auto = false;
         o.seq = 512;
         const RunFitCheck at512 = check_run_fit(&w.library(), &lora, o);
         QVERIFY(at512.checked);

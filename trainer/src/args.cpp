@@ -99,7 +99,7 @@ std::set<LinearRole> parse_target_list(const std::string& text) {
 std::string usage() {
     return "usage: wingspan-train [--model DIR] [--data FILE] --method full|lora|qlora [--rank R]\n"
            "         [--alpha A] [--dropout P] [--targets q,k,v,o,gate,up,down|all]\n"
-           "         [--precision fp32|bf16-mixed|bf16|fp16-mixed] [--seq N] [--batch N] [--grad-accum N]\n"
+           "         [--precision auto|fp32|bf16-mixed|bf16|fp16-mixed] [--seq N] [--batch N] [--grad-accum N]\n"
            "         [--steps N|--epochs N] [--lr X] [--grad-checkpointing] [--out DIR]\n"
            "         [--resume DIR] [--memory-limit BYTES] [--threads N]\n"
            "       more: [--tokenizer FILE] [--seed N] [--weight-decay X] [--max-grad-norm X]\n"
@@ -150,11 +150,13 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.targets = parse_target_list(need_value(a, i));
         } else if (f == "--precision") {
             const std::string v = need_value(a, i);
-            if (v == "fp32") o.precision = Precision::Fp32;
+            o.precision_auto = v == "auto";
+            if (v == "auto") o.precision = Precision::Fp32;   // resolved once the device is known
+            else if (v == "fp32") o.precision = Precision::Fp32;
             else if (v == "bf16-mixed") o.precision = Precision::Bf16Mixed;
             else if (v == "bf16") o.precision = Precision::Bf16;
             else if (v == "fp16-mixed") o.precision = Precision::Fp16Mixed;
-            else throw ArgError("--precision: unknown precision \"" + v + "\" (use fp32, bf16-mixed, bf16 or fp16-mixed)");
+            else throw ArgError("--precision: unknown precision \"" + v + "\" (use auto, fp32, bf16-mixed, bf16 or fp16-mixed)");
         } else if (f == "--seq") {
             o.seq = to_int(f, need_value(a, i), 2);
         } else if (f == "--batch") {

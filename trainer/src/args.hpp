@@ -26,6 +26,7 @@ struct Options {
     std::set<LinearRole> targets = {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O,
                                     LinearRole::Gate, LinearRole::Up, LinearRole::Down};
     Precision precision = Precision::Fp32;
+    bool precision_auto = true;     // --precision auto (the default): chosen per device (precision_choice.hpp)
     std::int64_t seq = 128;
     std::int64_t batch = 4;
     std::int64_t grad_accum = 1;

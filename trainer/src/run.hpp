@@ -24,6 +24,7 @@
 #include "memory.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "precision_choice.hpp"
 #include "stop_signals.hpp"
 #include "tokenizer.hpp"
 #include "weights_io.hpp"
@@ -83,8 +84,15 @@ private:
     void swap_optimizer_state(std::vector<ParamState>& held);
 
     void select_device();
+    // --precision auto (run_precision.cpp): the device's rule, a resumed checkpoint's precision,
+    // and bf16-mixed where fp32 would not fit.
+    void choose_precision();
+    void fit_precision_to_memory(const FrameworkProfile& fw);
+    std::int64_t memory_capacity() const;   // the device's memory (RAM for the CPU); 0: unknown
+    FrameworkProfile framework_profile() const;
 
     Options opt_;
+    PrecisionChoice precision_;        // what opt_.precision is and why
     std::string argv0_;
     dist::JobEnv job_;
     c10::Device device_{c10::kCPU};   // where every tensor of the run lives

@@ -222,6 +222,10 @@ void Run::load_inputs() {
 }
 
 void Run::announce() {
+    // The planner's prediction for exactly this run, with this machine's calibration when the
+    // user saved one; --precision auto takes bf16-mixed where fp32 would not fit.
+    const FrameworkProfile fw = framework_profile();
+    fit_precision_to_memory(fw);
     ModelOptions mo;
     mo.method = opt_.method;
     mo.precision = opt_.precision;
@@ -249,6 +253,7 @@ void Run::announce() {
           {"device_name", dev::info(device_).name},
           {"threads", at::get_num_threads()},
           {"plan", plan},
+          {"precision", precision_.to_json()},
           {"params", {{"total", base + adapter}, {"trainable", opt_.method == Method::Full ? base : adapter}}},
           {"model", opt_.model_dir.empty() ? std::string("built-in default") : opt_.model_dir},
           {"architecture", hf_config_},
@@ -257,27 +262,8 @@ void Run::announce() {
           {"examples", {{"train", data_.train.size()}, {"eval", data_.eval.size()}}},
           {"total_steps", total_steps_},
           {"lr", lr_}});
+    log_info("precision " + precision_name(precision_.precision) + ": " + precision_.reason);
 
-    // The planner's prediction for exactly this run, with this machine's calibration when the
-    // user saved one (Calibrate from my runs… / wingspan calibrate).
-    // The framework profile of the device that trains: libtorch-cpu, libtorch-cuda, libtorch-mps.
-    FrameworkProfile fw;
-    fw.id = device_.is_cuda() ? "libtorch-cuda" : device_.is_mps() ? "libtorch-mps" : "libtorch-cpu";
-    const std::string bundled_id = fw.id;
-    try {
-        ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv0_));
-        fw = lib.framework(fw.id);
-        try {
-            for (const auto& w : lib.load_user_profiles(ProfileLibrary::user_dir())) log_warning(w);
-            fw = lib.calibrated_or_bundled(fw.id);
-            if (fw.id == calibrated_framework_id(bundled_id))
-                log_info("predicting with your calibrated framework profile " + fw.file.string());
-        } catch (const std::exception& e) {
-            log_warning(std::string("your own profiles were not loaded (") + e.what() + "); predicting with the bundled one");
-        }
-    } catch (const std::exception& e) {
-        log_warning("framework profile " + bundled_id + " not loaded (" + e.what() + "); predicting without it");
-    }
     try {
         const MemoryEstimate est = estimate_memory(arch_, setup_, fw);
         predicted_total_ = est.total_bytes;
@@ -289,7 +275,8 @@ void Run::announce() {
                                     {"peak_bytes", est.peak_allocated_bytes},
                                     {"total_bytes", est.total_bytes},
                                     {"peak_phase", est.peak_phase},
-                                    {"framework", fw.id}};
+                                    {"framework", fw.id},
+                                    {"precision", precision_.to_json()}};
         if (device_.is_cpu()) predicted["cpu"] = dev::cpu_bf16_json();
         emit(EventType::Predicted, predicted);
     } catch (const std::exception& e) {
@@ -463,6 +450,7 @@ int Run::execute() {
     select_device();
     if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
         throw RunError("bad_argument", why);
+    choose_precision();
     mem::set_phase(mem::Phase::Setup);
     // Before any work: an unwritable --out must not cost a whole training run, nor may a
     // folder another run is using (rank 0 holds the lock until this returns).

@@ -146,7 +146,9 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
         QString details = "<b>" + html_escape(qs(v.machine->name)) + "</b><br>" + html_escape(qs(v.framework->name)) +
                           "<br>needs " + bytes_exact(v.needed_bytes, unit) + "<br>usable " +
                           bytes_exact(v.usable_bytes, unit) + "<br><b>" + html_escape(b.verdict) + "</b>";
-        if (v.setup.precision != eval.setup.precision)
+        if (eval.setup.precision_auto)
+            details += "<br>" + html_escape(qs(v.precision_reason));
+        else if (v.setup.precision != eval.setup.precision)
             details += "<br>runs in " + qs(std::string(to_string(v.setup.precision)));
         details += "<br>≈ " + QString::number(v.speed.tokens_per_s, 'f', 0) + " tokens/s";
         for (const auto& n : v.notes) details += "<br><i>" + html_escape(qs(n)) + "</i>";

@@ -301,13 +301,16 @@ QWidget* InputsPanel::buildAdvancedBox() {
     auto* af = new QFormLayout(advanced_box_);
     precision_ = new QComboBox;
     precision_->setObjectName("precision");
+    precision_->addItem("auto (each machine's fastest exact one)", QString("auto"));
     add_enum_items<Precision>(precision_, {{Precision::Bf16Mixed, "bf16 mixed (fp32 master weights)"},
                                            {Precision::Fp16Mixed, "fp16 mixed (for GPUs without bf16)"},
                                            {Precision::Bf16, "pure bf16"},
                                            {Precision::Fp32, "fp32"}});
     precision_->setToolTip("Bytes per weight and activation. Mixed precision keeps 16-bit weights plus an fp32 master copy\n"
                            "of what trains (4 more bytes per trainable parameter); fp32 doubles weights and activations.\n"
-                           "Machines without bf16 (T4, P100) run fp16 mixed instead.");
+                           "Machines without bf16 (T4, P100) run fp16 mixed instead.\n"
+                           "auto: bf16 mixed where a machine computes in bf16, fp16 mixed on GPUs without it, fp32 on\n"
+                           "CPUs and Macs without it (as wingspan-train's --precision auto), bf16 mixed where only it fits.");
     af->addRow("&Precision:", precision_);
     optimizer_ = new QComboBox;
     optimizer_->setObjectName("optimizer");
@@ -524,7 +527,8 @@ void InputsPanel::showPlan(const Plan& plan) {
     batch_->setValue(int(s.trains() ? s.micro_batch : s.serve_batch));
     accum_->setValue(int(s.grad_accum));
     ckpt_->setChecked(s.grad_checkpointing);
-    select_enum(precision_, s.precision);
+    if (s.precision_auto) precision_->setCurrentIndex(precision_->findData(QString("auto")));
+    else select_enum(precision_, s.precision);
     select_enum(optimizer_, s.optimizer);
     select_enum(attention_, s.attention);
     loss_chunk_->setValue(int(s.loss_chunk_tokens));
@@ -552,7 +556,7 @@ void InputsPanel::readInto(Plan& plan) {
     s.serve_batch = batch_->value();
     s.grad_accum = accum_->value();
     s.grad_checkpointing = ckpt_->isChecked();
-    s.precision = parse_precision(precision_->currentData().toString().toStdString());
+    set_precision(s, precision_->currentData().toString().toStdString());
     s.optimizer = parse_optimizer(optimizer_->currentData().toString().toStdString());
     s.attention = parse_attention(attention_->currentData().toString().toStdString());
     s.loss_chunk_tokens = loss_chunk_->value();

@@ -26,6 +26,7 @@ Plan Plan::lesson_default() {
     p.setup.grad_checkpointing = true;
     p.setup.lora_rank = 16;
     p.setup.lora_alpha = 32;
+    p.setup.precision_auto = true;   // each machine's fastest exact precision (issue 35)
     p.machines = {"rtx-4090", "mac-studio-m3-ultra-96gb", "t4", "a100-80gb", "cpu-laptop-8gb", "this-machine"};
     return p;
 }
@@ -310,7 +311,7 @@ std::string describe_setup(const TrainingSetup& s) {
     d << method_label(s.method);
     if (s.method == Method::Lora || s.method == Method::Qlora) d << " r" << s.lora_rank;
     if (s.effective_quantization() != Quantization::None) d << " (" << to_string(s.effective_quantization()) << ")";
-    d << " · " << to_string(s.precision);
+    d << " · " << (s.precision_auto ? "auto precision" : to_string(s.precision));
     if (s.trains()) d << " · " << to_string(s.optimizer);
     d << " · seq " << format_count(s.seq_len) << " × batch " << (s.trains() ? s.micro_batch : s.serve_batch);
     if (s.trains() && s.grad_accum > 1) d << " × accum " << s.grad_accum;

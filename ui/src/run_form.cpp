@@ -112,10 +112,12 @@ QWidget* RunPanel::buildForm() {
     steps_->setValue(60);
     precision_ = new QComboBox;
     precision_->setObjectName("runPrecision");
+    precision_->addItem("auto", -1);   // the trainer's fastest exact precision on this machine
     precision_->addItem("fp32", int(Precision::Fp32));
     precision_->addItem("bf16 mixed", int(Precision::Bf16Mixed));
     precision_->addItem("bf16", int(Precision::Bf16));
-    precision_->setToolTip("Storage of weights and gradients (--precision). bf16 mixed keeps an fp32 master copy of what trains.");
+    precision_->setToolTip("Storage of weights and gradients (--precision). bf16 mixed keeps an fp32 master copy of what trains.\n"
+                           "auto: bf16 mixed where this CPU multiplies bf16 in hardware, else fp32 (the run's hello says which).");
     ckpt_ = new QCheckBox("Gradient checkpointing");
     ckpt_->setObjectName("runCheckpointing");
     ckpt_->setToolTip("--grad-checkpointing: keep one tensor per layer, recompute the rest in backward");
@@ -353,7 +355,8 @@ RunOptions RunPanel::options() const {
     o.rank = rank_->value();
     o.alpha = has_plan_ && plan_.setup.lora_rank > 0 ? plan_.setup.lora_alpha / double(plan_.setup.lora_rank) * double(o.rank)
                                                      : 2.0 * double(o.rank);
-    o.precision = Precision(precision_->currentData().toInt());
+    o.precision_auto = precision_->currentData().toInt() < 0;
+    if (!o.precision_auto) o.precision = Precision(precision_->currentData().toInt());
     o.seq = seq_->value();
     o.batch = batch_->value();
     o.grad_accum = accum_->value();
@@ -424,7 +427,7 @@ void RunPanel::setOptions(const RunOptions& o) {
     batch_->setValue(int(o.batch));
     accum_->setValue(int(o.grad_accum));
     steps_->setValue(int(std::min<std::int64_t>(o.steps, steps_->maximum())));
-    precision_->setCurrentIndex(std::max(0, precision_->findData(int(o.precision))));
+    precision_->setCurrentIndex(std::max(0, precision_->findData(o.precision_auto ? -1 : int(o.precision))));
     ckpt_->setChecked(o.grad_checkpointing);
     data_->setText(o.data_file);
     out_->setText(o.out_dir);

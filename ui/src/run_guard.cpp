@@ -21,6 +21,7 @@ TrainingSetup run_setup(const TrainingSetup& planned, const RunOptions& o) {
     s.lora_alpha = o.alpha;
     if (s.method != Method::Qlora) s.quantization = Quantization::None;
     s.precision = o.precision;
+    s.precision_auto = o.precision_auto;
     s.seq_len = o.seq;
     s.micro_batch = o.batch;
     s.grad_accum = o.grad_accum;
@@ -41,9 +42,10 @@ RunFitCheck check_run_fit(const ProfileLibrary* lib, const Plan* plan, const Run
         const ResolvedModel model = resolve_model(*lib, plan->model);
         const TrainingSetup setup = run_setup(plan->setup, o);
         MachineProfile here = lib->machine(kThisMachineId);
-        // The precision the trainer gets is the one it runs in (wingspan-train does bf16 on a
+        // An asked-for precision is the one the trainer runs in (wingspan-train does bf16 on a
         // CPU too): planned as such, not adapted the way the planner adapts other frameworks.
-        here.bf16 = true;
+        // Auto follows this machine's bf16 instructions, as the trainer's rule does.
+        if (!o.precision_auto) here.bf16 = true;
         const FrameworkProfile* fw = &lib->framework_for(lib->machine(kThisMachineId));
         const bool gpu = o.device.startsWith("cuda");
         if (gpu) {

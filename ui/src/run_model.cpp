@@ -158,7 +158,8 @@ PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& pl
         {"method", method_word(plan_method, plan.setup.lora_rank), method_word(run.method, run.rank)},
         {"sequence", "seq " + loc + " × " + QString::number(plan_batch),
          "seq " + QLocale().toString(qlonglong(run.seq)) + " × " + QString::number(run.batch)},
-        {"precision", precision_word(plan.setup.precision), precision_word(run.precision)},
+        {"precision", plan.setup.precision_auto ? QString("auto") : precision_word(plan.setup.precision),
+         run.precision_auto ? QString("auto") : precision_word(run.precision)},
         {"device", plan_machine.isEmpty() ? QString("this machine") : plan_machine, run_device_label},
     };
     // Data parallel: the plan's devices against the run's processes, named only when either

@@ -63,7 +63,7 @@ json RunOptions::to_json() const {
               {"method", to_string(method)},
               {"rank", rank},
               {"alpha", alpha},
-              {"precision", to_string(precision)},
+              {"precision", precision_auto ? "auto" : to_string(precision)},
               {"seq", seq},
               {"batch", batch},
               {"grad_accum", grad_accum},
@@ -111,7 +111,9 @@ RunOptions RunOptions::from_json(const json& j) {
     o.data_file = str("data_file", {});
     try {
         o.method = parse_method(str("method", "lora").toStdString());
-        o.precision = parse_precision(str("precision", "fp32").toStdString());
+        const std::string precision = str("precision", "fp32").toStdString();
+        o.precision_auto = precision == "auto";
+        if (!o.precision_auto) o.precision = parse_precision(precision);
         o.sharding = parse_sharding(str("sharding", "ddp").toStdString());
     } catch (const std::exception&) {
     }
@@ -145,6 +147,7 @@ RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib) {
     o.rank = std::max<std::int64_t>(1, s.lora_rank);
     o.alpha = s.lora_alpha > 0 ? s.lora_alpha : 2.0 * double(o.rank);
     o.precision = s.precision == Precision::Fp16Mixed ? Precision::Bf16Mixed : s.precision;
+    o.precision_auto = s.precision_auto;
     o.seq = std::max<std::int64_t>(8, s.seq_len);
     o.batch = std::max<std::int64_t>(1, s.trains() ? s.micro_batch : s.serve_batch);
     o.grad_accum = std::max<std::int64_t>(1, s.grad_accum);
@@ -179,7 +182,7 @@ QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, con
         a << "--rank" << QString::number(o.rank);
         a << "--alpha" << QString::number(o.alpha, 'g', 6);
     }
-    a << "--precision" << trainer_precision(o.precision);
+    a << "--precision" << (o.precision_auto ? "auto" : trainer_precision(o.precision));
     a << "--seq" << QString::number(o.seq) << "--batch" << QString::number(o.batch);
     if (o.grad_accum > 1) a << "--grad-accum" << QString::number(o.grad_accum);
     a << "--steps" << QString::number(std::max<std::int64_t>(1, o.steps));

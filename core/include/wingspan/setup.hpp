@@ -36,6 +36,9 @@ const char* to_string(Reference);
 // Parsers throw InputError listing the accepted spellings.
 Method parse_method(const std::string&);
 Precision parse_precision(const std::string&);
+// "auto" or a precision's name; sets precision_auto or precision. Throws InputError.
+struct TrainingSetup;
+void set_precision(TrainingSetup& s, const std::string& name);
 Optimizer parse_optimizer(const std::string&);
 Attention parse_attention(const std::string&);
 Sharding parse_sharding(const std::string&);
@@ -62,6 +65,10 @@ struct ObjectiveSetup {
 struct TrainingSetup {
     Method method = Method::Lora;
     Precision precision = Precision::Bf16Mixed;
+    // Precision "auto" (issue 35): each machine's fastest exact precision, chosen per machine by
+    // adapt_setup (bf16-mixed where it computes in bf16; else fp32 on a CPU or Mac, fp16-mixed on a
+    // GPU), as wingspan-train's --precision auto does. `precision` holds bf16-mixed meanwhile.
+    bool precision_auto = false;
     Optimizer optimizer = Optimizer::AdamW;
     Attention attention = Attention::Sdpa;
     std::int64_t seq_len = 1024;

@@ -43,15 +43,17 @@ struct MachineVerdict {
     Fit fit = Fit::No;
     bool host_fits = true;                // offloaded state fits in host RAM
     std::vector<std::string> notes;       // adjustments and caveats, for the user
+    std::string precision_reason;         // why setup.precision: asked for, the framework's, or auto's rule
     SpeedEstimate speed;
     nlohmann::json to_json() const;
 };
 
 // The ceiling a training process can use on this machine with this framework.
 std::int64_t usable_bytes(const MachineProfile& m, const FrameworkProfile& f);
-// The setup adjusted to what the machine supports (no bf16 -> fp16 mixed), with notes.
+// The setup adjusted to what the machine supports (no bf16 -> fp16 mixed), with notes; precision
+// "auto" becomes the machine's fastest exact precision (`precision_reason` says why).
 TrainingSetup adapt_setup(const TrainingSetup& s, const MachineProfile& m,
-                          std::vector<std::string>* notes = nullptr);
+                          std::vector<std::string>* notes = nullptr, std::string* precision_reason = nullptr);
 MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup,
                         const MachineProfile& machine, const FrameworkProfile& framework);
 

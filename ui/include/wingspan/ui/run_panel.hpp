@@ -82,6 +82,7 @@ struct RunOptions {
     std::int64_t rank = 16;
     double alpha = 32;
     Precision precision = Precision::Fp32;
+    bool precision_auto = true;        // --precision auto: the trainer picks (issue 35); `precision` unused
     std::int64_t seq = 128;
     std::int64_t batch = 4;
     std::int64_t grad_accum = 1;
