@@ -192,8 +192,10 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     Clock::time_point exited_at;
     char buf[65536];
     auto on_out_line = [&](const std::string& line, bool cut) {
-        run.stdout_line(cut ? line + " [cut: a line over 1 MiB]" : line, seconds());
-        if (cut || line.rfind("{\"v\":", 0) != 0) out << line << (cut ? "" : "\n") << std::flush;
+        // Events are recorded, not echoed; every other line (one that only looks like an event
+        // included) reaches the terminal as the command wrote it.
+        const bool event = run.stdout_line(cut ? line + " [cut: a line over 1 MiB]" : line, seconds());
+        if (cut || !event) out << line << (cut ? "" : "\n") << std::flush;
     };
     auto on_out_overflow = [&](const char* data, size_t n, bool ends) {
         out.write(data, std::streamsize(n));
@@ -260,6 +262,9 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         << format_bytes(double(s.predicted_peak)) << "), process peak " << format_bytes(double(s.measured_rss_peak))
         << " (predicted " << format_bytes(double(s.predicted_total)) << ")\n"
         << "wingspan: run recorded in " << run.folder().string() << "\n";
+    if (run.malformed_events() > 0)
+        err << "wingspan: warning: " << run.malformed_events() << " stdout line(s) started like protocol events ({\"v\":) "
+            << "but were not (first: " << run.first_malformed_error() << "); recorded as log lines\n";
     if (run.lost_events() > 0 || !recorded)
         err << "wingspan: warning: the record is incomplete: " << run.lost_events() << " event(s) could not be stored"
             << (recorded ? "" : " and the result was not written") << " (" << run.recording_error() << ")\n";

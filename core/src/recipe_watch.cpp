@@ -95,16 +95,21 @@ void WatchedRun::log(const std::string& source, const std::string& text, double 
     append(protocol::encode(protocol::EventType::Log, t, {{"level", "info"}, {"source", source}, {"message", text}}));
 }
 
-void WatchedRun::stdout_line(const std::string& raw, double t) {
+bool WatchedRun::stdout_line(const std::string& raw, double t) {
     std::string line = raw;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) return;
+    if (line.find_first_not_of(" \t") == std::string::npos) return false;
     // Protocol lines are JSON objects; a framework's own output never starts with {"v":.
-    if (line.rfind("{\"v\":", 0) == 0 && protocol::parse_line(line).event) {
-        append(line);
-        return;
+    if (line.rfind("{\"v\":", 0) == 0) {
+        const protocol::ParseResult parsed = protocol::parse_line(line);
+        if (parsed.event) {
+            append(line);
+            return true;
+        }
+        if (malformed_events_++ == 0) first_malformed_error_ = parsed.error;
     }
     log("stdout", line, t);
+    return false;
 }
 
 void WatchedRun::stderr_line(const std::string& raw, double t) {

@@ -2,6 +2,7 @@
 // plan, Run a recipe… records a run in the run history and stops one cleanly.
 #include <QtTest>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <QComboBox>
@@ -120,6 +121,28 @@ private slots:
         const wingspan::RunRecord rec = wingspan::RunStore::load(dlg.runFolder());
         QCOMPARE(rec.status(), wingspan::RunStatus::Interrupted);
         QCOMPARE(rec.done()->string_field("reason"), std::string("interrupted"));
+    }
+
+    // Output the dialog must not trust (issue 34): a 3 MiB line without a newline is kept cut at
+    // 1 MiB (the window does not grow with it), a line that only looks like an event is shown and
+    // recorded as a log line, and a stop reaches what the command started (its process group).
+    void hostileOutputIsBoundedAndShown() {
+        const std::string script =
+            "head -c 3145728 /dev/zero | tr '\\0' x; echo; echo '{\"v\":1,\"event\":'; "
+            "sleep 300 & echo $! > child.pid; sleep 300";
+        const fs::path dir = scripted_recipe("hostile-output", {"sh", "-c", script});
+        wingspan::ui::RunRecipeDialog dlg(tmp_ / "runs");
+        QSignalSpy finished(&dlg, &wingspan::ui::RunRecipeDialog::finished);
+        QVERIFY2(dlg.start(dir), qPrintable(dlg.error()));
+        QTRY_VERIFY_WITH_TIMEOUT(fs::exists(dir / "child.pid") && dlg.logView()->toPlainText().contains("{\"v\":1"), 30000);
+        const QString log = dlg.logView()->toPlainText();
+        QVERIFY(log.contains("[cut: a line over 1 MiB]"));
+        QVERIFY2(log.size() < (3 << 20), "the over-long line is not kept whole");
+        QCOMPARE(dlg.run()->malformed_events(), std::int64_t(1));
+        const pid_t child = std::stoi(read(dir / "child.pid"));
+        dlg.stop();
+        QVERIFY(finished.wait(30000));
+        QTRY_VERIFY_WITH_TIMEOUT(::kill(child, 0) != 0, 10000);   // the background sleep got the stop too
     }
 };
 

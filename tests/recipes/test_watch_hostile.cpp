@@ -222,6 +222,18 @@ private slots:
         QCOMPARE(w.out, std::string("caf\xe9 \xff\n"));
         QCOMPARE(runs_in(dir / "data").size(), size_t(1));
     }
+
+    // A line that starts like an event ({"v":) but is not one reaches the terminal and is
+    // counted; a real event is recorded and not echoed.
+    void lookalikeEventsAreShownAndCounted() {
+        const fs::path dir = fresh();
+        const Watched w = run_sh(dir, dir / "data",
+                                 "exec \"$W\" watch -- sh -c 'echo \"{\\\"v\\\":1,\\\"event\\\":\"; echo \"{\\\"v\\\":2}\"; "
+                                 "echo \"{\\\"v\\\":1,\\\"event\\\":\\\"log\\\",\\\"t\\\":0,\\\"level\\\":\\\"info\\\",\\\"message\\\":\\\"hi\\\"}\"'");
+        QVERIFY2(w.code == 0, w.err.c_str());
+        QCOMPARE(w.out, std::string("{\"v\":1,\"event\":\n{\"v\":2}\n"));
+        QVERIFY2(w.err.find("2 stdout line(s) started like protocol events") != std::string::npos, w.err.c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(WatchHostileTest)

@@ -15,6 +15,8 @@
 #include <QVBoxLayout>
 
 #include <csignal>
+#include <signal.h>
+#include <unistd.h>
 #include <fstream>
 #include <functional>
 
@@ -231,6 +233,11 @@ bool RunRecipeDialog::start(const fs::path& folder) {
     stop_requested_ = false;
     clock_->start();
     log_->clear();
+    // Its own process group, as under `wingspan watch`: a stop reaches whatever the command
+    // started (torchrun's workers, a launcher's children) too.
+    process_->setChildProcessModifier([] { ::setpgid(0, 0); });
+    out_lines_ = LineFramer(std::size_t(1) << 20);
+    err_lines_ = LineFramer(std::size_t(1) << 20);
     process_->start(qs(command.front()), arguments);
     start_->setEnabled(false);
     stop_->setEnabled(true);
@@ -241,34 +248,38 @@ bool RunRecipeDialog::start(const fs::path& folder) {
 void RunRecipeDialog::stop() {
     if (!running()) return;
     stop_requested_ = true;
-    process_->terminate();   // the reporter turns SIGTERM into a clean `done` (interrupted)
-    QTimer::singleShot(15000, process_, [p = process_] {
-        if (p->state() != QProcess::NotRunning) p->kill();
+    // SIGTERM to the command's process group (the reporter turns it into a clean `done`,
+    // interrupted), SIGKILL to the group after the grace period if anything is left.
+    const qint64 pid = process_->processId();
+    if (pid > 0) ::kill(-pid_t(pid), SIGTERM);
+    QTimer::singleShot(15000, process_, [p = process_, pid] {
+        if (p->state() != QProcess::NotRunning && pid > 0) ::kill(-pid_t(pid), SIGKILL);
     });
     status_->setText("Stopping…");
 }
 
 void RunRecipeDialog::readStdout() {
-    out_pending_ += process_->readAllStandardOutput();
-    int nl;
-    while ((nl = out_pending_.indexOf('\n')) >= 0) {
-        const std::string line = out_pending_.left(nl).toStdString();
-        out_pending_.remove(0, nl + 1);
-        run_->stdout_line(line, clock_->elapsed() / 1000.0);
-        if (line.rfind("{\"v\":", 0) != 0) log_->appendPlainText(qs(line));
-    }
+    const QByteArray data = process_->readAllStandardOutput();
+    out_lines_.feed(
+        data.constData(), std::size_t(data.size()),
+        [this](const std::string& line, bool cut) {
+            const std::string kept = cut ? line + " [cut: a line over 1 MiB]" : line;
+            if (!run_->stdout_line(kept, clock_->elapsed() / 1000.0)) log_->appendPlainText(qs(kept));
+        },
+        [](const char*, std::size_t, bool) {});   // the rest of an over-long line is dropped
     showProgress();
 }
 
 void RunRecipeDialog::readStderr() {
-    err_pending_ += process_->readAllStandardError();
-    int nl;
-    while ((nl = err_pending_.indexOf('\n')) >= 0) {
-        const std::string line = err_pending_.left(nl).toStdString();
-        err_pending_.remove(0, nl + 1);
-        run_->stderr_line(line, clock_->elapsed() / 1000.0);
-        log_->appendPlainText(qs(line));
-    }
+    const QByteArray data = process_->readAllStandardError();
+    err_lines_.feed(
+        data.constData(), std::size_t(data.size()),
+        [this](const std::string& line, bool cut) {
+            const std::string kept = cut ? line + " [cut: a line over 1 MiB]" : line;
+            run_->stderr_line(kept, clock_->elapsed() / 1000.0);
+            log_->appendPlainText(qs(kept));
+        },
+        [](const char*, std::size_t, bool) {});
 }
 
 void RunRecipeDialog::showProgress() {
@@ -293,10 +304,8 @@ void RunRecipeDialog::onFinished(int code, QProcess::ExitStatus status) {
     if (!run_ || run_->record().status() != RunStatus::Running) return;
     readStdout();
     readStderr();
-    if (!out_pending_.isEmpty()) run_->stdout_line(out_pending_.toStdString(), clock_->elapsed() / 1000.0);
-    if (!err_pending_.isEmpty()) run_->stderr_line(err_pending_.toStdString(), clock_->elapsed() / 1000.0);
-    out_pending_.clear();
-    err_pending_.clear();
+    out_lines_.finish([this](const std::string& line, bool) { run_->stdout_line(line, clock_->elapsed() / 1000.0); });
+    err_lines_.finish([this](const std::string& line, bool) { run_->stderr_line(line, clock_->elapsed() / 1000.0); });
     // QProcess does not say which signal ended a crashed process: the one we sent, or a kill.
     const bool crashed = status == QProcess::CrashExit;
     run_->finish(crashed ? 0 : code, crashed ? (stop_requested_ ? SIGTERM : SIGKILL) : 0, stop_requested_);

@@ -33,7 +33,9 @@ public:
     const RunRecord& record() const { return record_; }
 
     // One line of the command's stdout (protocol or not) / stderr, at `t` seconds since start.
-    void stdout_line(const std::string& line, double t);
+    // stdout_line returns true for a protocol event (recorded as such); any other line is
+    // recorded as a log line, and one that starts like an event ({"v":) but is not one is counted.
+    bool stdout_line(const std::string& line, double t);
     void stderr_line(const std::string& line, double t);
     // The command ended. A run the user stopped that said `done` with reason "interrupted"
     // counts as interrupted even when the framework died of the signal it was sent. Returns
@@ -45,6 +47,9 @@ public:
     const std::string& recording_error() const { return recording_error_; }
     // The first failure to store, once (a warning to print); empty otherwise.
     std::string take_warning();
+    // Lines that started like a protocol event but were not one, and the parser's first reason.
+    std::int64_t malformed_events() const { return malformed_events_; }
+    const std::string& first_malformed_error() const { return first_malformed_error_; }
 
 private:
     void append(const std::string& line);
@@ -56,6 +61,8 @@ private:
     std::int64_t lost_events_ = 0;
     std::string recording_error_;
     bool warned_ = false;
+    std::int64_t malformed_events_ = 0;
+    std::string first_malformed_error_;
 };
 
 // Splits a stream into lines with a bounded buffer: a line longer than `max_line` bytes is

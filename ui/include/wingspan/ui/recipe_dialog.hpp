@@ -93,7 +93,9 @@ private:
     QProcess* process_ = nullptr;
     std::unique_ptr<WatchedRun> run_;
     std::unique_ptr<QElapsedTimer> clock_;
-    QByteArray out_pending_, err_pending_;
+    // Bounded line framing, as `wingspan watch` does: a line over 1 MiB is recorded cut and the
+    // rest of it dropped, so a command that never writes a newline cannot grow the window.
+    LineFramer out_lines_{std::size_t(1) << 20}, err_lines_{std::size_t(1) << 20};
     bool stop_requested_ = false;
     QString error_;
 };
