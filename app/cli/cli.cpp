@@ -1,6 +1,7 @@
 #include "cli.hpp"
 #include "download_cmd.hpp"
 #include "explain_oom_cmd.hpp"
+#include "from_config_cmd.hpp"
 #include "recipe_cmd.hpp"
 
 #include <algorithm>
@@ -58,6 +59,8 @@ Commands:
             against the plan, with the nearest settings that fit
 
 plan / fit options:
+  --from CONFIG [--from-format axolotl|llama-factory|torchtune|hf-trl|peft|mlx-lm]   a framework's config
+                        (YAML/JSON, adapter_config.json) as the plan; flags after it override it
   --model ID | --size 8b [--family F] | --config config.json
   --hf OWNER/NAME [--revision R] [--offline]   any model on the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT)
   --model-dir DIR                              a local folder with config.json and safetensors
@@ -111,7 +114,7 @@ const std::set<std::string> kValueOptions = {
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
-    "--generations", "--beta", "--vllm-share"};
+    "--generations", "--beta", "--vllm-share", "--from", "--from-format"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
@@ -648,6 +651,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         lib.add_machine(detect_this_machine());
         for (const auto& w : lib.load_user_profiles(ProfileLibrary::user_dir())) err << "wingspan: warning: " << w << "\n";
         const std::string& cmd = args[0];
+        if (o.has("--from") && (cmd == "plan" || cmd == "fit" || cmd == "explain-oom"))
+            return run_from_config(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);
         if (cmd == "table") return cmd_table(lib, o, out);
