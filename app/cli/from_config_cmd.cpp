@@ -84,12 +84,24 @@ int run_from_config(const ProfileLibrary& lib, const std::vector<std::string>& a
         if (j.is_object()) {
             j["import"] = im.to_json();
             j["import"]["file"] = file;
+            // explain-oom's advice, also in the file's own keys.
+            if (j.contains("advice") && j["advice"].is_array())
+                for (auto& a : j["advice"]) {
+                    const std::string key = config_key_for(im.format, a.value("flag", ""));
+                    a["config_key"] = key.empty() ? json(nullptr) : json(key);
+                }
         }
         out << j.dump(2) << "\n";
         return kExitOk;
     }
     print_notes(im, file, out);
     out << inner_out.str();
+    if (args[0] == "explain-oom") {
+        out << "\nIn " << file << " (" << to_string(im.format) << "), the keys these flags change:\n";
+        for (const char* flag : {"--batch", "--grad-accum", "--seq", "--grad-checkpointing", "--rank", "--method", "--loss-chunk"})
+            if (const std::string key = config_key_for(im.format, flag); !key.empty())
+                out << "  " << flag << " → " << key << "\n";
+    }
     return kExitOk;
 }
 

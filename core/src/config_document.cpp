@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -166,6 +167,65 @@ std::vector<std::string> ConfigImport::plan_args() const {
         if (!value.empty()) out.push_back(value);
     }
     return out;
+}
+
+std::string ConfigImport::flag_value(const std::string& flag) const {
+    for (const auto& [f, v] : flags)
+        if (f == flag) return v.empty() ? "true" : v;
+    return "";
+}
+
+json ConfigImport::setup_json() const {
+    // Plan flag -> TrainingSetup::to_json key; the values are the flags' own spellings, which
+    // from_json parses with the same parsers as the command line.
+    static const std::map<std::string, std::string> text = {
+        {"--method", "method"},     {"--quant", "quantization"}, {"--targets", "lora_targets"}, {"--optimizer", "optimizer"},
+        {"--precision", "precision"}, {"--attention", "attention"}, {"--sharding", "sharding"}};
+    static const std::map<std::string, std::string> whole = {
+        {"--rank", "lora_rank"}, {"--seq", "seq_len"}, {"--batch", "micro_batch"}, {"--grad-accum", "grad_accum"},
+        {"--lora-layers", "lora_layers"}, {"--loss-chunk", "loss_chunk_tokens"}, {"--devices", "devices"}};
+    static const std::map<std::string, std::string> real = {{"--alpha", "lora_alpha"}, {"--dropout", "lora_dropout"}};
+    json j = json::object();
+    for (const auto& [flag, value] : flags) {
+        if (auto t = text.find(flag); t != text.end()) j[t->second] = value;
+        else if (auto w = whole.find(flag); w != whole.end()) j[w->second] = std::stoll(value);
+        else if (auto r = real.find(flag); r != real.end()) j[r->second] = std::stod(value);
+        else if (flag == "--grad-checkpointing") j["grad_checkpointing"] = value == "on";
+        else if (flag == "--train-embeddings") j["train_embeddings"] = true;
+        else if (flag == "--dora") j["dora"] = true;
+    }
+    return j;
+}
+
+std::string config_key_for(ConfigFormat format, const std::string& flag) {
+    // The keys each reader in config_import.cpp reads for the flag.
+    static const std::map<ConfigFormat, std::map<std::string, std::string>> keys = {
+        {ConfigFormat::Axolotl,
+         {{"--batch", "micro_batch_size"}, {"--grad-accum", "gradient_accumulation_steps"}, {"--seq", "sequence_len"},
+          {"--grad-checkpointing", "gradient_checkpointing"}, {"--rank", "lora_r"}, {"--method", "adapter"},
+          {"--optimizer", "optimizer"}}},
+        {ConfigFormat::LlamaFactory,
+         {{"--batch", "per_device_train_batch_size"}, {"--grad-accum", "gradient_accumulation_steps"}, {"--seq", "cutoff_len"},
+          {"--grad-checkpointing", "disable_gradient_checkpointing"}, {"--rank", "lora_rank"},
+          {"--method", "finetuning_type / quantization_bit"}, {"--optimizer", "optim"}}},
+        {ConfigFormat::Torchtune,
+         {{"--batch", "batch_size"}, {"--grad-accum", "gradient_accumulation_steps"}, {"--seq", "tokenizer.max_seq_len"},
+          {"--grad-checkpointing", "enable_activation_checkpointing"}, {"--rank", "model.lora_rank"},
+          {"--method", "model._component_"}, {"--loss-chunk", "loss._component_"}}},
+        {ConfigFormat::HfTrl,
+         {{"--batch", "per_device_train_batch_size"}, {"--grad-accum", "gradient_accumulation_steps"}, {"--seq", "max_length"},
+          {"--grad-checkpointing", "gradient_checkpointing"}, {"--rank", "lora_r"}, {"--method", "use_peft / load_in_4bit"},
+          {"--optimizer", "optim"}}},
+        {ConfigFormat::PeftAdapter, {{"--rank", "r"}}},
+        {ConfigFormat::MlxLm,
+         {{"--batch", "batch_size"}, {"--grad-accum", "grad_accumulation_steps"}, {"--seq", "max_seq_length"},
+          {"--grad-checkpointing", "grad_checkpoint"}, {"--rank", "lora_parameters.rank"}, {"--method", "fine_tune_type"},
+          {"--optimizer", "optimizer"}, {"--lora-layers", "num_layers"}}},
+    };
+    auto f = keys.find(format);
+    if (f == keys.end()) return "";
+    auto k = f->second.find(flag);
+    return k == f->second.end() ? "" : k->second;
 }
 
 json ConfigImport::to_json() const {

@@ -240,6 +240,9 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, parse_config_document(bomb));
         QVERIFY(t.elapsed() < 5000);
         QVERIFY_THROWS_EXCEPTION(InputError, detect_config_format(parse_config_document("foo: 1\n")));
+        // Nesting 100,000 deep is refused (yaml-cpp's depth guard), not a stack overflow.
+        QVERIFY_THROWS_EXCEPTION(InputError, parse_config_document(std::string(100000, '[')));
+        QVERIFY_THROWS_EXCEPTION(InputError, parse_config_document(std::string(2 << 20, ' ') + "a: 1"));   // over 1 MiB
         // Scalars as PyYAML reads them.
         const json d = parse_config_document("a: yes\nb: '8'\nc: 2e-5\nd: ~\ne: 16\n");
         QCOMPARE(d["a"].get<bool>(), true);

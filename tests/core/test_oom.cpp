@@ -241,6 +241,23 @@ private slots:
         QVERIFY(any_fits);
         QVERIFY(!j["failing_phase"].is_null());
     }
+
+    void explainWithAConfigGivesItsKeys() {
+        // axolotl's full 8B fine-tune at 8,192 tokens against a 24 GB card's message.
+        const auto r = explain(fixture("cuda-2.2-full.txt"),
+                               {"--from", std::string(WINGSPAN_TEST_FIXTURES_DIR) + "/configs/axolotl/fft-8b.yaml", "--json"});
+        QVERIFY2(r.code == 0, r.err.c_str());
+        const json j = json::parse(r.out);
+        QCOMPARE(j["import"]["format"].get<std::string>(), std::string("axolotl"));
+        QVERIFY(!j["advice"].empty());
+        bool keyed = false;
+        for (const auto& a : j["advice"]) {
+            if (a["flag"] == "--seq") QCOMPARE(a["config_key"].get<std::string>(), std::string("sequence_len"));
+            if (a["flag"] == "--batch") QCOMPARE(a["config_key"].get<std::string>(), std::string("micro_batch_size"));
+            keyed |= a["config_key"].is_string();
+        }
+        QVERIFY(keyed);
+    }
 };
 
 QTEST_GUILESS_MAIN(OomTest)

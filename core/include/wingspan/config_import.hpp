@@ -33,6 +33,10 @@ struct ConfigImport {
     std::vector<ConfigNote> read, ignored, defaults;
 
     std::vector<std::string> plan_args() const;            // flags flattened for the command line
+    // The same flags as a partial TrainingSetup JSON (TrainingSetup::from_json keeps the rest),
+    // for the window, which holds a setup rather than flags. --model/--hf/--framework are not in it.
+    nlohmann::json setup_json() const;
+    std::string flag_value(const std::string& flag) const;  // "" when the flag is not there
     nlohmann::json to_json() const;                         // {format, model, flags, read, ignored, defaults}
 };
 
@@ -50,6 +54,10 @@ ConfigFormat detect_config_format(const nlohmann::json& doc);
 // (else the plan uses --hf with the id).
 ConfigImport import_config(const nlohmann::json& doc, std::optional<ConfigFormat> forced,
                            const ProfileLibrary* library);
+
+// The key of a format's config file that a plan flag changes ("--batch" in axolotl:
+// "micro_batch_size"), for advice given in the file's own terms; "" when the format has none.
+std::string config_key_for(ConfigFormat format, const std::string& flag);
 
 // The bundled model a Hugging Face id (or a torchtune builder) names, if any: its hf_repo equal
 // up to case, or the same name without "-Instruct"/"-chat"/"-hf"/"-it"/"-bf16"/"-2507" suffixes.
