@@ -252,8 +252,8 @@ void read_axolotl(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     else if (const json* v = r.get("lora_target_modules")) read_targets(r, "lora_target_modules", *v);
     read_modules_to_save(r, "lora_modules_to_save");
     if (r.truthy("peft_use_dora")) r.flag("peft_use_dora", "--dora", "");
-    r.count("sequence_len", "--seq", "2048", "axolotl's default sequence_len (schemas/config.py)");
-    r.count("micro_batch_size", "--batch", "1", "axolotl's default micro_batch_size");
+    r.count("sequence_len", "--seq", "512", "axolotl's default sequence_len (src/axolotl/utils/schemas/config.py)");
+    r.count("micro_batch_size", "--batch", "1", "axolotl's default micro_batch_size (schemas/training.py)");
     r.count("gradient_accumulation_steps", "--grad-accum");
     r.on_off("gradient_checkpointing", "--grad-checkpointing", "off", "axolotl's default (unset: off)");
     read_optimizer(r, "optimizer");
@@ -460,7 +460,9 @@ void read_mlx(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     if (r.get("lora_parameters.alpha")) r.ignore("lora_parameters.alpha", "older mlx-lm kept it beside scale; scale is what it applies");
     if (const json* v = r.get("lora_parameters.dropout")) r.flag("lora_parameters.dropout", "--dropout", text_of(*v));
     if (const json* v = r.get("lora_parameters.keys")) read_targets(r, "lora_parameters.keys", *v);
-    else if (type != "full") r.assume("lora_parameters.keys", "--targets", "q,v", "mlx-lm's default keys: the attention's q and v");
+    else if (type != "full")
+        r.assume("lora_parameters.keys", "--targets", "all",
+                 "mlx-lm's default: every linear of each adapted block (mlx_lm/tuner/utils.py linear_to_lora_layers)");
     r.count("batch_size", "--batch", "4", "mlx-lm's default batch_size");
     r.count("grad_accumulation_steps", "--grad-accum");
     r.count("max_seq_length", "--seq", "2048", "mlx-lm's default max_seq_length");

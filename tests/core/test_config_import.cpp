@@ -89,6 +89,15 @@ private slots:
         QCOMPARE(f["--quant"], std::string("int8"));
         QCOMPARE(f["--targets"], std::string("all"));
         QCOMPARE(f["--seq"], std::string("4096"));
+
+        // Silent keys take axolotl's schema defaults, and say so.
+        im = import_config(parse_config_document("base_model: NousResearch/Llama-3.2-1B\nadapter: lora\n"), std::nullopt,
+                           &test::library());
+        f = flags_of(im);
+        QCOMPARE(f["--seq"], std::string("512"));
+        QCOMPARE(f["--batch"], std::string("1"));
+        QCOMPARE(f["--grad-checkpointing"], std::string("off"));
+        QVERIFY(has_note(im.defaults, "sequence_len"));
     }
 
     void llamaFactoryExamples() {
@@ -195,6 +204,10 @@ private slots:
         QCOMPARE(f["--lora-layers"], std::string("16"));
         QCOMPARE(f["--alpha"], std::string("80"));   // scale 10 × rank 8
         QVERIFY(has_note(im.ignored, "lora_parameters.alpha"));
+        f = flags_of(import_config(parse_config_document("model: mlx-community/Llama-3.2-1B-Instruct-bf16\n"),
+                                   ConfigFormat::MlxLm, &test::library()));
+        QCOMPARE(f["--targets"], std::string("all"));   // every linear of an adapted block
+        QCOMPARE(f["--rank"], std::string("8"));
     }
 
     void planFromConfigEndToEnd() {
