@@ -20,7 +20,7 @@ JOBS=${WINGSPAN_JOBS:-$(nproc)}
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev libvulkan-dev
-  nlohmann-json3-dev libcurl4-openssl-dev libpcre2-dev libicu-dev
+  nlohmann-json3-dev libcurl4-openssl-dev libpcre2-dev libicu-dev libyaml-cpp-dev
   libtorch-dev libgloo-dev libopenblas0-pthread
   xvfb xauth
   python3 python3-yaml python3-torch

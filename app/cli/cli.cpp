@@ -1,5 +1,7 @@
 #include "cli.hpp"
 #include "download_cmd.hpp"
+#include "explain_oom_cmd.hpp"
+#include "from_config_cmd.hpp"
 #include "recipe_cmd.hpp"
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -52,8 +55,12 @@ Commands:
   download  OWNER/NAME [--revision R] [--include GLOB] [--offline]   a model into the HF cache (download --help)
   recipe    --framework ID --out DIR [plan flags]   the plan as a recipe for a training framework
   watch     [--plan predicted.json] -- COMMAND...   run a command and record it in the run history
+  explain-oom [plan flags] [--json] < message.txt   a PyTorch CUDA/MPS out-of-memory message read, matched
+            against the plan, with the nearest settings that fit
 
 plan / fit options:
+  --from CONFIG [--from-format axolotl|llama-factory|torchtune|hf-trl|peft|mlx-lm]   a framework's config
+                        (YAML/JSON, adapter_config.json) as the plan; flags after it override it
   --model ID | --size 8b [--family F] | --config config.json
   --hf OWNER/NAME [--revision R] [--offline]   any model on the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT)
   --model-dir DIR                              a local folder with config.json and safetensors
@@ -107,7 +114,7 @@ const std::set<std::string> kValueOptions = {
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
-    "--generations", "--beta", "--vllm-share"};
+    "--generations", "--beta", "--vllm-share", "--from", "--from-format"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
@@ -628,6 +635,7 @@ int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
 bool is_cli_command(const std::string& a) {
     static const std::set<std::string> kCommands = {"plan", "fit", "table", "models", "machines", "frameworks",
                                                     "scenarios", "runs", "calibrate", "download", "recipe", "watch",
+                                                    "explain-oom",
                                                     "help", "--help", "-h", "version", "--version"};
     return kCommands.count(a) > 0;
 }
@@ -657,6 +665,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         lib.add_machine(detect_this_machine());
         for (const auto& w : lib.load_user_profiles(ProfileLibrary::user_dir())) err << "wingspan: warning: " << w << "\n";
         const std::string& cmd = args[0];
+        if (o.has("--from") && (cmd == "plan" || cmd == "fit" || cmd == "explain-oom"))
+            return run_from_config(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);
         if (cmd == "table") return cmd_table(lib, o, out);
@@ -664,6 +674,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         if (cmd == "runs") return cmd_runs(out);
         if (cmd == "calibrate") return cmd_calibrate(lib, o, out, err);
         if (cmd == "machines") return cmd_machines(lib, out);
+        if (cmd == "explain-oom") {
+            ExplainOomRequest request;
+            for (const char* k : {"--model", "--size", "--config", "--hf", "--model-dir"}) request.with_plan |= o.has(k);
+            for (size_t i = 1; i < args.size(); ++i)
+                if (args[i] != "--json") request.plan_args.push_back(args[i]);
+            if (auto ms = o.all("--machine"); !ms.empty()) request.machine = &lib.machine(ms.back());
+            request.framework_given = o.has("--framework");
+            request.json = o.has("--json");
+            return run_explain_oom(lib, request, std::cin, out, err);
+        }
         if (cmd == "frameworks") return cmd_frameworks(lib, out);
         if (cmd == "scenarios") {
             for (const auto& [id, s] : lib.scenarios()) out << pad(id, 28) << s.value("title", std::string()) << "\n";

@@ -58,6 +58,9 @@ void MainWindow::buildMenus() {
         setPlan(Plan::lesson_default());
     });
     add(file, "&Open plan…", QKeySequence::Open, &MainWindow::openPlanDialog);
+    add(file, "Open &training config (axolotl, LLaMA-Factory, torchtune, TRL, mlx-lm)…", QKeySequence("Ctrl+Shift+O"),
+        &MainWindow::openTrainingConfigDialog);
+    setAcceptDrops(true);   // a plan or a training config dropped on the window opens it
     add(file, "&Save plan", QKeySequence::Save, &MainWindow::savePlanDialog);
     add(file, "Save plan &as…", QKeySequence::SaveAs, &MainWindow::savePlanAsDialog);
     file->addSeparator();
@@ -128,6 +131,7 @@ void MainWindow::buildMenus() {
     add(machines, "&Remove selected machine", QKeySequence(), &MainWindow::removeUserMachine);
     machines->addSeparator();
     add(machines, "&Calibrate from my runs…", QKeySequence(), &MainWindow::calibrateDialog);
+    add(machines, "E&xplain an out-of-memory message…", QKeySequence(), &MainWindow::explainOomDialog);
 
     QMenu* help = menuBar()->addMenu("&Help");
     add(help, "&About Wingspan", QKeySequence(), [this] {

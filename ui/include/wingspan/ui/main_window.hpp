@@ -68,6 +68,9 @@ public:
     ChartScale chartScale() const { return scale_; }
 
     bool openPlan(const QString& path, QString* error = nullptr);
+    // A framework's training config (axolotl, LLaMA-Factory, torchtune, TRL/PEFT, mlx-lm) as the
+    // plan; `report` gets what was read, assumed and ignored, or the error.
+    bool openTrainingConfig(const QString& path, QString* report = nullptr);
     bool savePlan(const QString& path, QString* error = nullptr);
     QString planPath() const { return plan_path_; }
 
@@ -92,6 +95,8 @@ signals:
 
 public slots:
     void openPlanDialog();
+    void openTrainingConfigDialog();
+    void explainOomDialog();
     void savePlanDialog();
     void savePlanAsDialog();
     void exportChartDialog();
@@ -110,6 +115,8 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* e) override;
+    void dragEnterEvent(QDragEnterEvent* e) override;   // a plan or a training config dropped on the window
+    void dropEvent(QDropEvent* e) override;
     void connectNotify(const QMetaMethod& signal) override;
 
 private:
