@@ -7,6 +7,7 @@
 #   ./dev.sh cuda   wingspan-train's CUDA flavour against the pinned venv's CUDA PyTorch
 #                   (scripts/venv.sh frameworks) with the machine's nvcc (build-cuda/), and the
 #                   trainer's CPU suites run with that binary; no GPU needed
+#                   (--build-only: build-cuda/bin/wingspan-train alone, as bench/device/check.sh does)
 # Both are idempotent: nothing is installed twice and an unchanged tree rebuilds in seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -107,13 +108,17 @@ cuda() {
   configure "$dir" -DCMAKE_PREFIX_PATH="$torch_pkg" -DCMAKE_CUDA_COMPILER="$nvcc" \
     -DWINGSPAN_BUILD_GUI=OFF -DWINGSPAN_BUILD_BENCH=OFF \
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,${rpath_link%:}"
-  # The trainer and its suites only (the planner's suites are the same code as in build/).
-  local targets
-  mapfile -t targets < <(ctest --test-dir "$dir" -N -L trainer | sed -n 's/^ *Test *#[0-9]*: //p')
+  # The trainer and its suites only (the planner's suites are the same code as in build/);
+  # --build-only: the binary alone (bench/device/check.sh on a GPU machine).
+  local targets=()
+  local build_only=0
+  [ "${1:-}" = --build-only ] && { build_only=1; shift; }
+  [ $build_only = 1 ] || mapfile -t targets < <(ctest --test-dir "$dir" -N -L trainer | sed -n 's/^ *Test *#[0-9]*: //p')
   cmake --build "$dir" -j "$JOBS" --target wingspan-train "${targets[@]}"
   # The CUDA flavour, not a CPU libtorch found first: the binary needs libtorch_cuda.
   ldd "$dir/bin/wingspan-train" | grep -q 'libtorch_cuda\.so => '"$torch_pkg" ||
     { echo "dev.sh cuda: $dir/bin/wingspan-train does not link $torch_pkg/lib/libtorch_cuda.so" >&2; return 1; }
+  [ $build_only = 1 ] && return 0
   export QT_QPA_PLATFORM=offscreen
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -L trainer "$@"
 }

@@ -16,7 +16,7 @@
 # "venv.sh: skipped: cannot reach PyPI" line on stderr; ctest turns 77 into SKIP through
 # SKIP_RETURN_CODE, never into a pass); 2 usage or an unknown ENV; 1 the install failed.
 #
-# Environment: WINGSPAN_VENV_ROOT (the folder holding venv-ENV/, default build/ of the checkout),
+# Environment: WINGSPAN_REQUIRE_VENVS=1 (CI: no PyPI is a failure, exit 1, not a skip), WINGSPAN_VENV_ROOT (the folder holding venv-ENV/, default build/ of the checkout),
 # WINGSPAN_VENV_PYTHON (the interpreter to build the venv from, default Debian's /usr/bin/python3),
 # PIP_INDEX_URL (a mirror; its host is the one probed).
 set -euo pipefail
@@ -63,6 +63,8 @@ urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=8)
 PY
 then
   say "skipped: cannot reach PyPI ($index) to install scripts/requirements/$env_name.txt into $venv"
+  # CI reaches PyPI by definition: there a skip is a failure (.ci/run sets this).
+  [ "${WINGSPAN_REQUIRE_VENVS:-0}" = 1 ] && { say "WINGSPAN_REQUIRE_VENVS=1: failing instead"; exit 1; }
   exit $SKIP
 fi
 
