@@ -4,6 +4,10 @@
 #   ./dev.sh test   same set-up, then the whole test suite with ctest
 #   ./dev.sh sanitize   the trainer, core and the suites that exercise signals, checkpoints,
 #                       parsing and the distributed sync, built with ASan+UBSan (build-sanitize/)
+#   ./dev.sh cuda   wingspan-train's CUDA flavour against the pinned venv's CUDA PyTorch
+#                   (scripts/venv.sh frameworks) with the machine's nvcc (build-cuda/), and the
+#                   trainer's CPU suites run with that binary; no GPU needed
+#                   (--build-only: build-cuda/bin/wingspan-train alone, as bench/device/check.sh does)
 # Both are idempotent: nothing is installed twice and an unchanged tree rebuilds in seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -78,6 +82,47 @@ sanitize() {
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$regex"
 }
 
+# The CUDA flavour (issue 28). Three traps, each seen here with torch 2.15 and nvcc 13.0:
+# - CMAKE_PREFIX_PATH is the torch package folder itself: given its share/cmake, TorchConfig
+#   finds Debian's libtorch.so first and the binary mixes 1.13 and 2.15 (it aborts at start);
+# - TORCH_CUDA_ARCH_LIST is set: without a GPU torch's CMake detects the architecture with a test
+#   build, which fails under our C++20 flags;
+# - -rpath-link to the wheel's nvidia/*/lib: libtorch_cuda's NCCL is the wheel's, newer than
+#   /usr/local/cuda's (else undefined ncclSignal at link time).
+# Exit status 77 when the venv cannot be installed (no PyPI): skipped, said on one line.
+cuda() {
+  local dir=${WINGSPAN_CUDA_DIR:-build-cuda} py rc=0
+  py=$(scripts/venv.sh frameworks) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    [ "$rc" -eq 77 ] && echo "dev.sh cuda: skipped: the CUDA PyTorch venv is not installed (see the line above)" >&2
+    return "$rc"
+  fi
+  local torch_pkg site nvcc
+  torch_pkg=$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+  site=$(dirname "$torch_pkg")
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  [ -x "$nvcc" ] || { echo "dev.sh cuda: no nvcc (the CUDA toolkit) on PATH or in /usr/local/cuda" >&2; return 2; }
+  local rpath_link
+  rpath_link=$(printf '%s:' "$site"/nvidia/*/lib)
+  export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-8.0;8.9;9.0}
+  configure "$dir" -DCMAKE_PREFIX_PATH="$torch_pkg" -DCMAKE_CUDA_COMPILER="$nvcc" \
+    -DWINGSPAN_BUILD_GUI=OFF -DWINGSPAN_BUILD_BENCH=OFF \
+    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,${rpath_link%:}"
+  # The trainer and its suites only (the planner's suites are the same code as in build/);
+  # --build-only: the binary alone (bench/device/check.sh on a GPU machine).
+  local targets=()
+  local build_only=0
+  [ "${1:-}" = --build-only ] && { build_only=1; shift; }
+  [ $build_only = 1 ] || mapfile -t targets < <(ctest --test-dir "$dir" -N -L trainer | sed -n 's/^ *Test *#[0-9]*: //p')
+  cmake --build "$dir" -j "$JOBS" --target wingspan-train "${targets[@]}"
+  # The CUDA flavour, not a CPU libtorch found first: the binary needs libtorch_cuda.
+  ldd "$dir/bin/wingspan-train" | grep -q 'libtorch_cuda\.so => '"$torch_pkg" ||
+    { echo "dev.sh cuda: $dir/bin/wingspan-train does not link $torch_pkg/lib/libtorch_cuda.so" >&2; return 1; }
+  [ $build_only = 1 ] && return 0
+  export QT_QPA_PLATFORM=offscreen
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -L trainer "$@"
+}
+
 case "${1:-}" in
   run)
     shift
@@ -97,8 +142,13 @@ case "${1:-}" in
     install_missing
     sanitize
     ;;
+  cuda)
+    shift
+    install_missing
+    cuda "$@"
+    ;;
   *)
-    echo "usage: ./dev.sh run [wingspan args]   |   ./dev.sh test [ctest args]   |   ./dev.sh sanitize" >&2
+    echo "usage: ./dev.sh run [wingspan args]   |   ./dev.sh test [ctest args]   |   ./dev.sh sanitize   |   ./dev.sh cuda [ctest args]" >&2
     exit 2
     ;;
 esac

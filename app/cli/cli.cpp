@@ -564,9 +564,17 @@ int cmd_runs(std::ostream& out) {   // a run that cannot be read is listed as un
             continue;
         }
         const RunSummary s = r.summary();
-        out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42) << " peak "
-            << format_bytes(double(s.measured_peak)) << " measured, " << format_bytes(double(s.predicted_peak))
-            << " predicted";
+        out << pad(dir.filename().string(), 44) << " " << pad(r.status_text().substr(0, 40), 42);
+        // Each figure names its statistic: the allocator's peak of live tensors where the run had
+        // allocator statistics (CUDA, MLX, wingspan-train), else the process's resident-set peak
+        // (a CPU PyTorch run), compared with the prediction of the same quantity.
+        if (s.measured_peak > 0 || s.measured_rss_peak <= 0)
+            out << " allocated peak " << format_bytes(double(s.measured_peak)) << " measured, "
+                << format_bytes(double(s.predicted_peak)) << " predicted";
+        if (s.measured_rss_peak > 0)
+            out << (s.measured_peak > 0 ? ";" : "") << " process peak (resident set) "
+                << format_bytes(double(s.measured_rss_peak)) << " measured, " << format_bytes(double(s.predicted_total))
+                << " predicted";
         for (const auto& note : r.read_notes()) out << " (partly read: " << note << ")";
         out << "\n";
     }

@@ -3,8 +3,9 @@
 #
 #   bench/device/check.sh
 #
-# 1. builds wingspan-train against this machine's torch: Torch_DIR / CMAKE_PREFIX_PATH when set,
-#    else the Python torch's CMake folder (python3 -c 'import torch; ...'), else Debian's;
+# 1. builds wingspan-train's CUDA flavour as CI does (./dev.sh cuda --build-only: the pinned venv's
+#    CUDA PyTorch and the machine's nvcc, into build-cuda/), or against Torch_DIR / CMAKE_PREFIX_PATH
+#    when set;
 # 2. runs LoRA, QLoRA and full fine-tuning for ~20 steps on a SmolLM2-135M-shaped and a
 #    TinyLlama-1.1B-shaped model with random weights, in bf16-mixed and fp16-mixed (bf16 only
 #    where the GPU has it);
@@ -18,7 +19,7 @@
 # Knobs (environment): DEVICE (auto), STEPS (20), SEQ (512), BATCH (4), MODELS
 # ("smollm2-135m tinyllama-1.1b"), METHODS ("lora qlora full"), PRECISIONS
 # ("bf16-mixed fp16-mixed"), RUN_TIMEOUT (150 s a run), WINGSPAN_TRAIN_BIN (skip the build),
-# BUILD_DIR (build-device), OUT (the report's path).
+# BUILD_DIR (build-device, for Torch_DIR / CMAKE_PREFIX_PATH builds), OUT (the report's path).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -36,20 +37,19 @@ started=$(date +%s)
 say() { echo "check.sh: $*" >&2; }
 
 # --- 1. build -------------------------------------------------------------------------------
+# Exactly as CI builds the CUDA flavour: `./dev.sh cuda --build-only` (the pinned venv's CUDA
+# PyTorch, scripts/requirements/frameworks.txt, with this machine's nvcc, into build-cuda/).
+# Torch_DIR or CMAKE_PREFIX_PATH set: that libtorch instead (a pytorch.org download), into BUILD_DIR.
 BIN=${WINGSPAN_TRAIN_BIN:-}
-if [ -z "$BIN" ]; then
+if [ -z "$BIN" ] && [ -z "${Torch_DIR:-}${CMAKE_PREFIX_PATH:-}" ]; then
+  say "building as CI does: ./dev.sh cuda --build-only"
+  WINGSPAN_CUDA_DIR=build-cuda ./dev.sh cuda --build-only >&2 || { say "build failed"; exit 2; }
+  BIN=build-cuda/bin/wingspan-train
+elif [ -z "$BIN" ]; then
   cmake_args=(-S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
               -DWINGSPAN_BUILD_GUI=OFF -DWINGSPAN_BUILD_TESTS=OFF -DWINGSPAN_BUILD_BENCH=OFF)
   command -v ccache >/dev/null && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  if [ -z "${Torch_DIR:-}${CMAKE_PREFIX_PATH:-}" ] && command -v python3 >/dev/null &&
-     python3 -c 'import torch' 2>/dev/null; then
-    prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-    say "building against the Python torch $(python3 -c 'import torch; print(torch.__version__)') ($prefix)"
-    cmake_args+=(-DCMAKE_PREFIX_PATH="$prefix")
-    if python3 -c 'import sys, torch; sys.exit(0 if torch.version.cuda else 1)' && ! command -v nvcc >/dev/null; then
-      say "note: a CUDA torch's CMake files look for the CUDA toolkit (nvcc); install it if configuring fails"
-    fi
-  fi
+  say "building against ${Torch_DIR:-$CMAKE_PREFIX_PATH}"
   cmake "${cmake_args[@]}" >&2 || { say "configure failed"; exit 2; }
   cmake --build "$BUILD_DIR" --target wingspan-train -j "$(nproc)" >&2 || { say "build failed"; exit 2; }
   BIN=$BUILD_DIR/bin/wingspan-train

@@ -6,6 +6,8 @@
 // loads it the way a run does (WeightReader, check_weights), so a wrong name or shape fails too.
 #include <QtTest>
 
+#include <ATen/core/grad_mode.h>   // at::NoGradGuard (torch 2.x no longer brings it in through the others)
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>

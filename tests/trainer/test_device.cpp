@@ -226,8 +226,16 @@ private Q_SLOTS:
     void missingDevicesAreErrorEvents_data() {
         QTest::addColumn<QString>("device");
         QTest::addColumn<QStringList>("message_has");
+#ifdef WINGSPAN_TEST_TORCH_CUDA
+        // The CUDA flavour (./dev.sh cuda) on a machine without a GPU: it names what is missing,
+        // the visible GPU and the driver (NVML, here pointed at a library that does not exist).
+        QTest::newRow("cuda") << "cuda" << QStringList{"has CUDA but no CUDA GPU is visible", "NVIDIA driver", "NVML",
+                                                       "CUDA_VISIBLE_DEVICES"};
+        QTest::newRow("cuda:1") << "cuda:1" << QStringList{"no CUDA GPU is visible", "NVML"};
+#else
         QTest::newRow("cuda") << "cuda" << QStringList{"without CUDA", "CMAKE_PREFIX_PATH", "README", "NVML"};
         QTest::newRow("cuda:1") << "cuda:1" << QStringList{"without CUDA", "CMAKE_PREFIX_PATH"};
+#endif
         QTest::newRow("mps") << "mps" << QStringList{"macOS", "Apple"};
     }
     void missingDevicesAreErrorEvents() {

@@ -6,6 +6,8 @@
 #include <QProcess>
 #include <QtTest>
 
+#include <ATen/core/grad_mode.h>   // at::NoGradGuard (torch 2.x no longer brings it in through the others)
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "memory.hpp"
+#include "torch_version.hpp"
 
 namespace wingspan::train::dist {
 
@@ -58,9 +59,19 @@ JobEnv job_from_environment() {
     return e;
 }
 
+// What the collectives are called on: torch 2.0 split c10d's process group into a ProcessGroup
+// front and per-device Backends, and ProcessGroupGloo became a Backend (class ProcessGroupGloo :
+// public Backend, torch/csrc/distributed/c10d/ProcessGroupGloo.hpp); in 1.13 it is a
+// ProcessGroup. Both have the same allreduce/reduce/broadcast/allgather/barrier calls.
+#if WINGSPAN_TORCH_AT_LEAST(2, 0)
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
+
 struct Group::Impl {
     c10::intrusive_ptr<c10d::Store> store;
-    c10::intrusive_ptr<c10d::ProcessGroup> pg;
+    c10::intrusive_ptr<CollectiveGroup> pg;
 };
 
 void Pending::wait() {

@@ -89,7 +89,7 @@ GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tens
     // The tensor holds its accumulator weakly and makes a new one, without our hook, once the
     // graph that held it is freed: keeping it here keeps the hook for every backward.
     for (std::size_t i = 0; i < params_.size(); ++i) {
-        std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params_[i]);
+        AccumulatorRef acc = torch::autograd::impl::grad_accumulator(params_[i]);
         if (!acc) throw std::invalid_argument("data parallel training needs leaf parameters that require grad");
         acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
             [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {

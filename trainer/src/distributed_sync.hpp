@@ -29,10 +29,12 @@
 // batch's target tokens, so the sum is the gradient of the global mean loss.
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "data.hpp"
@@ -116,7 +118,10 @@ private:
     at::Tensor wire_buffer_;              // zero1: the largest gradient in the wire dtype, held throughout
     std::int64_t buffer_fill_ = 0;        // zero2: elements of the buffer in use
     std::vector<std::pair<std::size_t, std::int64_t>> buffer_entries_;   // zero2: (parameter, offset) in it
-    std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;   // kept alive with their hooks
+    // A parameter's AccumulateGrad node, as torch hands it out: a std::shared_ptr in 1.13, a
+    // c10::intrusive_ptr in 2.x (torch/csrc/autograd/variable.h, impl::grad_accumulator).
+    using AccumulatorRef = decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
+    std::vector<AccumulatorRef> accumulators_;   // kept alive with their hooks
     bool armed_ = false;
     int gradients_waiting_ = 0;           // this backward's gradients not yet accumulated
     int launched_during_backward_ = 0;    // in the first synchronised backward, for its log line

@@ -5,6 +5,7 @@
 
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>   // at::NoGradGuard (torch 2.x no longer brings it in through the others)
 
 #include <fstream>
 #include <set>

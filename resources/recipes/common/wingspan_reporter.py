@@ -220,7 +220,16 @@ class Reporter:
             result = train()
         except KeyboardInterrupt:
             self.done("interrupted")
-            sys.exit(0)
+            # Ended here, not by the interpreter's teardown: interrupted mid-step, the framework's
+            # threads and finalizers can crash it (seen: SIGSEGV, exit 139, in one of two SIGTERMed
+            # transformers 5.25 + TRL 1.16 runs on torch 2.15's CPU, after `done` was out), which
+            # would turn a clean stop into a crash. Nothing is left to save: train() has unwound.
+            for stream in (self.stream, sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(0)
         except Exception as e:  # reported, then the exit status says it failed
             oom = type(e).__name__ in ("OutOfMemoryError",) or "out of memory" in str(e).lower()
             self.error("out_of_memory" if oom else "internal", "%s: %s" % (type(e).__name__, e))

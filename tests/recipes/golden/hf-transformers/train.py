@@ -1,10 +1,14 @@
 # Wingspan recipe for Hugging Face transformers + TRL + PEFT: Llama 3.1 8B, qlora r16 alpha 32 nf4-dq, bf16-mixed, adamw, seq 1024 x batch 1 x accum 4, checkpointing on, attention sdpa.
 #
 # Key names and values read from the frameworks' own sources:
-#   transformers TrainingArguments: optim, lr_scheduler_type, warmup_ratio, bf16, fp16,
+#   transformers TrainingArguments: optim, lr_scheduler_type, warmup_steps, bf16, fp16, use_cpu,
 #     gradient_checkpointing, include_num_input_tokens_seen
-#     (https://github.com/huggingface/transformers/blob/main/src/transformers/training_args.py)
-#   transformers from_pretrained: torch_dtype, attn_implementation ("eager" | "sdpa" | "flash_attention_2"),
+#     (https://github.com/huggingface/transformers/blob/main/src/transformers/training_args.py).
+#     transformers 5 dropped warmup_ratio: warmup_steps below 1 is the ratio (training_args.py,
+#     the warmup_steps field and get_warmup_steps); bf16 without a bf16 GPU is refused unless
+#     use_cpu is set (_validate_args: "Your setup doesn't support bf16/gpu"), so a machine without
+#     CUDA trains on the CPU instead of stopping there
+#   transformers from_pretrained: dtype (torch_dtype before transformers 4.56), attn_implementation ("eager" | "sdpa" | "flash_attention_2"),
 #     quantization_config=BitsAndBytesConfig(load_in_4bit, bnb_4bit_quant_type, bnb_4bit_use_double_quant,
 #     bnb_4bit_compute_dtype, load_in_8bit)
 #     (https://github.com/huggingface/transformers/blob/main/src/transformers/utils/quantization_config.py)
@@ -28,7 +32,7 @@ reporter = Reporter(framework="hf-transformers")
 def train():
     model = AutoModelForCausalLM.from_pretrained(
         "meta-llama/Llama-3.1-8B",
-        torch_dtype=torch.bfloat16,
+        dtype=torch.bfloat16,
         attn_implementation="sdpa",
         quantization_config=BitsAndBytesConfig(
             load_in_4bit=True,
@@ -53,11 +57,12 @@ def train():
         optim="adamw_torch",
         learning_rate=0.0002,
         lr_scheduler_type="cosine",
-        warmup_ratio=0.03,
+        warmup_steps=0.03,
         num_train_epochs=1,
         max_steps=-1,
         bf16=True,
         fp16=False,
+        use_cpu=not torch.cuda.is_available(),
         logging_steps=1,
         save_strategy="epoch",
         include_num_input_tokens_seen=True,
