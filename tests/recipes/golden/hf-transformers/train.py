@@ -51,6 +51,7 @@ def train():
         gradient_accumulation_steps=4,
         gradient_checkpointing=True,
         optim="adamw_torch",
+        torch_compile=False,
         learning_rate=0.0002,
         lr_scheduler_type="cosine",
         warmup_ratio=0.03,
