@@ -423,7 +423,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // a device holds the bucket throughout and, during backward, the whole gradient being copied
     // in (the largest one at most); a tied embedding's gradient is also held whole from the
     // head's backward to the embedding's, where it is completed in place.
-    std::int64_t zero2_bucket = 0, zero2_in_flight = 0;
+    std::int64_t zero2_bucket = 0, zero2_in_flight = 0, zero2_tied = 0;
     if (setup.sharding == Sharding::Zero2 && N > 1 && grads > 0) {
         zero2_bucket = term(Component::Gradients, std::min(kGradientBucketBytes, grads) * wire,
                             "ZeRO-2 reduce bucket: min(" + n(kGradientBucketBytes) + " B, all gradients " + n(grads) +
@@ -433,6 +433,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         const bool tied_held = arch.tied_embeddings && fw.tied_grad_in_place && g_head > 0 &&
                                (setup.method == Method::Full || setup.train_embeddings);
         const std::int64_t tied = tied_held ? arch.vocab * arch.hidden * st.grad_of(st.weight) : 0;
+        zero2_tied = tied;
         zero2_in_flight = term(Component::Gradients, (tied > 0 ? largest_grad_untied : largest_grad) + tied,
                                tied > 0 ? "ZeRO-2 whole gradients in flight in backward: the tied embedding's (" + n(tied) +
                                               " B, held until the embedding completes it) + the largest other one (" +
@@ -682,6 +683,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
 
     std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
     std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0, act_forward_attention = 0;
+    // The top layer's down projection as its backward returns: what the layer saved and the
+    // gradient of the down projection's input (the moment its weight gradient exists whole).
+    std::int64_t act_top_down = 0;
     std::string act_formula;
     if (!trains) {
         // Serving: one layer's prefill workspace, nothing kept across layers.
@@ -737,6 +741,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             act_forward_attention = scaled(act_forward + eager_ws +
                                            (ckpt ? scores * score_bytes : -(mlp_saved - unkept_product + lora_mlp + norm_saved)));
         act_top_mlp = scaled(top_base + mlp_extra);
+        act_top_down = std::min(act_top_mlp, scaled(top_base + inner_grad));
         act_bottom_mlp = scaled(bottom_base + mlp_extra);
         act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
         act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
@@ -821,6 +826,14 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_in_flight, bytes);
             return std::max(carried_grads, bytes / grad_div) + sync_buffers;
         };
+        // Inside a layer's backward (its MLP's or attention's peak), ZeRO-2 holds no whole weight
+        // gradient of that layer: the down (or output) projection's is copied into the bucket and
+        // freed as its linear's backward returns, before the inner gradients of the activation
+        // (or the softmax) that make the peak exist; only a tied embedding's is still held.
+        auto grads_in_layer = [&](std::int64_t bytes) {
+            if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_tied, bytes);
+            return grads_at(bytes);
+        };
         const std::int64_t held_grads = in_bwd            ? 0
                                         : zero2_bucket > 0 ? grads_dev + zero2_bucket
                                                            : carried_grads + sync_buffers;
@@ -857,20 +870,25 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                 {Component::OptimizerState, step_in_bwd},
                                 {Component::Activations, act_loss_backward},
                                 {Component::LogitsLoss, logits_backward}});
-        phase("backward", {{Component::Gradients, grads_at(g_head + g_down)},
+        // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
+        // bucket, while the layer's saved tensors and its input's gradient are alive.
+        if (zero2_bucket > 0 && zero2_in_flight > zero2_tied)
+            phase("backward_down_gradient", {{Component::Gradients, grads_at(g_head + g_down)},
+                                             {Component::Activations, act_top_down + gathered}});
+        phase("backward", {{Component::Gradients, grads_in_layer(g_head + g_down)},
                            {Component::OptimizerState, step_in_bwd},
                            {Component::Activations, act_top_mlp + gathered}});
         if (act_top_attn > 0)
-            phase("backward_attention", {{Component::Gradients, grads_at(g_head + g_down + g_mlp + g_o)},
+            phase("backward_attention", {{Component::Gradients, grads_in_layer(g_head + g_down + g_mlp + g_o)},
                                          {Component::OptimizerState, step_in_bwd},
                                          {Component::Activations, act_top_attn + gathered}});
         if (L > 1) {
-            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down)},
+            phase("backward_end", {{Component::Gradients, grads_in_layer(g_all_but_embed - g_layer + g_down)},
                                    {Component::OptimizerState, step_in_bwd},
                                    {Component::Activations, act_bottom_mlp + gathered}});
             if (act_bottom_attn > 0)
                 phase("backward_end_attention",
-                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv)},
+                      {{Component::Gradients, grads_in_layer(g_all_but_embed - g_qkv)},
                        {Component::OptimizerState, step_in_bwd},
                        {Component::Activations, act_bottom_attn + gathered}});
         }
