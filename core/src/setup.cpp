@@ -171,7 +171,8 @@ void TrainingSetup::validate(const Architecture& arch) const {
          "--optimizer-in-backward steps each parameter as its gradient is ready: no gradient accumulation (--grad-accum 1)");
     need(!optimizer_in_backward || devices == 1, "--optimizer-in-backward is modelled on one device (--devices 1)");
     need(!optimizer_in_backward || !offload, "--optimizer-in-backward and --optimizer-offload do not combine");
-    need(!activation_offload || (method != Method::Serve && grad_checkpointing),
+    need(!activation_offload || method != Method::Serve, "--activation-offload offloads what training keeps for backward: it needs a training method");
+    need(!activation_offload || grad_checkpointing,
          "--activation-offload moves the checkpointed layer inputs to host RAM: it needs --grad-checkpointing on");
     need(!(method == Method::Full && quantization != Quantization::None),
          "a full fine-tune cannot train quantized weights (use qlora)");
