@@ -69,7 +69,8 @@ plan / fit options:
   --lora-layers N (alias --num-layers: adapters on the last N layers, as mlx-lm)   --dora
   --quant nf4|nf4-dq|int8   --grad-checkpointing on|off   --loss-chunk TOKENS
   --precision auto|fp32|bf16-mixed|bf16|fp16-mixed   (auto, the default: each machine's fastest exact one)
-  --optimizer adamw|adamw8bit|paged-adamw8bit|sgd|adafactor
+  --optimizer adamw|adamw8bit|paged-adamw|paged-adamw8bit|sgd|adafactor
+  --optimizer-in-backward   --activation-offload   --compile   --optimizer-offload (alias --offload)
   --attention eager|sdpa|flash   --devices N --sharding ddp|zero1|zero2|zero3|fsdp
   --offload   --framework ID (default: each machine's own; `wingspan frameworks`)
   --objective sft|dpo|orpo|simpo|kto|grpo   --reference copy|adapter-off|precomputed|none
@@ -115,7 +116,9 @@ const std::set<std::string> kValueOptions = {
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
     "--generations", "--beta", "--vllm-share", "--from", "--from-format"};
-const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora"};
+const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora",
+                                            "--optimizer-in-backward", "--activation-offload", "--compile",
+                                            "--optimizer-offload"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
     Options o;
@@ -260,7 +263,10 @@ TrainingSetup build_setup(const Options& o, const Architecture& arch) {
     s.loss_chunk_tokens = parse_int(o, "--loss-chunk", 0, 0);
     s.devices = parse_int(o, "--devices", 1);
     if (s.devices > 1 && !o.has("--sharding")) s.sharding = Sharding::Ddp;
-    s.offload = o.has("--offload");
+    s.offload = o.has("--offload") || o.has("--optimizer-offload");
+    s.optimizer_in_backward = o.has("--optimizer-in-backward");
+    s.activation_offload = o.has("--activation-offload");
+    s.compile = o.has("--compile");
     s.train_embeddings = o.has("--train-embeddings");
     s.lora_layers = parse_int(o, o.has("--num-layers") ? "--num-layers" : "--lora-layers", 0, 0);
     s.dora = o.has("--dora");
@@ -328,7 +334,10 @@ std::string describe_setup(const TrainingSetup& s, const FrameworkProfile& fw) {
     if (s.trains()) d << " · grad checkpointing " << (s.grad_checkpointing ? "on" : "off");
     d << " · attention " << to_string(s.attention);
     if (s.devices > 1) d << " · " << s.devices << " devices " << to_string(s.sharding);
-    if (s.offload) d << " · offload";
+    if (s.offload) d << " · optimizer offload";
+    if (s.optimizer_in_backward) d << " · optimizer in backward";
+    if (s.activation_offload) d << " · activation offload";
+    if (s.compile) d << " · compile";
     if (s.objective.kind != Objective::Sft) d << "\nObjective " << objective_summary(s);
     return d.str();
 }

@@ -165,10 +165,25 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
     if (model != fw.behaviour.end() && model->value("unties_embeddings", false)) a.tied_embeddings = false;
     return a;
 }
+
+// The framework as the setup's techniques run it: --compile turns on the profile's compile
+// behaviour (a profile without a compile section has no data on what torch.compile changes, and
+// keeps its prediction); --activation-offload keeps the checkpointed layer inputs in host RAM as
+// a framework that always does it (Unsloth) — torchtune's OffloadActivations
+// (torchtune/training/_activation_offloading.py) moves each saved tensor to pinned host memory in
+// forward and brings it back one layer ahead in backward.
+FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    FrameworkProfile out = fw;
+    if (setup.compile && out.behaviour.contains("compile") && out.behaviour["compile"].is_object())
+        out.behaviour["compile"]["enabled"] = true;
+    if (setup.activation_offload) out.checkpoint_offload = true;
+    return out;
+}
 }  // namespace
 
 MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup& asked,
-                               const FrameworkProfile& fw) {
+                               const FrameworkProfile& framework_in) {
+    const FrameworkProfile fw = with_techniques(framework_in, asked);
     // The rows and sequence one forward of the policy runs under the objective (DPO: chosen and
     // rejected side by side; GRPO: B·G completions of prompt + completion): objective_terms.cpp.
     const ObjectiveShape objective = objective_shape(asked);
@@ -208,6 +223,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // leaves out a tied embedding, whose gradient is held through the whole backward.
     std::int64_t largest_grad = 0, largest_grad_untied = 0;
     std::int64_t largest_quantized = 0, layer_param_elems = 0, down_quantized = 0;
+    // Paged optimizer state (bitsandbytes unified memory): all of it, and the largest tensor's.
+    std::int64_t paged = 0, paged_largest = 0;
     // Gradient bytes by when backward makes them (one layer's share for layer tensors): the
     // head and final norm first, then per layer the down projection, the rest of the MLP block
     // with its norm, the output projection, then q/k/v with the input norm; an untied embedding
@@ -245,6 +262,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         master += el * st.master_of(wb);
         master_elems += st.master_of(wb) > 0 ? el : 0;
         optimizer += count * optimizer_bytes(setup.optimizer, st.moment, rows, cols);
+        paged += count * paged_state_bytes(setup.optimizer, rows, cols);
+        paged_largest = std::max(paged_largest, paged_state_bytes(setup.optimizer, rows, cols));
         largest_trainable = std::max(largest_trainable, rows * cols);
         largest_grad = std::max(largest_grad, rows * cols * gbytes);
         if (!(current_group && current_group->kind == TensorKind::Embedding && arch.tied_embeddings))
@@ -290,7 +309,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         }
     }
     est.params.quantized = quant_elems;
-    if (!trains) trainable_w = grads = master = optimizer = 0;
+    if (!trains) trainable_w = grads = master = optimizer = paged = paged_largest = 0;
 
     auto term = [&](Component c, std::int64_t bytes, std::string formula,
                     std::map<std::string, double> inputs, bool host = false) {
@@ -355,7 +374,23 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                  dtype_label(st.weight) + ")" + (param_div > 1 ? per_dev : ""),
              {{"bytes_per_param", st.weight}, {"params", double(trainable_elems)}});
     const std::int64_t all_trainable = trains ? trainable_elems + adapter_elems : 0;
+    // Optimizer in backward (torchtune training/memory.py register_optim_in_bwd_hooks: a
+    // post-accumulate-grad hook runs the parameter's step and zero_grad(), which frees the
+    // gradient): one gradient at a time, the largest; a tied embedding's is held from the head's
+    // backward until the embedding completes it, since the hook fires only once it is accumulated.
+    const bool in_bwd = setup.optimizer_in_backward && trains;
+    const std::int64_t tied_in_bwd = in_bwd && arch.tied_embeddings && g_head > 0 &&
+                                             (setup.method == Method::Full || setup.train_embeddings)
+                                         ? arch.vocab * arch.hidden * st.grad_of(st.weight)
+                                         : 0;
     const std::int64_t grads_dev =
+        in_bwd ? term(Component::Gradients, (tied_in_bwd > 0 ? largest_grad_untied : largest_grad) + tied_in_bwd,
+                      "optimizer in backward: each gradient is stepped and freed as soon as it is ready, so one is "
+                      "alive at a time, the largest (" + n(tied_in_bwd > 0 ? largest_grad_untied : largest_grad) + " B)" +
+                          (tied_in_bwd > 0 ? " + the tied embedding's, held until complete (" + n(tied_in_bwd) + " B)" : ""),
+                      {{"largest_gradient_bytes", double(tied_in_bwd > 0 ? largest_grad_untied : largest_grad)},
+                       {"tied_embedding_bytes", double(tied_in_bwd)}})
+               :
         term(Component::Gradients, grads / grad_div,
              (all_trainable > 0 && grads % all_trainable == 0 ? std::to_string(grads / all_trainable) + " B"
                                                               : "16/32-bit") +
@@ -388,7 +423,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // a device holds the bucket throughout and, during backward, the whole gradient being copied
     // in (the largest one at most); a tied embedding's gradient is also held whole from the
     // head's backward to the embedding's, where it is completed in place.
-    std::int64_t zero2_bucket = 0, zero2_in_flight = 0;
+    std::int64_t zero2_bucket = 0, zero2_in_flight = 0, zero2_tied = 0;
     if (setup.sharding == Sharding::Zero2 && N > 1 && grads > 0) {
         zero2_bucket = term(Component::Gradients, std::min(kGradientBucketBytes, grads) * wire,
                             "ZeRO-2 reduce bucket: min(" + n(kGradientBucketBytes) + " B, all gradients " + n(grads) +
@@ -398,6 +433,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         const bool tied_held = arch.tied_embeddings && fw.tied_grad_in_place && g_head > 0 &&
                                (setup.method == Method::Full || setup.train_embeddings);
         const std::int64_t tied = tied_held ? arch.vocab * arch.hidden * st.grad_of(st.weight) : 0;
+        zero2_tied = tied;
         zero2_in_flight = term(Component::Gradients, (tied > 0 ? largest_grad_untied : largest_grad) + tied,
                                tied > 0 ? "ZeRO-2 whole gradients in flight in backward: the tied embedding's (" + n(tied) +
                                               " B, held until the embedding completes it) + the largest other one (" +
@@ -413,11 +449,34 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
              "4 B × " + n(trains ? master_elems : 0) + " trainable params (fp32 master copy)" +
                  (opt_div > 1 ? per_dev : ""),
              {{"bytes_per_param", 4}, {"params", double(trains ? master_elems : 0)}}, offload);
+    // Paged optimizers (bitsandbytes/optim/optimizer.py get_state_buffer → F.get_paged, CUDA
+    // unified memory): state buffers of tensors with 1e5 elements or more are not device
+    // allocations; the driver pages them out to host RAM when the device is full and
+    // prefetch_state brings one tensor's back for its update_step. The device keeps the fp32
+    // absmax, the small tensors' state and the state of the tensor being stepped.
+    // (Unified memory pages between a GPU and its host; a framework that runs only on a CPU or an
+    // Apple GPU has no pages to move, and keeps the state where it is.)
+    const bool pages_to_host = fw.devices.empty() || std::find(fw.devices.begin(), fw.devices.end(), "gpu") != fw.devices.end();
+    const std::int64_t paged_host = offload || !pages_to_host ? 0 : paged / opt_div;
     const std::int64_t optimizer_dev =
-        term(Component::OptimizerState, optimizer / opt_div,
+        term(Component::OptimizerState, (optimizer - (paged_host > 0 ? paged : 0)) / opt_div,
              std::string(optimizer_formula(setup.optimizer, st.moment)) + ", " + n(all_trainable) +
-                 " params" + (opt_div > 1 ? per_dev : ""),
-             {{"params", double(all_trainable)}}, offload);
+                 " params" + (opt_div > 1 ? per_dev : "") +
+                 (paged_host > 0 ? " − " + n(paged_host) + " B of paged state buffers (host RAM, below)" : ""),
+             paged_host > 0 ? std::map<std::string, double>{{"params", double(all_trainable)}, {"paged_bytes", double(paged_host)}}
+                            : std::map<std::string, double>{{"params", double(all_trainable)}},
+             offload);
+    std::int64_t paged_resident = 0;
+    if (paged_host > 0) {
+        est.host_bytes += term(Component::OptimizerState, paged_host,
+                               "paged optimizer state: the state buffers of tensors of 1e5 elements or more, in unified "
+                               "memory paged out to host RAM (bitsandbytes get_state_buffer / F.get_paged)",
+                               {{"paged_bytes", double(paged_host)}}, true);
+        paged_resident = term(Component::OptimizerState, paged_largest,
+                              "paged state of the tensor being stepped, prefetched to the device (bitsandbytes "
+                              "prefetch_state): the largest tensor's " + n(paged_largest) + " B",
+                              {{"largest_paged_bytes", double(paged_largest)}});
+    }
     if (offload) {
         // CPU Adam also keeps an fp32 copy of the gradients on the host.
         est.host_bytes = master + optimizer + 4 * all_trainable;
@@ -624,6 +683,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
 
     std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
     std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0, act_forward_attention = 0;
+    // The top layer's down projection as its backward returns: what the layer saved and the
+    // gradient of the down projection's input (the moment its weight gradient exists whole).
+    std::int64_t act_top_down = 0;
     std::string act_formula;
     if (!trains) {
         // Serving: one layer's prefill workspace, nothing kept across layers.
@@ -679,6 +741,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
             act_forward_attention = scaled(act_forward + eager_ws +
                                            (ckpt ? scores * score_bytes : -(mlp_saved - unkept_product + lora_mlp + norm_saved)));
         act_top_mlp = scaled(top_base + mlp_extra);
+        act_top_down = std::min(act_top_mlp, scaled(top_base + inner_grad));
         act_bottom_mlp = scaled(bottom_base + mlp_extra);
         act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
         act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
@@ -759,47 +822,30 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         // throughout (forward too); ZeRO-2 has in backward no more whole gradients than backward
         // has made so far.
         auto grads_at = [&](std::int64_t bytes) {
+            if (in_bwd) return std::min(grads_dev, bytes);
             if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_in_flight, bytes);
             return std::max(carried_grads, bytes / grad_div) + sync_buffers;
         };
-        const std::int64_t held_grads = zero2_bucket > 0 ? grads_dev + zero2_bucket : carried_grads + sync_buffers;
+        // Inside a layer's backward (its MLP's or attention's peak), ZeRO-2 holds no whole weight
+        // gradient of that layer: the down (or output) projection's is copied into the bucket and
+        // freed as its linear's backward returns, before the inner gradients of the activation
+        // (or the softmax) that make the peak exist; only a tied embedding's is still held.
+        auto grads_in_layer = [&](std::int64_t bytes) {
+            if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_tied, bytes);
+            return grads_at(bytes);
+        };
+        const std::int64_t held_grads = in_bwd            ? 0
+                                        : zero2_bucket > 0 ? grads_dev + zero2_bucket
+                                                           : carried_grads + sync_buffers;
         const std::int64_t g_layer = g_down + g_mlp + g_o + g_qkv;
         const std::int64_t g_all_but_embed = grads - g_embed;
-        phase("forward_end", {{Component::Gradients, held_grads},
-                              {Component::Activations, act_forward + gathered},
-                              {Component::LogitsLoss, logits_forward}});
-        if (act_forward_attention > 0)
-            phase("forward_attention", {{Component::Gradients, held_grads},
-                                        {Component::Activations, act_forward_attention + gathered}});
-        phase("loss_backward", {{Component::Gradients, grads_at(g_head)},
-                                {Component::Activations, act_loss_backward},
-                                {Component::LogitsLoss, logits_backward}});
-        phase("backward", {{Component::Gradients, grads_at(g_head + g_down)},
-                           {Component::Activations, act_top_mlp + gathered}});
-        if (act_top_attn > 0)
-            phase("backward_attention", {{Component::Gradients, grads_at(g_head + g_down + g_mlp + g_o)},
-                                         {Component::Activations, act_top_attn + gathered}});
-        if (L > 1) {
-            phase("backward_end", {{Component::Gradients, grads_at(g_all_but_embed - g_layer + g_down)},
-                                   {Component::Activations, act_bottom_mlp + gathered}});
-            if (act_bottom_attn > 0)
-                phase("backward_end_attention",
-                      {{Component::Gradients, grads_at(g_all_but_embed - g_qkv)},
-                       {Component::Activations, act_bottom_attn + gathered}});
-        }
-        // A tied embedding's dense gradient beside the head's, before autograd adds them.
-        const bool tied_trains = arch.tied_embeddings && g_head > 0 &&
-                                 (setup.method == Method::Full || setup.train_embeddings);
-        if (tied_trains && !fw.tied_grad_in_place) {
-            const std::int64_t dense = V * h * st.grad_of(st.weight) / grad_div;
-            term(Component::Gradients, dense,
-                 "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
-                 {{"vocab", double(V)}, {"hidden", double(h)}});
-            phase("embedding_backward", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket + dense},
-                                         {Component::Activations, scaled(inputs + G)}});
-        }
         std::int64_t step_temp = 0;
-        if (!offload && all_trainable > 0) {
+        if (in_bwd && all_trainable > 0) {
+            // One parameter's step at a time: per-tensor temporaries unless the step is fused.
+            const bool adam_like = setup.optimizer == Optimizer::AdamW || setup.optimizer == Optimizer::Adafactor;
+            if (fw.optimizer_step != "fused" && (adam_like || master > 0))
+                step_temp = 4 * largest_trainable * (adam_like && master > 0 ? 2 : 1);
+        } else if (!offload && all_trainable > 0) {
             const int temp_per_el = 4;
             const bool mixed = master > 0;
             if (setup.optimizer == Optimizer::AdamW || setup.optimizer == Optimizer::Adafactor) {
@@ -811,11 +857,59 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                 step_temp = temp_per_el * largest_trainable;
             }
         }
+        // With the step in backward, each backward moment also holds one step's temporaries and the
+        // paged state of the tensor being stepped.
+        const std::int64_t step_in_bwd = in_bwd ? step_temp + paged_resident : 0;
+        phase("forward_end", {{Component::Gradients, held_grads},
+                              {Component::Activations, act_forward + gathered},
+                              {Component::LogitsLoss, logits_forward}});
+        if (act_forward_attention > 0)
+            phase("forward_attention", {{Component::Gradients, held_grads},
+                                        {Component::Activations, act_forward_attention + gathered}});
+        phase("loss_backward", {{Component::Gradients, grads_at(g_head)},
+                                {Component::OptimizerState, step_in_bwd},
+                                {Component::Activations, act_loss_backward},
+                                {Component::LogitsLoss, logits_backward}});
+        // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
+        // bucket, while the layer's saved tensors and its input's gradient are alive.
+        if (zero2_bucket > 0 && zero2_in_flight > zero2_tied)
+            phase("backward_down_gradient", {{Component::Gradients, grads_at(g_head + g_down)},
+                                             {Component::Activations, act_top_down + gathered}});
+        phase("backward", {{Component::Gradients, grads_in_layer(g_head + g_down)},
+                           {Component::OptimizerState, step_in_bwd},
+                           {Component::Activations, act_top_mlp + gathered}});
+        if (act_top_attn > 0)
+            phase("backward_attention", {{Component::Gradients, grads_in_layer(g_head + g_down + g_mlp + g_o)},
+                                         {Component::OptimizerState, step_in_bwd},
+                                         {Component::Activations, act_top_attn + gathered}});
+        if (L > 1) {
+            phase("backward_end", {{Component::Gradients, grads_in_layer(g_all_but_embed - g_layer + g_down)},
+                                   {Component::OptimizerState, step_in_bwd},
+                                   {Component::Activations, act_bottom_mlp + gathered}});
+            if (act_bottom_attn > 0)
+                phase("backward_end_attention",
+                      {{Component::Gradients, grads_in_layer(g_all_but_embed - g_qkv)},
+                       {Component::OptimizerState, step_in_bwd},
+                       {Component::Activations, act_bottom_attn + gathered}});
+        }
+        // A tied embedding's dense gradient beside the head's, before autograd adds them.
+        const bool tied_trains = arch.tied_embeddings && g_head > 0 &&
+                                 (setup.method == Method::Full || setup.train_embeddings);
+        if (tied_trains && !fw.tied_grad_in_place) {
+            const std::int64_t dense = V * h * st.grad_of(st.weight) / grad_div;
+            term(Component::Gradients, dense,
+                 "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
+                 {{"vocab", double(V)}, {"hidden", double(h)}});
+            phase("embedding_backward", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket + dense},
+                                         {Component::OptimizerState, step_in_bwd},
+                                         {Component::Activations, scaled(inputs + G)}});
+        }
         if (step_temp > 0)
             term(Component::OptimizerState, step_temp,
                  "optimizer step temporaries (" + fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
-        phase("optimizer_step", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket},
-                                 {Component::OptimizerState, step_temp}});
+        if (!in_bwd)
+            phase("optimizer_step", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket},
+                                     {Component::OptimizerState, step_temp + paged_resident}});
         for (auto& [name, extra] : objective_phases(objective_in, {held_grads, act_forward, logits_forward}, est.terms))
             phase(std::move(name), std::move(extra));
         est.reserved_device_fraction = asked.objective.kind == Objective::Grpo ? asked.objective.vllm_share : 0.0;

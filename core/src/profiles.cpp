@@ -237,6 +237,19 @@ std::vector<std::string> string_list(const json& j, const char* k, const std::st
     return out;
 }
 
+// A key the planner does not read is a typo or a field of another version: an error naming the
+// file and the key, with the closest known one.
+void reject_unknown_keys(const json& j, const std::vector<std::string>& known, const std::string& file,
+                         const std::string& prefix) {
+    for (const auto& [key, value] : j.items()) {
+        if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+        const auto near = closest_names(key, known, 1);
+        throw ProfileError(file, prefix + key,
+                           "is not a framework profile key" + (near.empty() ? std::string() : " (did you mean '" + prefix + near.front() + "'?)") +
+                               "; the keys are listed in profiles/frameworks/README.md");
+    }
+}
+
 // The behaviour sections (profiles/frameworks/README.md). Every one is optional: a profile
 // without them behaves as the planner's reference (and as before they existed).
 void parse_framework_behaviour(const json& j, const std::string& file, FrameworkProfile& p) {
@@ -248,6 +261,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
     auto section = [&](const char* k) -> const json* {
         if (!j.contains(k) || j[k].is_null()) return nullptr;
         if (!j[k].is_object()) throw ProfileError(file, k, "expected an object");
+        if (std::string(k) != "dtypes") reject_unknown_keys(j[k], framework_profile_keys().at(k), file, std::string(k) + ".");
         p.behaviour[k] = j[k];
         return &j[k];
     };
@@ -344,8 +358,31 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
 
 }  // namespace
 
+const std::map<std::string, std::vector<std::string>>& framework_profile_keys() {
+    static const std::map<std::string, std::vector<std::string>> keys = {
+        {"", {"id", "name", "context_bytes", "workspace_bytes", "allocator_slack", "allocator_slack_of",
+              "activation_factor", "mfu", "quantized_speed_factor", "working_set_fraction", "optimizer_step",
+              "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
+              "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
+              "technique_lead", "sources", "aliases", "devices", "defaults", "dtypes", "qlora", "quantization", "loss",
+              "checkpointing", "compile", "kernels", "attention", "model"}},
+        {"defaults", {"precision", "quantization", "grad_checkpointing", "lora_layers"}},
+        {"qlora", {"upcast_non_quantized", "keeps_linear_inputs", "quantized_linear_keeps_no_input", "extra_embedding_copies"}},
+        {"quantization", {"format", "group", "constant_bytes", "embeddings", "head"}},
+        {"loss", {"logits_held", "upcast_fp32", "fused", "chunks", "chunk_tokens", "chunk_fp32_bytes", "chunks_multiple"}},
+        {"checkpointing", {"offload"}},
+        {"compile", {"enabled", "fuses_loss_upcast", "recomputes_pointwise"}},
+        {"kernels", {"norm_saves_input_only", "gated_mlp_saves_gate_up", "gated_activation_saves_gate_up",
+                     "norm_recomputes_normalized", "unfused_model_types"}},
+        {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math"}},
+        {"model", {"unties_embeddings"}},
+    };
+    return keys;
+}
+
 FrameworkProfile parse_framework_profile(const json& j, const std::string& file) {
     Fields f(j, file);
+    reject_unknown_keys(j, framework_profile_keys().at(""), file, "");
     FrameworkProfile p;
     p.id = f.str("id");
     p.name = f.str("name", p.id);

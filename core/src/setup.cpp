@@ -22,9 +22,10 @@ constexpr Names<Precision, 4> kPrecisions{{{Precision::Fp32, "fp32"},
                                            {Precision::Bf16Mixed, "bf16-mixed"},
                                            {Precision::Bf16, "bf16"},
                                            {Precision::Fp16Mixed, "fp16-mixed"}}};
-constexpr Names<Optimizer, 5> kOptimizers{{{Optimizer::AdamW, "adamw"},
+constexpr Names<Optimizer, 6> kOptimizers{{{Optimizer::AdamW, "adamw"},
                                            {Optimizer::AdamW8bit, "adamw8bit"},
                                            {Optimizer::PagedAdamW8bit, "paged-adamw8bit"},
+                                           {Optimizer::PagedAdamW, "paged-adamw"},
                                            {Optimizer::Sgd, "sgd"},
                                            {Optimizer::Adafactor, "adafactor"}}};
 constexpr Names<Attention, 3> kAttention{
@@ -172,6 +173,16 @@ void TrainingSetup::validate(const Architecture& arch) const {
         need(lora_layers >= 0, "LoRA layers must be 0 (all) or a positive number of last layers (got " +
                                    std::to_string(lora_layers) + ")");
     }
+    // torchtune's recipes refuse these combinations (recipes/full_finetune_single_device.py:
+    // "Gradient accumulation is not supported with optimizer_in_bwd"); the model covers one device.
+    need(!optimizer_in_backward || method != Method::Serve, "--optimizer-in-backward needs a training method");
+    need(!optimizer_in_backward || grad_accum == 1,
+         "--optimizer-in-backward steps each parameter as its gradient is ready: no gradient accumulation (--grad-accum 1)");
+    need(!optimizer_in_backward || devices == 1, "--optimizer-in-backward is modelled on one device (--devices 1)");
+    need(!optimizer_in_backward || !offload, "--optimizer-in-backward and --optimizer-offload do not combine");
+    need(!activation_offload || method != Method::Serve, "--activation-offload offloads what training keeps for backward: it needs a training method");
+    need(!activation_offload || grad_checkpointing,
+         "--activation-offload moves the checkpointed layer inputs to host RAM: it needs --grad-checkpointing on");
     need(!(method == Method::Full && quantization != Quantization::None),
          "a full fine-tune cannot train quantized weights (use qlora)");
     validate_objective();
@@ -255,6 +266,9 @@ nlohmann::json TrainingSetup::to_json() const {
         {"devices", devices},
         {"sharding", to_string(sharding)},
         {"offload", offload},
+        {"optimizer_in_backward", optimizer_in_backward},
+        {"activation_offload", activation_offload},
+        {"compile", compile},
         {"objective",
          {{"kind", to_string(objective.kind)},
           {"reference", to_string(objective.reference)},
@@ -310,6 +324,9 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     integer("lora_layers", s.lora_layers);
     boolean("dora", s.dora);
     boolean("offload", s.offload);
+    boolean("optimizer_in_backward", s.optimizer_in_backward);
+    boolean("activation_offload", s.activation_offload);
+    boolean("compile", s.compile);
     number("lora_alpha", s.lora_alpha);
     number("lora_dropout", s.lora_dropout);
     if (j.contains("objective")) {   // absent in plans written before objectives: SFT

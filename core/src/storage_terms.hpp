@@ -25,5 +25,9 @@ Storage resolve_storage(const FrameworkProfile& fw, const TrainingSetup& setup);
 // Optimizer state of one rows × cols trainable tensor, and its formula's text.
 std::int64_t optimizer_bytes(Optimizer opt, int moment_bytes, std::int64_t rows, std::int64_t cols);
 const char* optimizer_formula(Optimizer opt, int moment_bytes);
+// Paged optimizers: the bytes of one tensor's state that live in paged (unified) memory, which
+// the driver moves to host RAM when the device is full; 0 for other optimizers and small tensors.
+bool paged_optimizer(Optimizer opt);
+std::int64_t paged_state_bytes(Optimizer opt, std::int64_t rows, std::int64_t cols);
 
 }  // namespace wingspan

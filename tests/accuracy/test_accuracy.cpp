@@ -136,9 +136,11 @@ private slots:
     }
 
     // Two ranks (issue 24): each rank's static parts to the byte and its peak of allocated
-    // tensors within 1 % (bf16 gradients go through fp32 buffers on gloo: profile
+    // tensors within 0.25 % (bf16 gradients go through fp32 buffers on gloo: profile
     // bf16_collectives_in_fp32; the staged copies were uncounted and DDP/ZeRO-1 missed by
-    // 9.9 % / 15.5 % before).
+    // 9.9 % / 15.5 % before). ZeRO-2's down-projection gradient lives before the MLP's inner
+    // gradients, not beside them (issue 25: full FT was +0.8 % bf16-mixed, +1.3 % fp32; now
+    // +0.04 %, the 16 KiB every point shares).
     void ranks_data() {
         QTest::addColumn<QString>("method");
         QTest::addColumn<QString>("precision");
@@ -146,6 +148,7 @@ private slots:
         QTest::newRow("full bf16-mixed ddp") << "full" << "bf16-mixed" << "ddp";
         QTest::newRow("full bf16-mixed zero1") << "full" << "bf16-mixed" << "zero1";
         QTest::newRow("full bf16-mixed zero2") << "full" << "bf16-mixed" << "zero2";
+        QTest::newRow("full fp32 zero2") << "full" << "fp32" << "zero2";
         QTest::newRow("lora fp32 zero1") << "lora" << "fp32" << "zero1";
         QTest::newRow("lora bf16-mixed zero2") << "lora" << "bf16-mixed" << "zero2";
     }
@@ -176,7 +179,7 @@ private slots:
                                                       .arg(meas)));
             }
             const RunSummary sum = r.record.summary();
-            QVERIFY2(std::fabs(sum.peak_error_percent()) <= 1.0,
+            QVERIFY2(std::fabs(sum.peak_error_percent()) <= 0.25,
                      qPrintable(QString("rank %1 peak: predicted %2, measured %3 (%4 %)")
                                     .arg(r.rank)
                                     .arg(sum.predicted_peak)

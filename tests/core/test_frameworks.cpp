@@ -235,6 +235,55 @@ private slots:
             nlohmann::json{{"id", "x"}, {"quantization", {{"format", "gguf"}}}}, "x.json"));
     }
 
+    // A typo in a profile key is an error naming the file and the key (issue 25), at the top
+    // level and inside a section, with the key it was probably meant to be.
+    void unknown_profile_keys_are_errors() {
+        try {
+            parse_framework_profile(nlohmann::json{{"id", "x"}, {"allocator_slak", 0.1}}, "typo.json");
+            QFAIL("a misspelt top-level key was accepted");
+        } catch (const ProfileError& e) {
+            QCOMPARE(e.file(), std::string("typo.json"));
+            QCOMPARE(e.field(), std::string("allocator_slak"));
+            QVERIFY(std::string(e.what()).find("did you mean 'allocator_slack'") != std::string::npos);
+        }
+        try {
+            parse_framework_profile(nlohmann::json{{"id", "x"}, {"compile", {{"enabeld", true}}}}, "typo.json");
+            QFAIL("a misspelt section key was accepted");
+        } catch (const ProfileError& e) {
+            QCOMPARE(e.field(), std::string("compile.enabeld"));
+            QVERIFY(std::string(e.what()).find("'compile.enabled'") != std::string::npos);
+        }
+    }
+
+    // profiles/frameworks/README.md documents exactly the keys the parser accepts: each key is
+    // named there (`section.key`, or `key` at the top level), and each `section.key` the README's
+    // tables name is one the parser accepts.
+    void readme_matches_the_accepted_keys() {
+        std::ifstream in(std::string(WINGSPAN_TEST_PROFILES_DIR) + "/frameworks/README.md");
+        const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        QVERIFY(!readme.empty());
+        const auto& keys = framework_profile_keys();
+        for (const auto& [section, names] : keys)
+            for (const auto& k : names) {
+                const std::string full = section.empty() ? k : section + "." + k;
+                QVERIFY2(readme.find("`" + full + "`") != std::string::npos || readme.find("`." + k + "`") != std::string::npos,
+                         ("README.md does not name " + full).c_str());
+            }
+        std::istringstream lines(readme);
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("| `", 0) != 0) continue;
+            const std::string first = line.substr(3, line.find('`', 3) - 3);
+            const auto dot = first.find('.');
+            if (dot == std::string::npos) continue;
+            const auto section = keys.find(first.substr(0, dot));
+            QVERIFY2(section != keys.end(), ("README.md names an unknown section: " + first).c_str());
+            if (section->first == "dtypes") continue;
+            const auto& names = section->second;
+            QVERIFY2(std::find(names.begin(), names.end(), first.substr(dot + 1)) != names.end(),
+                     ("README.md names a key the parser rejects: " + first).c_str());
+        }
+    }
+
     void cli_lists_and_picks_frameworks() {
         const auto list = run_cli({"frameworks"});
         QCOMPARE(list.code, 0);

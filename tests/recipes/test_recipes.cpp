@@ -173,6 +173,38 @@ private slots:
             }
     }
 
+    // Issue 25: each memory technique in the framework's own key, or said in the README where none.
+    void techniquesInTheFrameworksOwnKeys() {
+        auto recipe = [&](const std::string& framework, std::vector<std::string> techniques) {
+            static int written = 0;
+            const fs::path dir = tmp_ / ("techniques-" + framework + "-" + std::to_string(++written));
+            std::vector<std::string> args = {"recipe", "--framework", framework, "--out", dir.string(), "--model",
+                                             "llama-3.1-8b", "--method", "full", "--optimizer", "paged-adamw8bit",
+                                             "--grad-checkpointing", "on", "--seq", "2048", "--batch", "2",
+                                             "--profiles", WINGSPAN_TEST_PROFILES_DIR};
+            args.insert(args.end(), techniques.begin(), techniques.end());
+            const Result r = cli(args);
+            if (r.code != 0) qWarning("%s", r.err.c_str());
+            return dir;
+        };
+        const std::string tt =
+            read(recipe("torchtune", {"--optimizer-in-backward", "--activation-offload", "--compile"}) / "config.yaml");
+        for (const char* key : {"optimizer_in_bwd: True\n", "enable_activation_offloading: True\n", "compile: True\n",
+                                "_component_: bitsandbytes.optim.PagedAdamW8bit\n"})
+            QVERIFY2(tt.find(key) != std::string::npos, key);
+        const fs::path hf = recipe("hf-transformers", {"--optimizer-in-backward", "--compile"});
+        QVERIFY(read(hf / "train.py").find("optim=\"paged_adamw_8bit\"") != std::string::npos);
+        QVERIFY(read(hf / "train.py").find("torch_compile=True") != std::string::npos);
+        QVERIFY(read(hf / "README.md").find("no optimizer step in backward") != std::string::npos);
+        const fs::path axolotl = recipe("axolotl", {"--activation-offload"});
+        QVERIFY(read(axolotl / "config.yaml").find("activation_offloading: true\n") != std::string::npos);
+        // Unsloth offloads through its own checkpointing, which the recipe writes for LoRA and QLoRA.
+        const fs::path unsloth = recipe("unsloth", {"--activation-offload", "--method", "qlora"});
+        QVERIFY(read(unsloth / "train.py").find("use_gradient_checkpointing=\"unsloth\"") != std::string::npos);
+        QVERIFY(read(recipe("unsloth", {"--activation-offload"}) / "README.md").find("keeps the checkpointed activations on the GPU") !=
+                std::string::npos);
+    }
+
     // What a framework cannot express is said in README.md, with what it does instead.
     void readmeSaysWhatDiffers() {
         const std::string mlx = read(write_recipe("mlx-lm", "qlora") / "README.md");

@@ -317,6 +317,7 @@ QWidget* InputsPanel::buildAdvancedBox() {
     add_enum_items<Optimizer>(optimizer_, {{Optimizer::AdamW, "AdamW (two fp32 moments, 8 B/param)"},
                                            {Optimizer::AdamW8bit, "8-bit AdamW (2 B/param)"},
                                            {Optimizer::PagedAdamW8bit, "Paged 8-bit AdamW"},
+                                           {Optimizer::PagedAdamW, "Paged AdamW (fp32 moments, paged to host RAM)"},
                                            {Optimizer::Sgd, "SGD with momentum (4 B/param)"},
                                            {Optimizer::Adafactor, "Adafactor (factored, tiny)"}});
     optimizer_->setToolTip("Optimizer state per trainable parameter: AdamW keeps two fp32 moments (8 bytes), 8-bit AdamW\n"

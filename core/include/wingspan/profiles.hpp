@@ -178,7 +178,11 @@ private:
 ModelProfile parse_model_profile(const nlohmann::json& j, const std::string& file);
 MachineProfile parse_machine_profile(const nlohmann::json& j, const std::string& file);
 nlohmann::json machine_profile_to_json(const MachineProfile& m);
+// Throws ProfileError naming the file and the key for any key not in framework_profile_keys().
 FrameworkProfile parse_framework_profile(const nlohmann::json& j, const std::string& file);
+// The keys a framework profile may have: "" the top level, else a section's ("loss", "compile",
+// ...; "dtypes" is keyed by precision and checked field by field).
+const std::map<std::string, std::vector<std::string>>& framework_profile_keys();
 // "this machine": RAM from /proc/meminfo (sysctl on macOS), cores, bf16 instructions from
 // /proc/cpuinfo; a CPU machine.
 MachineProfile detect_this_machine();

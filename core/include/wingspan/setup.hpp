@@ -14,7 +14,10 @@ namespace wingspan {
 
 enum class Method { Full, Lora, Qlora, Serve };
 enum class Precision { Fp32, Bf16Mixed, Bf16, Fp16Mixed };
-enum class Optimizer { AdamW, AdamW8bit, PagedAdamW8bit, Sgd, Adafactor };
+// Paged optimizers (bitsandbytes PagedAdamW / PagedAdamW8bit) keep their large state buffers in CUDA
+// unified memory that pages out to host RAM under pressure (bitsandbytes/optim/optimizer.py
+// get_state_buffer: F.get_paged for tensors of 1e5 elements or more).
+enum class Optimizer { AdamW, AdamW8bit, PagedAdamW8bit, Sgd, Adafactor, PagedAdamW };
 enum class Attention { Eager, Sdpa, Flash };
 enum class Sharding { None, Ddp, Zero1, Zero2, Zero3, Fsdp };
 enum class Quantization { None, Nf4, Nf4DoubleQuant, Int8 };
@@ -94,7 +97,16 @@ struct TrainingSetup {
     // Parallelism
     std::int64_t devices = 1;
     Sharding sharding = Sharding::None;
-    bool offload = false;              // optimizer state + master weights to host RAM
+    bool offload = false;              // optimizer state + master weights to host RAM (--optimizer-offload)
+    // Memory techniques (issue 25), each a change in where a tensor lives or when it dies:
+    // each parameter's optimizer step runs as soon as its gradient is ready and the gradient is
+    // freed at once (torchtune optimizer_in_bwd: training/memory.py register_optim_in_bwd_hooks);
+    bool optimizer_in_backward = false;
+    // checkpointed activations live in host RAM, streamed back for backward (torchtune
+    // enable_activation_offloading; Unsloth use_gradient_checkpointing="unsloth");
+    bool activation_offload = false;
+    // torch.compile on the model and loss, where the framework's profile says what it changes.
+    bool compile = false;
     ObjectiveSetup objective;
 
     // The quantization in force (QLoRA without an explicit choice means NF4 + double quant).

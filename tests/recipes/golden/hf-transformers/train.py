@@ -55,6 +55,7 @@ def train():
         gradient_accumulation_steps=4,
         gradient_checkpointing=True,
         optim="adamw_torch",
+        torch_compile=False,
         learning_rate=0.0002,
         lr_scheduler_type="cosine",
         warmup_steps=0.03,

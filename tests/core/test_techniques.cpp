@@ -1,0 +1,171 @@
+// The memory techniques of issue 25 (optimizer in backward, paged optimizers, activation offload,
+// compile) as changes of where a tensor lives and when it dies, with the bytes they move.
+#include <QtTest>
+
+#include "test_support.hpp"
+#include "wingspan/errors.hpp"
+
+using namespace wingspan;
+
+namespace {
+std::int64_t in_phase(const MemoryEstimate& e, const std::string& name, Component c) {
+    for (const auto& p : e.phases)
+        if (p.name == name) {
+            auto it = p.bytes.find(c);
+            return it == p.bytes.end() ? 0 : it->second;
+        }
+    throw std::runtime_error("no phase " + name);
+}
+bool has_phase(const MemoryEstimate& e, const std::string& name) {
+    for (const auto& p : e.phases)
+        if (p.name == name) return true;
+    return false;
+}
+std::int64_t max_over_phases(const MemoryEstimate& e, Component c) {
+    std::int64_t m = 0;
+    for (const auto& p : e.phases)
+        if (auto it = p.bytes.find(c); it != p.bytes.end()) m = std::max(m, it->second);
+    return m;
+}
+
+// The issue's acceptance setup: Llama 3.1 8B, every parameter trained, on torchtune.
+TrainingSetup eight_b_full() {
+    TrainingSetup s{.method = Method::Full, .precision = Precision::Bf16, .optimizer = Optimizer::PagedAdamW8bit,
+                    .seq_len = 2048, .micro_batch = 2, .grad_checkpointing = true, .loss_chunk_tokens = 512};
+    s.optimizer_in_backward = true;
+    return s;
+}
+constexpr std::int64_t kLlama8bParams = 8'030'261'248;
+constexpr std::int64_t kLlama8bEmbedding = 128'256LL * 4'096;   // the largest tensor (embedding, head)
+constexpr std::int64_t kLlama8bNormElements = 65LL * 4'096;      // 2 per layer + the final norm
+}  // namespace
+
+class TechniquesTest : public QObject {
+    Q_OBJECT
+private slots:
+    void optimizerInBackwardKeepsOneGradient() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile& tt = test::library().framework("torchtune");
+        TrainingSetup s = eight_b_full();
+        s.optimizer = Optimizer::AdamW;
+        const MemoryEstimate in_bwd = estimate_memory(a, s, tt);
+        s.optimizer_in_backward = false;
+        const MemoryEstimate after = estimate_memory(a, s, tt);
+        // Without it every bf16 gradient is alive at the step; with it, one at a time: the
+        // largest (the untied embedding's or head's, 128,256 × 4,096 × 2 B).
+        QCOMPARE(max_over_phases(after, Component::Gradients), 2 * kLlama8bParams);
+        QCOMPARE(max_over_phases(in_bwd, Component::Gradients), 2 * kLlama8bEmbedding);
+        QVERIFY(!has_phase(in_bwd, "optimizer_step"));
+        QVERIFY(has_phase(after, "optimizer_step"));
+        QCOMPARE(in_phase(in_bwd, "forward_end", Component::Gradients), 0);
+        // The moments stay on the device either way (torch AdamW, bf16 moments: 4 B per param).
+        QCOMPARE(in_phase(in_bwd, "forward_end", Component::OptimizerState), 4 * kLlama8bParams);
+    }
+
+    void optimizerInBackwardRefusesAccumulation() {
+        const Architecture a = test::tiny_arch();
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.optimizer_in_backward = true;
+        s.grad_accum = 4;
+        QVERIFY_THROWS_EXCEPTION(InputError, s.validate(a));
+        s.grad_accum = 1;
+        s.validate(a);
+        s.devices = 2;
+        s.sharding = Sharding::Zero2;
+        QVERIFY_THROWS_EXCEPTION(InputError, s.validate(a));
+    }
+
+    void pagedStateLivesOnTheHost() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile& tt = test::library().framework("torchtune");
+        const MemoryEstimate e = estimate_memory(a, eight_b_full(), tt);
+        // Every tensor of 1e5 elements or more pages its two uint8 states; the norms (4,096
+        // elements: 8-bit, but under 1e5) keep their 2 B per element on the device, and every
+        // tensor keeps its fp32 absmax there (two per 2,048 values).
+        QCOMPARE(e.host_bytes, 2 * (kLlama8bParams - kLlama8bNormElements));
+        std::int64_t absmax = 0;
+        for (const auto& g : a.tensor_groups())
+            if (g.elements() >= 4096) absmax += g.count * 2 * 4 * ((g.elements() + 2047) / 2048);
+        QCOMPARE(in_phase(e, "forward_end", Component::OptimizerState), absmax + 2 * kLlama8bNormElements);
+        // In backward the tensor being stepped has its state paged back: the largest, 2 B per element.
+        QCOMPARE(in_phase(e, "backward", Component::OptimizerState) - in_phase(e, "forward_end", Component::OptimizerState),
+                 2 * kLlama8bEmbedding);
+        // Unpaged 8-bit AdamW keeps all of it on the device.
+        TrainingSetup plain = eight_b_full();
+        plain.optimizer = Optimizer::AdamW8bit;
+        const MemoryEstimate p = estimate_memory(a, plain, tt);
+        QCOMPARE(p.host_bytes, 0);
+        QCOMPARE(in_phase(p, "forward_end", Component::OptimizerState),
+                 in_phase(e, "forward_end", Component::OptimizerState) + e.host_bytes);
+    }
+
+    void pagedThirtyTwoBitKeepsFp32Moments() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        TrainingSetup s = eight_b_full();
+        s.optimizer = Optimizer::PagedAdamW;
+        const MemoryEstimate e = estimate_memory(a, s, test::library().framework("torchtune"));
+        QCOMPARE(e.host_bytes, 8 * (kLlama8bParams - kLlama8bNormElements));
+        QCOMPARE(parse_optimizer("paged-adamw"), Optimizer::PagedAdamW);
+    }
+
+    void acceptancePlanFitsA4090() {
+        const ProfileLibrary& lib = test::library();
+        const MachineVerdict v = evaluate(lib.model("llama-3.1-8b").arch, eight_b_full(), lib.machine("rtx-4090"),
+                                          lib.framework("torchtune"));
+        QVERIFY2(v.fit != Fit::No, ("needs " + std::to_string(v.needed_bytes)).c_str());
+        QVERIFY(v.host_fits);
+        // The plain full fine-tune (no technique) does not.
+        TrainingSetup plain = eight_b_full();
+        plain.optimizer = Optimizer::AdamW;
+        plain.optimizer_in_backward = false;
+        QCOMPARE(evaluate(lib.model("llama-3.1-8b").arch, plain, lib.machine("rtx-4090"), lib.framework("torchtune")).fit,
+                 Fit::No);
+    }
+
+    void activationOffloadMovesCheckpointsToTheHost() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile& tt = test::library().framework("torchtune");
+        TrainingSetup s = eight_b_full();
+        const MemoryEstimate kept = estimate_memory(a, s, tt);
+        s.activation_offload = true;
+        const MemoryEstimate offloaded = estimate_memory(a, s, tt);
+        const std::int64_t layer_input = 2LL * 2048 * 4096 * 2;   // b·s·h·2 B
+        QCOMPARE(offloaded.host_bytes - kept.host_bytes, 32 * layer_input);
+        // One layer input stays on the device, the other 31 leave it.
+        QCOMPARE(in_phase(kept, "forward_end", Component::Activations) -
+                     in_phase(offloaded, "forward_end", Component::Activations),
+                 31 * layer_input);
+        s.grad_checkpointing = false;
+        QVERIFY_THROWS_EXCEPTION(InputError, s.validate(a));
+    }
+
+    void compileTurnsOnTheProfilesCompileBehaviour() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile& tt = test::library().framework("torchtune");
+        TrainingSetup s = eight_b_full();
+        s.compile = true;
+        FrameworkProfile compiled = tt;
+        compiled.behaviour["compile"]["enabled"] = true;
+        TrainingSetup plain = s;
+        plain.compile = false;
+        const MemoryEstimate by_flag = estimate_memory(a, s, tt);
+        QCOMPARE(by_flag.peak_allocated_bytes, estimate_memory(a, plain, compiled).peak_allocated_bytes);
+        QVERIFY(by_flag.peak_allocated_bytes < estimate_memory(a, plain, tt).peak_allocated_bytes);
+        // A framework without compile data keeps its prediction.
+        const FrameworkProfile& hf = test::library().framework("hf-transformers");
+        QCOMPARE(estimate_memory(a, s, hf).peak_allocated_bytes, estimate_memory(a, plain, hf).peak_allocated_bytes);
+    }
+
+    void techniquesRoundTripThroughJson() {
+        TrainingSetup s = eight_b_full();
+        s.activation_offload = true;
+        s.compile = true;
+        const TrainingSetup back = TrainingSetup::from_json(s.to_json());
+        QVERIFY(back.optimizer_in_backward && back.activation_offload && back.compile);
+        QCOMPARE(back.optimizer, Optimizer::PagedAdamW8bit);
+    }
+};
+
+QTEST_APPLESS_MAIN(TechniquesTest)
+#include "test_techniques.moc"
