@@ -188,6 +188,9 @@ MachineProfile parse_machine_profile(const json& j, const std::string& file) {
         throw ProfileError(file, "usable_bytes", "must be positive and at most memory_bytes");
     m.host_memory_bytes = f.bytes("host_memory_bytes", m.kind == MachineKind::Gpu ? 0 : m.memory_bytes);
     m.bandwidth_gb_s = f.num("bandwidth_gb_s", 0.0);
+    m.link_gb_s = f.num("link_gb_s", m.kind == MachineKind::Unified ? m.bandwidth_gb_s : 0.0);
+    if (m.bandwidth_gb_s < 0 || m.link_gb_s < 0 || !std::isfinite(m.bandwidth_gb_s) || !std::isfinite(m.link_gb_s))
+        throw ProfileError(file, "bandwidth_gb_s", "bandwidths must be finite and not negative");
     m.tflops_bf16 = f.num("tflops_bf16", 0.0);
     m.tflops_fp16 = f.num("tflops_fp16", 0.0);
     m.tflops_fp32 = f.num("tflops_fp32", 0.0);
@@ -212,6 +215,7 @@ json machine_profile_to_json(const MachineProfile& m) {
               {"usable_bytes", m.usable_bytes},
               {"host_memory_bytes", m.host_memory_bytes},
               {"bandwidth_gb_s", m.bandwidth_gb_s},
+              {"link_gb_s", m.link_gb_s},
               {"tflops_bf16", m.tflops_bf16},
               {"tflops_fp16", m.tflops_fp16},
               {"tflops_fp32", m.tflops_fp32},
