@@ -37,7 +37,7 @@ struct Case {
     double weight_bits = 0;
     double measured = 0;
     bool held_back = false;
-    bool engine = false;   // a serving engine without a framework profile (llama.cpp, MLC, Exllama)
+    bool eager_generate = false;   // decoded op by op in eager PyTorch (transformers' generate)
 };
 
 const char* kind_name(MachineKind k) {
@@ -50,7 +50,8 @@ double predict(const Case& c, const Factors& factors) {
     SpeedFactors k = factors.at(c.machine.kind);
     const SpeedFactors own = speed_factors(c.machine, c.framework);
     k.elementwise_scale = own.elementwise_scale;
-    k.eager_decode = c.engine ? false : own.eager_decode;
+    k.framework_speedup = own.framework_speedup;
+    k.eager_decode = c.eager_generate;
     if (c.kind == "train") return training_step(c.arch, c.setup, c.machine, c.framework, k).tokens_per_s();
     const ServeSpeed s = serving_speed(c.arch, c.setup, c.machine, k, c.weight_bits);
     return c.kind == "prefill" ? s.prefill_tokens_per_s : s.decode_tokens_per_s;
@@ -157,7 +158,7 @@ std::vector<Case> load_cases(const json& doc, const ProfileLibrary& lib) {
         const std::string fid = j.at("framework").get<std::string>();
         bool known = false;
         for (const auto& f : lib.frameworks()) known = known || f.id == fid;
-        c.engine = !known;
+        c.eager_generate = j.value("eager_generate", false);
         c.framework = known ? lib.framework(fid) : lib.framework(ProfileLibrary::default_framework_id(c.machine.kind));
         c.held_back = out.size() % 3 == 1;
         out.push_back(std::move(c));
@@ -242,7 +243,9 @@ int main(int argc, char** argv) {
                     bh.median, bh.worst, bt.median, bt.worst);
         std::printf("refitted factors: held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",
                     fh.median, fh.worst, ft.median, ft.worst);
-        std::printf("held-back measured/predicted (bundled): 10th percentile %.2f, 90th %.2f\n", bh.p10, bh.p90);
+        std::printf("held-back measured/predicted tokens/s (bundled): 10th percentile %.2f, 90th %.2f -> a predicted time t "
+                    "is likely %.2f t - %.2f t (kTimeLow, kTimeHigh in speed_model.hpp)\n",
+                    bh.p10, bh.p90, 1.0 / bh.p90, 1.0 / bh.p10);
         std::cout << "refitted factors (class, matmul efficiency, rows at half, bandwidth efficiency, launch s):\n"
                   << factors_text(fitted) << "report: " << out_path << "\n";
         return 0;

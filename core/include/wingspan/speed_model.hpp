@@ -20,7 +20,8 @@ struct SpeedFactors {
     double width_half = 256;            // GEMM inner width (hidden size) at which it reaches half
     double bandwidth_efficiency = 0.7;  // fraction of peak memory bandwidth a streaming kernel reaches
     double launch_s = 8e-6;             // seconds per kernel launch / op dispatch
-    double elementwise_scale = 1.0;     // framework: fused kernels move fewer bytes (Unsloth, Liger)
+    double elementwise_scale = 1.0;     // framework: fused kernels move fewer bytes
+    double framework_speedup = 1.0;     // framework: a published whole-step speedup over the reference
     // Decoding in eager PyTorch (transformers' generate): the GPU waits on the host's dispatch of
     // every small op, so each costs eager_op_s; serving engines (llama.cpp, MLC, MLX, vLLM)
     // launch a few fused kernels per layer at launch_s.
@@ -71,10 +72,11 @@ struct ServeSpeed {
 ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
                          const SpeedFactors& factors, double weight_bits = 0);
 
-// The spread of measured/predicted on the held-back cases of bench_throughput: a predicted
-// duration t is "likely kTimeLow·t – kTimeHigh·t" (the 10th and 90th percentile of the ratio).
-inline constexpr double kTimeLow = 0.75;
+// The spread of measured/predicted time on the held-back cases of bench_throughput (its 10th and
+// 90th percentile, printed by the bench): a predicted duration t is likely kTimeLow·t – kTimeHigh·t.
+inline constexpr double kTimeLow = 0.45;
 inline constexpr double kTimeHigh = 1.35;
+std::string likely_span(double seconds);    // "1.8–3.2 h" (one unit for both ends)
 std::string likely_range(double seconds);   // "2.4 h, likely 1.8–3.2 h"
 
 }  // namespace wingspan
