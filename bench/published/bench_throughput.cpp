@@ -237,8 +237,9 @@ int main(int argc, char** argv) {
         std::ofstream out(out_path);
         if (!out) throw InputError("cannot write " + out_path);
         out << md.str();
-        std::printf("%zu cases (%zu held back) on %zu machines\n", cases.size(), bh.n,
-                    std::map<std::string, int>{}.size());
+        std::map<std::string, int> machines;
+        for (const auto& c : cases) ++machines[c.machine.id];
+        std::printf("%zu cases (%zu held back) on %zu machines\n", cases.size(), bh.n, machines.size());
         std::printf("bundled factors:  held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",
                     bh.median, bh.worst, bt.median, bt.worst);
         std::printf("refitted factors: held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",

@@ -178,6 +178,20 @@ StepTime training_step(const Architecture& arch, const TrainingSetup& setup, con
     const bool fused = f.loss_fused || f.fused_loss || f.id == "unsloth";
     t.logits_s = T * double(arch.vocab) * (fused ? 8.0 : 26.0) / bw;
 
+    // Transfers over the host link (PCIe; unified memory: the memory bus). An offloaded optimizer
+    // (ZeRO-Offload) sends every gradient down (fp32) and gets the updated 16-bit weights back once
+    // per optimizer step. Unsloth's offloaded checkpoints move each layer's input down in forward and
+    // back in backward, overlapped with the layers' work: only the excess counts.
+    if (m.link_gb_s > 0 && m.kind == MachineKind::Gpu) {
+        const double link = m.link_gb_s * 1e9;
+        if (setup.offload)
+            t.offload_s += double(pc.trainable) * (4.0 + 2.0) / link / double(std::max<std::int64_t>(1, setup.grad_accum));
+        if (f.checkpoint_offload && ckpt) {
+            const double moved = 2.0 * T * double(arch.hidden) * act * double(arch.layers);
+            t.offload_s += std::max(0.0, moved / link - t.matmul_s);
+        }
+    }
+
     // Dispatch: about 30 ops per layer forward (+6 per adapted linear), backward twice that.
     const double adapted = pc.adapter > 0 ? double(arch.layers) * 7.0 : 0.0;
     const double ops = (30.0 * double(arch.layers) + 6.0 * adapted) * (fwd_passes + 2.0) + 50.0;
@@ -188,7 +202,7 @@ StepTime training_step(const Architecture& arch, const TrainingSetup& setup, con
     if (k.framework_speedup > 0 && k.framework_speedup != 1.0) {
         const double scale = 1.0 / k.framework_speedup;
         for (double* part : {&t.matmul_s, &t.attention_s, &t.adapter_s, &t.dequant_s, &t.optimizer_s, &t.elementwise_s,
-                             &t.logits_s, &t.overhead_s})
+                             &t.logits_s, &t.overhead_s, &t.offload_s})
             *part *= scale;
     }
     return t;
@@ -212,6 +226,7 @@ std::string StepTime::explain() const {
     line("elementwise", elementwise_s);
     line("logits", logits_s);
     line("overhead", overhead_s);
+    line("offload", offload_s);
     std::snprintf(buf, sizeof buf, "  total        %9.4f s  -> %.1f tokens/s\n", total_s(), tokens_per_s());
     o << buf;
     return o.str();

@@ -125,6 +125,21 @@ private slots:
                               speed_factors(cpu, lib.framework_for(cpu))).overhead_s > 0);
     }
 
+    void anOffloadedOptimizerCrossesTheLink() {
+        const auto& lib = test::library();
+        const MachineProfile& m = lib.machine("rtx-4090");
+        const FrameworkProfile& f = lib.framework_for(m);
+        const Architecture a = lib.model("llama-3.2-1b").arch;
+        TrainingSetup s = lora(true);
+        s.method = Method::Full;
+        QCOMPARE(training_step(a, s, m, f, speed_factors(m, f)).offload_s, 0.0);
+        s.offload = true;
+        s.grad_accum = 4;
+        // fp32 gradients down, 16-bit weights up, per optimizer step: 6 B per trainable over 32 GB/s, a quarter per micro-step.
+        const double expected = double(count_parameters(a, s).trainable) * 6.0 / 32e9 / 4.0;
+        QCOMPARE(training_step(a, s, m, f, speed_factors(m, f)).offload_s, expected);
+    }
+
     void unslothsPublishedSpeedup() {
         const auto& lib = test::library();
         const MachineProfile& m = lib.machine("rtx-4090");

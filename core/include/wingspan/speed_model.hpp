@@ -47,10 +47,12 @@ struct StepTime {
     double elementwise_s = 0;     // norms, rotary, activations, residuals: bytes at bandwidth
     double logits_s = 0;          // the head's logits through the loss: bytes at bandwidth
     double overhead_s = 0;        // kernel launches / op dispatch
+    double offload_s = 0;         // host <-> device transfers over the link (offloaded optimizer, Unsloth's checkpoints)
     double peak_tflops = 0;       // the precision's dense peak used
     double efficiency = 0;        // the matmul efficiency at this shape
     double total_s() const {
-        return matmul_s + attention_s + adapter_s + dequant_s + optimizer_s + elementwise_s + logits_s + overhead_s;
+        return matmul_s + attention_s + adapter_s + dequant_s + optimizer_s + elementwise_s + logits_s + overhead_s +
+               offload_s;
     }
     double tokens_per_s() const { return total_s() > 0 ? tokens / total_s() : 0; }
     std::string explain() const;  // one line per part, for --explain and the bench
