@@ -172,7 +172,7 @@ private slots:
         const auto& lib = test::library();
         for (const char* id : {"l40s", "l40", "a40", "rtx-a6000", "rtx-6000-ada", "h100-pcie", "a100-pcie-80gb", "m1-pro-32gb",
                                "m1-max-64gb", "m1-ultra-128gb", "m2-max-96gb", "m2-ultra-192gb", "m3-pro-36gb", "m3-max-64gb",
-                               "m4-pro-48gb", "m3-ultra-256gb"}) {
+                               "m4-pro-48gb"}) {
             const MachineProfile& m = lib.machine(id);
             QVERIFY2(m.bandwidth_gb_s > 0 && m.link_gb_s > 0 && m.tflops_bf16 > 0, id);
             for (const char* field : {"bandwidth_gb_s", "link_gb_s", "tflops_bf16", "memory_bytes"})
