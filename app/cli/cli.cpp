@@ -27,6 +27,7 @@
 #include "wingspan/run_record.hpp"
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
+#include "wingspan/speed_model.hpp"
 #include "wingspan/verdict.hpp"
 
 namespace wingspan::cli {
@@ -421,6 +422,9 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
             if (!serving) {
                 const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
                 m["run_seconds"] = cost.seconds;
+                // The spread of measured/predicted on bench_throughput's held-back cases.
+                m["run_seconds_likely"] = {cost.seconds * kTimeLow, cost.seconds * kTimeHigh};
+                m["step_seconds"] = v.speed.step_seconds;
                 m["run_cost_usd"] = cost.dollars ? json(*cost.dollars) : json(nullptr);
             }
             machines_json.push_back(m);
@@ -472,7 +476,8 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     out << "\n\n";
     out << pad("Machine", 34) << pad("usable", 10, true) << pad("needed", 10, true) << pad("margin", 10, true) << "  "
         << pad("verdict", 8) << pad("framework", 17);
-    if (!serving) out << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("cost", 9, true);
+    if (!serving) out << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("likely", 14, true) << pad("cost", 9, true);
+    else out << pad("decode tok/s", 13, true);
     out << "\n";
     for (const auto& v : verdicts) {
         out << pad(v.machine->name.substr(0, 33), 34) << pad(format_bytes(double(v.usable_bytes), unit), 10, true)
@@ -484,7 +489,12 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
             char tps[32], dollars[32] = "—";
             std::snprintf(tps, sizeof tps, "%.0f", v.speed.tokens_per_s);
             if (cost.dollars) std::snprintf(dollars, sizeof dollars, "$%.2f", *cost.dollars);
-            out << pad(tps, 10, true) << pad(format_duration(cost.seconds), 11, true) << pad(dollars, 9, true);
+            out << pad(tps, 10, true) << pad(format_duration(cost.seconds), 11, true)
+                << pad(likely_span(cost.seconds), 14, true) << pad(dollars, 9, true);
+        } else {
+            char tps[32];
+            std::snprintf(tps, sizeof tps, "%.1f", v.speed.tokens_per_s);
+            out << pad(tps, 13, true);
         }
         out << "\n";
         for (const auto& note : v.notes) out << "    note: " << note << "\n";
@@ -495,7 +505,9 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
             << "GB = 10^9 bytes, GiB = 2^30.\n";
     else
         out << "\nTime and cost for " << format_count(std::int64_t(tokens))
-            << " training tokens (--examples × --tokens-per-example × --epochs). GB = 10^9 bytes, GiB = 2^30.\n";
+            << " training tokens (--examples × --tokens-per-example × --epochs); \"likely\": the 10th–90th percentile of "
+               "measured/predicted on the held-back cases of bench_throughput (bench/results/throughput.md). "
+               "GB = 10^9 bytes, GiB = 2^30.\n";
     return kExitOk;
 }
 

@@ -188,6 +188,9 @@ MachineProfile parse_machine_profile(const json& j, const std::string& file) {
         throw ProfileError(file, "usable_bytes", "must be positive and at most memory_bytes");
     m.host_memory_bytes = f.bytes("host_memory_bytes", m.kind == MachineKind::Gpu ? 0 : m.memory_bytes);
     m.bandwidth_gb_s = f.num("bandwidth_gb_s", 0.0);
+    m.link_gb_s = f.num("link_gb_s", m.kind == MachineKind::Unified ? m.bandwidth_gb_s : 0.0);
+    if (m.bandwidth_gb_s < 0 || m.link_gb_s < 0 || !std::isfinite(m.bandwidth_gb_s) || !std::isfinite(m.link_gb_s))
+        throw ProfileError(file, "bandwidth_gb_s", "bandwidths must be finite and not negative");
     m.tflops_bf16 = f.num("tflops_bf16", 0.0);
     m.tflops_fp16 = f.num("tflops_fp16", 0.0);
     m.tflops_fp32 = f.num("tflops_fp32", 0.0);
@@ -212,6 +215,7 @@ json machine_profile_to_json(const MachineProfile& m) {
               {"usable_bytes", m.usable_bytes},
               {"host_memory_bytes", m.host_memory_bytes},
               {"bandwidth_gb_s", m.bandwidth_gb_s},
+              {"link_gb_s", m.link_gb_s},
               {"tflops_bf16", m.tflops_bf16},
               {"tflops_fp16", m.tflops_fp16},
               {"tflops_fp32", m.tflops_fp32},
@@ -664,12 +668,14 @@ MachineProfile detect_this_machine() {
     m.usable_bytes = std::max<std::int64_t>(total / 2, total - reserve);
     m.host_memory_bytes = total;
     m.name = "This machine (" + std::to_string(cores) + " cores, " + format_bytes(double(total), ByteUnit::GiB) + " RAM)";
-    // About 16 fp32 FLOPs per cycle per core with AVX2 FMA at ~2.5 GHz; calibrate for accuracy.
-    m.tflops_fp32 = cores * 2.5e9 * 16 / 1e12;
     // wingspan-train multiplies bf16 on this CPU's bf16 instructions where it has them (oneDNN's
     // bf16 gemm, twice the fp32 FMA rate per cycle), else widened to fp32 (trainer/src/kernels_gemm.hpp).
     std::string cpuinfo;
     if (std::ifstream f("/proc/cpuinfo"); f) cpuinfo.assign(std::istreambuf_iterator<char>(f), {});
+    // fp32 FLOPs per cycle per core at ~2.5 GHz: 16 with AVX2 FMA, 32 with AVX-512 (measured here:
+    // oneDNN's sgemm reaches 181-191 GFLOP/s on this 2-core AVX-512 VM, bench/published/throughput.json).
+    const bool avx512 = cpuinfo.find(" avx512f") != std::string::npos;
+    m.tflops_fp32 = cores * 2.5e9 * (avx512 ? 32 : 16) / 1e12;
     const std::string isa = cpuinfo_bf16_isa(cpuinfo);
     m.bf16 = !isa.empty();
     m.tflops_bf16 = m.bf16 ? 2 * m.tflops_fp32 : 0;
@@ -677,7 +683,8 @@ MachineProfile detect_this_machine() {
     m.default_framework = "libtorch-cpu";
     m.sources = {{"memory_bytes", "/proc/meminfo MemTotal"},
                  {"usable_bytes", "/proc/meminfo MemTotal minus an eighth (1-8 GiB) for the system and desktop; not MemAvailable, which differs on each launch"},
-                 {"tflops_fp32", "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
+                 {"tflops_fp32", avx512 ? "estimate: cores × 2.5 GHz × 32 FLOP/cycle (AVX-512 FMA)"
+                                        : "estimate: cores × 2.5 GHz × 16 FLOP/cycle (AVX2 FMA)"},
                  {"bf16", isa.empty() ? "/proc/cpuinfo: no avx512_bf16 or amx_bf16 flag (bf16 runs widened to fp32)"
                                       : "/proc/cpuinfo flag " + isa + ": bf16 products in hardware"},
                  {"bandwidth_gb_s", "estimate: dual-channel DDR4"}};

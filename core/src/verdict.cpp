@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/speed_model.hpp"
 #include "wingspan/units.hpp"
 #include "objective_terms.hpp"
 
@@ -104,31 +105,31 @@ SpeedEstimate estimate_speed(const Architecture& arch, const TrainingSetup& setu
     const Flops flops = flops_per_token(arch, setup);
     s.flops_per_token = flops.training;
     s.forward_flops_per_token = flops.forward;
-    double peak = 0;
-    const char* which = "";
-    switch (setup.precision) {
-        case Precision::Fp32: peak = m.tflops_fp32; which = "fp32"; break;
-        case Precision::Fp16Mixed: peak = m.tflops_fp16; which = "fp16"; break;
-        case Precision::Bf16Mixed:
-        case Precision::Bf16:
-            peak = m.tflops_bf16 > 0 ? m.tflops_bf16 : m.tflops_fp16;
-            which = "bf16";
-            break;
-    }
-    if (peak <= 0) {
-        peak = std::max({m.tflops_fp32, m.tflops_fp16, m.tflops_bf16});
-        which = "best available";
-    }
-    const double quantized = setup.effective_quantization() != Quantization::None && setup.trains()
-                                 ? f.quantized_speed_factor
-                                 : 1.0;
-    s.achieved_tflops = peak * f.mfu * quantized * double(std::max<std::int64_t>(1, setup.devices));
-    s.tokens_per_s = s.flops_per_token > 0 ? s.achieved_tflops * 1e12 / s.flops_per_token : 0;
+    const SpeedFactors factors = speed_factors(m, f);
+    const double devices = double(std::max<std::int64_t>(1, setup.devices));
     char buf[256];
+    if (!setup.trains()) {
+        // Serving: generated tokens per second over all sequences (decode reads every weight
+        // and the KV cache once per step: bandwidth-bound).
+        const ServeSpeed serve = serving_speed(arch, setup, m, factors);
+        s.tokens_per_s = serve.decode_tokens_per_s;
+        s.prefill_tokens_per_s = serve.prefill_tokens_per_s;
+        std::snprintf(buf, sizeof buf, "decode: (%.3g B weights + %.3g B KV cache) per step / %.0f GB/s × %.2f",
+                      serve.weight_bytes, serve.kv_bytes_per_step, m.bandwidth_gb_s, factors.bandwidth_efficiency);
+        s.formula = buf;
+        return s;
+    }
+    const StepTime step = training_step(arch, setup, m, f, factors);
+    s.step_seconds = step.total_s();
+    // Data parallel: every device runs its own micro-steps (the gradient exchange is not counted).
+    s.tokens_per_s = step.tokens_per_s() * devices;
+    s.achieved_tflops = s.tokens_per_s * s.flops_per_token / 1e12;
     std::snprintf(buf, sizeof buf,
-                  "%.1f %s TFLOPS × %.2f utilisation%s%s / %.3g FLOPs per token", peak, which, f.mfu,
-                  quantized < 1 ? " × quantized-base slowdown" : "",
-                  setup.devices > 1 ? " × devices" : "", s.flops_per_token);
+                  "%.0f tokens / %.3g s per micro-step (matmuls %.0f %%, memory-bound %.0f %%, overhead %.0f %%)%s",
+                  step.tokens, step.total_s(), 100 * (step.matmul_s + step.attention_s) / step.total_s(),
+                  100 * (step.adapter_s + step.dequant_s + step.optimizer_s + step.elementwise_s + step.logits_s) /
+                      step.total_s(),
+                  100 * step.overhead_s / step.total_s(), setup.devices > 1 ? " × devices" : "");
     s.formula = buf;
     return s;
 }

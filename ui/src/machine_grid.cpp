@@ -1,4 +1,5 @@
 #include "wingspan/ui/machine_grid.hpp"
+#include "wingspan/speed_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -80,6 +81,8 @@ GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const ModelP
     else
         c.why = std::string(best->fit == Fit::Tight ? "only fit, tight: " : "only fit: ") +
                 format_bytes(double(best->margin_bytes), unit) + " free";
+    if (setup.trains() && best->speed.tokens_per_s > 0)
+        c.why += " · " + likely_range(estimate_run(best->speed, *best->machine, plan.dataset.tokens()).seconds);
     const FrameworkProfile& fw = framework_for(lib, plan, *best->machine);
     c.max_batch = solve(SolveFor::Batch, model.arch, setup, *best->machine, fw).value;
     c.max_seq = solve(SolveFor::Seq, model.arch, setup, *best->machine, fw).value;

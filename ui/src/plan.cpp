@@ -1,4 +1,5 @@
 #include "wingspan/ui/plan.hpp"
+#include "wingspan/speed_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -375,9 +376,15 @@ Table machine_table(const ProfileLibrary& lib, const Plan& plan, const Evaluatio
         }
         row.push_back({fixed(v.speed.tokens_per_s, v.speed.tokens_per_s < 10 ? 1 : 0), v.speed.tokens_per_s, {}});
         const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
-        row.push_back({format_duration(cost.seconds), std::isfinite(cost.seconds) ? std::optional<double>(cost.seconds)
-                                                                                  : std::nullopt, {}});
-        if (cost.dollars) row.push_back({"$" + fixed(*cost.dollars, *cost.dollars < 10 ? 2 : 0), *cost.dollars, {}});
+        // Every time and cost with its likely range (bench_throughput's held-back spread, speed_model.hpp).
+        row.push_back({likely_range(cost.seconds), std::isfinite(cost.seconds) ? std::optional<double>(cost.seconds)
+                                                                               : std::nullopt, {}});
+        if (cost.dollars) {
+            const int digits = *cost.dollars < 10 ? 2 : 0;
+            row.push_back({"$" + fixed(*cost.dollars, digits) + ", likely $" + fixed(*cost.dollars * kTimeLow, digits) + "–" +
+                               fixed(*cost.dollars * kTimeHigh, digits),
+                           *cost.dollars, {}});
+        }
         else row.push_back(text_cell("—"));
         t.rows.push_back(std::move(row));
     }

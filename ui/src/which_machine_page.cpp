@@ -127,7 +127,8 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     layout->addWidget(split, 1);
     layout->addWidget(hint_label("Max batch and max sequence: the largest values that still fit each machine, "
                                  "found by core's solver with everything else as above. Time and cost use the "
-                                 "machine's estimated tokens/s and its rental price where it has one."));
+                                 "machine's estimated tokens/s and its rental price where it has one; \"likely\" "
+                                 "is the spread of measured against predicted throughput (bench/results/throughput.md)."));
     for (QSpinBox* s : {examples_, tokens_, epochs_})
         connect(s, &QSpinBox::valueChanged, this, [this] {
             if (!syncing_) emit datasetEdited();

@@ -32,6 +32,7 @@ struct MachineProfile {
     std::int64_t usable_bytes = 0;         // what a training process can really use
     std::int64_t host_memory_bytes = 0;    // system RAM beside a GPU (offload target)
     double bandwidth_gb_s = 0;
+    double link_gb_s = 0;                  // host <-> device link per direction (PCIe); unified: the memory bus
     double tflops_bf16 = 0;                // dense, fp32 accumulate
     double tflops_fp16 = 0;
     double tflops_fp32 = 0;

@@ -22,7 +22,9 @@ struct SpeedEstimate {
     double flops_per_token = 0;           // training (forward + backward [+ recompute])
     double forward_flops_per_token = 0;
     double achieved_tflops = 0;
-    double tokens_per_s = 0;
+    double tokens_per_s = 0;              // training: trained tokens/s; serving: generated tokens/s
+    double prefill_tokens_per_s = 0;      // serving only
+    double step_seconds = 0;              // training: one micro-step (speed_model.hpp)
     std::string formula;
 };
 

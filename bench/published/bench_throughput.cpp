@@ -1,0 +1,257 @@
+// Fits the speed model's few efficiency factors per device class (gpu / unified / cpu) to two
+// thirds of the measured throughput in throughput.json and reports the error on the third held
+// back, beside the error of the bundled factors (core/src/speed_model.cpp speed_factors).
+//
+//   bench_throughput [--cases throughput.json] [--out bench/results/throughput.md]
+//
+// Held back: every third case in file order (index % 3 == 1); the fit never sees them.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "wingspan/errors.hpp"
+#include "wingspan/profiles.hpp"
+#include "wingspan/setup.hpp"
+#include "wingspan/speed_model.hpp"
+
+using namespace wingspan;
+using nlohmann::json;
+
+namespace {
+
+struct Case {
+    std::string id, kind, source, url, measured_text;
+    Architecture arch;
+    TrainingSetup setup;
+    MachineProfile machine;
+    FrameworkProfile framework;
+    double weight_bits = 0;
+    double measured = 0;
+    bool held_back = false;
+    bool eager_generate = false;   // decoded op by op in eager PyTorch (transformers' generate)
+};
+
+const char* kind_name(MachineKind k) {
+    return k == MachineKind::Gpu ? "gpu" : k == MachineKind::Unified ? "unified" : "cpu";
+}
+
+using Factors = std::map<MachineKind, SpeedFactors>;
+
+double predict(const Case& c, const Factors& factors) {
+    SpeedFactors k = factors.at(c.machine.kind);
+    const SpeedFactors own = speed_factors(c.machine, c.framework);
+    k.elementwise_scale = own.elementwise_scale;
+    k.framework_speedup = own.framework_speedup;
+    k.eager_decode = c.eager_generate;
+    if (c.kind == "train") return training_step(c.arch, c.setup, c.machine, c.framework, k).tokens_per_s();
+    const ServeSpeed s = serving_speed(c.arch, c.setup, c.machine, k, c.weight_bits);
+    return c.kind == "prefill" ? s.prefill_tokens_per_s : s.decode_tokens_per_s;
+}
+
+double log_error(const Case& c, const Factors& f) { return std::log(predict(c, f) / c.measured); }
+
+// Sum of |log(predicted / measured)| over the fitting cases: the median-friendly L1 loss.
+double loss(const std::vector<Case>& cases, const Factors& f) {
+    double sum = 0;
+    for (const auto& c : cases)
+        if (!c.held_back) sum += std::fabs(log_error(c, f));
+    return sum;
+}
+
+// Coordinate descent over each class's factors on a multiplicative grid, a few sweeps.
+Factors fit(const std::vector<Case>& cases, Factors f) {
+    struct Knob {
+        double SpeedFactors::*field;
+        double lo, hi;
+    };
+    const std::vector<Knob> knobs = {{&SpeedFactors::matmul_efficiency, 0.05, 0.95},
+                                     {&SpeedFactors::bandwidth_efficiency, 0.1, 0.95},
+                                     {&SpeedFactors::rows_half, 1, 4096},
+                                     {&SpeedFactors::launch_s, 1e-7, 2e-4},
+                                     {&SpeedFactors::eager_op_s, 1e-6, 2e-4}};
+    for (int sweep = 0; sweep < 6; ++sweep)
+        for (auto& [kind, k] : f)
+            for (const auto& knob : knobs) {
+                double best = k.*knob.field, best_loss = loss(cases, f);
+                for (double step = 0.5; step <= 2.0001; step *= 1.0905) {
+                    const double keep = k.*knob.field;
+                    k.*knob.field = std::clamp(keep * step, knob.lo, knob.hi);
+                    const double l = loss(cases, f);
+                    if (l < best_loss - 1e-12) best_loss = l, best = k.*knob.field;
+                    k.*knob.field = keep;
+                }
+                k.*knob.field = best;
+            }
+    return f;
+}
+
+struct Summary {
+    double median = 0, worst = 0, p10 = 0, p90 = 0;
+    size_t n = 0;
+};
+
+// |error| in % (error = predicted/measured - 1), and the 10th/90th percentile of measured/predicted.
+Summary summarise(const std::vector<Case>& cases, const Factors& f, bool held_back) {
+    std::vector<double> abs_err, ratio;
+    for (const auto& c : cases) {
+        if (c.held_back != held_back) continue;
+        const double p = predict(c, f);
+        abs_err.push_back(100.0 * std::fabs(p / c.measured - 1.0));
+        ratio.push_back(c.measured / p);
+    }
+    Summary s;
+    s.n = abs_err.size();
+    if (s.n == 0) return s;
+    std::sort(abs_err.begin(), abs_err.end());
+    std::sort(ratio.begin(), ratio.end());
+    s.median = s.n % 2 ? abs_err[s.n / 2] : 0.5 * (abs_err[s.n / 2 - 1] + abs_err[s.n / 2]);
+    s.worst = abs_err.back();
+    s.p10 = ratio[size_t(std::floor(0.1 * double(s.n - 1)))];
+    s.p90 = ratio[size_t(std::ceil(0.9 * double(s.n - 1)))];
+    return s;
+}
+
+std::string factors_text(const Factors& f) {
+    std::ostringstream o;
+    char buf[200];
+    for (const auto& [kind, k] : f) {
+        std::snprintf(buf, sizeof buf, "| %s | %.3f | %.0f | %.3f | %.2g | %.2g |\n", kind_name(kind),
+                      k.matmul_efficiency, k.rows_half, k.bandwidth_efficiency, k.launch_s, k.eager_op_s);
+        o << buf;
+    }
+    return o.str();
+}
+
+std::vector<Case> load_cases(const json& doc, const ProfileLibrary& lib) {
+    std::map<std::string, MachineProfile> own;
+    if (doc.contains("machines"))
+        for (const auto& [id, m] : doc.at("machines").items()) own[id] = parse_machine_profile(m, "throughput.json");
+    std::vector<Case> out;
+    for (const auto& j : doc.at("cases")) {
+        Case c;
+        c.id = j.at("id").get<std::string>();
+        c.kind = j.at("kind").get<std::string>();
+        if (c.kind != "train" && c.kind != "decode" && c.kind != "prefill")
+            throw InputError(c.id + ": kind must be train, decode or prefill");
+        c.source = j.at("source").get<std::string>();
+        c.url = j.value("url", std::string());
+        c.measured = j.at("measured_tokens_per_s").get<double>();
+        c.measured_text = j.value("measured_text", std::string());
+        c.weight_bits = j.value("weight_bits", 0.0);
+        c.arch = j.contains("config") ? Architecture::from_hf_config(j.at("config"))
+                                      : lib.model(j.at("model").get<std::string>()).arch;
+        c.setup = TrainingSetup::from_json(j.at("setup"));
+        c.setup.validate(c.arch);
+        const std::string mid = j.at("machine").get<std::string>();
+        c.machine = own.count(mid) ? own.at(mid) : lib.machine(mid);
+        // Serving engines without a profile (MLC, Exllama, llama.cpp) take the machine's default
+        // framework: only a framework's fused kernels change the factors.
+        const std::string fid = j.at("framework").get<std::string>();
+        bool known = false;
+        for (const auto& f : lib.frameworks()) known = known || f.id == fid;
+        c.eager_generate = j.value("eager_generate", false);
+        c.framework = known ? lib.framework(fid) : lib.framework(ProfileLibrary::default_framework_id(c.machine.kind));
+        c.held_back = out.size() % 3 == 1;
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string cases_path = WINGSPAN_THROUGHPUT_CASES, out_path = WINGSPAN_THROUGHPUT_RESULT, explain;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i];
+        if (a == "--cases") cases_path = argv[i + 1];
+        else if (a == "--out") out_path = argv[i + 1];
+        else if (a == "--explain") explain = argv[i + 1];
+        else {
+            std::cerr << "usage: bench_throughput [--cases throughput.json] [--out throughput.md] [--explain CASE-ID]\n";
+            return 2;
+        }
+    }
+    try {
+        const ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv[0]));
+        std::ifstream in(cases_path);
+        if (!in) throw InputError("cannot read " + cases_path);
+        const std::vector<Case> cases = load_cases(json::parse(in), lib);
+        Factors bundled;
+        for (const auto& c : cases) bundled.emplace(c.machine.kind, speed_factors(c.machine, c.framework));
+        for (auto& [kind, k] : bundled) k.elementwise_scale = 1.0;
+        if (!explain.empty()) {
+            for (const auto& c : cases)
+                if (c.id == explain && c.kind == "train")
+                    std::cout << training_step(c.arch, c.setup, c.machine, c.framework, bundled.at(c.machine.kind)).explain();
+            return 0;
+        }
+        const Factors fitted = fit(cases, bundled);
+        const Summary bh = summarise(cases, bundled, true), bt = summarise(cases, bundled, false);
+        const Summary fh = summarise(cases, fitted, true), ft = summarise(cases, fitted, false);
+        std::ostringstream md;
+        char buf[400];
+        md << "# Throughput: the speed model against measured tokens/s\n\n"
+           << "Written by `build/bin/bench_throughput` (bench/published/bench_throughput.cpp) from "
+              "bench/published/throughput.json. Every third case (file order, index % 3 == 1) is held back; the "
+              "factors per device class are fitted to the others by coordinate descent on Σ|log(predicted/measured)|. "
+              "Error = predicted / measured − 1.\n\n";
+        std::snprintf(buf, sizeof buf,
+                      "- Bundled factors (core/src/speed_model.cpp): held back %zu cases: median |error| %.1f %%, worst "
+                      "%.1f %%; fitting cases %zu: median %.1f %%, worst %.1f %%; measured/predicted on the held back: "
+                      "10th percentile %.2f, 90th %.2f\n",
+                      bh.n, bh.median, bh.worst, bt.n, bt.median, bt.worst, bh.p10, bh.p90);
+        md << buf;
+        std::snprintf(buf, sizeof buf,
+                      "- Refitted here: held back median |error| %.1f %%, worst %.1f %%; fitting cases median %.1f %%, "
+                      "worst %.1f %%; measured/predicted on the held back: 10th percentile %.2f, 90th %.2f\n\n",
+                      fh.median, fh.worst, ft.median, ft.worst, fh.p10, fh.p90);
+        md << buf;
+        md << "| class | matmul efficiency | rows at half | bandwidth efficiency | launch s | eager op s |\n|---|---|---|---|---|---|\n"
+           << "**bundled**\n\n" << factors_text(bundled) << "\n**refitted**\n\n"
+           << "| class | matmul efficiency | rows at half | bandwidth efficiency | launch s | eager op s |\n|---|---|---|---|---|---|\n"
+           << factors_text(fitted) << "\n";
+        md << "| Case | Kind | Machine | Held back | Measured tok/s | Bundled | Error | Refitted | Error |\n"
+              "|---|---|---|---|---|---|---|---|---|\n";
+        for (const auto& c : cases) {
+            const double pb = predict(c, bundled), pf = predict(c, fitted);
+            std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.1f | %.1f | %+.1f %% | %.1f | %+.1f %% |\n",
+                          c.id.c_str(), c.kind.c_str(), c.machine.id.c_str(), c.held_back ? "yes" : "", c.measured, pb,
+                          100 * (pb / c.measured - 1), pf, 100 * (pf / c.measured - 1));
+            md << buf;
+        }
+        md << "\n## Sources\n\n";
+        for (const auto& c : cases)
+            md << "- **" << c.id << "**: " << c.source << " (" << c.url << "); measured: \"" << c.measured_text
+               << "\"; setup `" << c.setup.to_json().dump() << "`"
+               << (c.weight_bits > 0 ? "; " + std::to_string(c.weight_bits).substr(0, 6) + " bits per weight" : "")
+               << "\n";
+        std::ofstream out(out_path);
+        if (!out) throw InputError("cannot write " + out_path);
+        out << md.str();
+        std::map<std::string, int> machines;
+        for (const auto& c : cases) ++machines[c.machine.id];
+        std::printf("%zu cases (%zu held back) on %zu machines\n", cases.size(), bh.n, machines.size());
+        std::printf("bundled factors:  held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",
+                    bh.median, bh.worst, bt.median, bt.worst);
+        std::printf("refitted factors: held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",
+                    fh.median, fh.worst, ft.median, ft.worst);
+        std::printf("held-back measured/predicted tokens/s (bundled): 10th percentile %.2f, 90th %.2f -> a predicted time t "
+                    "is likely %.2f t - %.2f t (kTimeLow, kTimeHigh in speed_model.hpp)\n",
+                    bh.p10, bh.p90, 1.0 / bh.p90, 1.0 / bh.p10);
+        std::cout << "refitted factors (class, matmul efficiency, rows at half, bandwidth efficiency, launch s):\n"
+                  << factors_text(fitted) << "report: " << out_path << "\n";
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "bench_throughput: " << e.what() << "\n";
+        return 1;
+    }
+}

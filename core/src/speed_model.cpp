@@ -1,0 +1,308 @@
+#include "wingspan/speed_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "wingspan/memory_model.hpp"
+
+namespace wingspan {
+
+namespace {
+
+double peak_tflops(const MachineProfile& m, Precision p) {
+    double peak = 0;
+    switch (p) {
+        case Precision::Fp32: peak = m.tflops_fp32; break;
+        case Precision::Fp16Mixed: peak = m.tflops_fp16; break;
+        case Precision::Bf16Mixed:
+        case Precision::Bf16: peak = m.tflops_bf16 > 0 ? m.tflops_bf16 : m.tflops_fp16; break;
+    }
+    return peak > 0 ? peak : std::max({m.tflops_fp32, m.tflops_fp16, m.tflops_bf16});
+}
+
+// x / (x + half): how far a GEMM dimension fills the machine (1 when x ≫ half).
+double fill(double x, double half) { return half > 0 ? x / (x + half) : 1.0; }
+
+struct Shape {
+    double linear = 0;     // parameters of the layers' linear maps a token passes (MoE: active experts)
+    double head = 0;       // vocab × hidden: a matmul even when tied
+    double elementwise = 0;// elements one token moves through per layer in norms, rotary, SwiGLU, residuals
+};
+
+Shape shape_of(const Architecture& a) {
+    Shape s;
+    const double embedding = double(a.vocab) * double(a.hidden) +
+                             (a.learned_positions ? double(a.max_positions) * double(a.hidden) : 0.0);
+    s.head = double(a.vocab) * double(a.hidden);
+    const double head_params = a.tied_embeddings ? 0.0 : s.head;
+    s.linear = std::max(0.0, double(a.active_parameter_count()) - embedding - head_params);
+    const double inter = a.is_moe() ? double(a.expert_intermediate * a.experts_per_token +
+                                             a.shared_expert_intermediate)
+                                    : double(a.intermediate);
+    // Forward, per token and layer: two norms (read h, write h, plus the residual add: 3h each),
+    // rotary on q and k, the gate's activation and product (read 2i, write i), two residual adds.
+    s.elementwise = 8.0 * double(a.hidden) + 2.0 * double(a.q_dim() + a.kv_dim()) + 3.0 * inter;
+    return s;
+}
+
+// Bytes per stored frozen weight read by a GEMM (quantized weights are dequantized first).
+double weight_bytes(Precision p) { return double(dtype_bytes(p)); }
+
+}  // namespace
+
+SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
+    SpeedFactors s;
+    // Fitted by bench_throughput to the non-held-back cases of throughput.json (bench/results/
+    // throughput.md), rounded; where the cases do not constrain a factor it is a prior, said so.
+    switch (m.kind) {
+        case MachineKind::Gpu:
+            // CUDA GPUs. Bandwidth, launch and eager-op costs: fitted to decode on the RTX 4090,
+            // 3090 Ti, 3080, L4 and A100. Matmul efficiency: a prior (0.6 of dense peak for large
+            // GEMMs, as cuBLAS reaches on LLM shapes) — the cases hold one GPU prefill and no GPU
+            // training run, which alone would put it at the 0.95 ceiling.
+            s.matmul_efficiency = 0.60;
+            s.rows_half = 128;
+            s.width_half = 384;
+            s.bandwidth_efficiency = 0.66;
+            s.launch_s = 2e-6;
+            s.eager_op_s = 24e-6;
+            s.source = "bench_throughput fit (gpu: decode cases); matmul efficiency a prior";
+            break;
+        case MachineKind::Unified:
+            // Apple GPUs through MLX / Metal (and llama.cpp's Metal backend): fitted to prefill and
+            // decode on the M1 Ultra, M2 Ultra, M3 Ultra and M4 Pro; no Apple training case.
+            s.matmul_efficiency = 0.73;
+            s.rows_half = 8;
+            s.width_half = 256;
+            s.bandwidth_efficiency = 0.83;
+            s.launch_s = 30e-6;
+            s.eager_op_s = 40e-6;
+            s.source = "bench_throughput fit (unified: prefill and decode cases)";
+            break;
+        case MachineKind::Cpu:
+            // wingspan-train's own kernels (oneDNN sgemm / bf16 gemm): fitted to its measured
+            // steps on this machine (peak: the sgemm rate bench_trainer.py measures).
+            s.matmul_efficiency = 0.46;
+            s.rows_half = 1;
+            s.width_half = 64;
+            s.bandwidth_efficiency = 0.95;
+            s.launch_s = 1e-6;
+            s.eager_op_s = 40e-6;
+            s.source = "bench_throughput fit (cpu: wingspan-train runs)";
+            break;
+    }
+    // Unsloth's own published comparison (unslothai/unsloth README, "Detailed Benchmarking
+    // Tables" / unsloth.ai/docs/basics/unsloth-benchmarks: Llama 3.1 8B and 3.3 70B QLoRA on an
+    // 80 GB card, Alpaca, batch 2, rank 32, all linear layers: "2x" the speed of Hugging Face +
+    // Flash Attention 2): its fused Triton kernels and manual backward, applied as one factor
+    // to the whole step — no Unsloth training run is among the measured cases.
+    if (f.id == "unsloth") s.framework_speedup = 2.0;
+    // Serving is assumed to run in a serving engine (vLLM, llama.cpp, MLX): a few fused kernels
+    // per layer. Decoding op by op in eager PyTorch (transformers' generate) is the bench's
+    // eager_generate cases.
+    s.eager_decode = false;
+    return s;
+}
+
+StepTime training_step(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& m,
+                       const FrameworkProfile& f, const SpeedFactors& k) {
+    StepTime t;
+    const Shape sh = shape_of(arch);
+    const ParameterCounts pc = count_parameters(arch, setup);
+    const double T = double(std::max<std::int64_t>(1, setup.micro_batch)) * double(std::max<std::int64_t>(1, setup.seq_len));
+    t.tokens = T;
+    const bool full = setup.method == Method::Full;
+    const bool ckpt = setup.grad_checkpointing;
+    const double bw = std::max(1e-3, m.bandwidth_gb_s) * 1e9 * k.bandwidth_efficiency;
+    const double act = double(compute_dtype_bytes(setup.precision));
+
+    // Passes over the layers: forward, the input-gradient pass of backward (every layer, frozen
+    // or not), the weight-gradient pass (trained weights only), the recompute under checkpointing.
+    const double fwd_passes = 1.0 + (ckpt ? 1.0 : 0.0);
+    const double input_grad = 1.0, weight_grad = full ? 1.0 : 0.0;
+    const double layer_passes = fwd_passes + input_grad + weight_grad;
+    // The head runs once forward and is not recomputed.
+    t.matmul_flops = 2.0 * T * (sh.linear * layer_passes + sh.head * (1.0 + input_grad + weight_grad));
+    t.peak_tflops = peak_tflops(m, setup.precision);
+    t.efficiency = k.matmul_efficiency * fill(T, k.rows_half) * fill(double(arch.hidden), k.width_half);
+    const bool quantized = setup.effective_quantization() != Quantization::None;
+    double compute_s = t.matmul_flops / (t.peak_tflops * 1e12 * std::max(1e-6, t.efficiency));
+    if (quantized && f.qlora_upcast_non_quantized && m.tflops_fp32 > 0 && t.peak_tflops > m.tflops_fp32) {
+        // peft's prepare_model_for_kbit_training leaves the head in fp32: its products run at
+        // the fp32 rate (PyTorch's default keeps TF32 off for matmuls).
+        const double head_flops = 2.0 * T * sh.head * (1.0 + input_grad);
+        compute_s += head_flops / (std::max(1e-6, t.efficiency) * 1e12) * (1.0 / m.tflops_fp32 - 1.0 / t.peak_tflops);
+    }
+    const double weights_read = (sh.linear * (quantized ? 2.0 : weight_bytes(setup.precision))) *
+                                (fwd_passes + input_grad + weight_grad);
+    t.matmul_s = std::max(compute_s, weights_read / bw);
+
+    // Causal attention: QKᵀ and PV over half the s × s scores, backward twice the forward.
+    const double s = double(setup.seq_len);
+    t.attention_flops = 2.0 * double(arch.layers) * s * double(arch.q_dim()) * T * (fwd_passes + 2.0);
+    t.attention_s = t.attention_flops / (t.peak_tflops * 1e12 * std::max(1e-6, t.efficiency));
+    if (setup.attention == Attention::Eager) {
+        // Materialised scores: written 16-bit, softmax in fp32 and back, read by PV; the
+        // backward reads and writes them twice over (about 24 B per score in all).
+        const double scores = double(arch.layers) * double(arch.heads) * s * s * double(setup.micro_batch);
+        t.attention_s += scores * 24.0 * fwd_passes / bw;
+    }
+
+    // LoRA: x·A then ·B per adapted linear. Σ(in + out) over adapted maps = adapter params / rank.
+    if (pc.adapter > 0 && setup.lora_rank > 0) {
+        const double io = double(pc.adapter) / double(setup.lora_rank);
+        // Forward reads x (in) and adds into the output (out); backward reads the output
+        // gradient and x again for A's and B's gradients and writes x's gradient.
+        t.adapter_s = T * io * act * (fwd_passes + 3.0) / bw;
+    }
+    // NF4: every pass dequantizes each quantized weight to a 16-bit copy the GEMM then reads
+    // (bitsandbytes dequantize_4bit: 0.5 B of codes and the absmax read, 2 B written, 2 B read
+    // back by the product: ~4.5 B per weight and pass).
+    if (quantized && setup.trains())
+        t.dequant_s = double(pc.quantized) * 4.5 * (fwd_passes + input_grad) / bw;
+
+    // The optimizer: AdamW reads weight, gradient and two moments and writes three (fp32: 28 B
+    // per trainable); 8-bit moments: 16 B; SGD: 12 B. Once per grad_accum micro-steps.
+    double opt_bytes = 28;
+    if (setup.optimizer == Optimizer::AdamW8bit || setup.optimizer == Optimizer::PagedAdamW8bit) opt_bytes = 16;
+    if (setup.optimizer == Optimizer::Sgd) opt_bytes = 12;
+    t.optimizer_s = double(pc.trainable) * opt_bytes / bw / double(std::max<std::int64_t>(1, setup.grad_accum));
+
+    // Elementwise ops: forward once per forward pass, backward about twice the forward's bytes.
+    t.elementwise_s = k.elementwise_scale * T * double(arch.layers) * sh.elementwise * act * (fwd_passes + 2.0) / bw;
+
+    // Logits: written 16-bit, upcast to fp32, log-softmax, gradient: ~26 B per logit; a fused
+    // or chunked loss never writes the fp32 copies (~8 B).
+    const bool fused = f.loss_fused || f.fused_loss || f.id == "unsloth";
+    t.logits_s = T * double(arch.vocab) * (fused ? 8.0 : 26.0) / bw;
+
+    // Transfers over the host link (PCIe; unified memory: the memory bus). An offloaded optimizer
+    // (ZeRO-Offload) sends every gradient down (fp32) and gets the updated 16-bit weights back once
+    // per optimizer step. Unsloth's offloaded checkpoints move each layer's input down in forward and
+    // back in backward, overlapped with the layers' work: only the excess counts.
+    if (m.link_gb_s > 0 && m.kind == MachineKind::Gpu) {
+        const double link = m.link_gb_s * 1e9;
+        if (setup.offload)
+            t.offload_s += double(pc.trainable) * (4.0 + 2.0) / link / double(std::max<std::int64_t>(1, setup.grad_accum));
+        if (f.checkpoint_offload && ckpt) {
+            const double moved = 2.0 * T * double(arch.hidden) * act * double(arch.layers);
+            t.offload_s += std::max(0.0, moved / link - t.matmul_s);
+        }
+    }
+
+    // Dispatch: about 30 ops per layer forward (+6 per adapted linear), backward twice that.
+    const double adapted = pc.adapter > 0 ? double(arch.layers) * 7.0 : 0.0;
+    const double ops = (30.0 * double(arch.layers) + 6.0 * adapted) * (fwd_passes + 2.0) + 50.0;
+    const double dispatch = ops * k.launch_s;
+    // A GPU runs ahead of its host: dispatch costs only where it outlasts the device's work. A
+    // CPU both dispatches and computes: it adds.
+    t.overhead_s = m.kind == MachineKind::Cpu ? dispatch : std::max(0.0, dispatch - t.total_s());
+    if (k.framework_speedup > 0 && k.framework_speedup != 1.0) {
+        const double scale = 1.0 / k.framework_speedup;
+        for (double* part : {&t.matmul_s, &t.attention_s, &t.adapter_s, &t.dequant_s, &t.optimizer_s, &t.elementwise_s,
+                             &t.logits_s, &t.overhead_s, &t.offload_s})
+            *part *= scale;
+    }
+    return t;
+}
+
+std::string StepTime::explain() const {
+    std::ostringstream o;
+    char buf[160];
+    auto line = [&](const char* what, double sec) {
+        std::snprintf(buf, sizeof buf, "  %-12s %9.4f s  (%4.1f %%)\n", what, sec, total_s() > 0 ? 100 * sec / total_s() : 0);
+        o << buf;
+    };
+    std::snprintf(buf, sizeof buf, "%.0f tokens per micro-step; %.3g matmul FLOPs at %.1f TFLOPS × %.2f efficiency\n",
+                  tokens, matmul_flops, peak_tflops, efficiency);
+    o << buf;
+    line("matmuls", matmul_s);
+    line("attention", attention_s);
+    line("adapters", adapter_s);
+    line("dequant", dequant_s);
+    line("optimizer", optimizer_s);
+    line("elementwise", elementwise_s);
+    line("logits", logits_s);
+    line("overhead", overhead_s);
+    line("offload", offload_s);
+    std::snprintf(buf, sizeof buf, "  total        %9.4f s  -> %.1f tokens/s\n", total_s(), tokens_per_s());
+    o << buf;
+    return o.str();
+}
+
+ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& m,
+                         const SpeedFactors& k, double weight_bits) {
+    ServeSpeed out;
+    const Shape sh = shape_of(arch);
+    double bits = weight_bits;
+    if (bits <= 0) {
+        switch (setup.effective_quantization()) {
+            case Quantization::None: bits = 8.0 * dtype_bytes(setup.precision); break;
+            case Quantization::Nf4: bits = 4.5; break;             // 4-bit codes + fp32 absmax per 64
+            case Quantization::Nf4DoubleQuant: bits = 4.127; break; // absmax in 8 bits + fp32 per 256 blocks
+            case Quantization::Int8: bits = 8.5; break;            // LLM.int8: codes + row scales, outliers
+        }
+    }
+    const double embedding_read = double(arch.hidden) * 2.0;       // one row per token
+    out.weight_bytes = (sh.linear + sh.head) * bits / 8.0 + embedding_read;
+    const double b = double(std::max<std::int64_t>(1, setup.serve_batch));
+    const double ctx = double(std::max<std::int64_t>(1, setup.seq_len));
+    const double kv_per_token = 2.0 * double(arch.layers) * double(arch.kv_dim()) * 2.0;   // K and V, 16-bit
+    out.kv_bytes_per_step = b * ctx * kv_per_token;
+    const double bw = std::max(1e-3, m.bandwidth_gb_s) * 1e9 * k.bandwidth_efficiency;
+    // Per layer: an engine launches a handful of fused kernels; eager PyTorch dispatches about 25
+    // ops (norms, rotary, attention, SwiGLU, residuals) plus ~5 per bitsandbytes 4-bit linear
+    // (dequantize, gemv, reshapes) for the 7 linears.
+    const bool quantized = bits < 8.0 * dtype_bytes(setup.precision) - 0.5;
+    const double launches = k.eager_decode ? double(arch.layers) * (25.0 + (quantized ? 35.0 : 7.0)) * k.eager_op_s
+                                           : 4.0 * double(arch.layers) * k.launch_s;
+    // A decode step's products are matrix-vector (b rows): bandwidth-bound unless b is large, so
+    // their FLOPs are counted at the large-GEMM efficiency (no small-row penalty).
+    const double decode_compute = 2.0 * b * (sh.linear + sh.head) / (peak_tflops(m, setup.precision) * 1e12 *
+                                                                       k.matmul_efficiency);
+    const double step = std::max((out.weight_bytes + out.kv_bytes_per_step) / bw, decode_compute) + launches;
+    out.decode_tokens_per_s = b / step;
+    // Prefill: the whole prompt at once, compute-bound; causal attention over the prompt.
+    const double T = b * ctx;
+    const double flops = 2.0 * T * (sh.linear + sh.head) + 2.0 * double(arch.layers) * ctx * double(arch.q_dim()) * T;
+    const double eff = k.matmul_efficiency * fill(T, k.rows_half) * fill(double(arch.hidden), k.width_half);
+    const double prefill = std::max(flops / (peak_tflops(m, setup.precision) * 1e12 * eff), out.weight_bytes / bw) + launches;
+    out.prefill_tokens_per_s = T / prefill;
+    return out;
+}
+
+namespace {
+struct TimeUnit {
+    double seconds;
+    const char* name;
+    int digits;
+};
+// The unit a duration reads best in, as the CLI's and the window's durations use.
+TimeUnit unit_for(double seconds) {
+    if (seconds >= 3 * 86400) return {86400, "days", 1};
+    if (seconds >= 7200) return {3600, "h", 1};
+    if (seconds >= 120) return {60, "min", 0};
+    return {1, "s", 0};
+}
+}  // namespace
+
+std::string likely_span(double seconds) {
+    if (!std::isfinite(seconds) || seconds <= 0) return "—";
+    const TimeUnit u = unit_for(seconds);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f–%.*f %s", u.digits, kTimeLow * seconds / u.seconds, u.digits,
+                  kTimeHigh * seconds / u.seconds, u.name);
+    return buf;
+}
+
+std::string likely_range(double seconds) {
+    if (!std::isfinite(seconds) || seconds <= 0) return "—";
+    const TimeUnit u = unit_for(seconds);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f %s, likely ", u.digits, seconds / u.seconds, u.name);
+    return buf + likely_span(seconds);
+}
+
+}  // namespace wingspan
