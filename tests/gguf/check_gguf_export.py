@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""`wingspan-train export --format gguf` checked by llama.cpp itself (issue 30).
+
+  check_gguf_export.py WINGSPAN_TRAIN WORK_DIR
+
+For tiny Llama-, Qwen2- and Qwen3-shaped models this script writes (tiny_models.py):
+  - every quantization exports, with protocol lines (hello, one log per tensor, done) and a file
+    whose size is the one `done` reports;
+  - the gguf package reads the file back: the architecture's keys and tensor names as
+    llama.cpp's convert_hf_to_gguf.py writes them, vectors in F32, matrices in the chosen type,
+    q8_0/q4_0 bytes equal to gguf-py's reference quantizer's, the tokenizer and chat template;
+  - llama.cpp (llama-cpp-python) tokenizes prompts to the ids `wingspan-train tokenize` gives and
+    greedy-decodes them to the same text and token count as `wingspan-train generate
+    --temperature 0` for the f32 and f16 files (the weights are fp16-exact);
+  - bf16, q8_0 and q4_0 logits stay within stated tolerances of the f32 file's;
+  - base + LoRA adapter merged on the fly decodes as `generate --adapter` does;
+  - the Modelfile's TEMPLATE renders what the model's Jinja chat template renders;
+  - bad input gets exit 2, an `error` line and no file.
+Exit 0 when everything holds; 1 with the failures listed.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_models  # noqa: E402
+
+import gguf  # noqa: E402
+import llama_cpp  # noqa: E402
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+FAILURES = []
+PROMPTS = ["the cat sat on the mat", "Hello world, this is", "in 1999 there were 42 owls"]
+NEW_TOKENS = 12
+# Logit tolerances against the f32 file, as the largest |difference| over the prompts' positions
+# divided by the logits' standard deviation there (measured on these models: see README "GGUF").
+TOLERANCE = {"bf16": 0.05, "q8_0": 0.05, "q4_0": 0.35}
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print("FAIL:", what, flush=True)
+    return ok
+
+
+def run(args, expect_rc=0):
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=300)
+    check(p.returncode == expect_rc, f"{' '.join(args[:3])}...: exit {p.returncode}, wanted {expect_rc}: {p.stderr[-400:]}")
+    return p
+
+
+def export(model, quant, out, adapter=None, expect_rc=0):
+    args = ["export", "--format", "gguf", "--quant", quant, "--model", model, "--out", out]
+    if adapter:
+        args += ["--adapter", adapter]
+    p = run(args, expect_rc)
+    events = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    check(events and events[0]["event"] == "hello", f"{out}: first line is hello")
+    check(events and events[-1]["event"] == "done", f"{out}: last line is done")
+    return events
+
+
+GGUF_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+              "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+              "self_attn.k_norm": "attn_k_norm", "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
+              "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+
+def expected_names(model_dir):
+    """tensor_mapping.py's names for the HF tensors the folder holds."""
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    names = set()
+    for hf in header:
+        if hf == "__metadata__":
+            continue
+        if hf == "model.embed_tokens.weight":
+            names.add("token_embd.weight")
+        elif hf == "model.norm.weight":
+            names.add("output_norm.weight")
+        elif hf == "lm_head.weight":
+            names.add("output.weight")
+        else:
+            _, _, layer, rest = hf.split(".", 3)
+            stem, kind = rest.rsplit(".", 1)
+            names.add(f"blk.{layer}.{GGUF_NAMES[stem]}.{kind}")
+    return names
+
+
+def field(reader, key):
+    f = reader.fields.get(key)
+    return None if f is None else f.contents()
+
+
+def check_metadata(path, model_dir, cfg, arch, quant, pre):
+    r = gguf.GGUFReader(path)
+    where = os.path.basename(path)
+    garch = "llama" if arch == "llama" else arch
+    check(field(r, "general.architecture") == garch, f"{where}: general.architecture {field(r, 'general.architecture')}")
+    for key, want in (("block_count", cfg["num_hidden_layers"]), ("embedding_length", cfg["hidden_size"]),
+                      ("feed_forward_length", cfg["intermediate_size"]), ("context_length", cfg["max_position_embeddings"]),
+                      ("attention.head_count", cfg["num_attention_heads"]),
+                      ("attention.head_count_kv", cfg["num_key_value_heads"])):
+        check(field(r, f"{garch}.{key}") == want, f"{where}: {garch}.{key} = {field(r, f'{garch}.{key}')}, wanted {want}")
+    check(abs(field(r, f"{garch}.rope.freq_base") - cfg["rope_theta"]) < 1e-3 * cfg["rope_theta"], f"{where}: rope.freq_base")
+    if "head_dim" in cfg:
+        check(field(r, f"{garch}.attention.key_length") == cfg["head_dim"], f"{where}: attention.key_length")
+    check(field(r, "general.file_type") == {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}[quant], f"{where}: file_type")
+    check(field(r, "tokenizer.ggml.model") == "gpt2" and field(r, "tokenizer.ggml.pre") == pre,
+          f"{where}: tokenizer {field(r, 'tokenizer.ggml.model')}/{field(r, 'tokenizer.ggml.pre')}, wanted gpt2/{pre}")
+    tokens = field(r, "tokenizer.ggml.tokens")
+    check(len(tokens) == cfg["vocab_size"] and tokens[-1] == f"[PAD{cfg['vocab_size'] - 1}]", f"{where}: tokens")
+    check(field(r, "tokenizer.ggml.eos_token_id") == tokens.index("<|im_end|>"), f"{where}: eos id")
+    check(field(r, "tokenizer.chat_template") == tiny_models.CHATML, f"{where}: chat template")
+    names = {t.name for t in r.tensors}
+    check(names == expected_names(model_dir), f"{where}: tensor names {sorted(names ^ expected_names(model_dir))} differ")
+    matrix = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0"}[quant]
+    for t in r.tensors:
+        want = "F32" if len(t.shape) == 1 else matrix
+        check(t.tensor_type.name == want, f"{where}: {t.name} is {t.tensor_type.name}, wanted {want}")
+    return r
+
+
+def check_reference_quantizer(q_reader, f32_reader, quant):
+    """Our q8_0/q4_0 bytes against gguf-py's quantizer run on the same f32 values."""
+    qtype = getattr(gguf.GGMLQuantizationType, quant.upper())
+    f32 = {t.name: t for t in f32_reader.tensors}
+    worst = 0.0
+    for t in q_reader.tensors:
+        if t.tensor_type != qtype:
+            continue
+        src = np.asarray(f32[t.name].data, dtype=np.float32).reshape(-1, int(t.shape[0]))
+        ref = gguf.quants.quantize(src, qtype)
+        ours = np.asarray(t.data).reshape(ref.shape)
+        worst = max(worst, float(np.mean(ours != ref)))
+    # Equal bytes, but for a rounding tie numpy breaks the other way (none expected).
+    check(worst <= 1e-3, f"{quant}: {worst:.2%} of the bytes differ from gguf-py's quantizer")
+
+
+def greedy_llama_cpp(path, prompt):
+    llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_threads=2, logits_all=True, verbose=False, seed=0)
+    ids = llm.tokenize(prompt.encode(), add_bos=bool(llm.metadata.get("tokenizer.ggml.add_bos_token") == "true"),
+                       special=False)
+    llm.reset()
+    llm.eval(ids)
+    prompt_logits = np.array(llm.scores[:len(ids)], dtype=np.float64)
+    out = []
+    for _ in range(NEW_TOKENS):
+        nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        if nxt == llm.token_eos():
+            break
+        out.append(nxt)
+        llm.eval([nxt])
+    text = llm.detokenize(out).decode("utf-8", errors="replace")
+    llm.close()
+    return ids, out, text, prompt_logits
+
+
+def greedy_wingspan(model_dir, prompt, adapter=None):
+    args = ["generate", "--model", model_dir, "--prompt", prompt, "--temperature", "0", "--max-tokens", str(NEW_TOKENS)]
+    if adapter:
+        args += ["--adapter", adapter]
+    p = run(args)
+    count = int(p.stderr.strip().splitlines()[-1].split()[0])
+    return p.stdout[:-1] if p.stdout.endswith("\n") else p.stdout, count
+
+
+def wingspan_ids(model_dir, prompt, add_bos, bos):
+    p = subprocess.run([BIN, "tokenize", "--tokenizer", os.path.join(model_dir, "tokenizer.json")], input=prompt,
+                       capture_output=True, text=True, timeout=60)
+    ids = json.loads(p.stdout.splitlines()[-1])
+    return ([bos] if add_bos else []) + ids
+
+
+def check_decoding(path, model_dir, label, adapter=None):
+    meta = gguf.GGUFReader(path)
+    add_bos, bos = bool(field(meta, "tokenizer.ggml.add_bos_token")), field(meta, "tokenizer.ggml.bos_token_id")
+    for prompt in PROMPTS:
+        ids, out, text, _ = greedy_llama_cpp(path, prompt)
+        check(ids == wingspan_ids(model_dir, prompt, add_bos, bos), f"{label}: prompt ids for {prompt!r} differ")
+        ws_text, ws_count = greedy_wingspan(model_dir, prompt, adapter)
+        check(text == ws_text and len(out) == ws_count,
+              f"{label}: {prompt!r}: llama.cpp {text!r} ({len(out)} tokens), wingspan-train {ws_text!r} ({ws_count})")
+
+
+def check_logits(q_path, f32_path, quant):
+    worst = 0.0
+    for prompt in PROMPTS:
+        _, _, _, ref = greedy_llama_cpp(f32_path, prompt)
+        _, _, _, got = greedy_llama_cpp(q_path, prompt)
+        worst = max(worst, float(np.max(np.abs(got - ref) / ref.std(axis=1, keepdims=True))))
+    print(f"{quant}: largest |logit - f32 logit| / std = {worst:.4f} (tolerance {TOLERANCE[quant]})", flush=True)
+    check(worst <= TOLERANCE[quant], f"{quant}: logits off by {worst:.4f} std, tolerance {TOLERANCE[quant]}")
+
+
+def render_ollama(template, messages):
+    """The subset of Go's text/template our Modelfiles use for ChatML: one range over .Messages."""
+    head, rest = template.split("{{- range .Messages }}", 1)
+    body, tail = rest.split("{{ end }}", 1)
+    text = head
+    for m in messages:
+        text += body.replace("{{ .Role }}", m["role"]).replace("{{ .Content }}", m["content"])
+    return text + tail
+
+
+def check_modelfile(out_dir, gguf_name):
+    import jinja2
+    with open(os.path.join(out_dir, "Modelfile")) as f:
+        text = f.read()
+    check(f"FROM ./{gguf_name}\n" in text, "Modelfile: FROM names the file")
+    check('PARAMETER stop "<|im_end|>"' in text, "Modelfile: stops at <|im_end|>")
+    template = text.split('TEMPLATE """', 1)[1].split('"""', 1)[0]
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"},
+                {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Name an owl."}]
+    jinja = jinja2.Environment().from_string(tiny_models.CHATML).render(messages=messages, add_generation_prompt=True)
+    check(render_ollama(template, messages) == jinja, "Modelfile: its TEMPLATE renders the chat template's text")
+
+
+def check_bad_input(model_dir, qwen3_dir, adapter):
+    out = os.path.join(WORK, "bad", "x.gguf")
+    for args in (["--quant", "q5_k", "--model", model_dir], ["--quant", "f16", "--model", os.path.join(WORK, "nothing")],
+                 ["--quant", "f16", "--model", qwen3_dir, "--adapter", adapter]):
+        p = run(["export", "--format", "gguf", *args, "--out", out], expect_rc=2)
+        lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+        check(any(e["event"] == "error" for e in lines), f"bad input {args}: an error line")
+        check(not os.path.exists(out), f"bad input {args}: no file written")
+    gemma = os.path.join(WORK, "gemma")
+    os.makedirs(gemma, exist_ok=True)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["model_type"] = "gemma"
+    with open(os.path.join(gemma, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    p = run(["export", "--format", "gguf", "--model", gemma, "--out", out], expect_rc=2)
+    check("cannot be exported to GGUF yet" in p.stdout, "gemma: says it cannot be exported yet")
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    dirs = {}
+    for arch, pre in (("llama", "gpt-2"), ("qwen2", "qwen2"), ("qwen3", "llama-bpe")):
+        model_dir = os.path.join(WORK, arch)
+        cfg = tiny_models.make_model(model_dir, arch)
+        dirs[arch] = (model_dir, cfg)
+        readers = {}
+        for quant in ("f32", "f16", "bf16", "q8_0", "q4_0"):
+            path = os.path.join(WORK, "out", f"{arch}-{quant}.gguf")
+            events = export(model_dir, quant, path)
+            done = events[-1]
+            progress = [e["export"] for e in events if e["event"] == "log" and "export" in e]
+            check(done.get("reason") == "completed" and os.path.getsize(path) == done.get("bytes"),
+                  f"{arch} {quant}: done {done} vs {os.path.getsize(path)} bytes")
+            check(progress and progress[-1]["tensor"] == progress[-1]["tensors"] == done.get("tensors"),
+                  f"{arch} {quant}: one progress line per tensor")
+            readers[quant] = check_metadata(path, model_dir, cfg, arch, quant, pre)
+        for quant in ("q8_0", "q4_0"):
+            check_reference_quantizer(readers[quant], readers["f32"], quant)
+        for quant in ("f32", "f16"):
+            check_decoding(os.path.join(WORK, "out", f"{arch}-{quant}.gguf"), model_dir, f"{arch} {quant}")
+        for quant in ("bf16", "q8_0", "q4_0"):
+            check_logits(os.path.join(WORK, "out", f"{arch}-{quant}.gguf"), os.path.join(WORK, "out", f"{arch}-f32.gguf"), quant)
+        print(f"{arch}: checked", flush=True)
+
+    model_dir, cfg = dirs["llama"]
+    adapter = os.path.join(WORK, "adapter")
+    tiny_models.make_adapter(adapter, cfg)
+    merged = os.path.join(WORK, "out", "llama-lora-f32.gguf")
+    done = export(model_dir, "f32", merged, adapter=adapter)[-1]
+    check(done.get("merged_adapters") == 2 * cfg["num_hidden_layers"], f"adapter: merged {done.get('merged_adapters')}")
+    check_decoding(merged, model_dir, "llama + adapter f32", adapter=adapter)
+    check_modelfile(os.path.join(WORK, "out"), "llama-lora-f32.gguf")
+    check_bad_input(model_dir, dirs["qwen3"][0], adapter)
+
+    print(f"{len(FAILURES)} failed" if FAILURES else "all GGUF checks passed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
