@@ -18,6 +18,7 @@ For tiny Llama-, Qwen2- and Qwen3-shaped models this script writes (tiny_models.
   - bad input gets exit 2, an `error` line and no file.
 Exit 0 when everything holds; 1 with the failures listed.
 """
+import functools
 import json
 import os
 import subprocess
@@ -35,9 +36,14 @@ BIN, WORK = sys.argv[1], sys.argv[2]
 FAILURES = []
 PROMPTS = ["the cat sat on the mat", "Hello world, this is", "in 1999 there were 42 owls"]
 NEW_TOKENS = 12
-# Logit tolerances against the f32 file, as the largest |difference| over the prompts' positions
-# divided by the logits' standard deviation there (measured on these models: see README "GGUF").
-TOLERANCE = {"bf16": 0.05, "q8_0": 0.05, "q4_0": 0.35}
+# Logit tolerances: the largest, over the prompts' positions, RMS over the vocabulary of (logits -
+# reference logits) / std(reference logits). These random 2-layer models amplify errors (weights of
+# std 0.25 over 64 inputs, no training to smooth them); measured here (README "GGUF export"):
+#   against the f32 file:  bf16 0.028-0.043, q8_0 0.050-0.088, q4_0 0.62-0.82;
+#   against an f32 file of the same dequantized weights: q8_0 0.036-0.081, q4_0 0.038-0.060,
+#   what is left being llama.cpp's q8_0 rounding of activations in quantized matmuls.
+TOLERANCE = {"bf16": 0.08, "q8_0": 0.15, "q4_0": 1.2,
+             "q8_0 (dequantized weights)": 0.12, "q4_0 (dequantized weights)": 0.12}
 
 
 def check(ok, what):
@@ -47,9 +53,9 @@ def check(ok, what):
     return ok
 
 
-def run(args, expect_rc=0):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=300)
-    check(p.returncode == expect_rc, f"{' '.join(args[:3])}...: exit {p.returncode}, wanted {expect_rc}: {p.stderr[-400:]}")
+def run(args, expect_rc=0, text=True):
+    p = subprocess.run([BIN] + args, capture_output=True, text=text, timeout=300)
+    check(p.returncode == expect_rc, f"{' '.join(args[:3])}...: exit {p.returncode}, wanted {expect_rc}: {p.stderr[-400:]!r}")
     return p
 
 
@@ -142,8 +148,22 @@ def check_reference_quantizer(q_reader, f32_reader, quant):
     check(worst <= 1e-3, f"{quant}: {worst:.2%} of the bytes differ from gguf-py's quantizer")
 
 
+_LOADED = {}
+
+
+def llama_model(path):
+    """One llama.cpp context per file, kept for all its prompts (loading is most of the cost)."""
+    if path not in _LOADED:
+        _LOADED.clear()
+        # One thread: on a loaded machine ggml's spinning workers wait for each other (3 s for 12
+        # tokens with two threads here, 1 ms with one).
+        _LOADED[path] = llama_cpp.Llama(model_path=path, n_ctx=256, n_threads=1, n_threads_batch=1, logits_all=True,
+                                        verbose=False, seed=0)
+    return _LOADED[path]
+
+
 def greedy_llama_cpp(path, prompt):
-    llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_threads=2, logits_all=True, verbose=False, seed=0)
+    llm = llama_model(path)
     ids = llm.tokenize(prompt.encode(), add_bos=bool(llm.metadata.get("tokenizer.ggml.add_bos_token") == "true"),
                        special=False)
     llm.reset()
@@ -156,18 +176,17 @@ def greedy_llama_cpp(path, prompt):
             break
         out.append(nxt)
         llm.eval([nxt])
-    text = llm.detokenize(out).decode("utf-8", errors="replace")
-    llm.close()
-    return ids, out, text, prompt_logits
+    return ids, out, llm.detokenize(out), prompt_logits   # bytes: a random model's tokens need not be whole UTF-8
 
 
+@functools.lru_cache(maxsize=None)
 def greedy_wingspan(model_dir, prompt, adapter=None):
     args = ["generate", "--model", model_dir, "--prompt", prompt, "--temperature", "0", "--max-tokens", str(NEW_TOKENS)]
     if adapter:
         args += ["--adapter", adapter]
-    p = run(args)
+    p = run(args, text=False)
     count = int(p.stderr.strip().splitlines()[-1].split()[0])
-    return p.stdout[:-1] if p.stdout.endswith("\n") else p.stdout, count
+    return p.stdout[:-1] if p.stdout.endswith(b"\n") else p.stdout, count
 
 
 def wingspan_ids(model_dir, prompt, add_bos, bos):
@@ -189,13 +208,46 @@ def check_decoding(path, model_dir, label, adapter=None):
 
 
 def check_logits(q_path, f32_path, quant):
-    worst = 0.0
-    for prompt in PROMPTS:
-        _, _, _, ref = greedy_llama_cpp(f32_path, prompt)
-        _, _, _, got = greedy_llama_cpp(q_path, prompt)
-        worst = max(worst, float(np.max(np.abs(got - ref) / ref.std(axis=1, keepdims=True))))
-    print(f"{quant}: largest |logit - f32 logit| / std = {worst:.4f} (tolerance {TOLERANCE[quant]})", flush=True)
-    check(worst <= TOLERANCE[quant], f"{quant}: logits off by {worst:.4f} std, tolerance {TOLERANCE[quant]}")
+    """The quantized file's logits at every prompt position against the f32 file's: the RMS of the
+    difference over the vocabulary, relative to the f32 logits' standard deviation there."""
+    ref = [greedy_llama_cpp(f32_path, p)[3] for p in PROMPTS]
+    got = [greedy_llama_cpp(q_path, p)[3] for p in PROMPTS]
+    worst = max(float(np.max(np.sqrt(np.mean((g - r) ** 2, axis=1)) / r.std(axis=1))) for g, r in zip(got, ref))
+    print(f"{quant}: largest RMS(logit - f32 logit) / std(f32 logits) = {worst:.4f} (tolerance {TOLERANCE[quant]})",
+          flush=True)
+    check(worst <= TOLERANCE[quant], f"{quant}: logits off by {worst:.4f}, tolerance {TOLERANCE[quant]}")
+
+
+def hf_name(gguf_name):
+    """The inverse of expected_names' mapping."""
+    fixed = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+             "output.weight": "lm_head.weight"}
+    if gguf_name in fixed:
+        return fixed[gguf_name]
+    _, layer, stem, kind = gguf_name.split(".")
+    return f"model.layers.{layer}.{next(k for k, v in GGUF_NAMES.items() if v == stem)}.{kind}"
+
+
+def check_dequantized(q_path, model_dir, cfg, arch, quant):
+    """How llama.cpp reads the quantized blocks, apart from what quantizing costs: the quantized
+    file's logits against an f32 export of its own weights dequantized by gguf-py (a model folder
+    wingspan-train exports again). What remains is llama.cpp quantizing activations to q8_0."""
+    folder = os.path.join(WORK, f"dequantized-{arch}-{quant}")
+    os.makedirs(folder, exist_ok=True)
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        with open(os.path.join(model_dir, f), "rb") as src, open(os.path.join(folder, f), "wb") as dst:
+            dst.write(src.read())
+    tensors = {}
+    for t in gguf.GGUFReader(q_path).tensors:
+        w = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).reshape(tuple(int(d) for d in reversed(t.shape)))
+        if arch == "llama" and t.name.split(".")[-2:-1] in (["attn_q"], ["attn_k"]):   # undo LlamaModel.permute
+            heads = cfg["num_attention_heads"] if ".attn_q." in t.name else cfg["num_key_value_heads"]
+            w = w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+        tensors[hf_name(t.name)] = w
+    tiny_models.write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    f32 = os.path.join(WORK, "out", f"dequantized-{arch}-{quant}.gguf")
+    export(folder, "f32", f32)
+    check_logits(q_path, f32, quant + " (dequantized weights)")
 
 
 def render_ollama(template, messages):
@@ -264,6 +316,8 @@ def main():
             check_decoding(os.path.join(WORK, "out", f"{arch}-{quant}.gguf"), model_dir, f"{arch} {quant}")
         for quant in ("bf16", "q8_0", "q4_0"):
             check_logits(os.path.join(WORK, "out", f"{arch}-{quant}.gguf"), os.path.join(WORK, "out", f"{arch}-f32.gguf"), quant)
+        for quant in ("q8_0", "q4_0"):
+            check_dequantized(os.path.join(WORK, "out", f"{arch}-{quant}.gguf"), model_dir, cfg, arch, quant)
         print(f"{arch}: checked", flush=True)
 
     model_dir, cfg = dirs["llama"]
