@@ -15,7 +15,10 @@ For tiny Llama-, Qwen2- and Qwen3-shaped models this script writes (tiny_models.
   - bf16, q8_0 and q4_0 logits stay within stated tolerances of the f32 file's;
   - base + LoRA adapter merged on the fly decodes as `generate --adapter` does;
   - the Modelfile's TEMPLATE renders what the model's Jinja chat template renders;
-  - bad input gets exit 2, an `error` line and no file.
+  - bad input gets exit 2, an `error` line and no file;
+  - core's GGUF reader (gguf_probe) finds the tensors' types and bytes, and its llama.cpp KV cache
+    bytes equal what llama.cpp prints when it loads the file, at three context lengths and two
+    KV cache types; truncated and hostile headers are refused.
 Exit 0 when everything holds; 1 with the failures listed.
 """
 import functools
@@ -32,7 +35,7 @@ import tiny_models  # noqa: E402
 import gguf  # noqa: E402
 import llama_cpp  # noqa: E402
 
-BIN, WORK = sys.argv[1], sys.argv[2]
+BIN, WORK, PROBE = sys.argv[1], sys.argv[2], sys.argv[3]
 FAILURES = []
 PROMPTS = ["the cat sat on the mat", "Hello world, this is", "in 1999 there were 42 owls"]
 NEW_TOKENS = 12
@@ -250,6 +253,59 @@ def check_dequantized(q_path, model_dir, cfg, arch, quant):
     check_logits(q_path, f32, quant + " (dequantized weights)")
 
 
+def llama_cpp_prints(path, n_ctx, kv_type):
+    """What llama.cpp prints about its buffers when it loads `path` (MiB, two decimals)."""
+    code = (f"import llama_cpp; llama_cpp.Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads=1, n_batch=32, "
+            f"n_ubatch=32, type_k={kv_type}, type_v={kv_type}, flash_attn={kv_type != 1}, verbose=True)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    printed = {}
+    for line in p.stderr.splitlines():
+        if "model buffer size" in line:
+            printed["model"] = float(line.split("=")[1].split()[0])
+        if line.startswith("llama_kv_cache: size"):
+            parts = line.replace("(", " ").replace(")", " ").replace(",", " ").split()
+            printed["cells"] = int(parts[parts.index("cells") - 1])
+            printed["k"] = float(line.split("K (")[1].split(":")[1].split()[0])
+            printed["v"] = float(line.split("V (")[1].split(":")[1].split()[0])
+    return printed
+
+
+def check_serve_terms(path, kv_types):
+    """Core's reader and KV cache terms against llama.cpp's own figures, within 2 % (or the
+    0.005 MiB its two printed decimals hide)."""
+    mib = 1024.0 * 1024.0
+    r = gguf.GGUFReader(path)
+    probe = json.loads(subprocess.run([PROBE, path], capture_output=True, text=True, timeout=60).stdout)
+    check(probe["types"] == {t.name: t.tensor_type.name for t in r.tensors}, f"{path}: probe's tensor types")
+    check(probe["tensor_bytes"] == sum(int(t.n_bytes) for t in r.tensors), f"{path}: probe's tensor bytes")
+    for n_ctx in (4000, 16384, 32768):
+        for kv_type, name in kv_types:
+            printed = llama_cpp_prints(path, n_ctx, kv_type)
+            ours = json.loads(subprocess.run([PROBE, path, str(n_ctx), str(kv_type), str(kv_type)], capture_output=True,
+                                             text=True, timeout=60).stdout)
+            if not check({"model", "cells", "k", "v"} <= printed.keys(), f"{path}: llama.cpp printed {printed}"):
+                continue
+            close = lambda a, b: abs(a - b) <= max(0.02 * b, 0.005)  # noqa: E731
+            print(f"{os.path.basename(path)} n_ctx {n_ctx} KV {name}: llama.cpp {printed['cells']} cells K "
+                  f"{printed['k']} V {printed['v']} MiB, model {printed['model']} MiB; core {ours['kv_cells']} cells K "
+                  f"{ours['kv_k_bytes'] / mib:.4f} V {ours['kv_v_bytes'] / mib:.4f}, tensors "
+                  f"{ours['tensor_bytes'] / mib:.4f} MiB", flush=True)
+            check(ours["kv_cells"] == printed["cells"] and close(ours["kv_k_bytes"] / mib, printed["k"])
+                  and close(ours["kv_v_bytes"] / mib, printed["v"]) and close(ours["tensor_bytes"] / mib, printed["model"]),
+                  f"{path} n_ctx {n_ctx} {name}: core's KV/weights differ from llama.cpp's")
+    for cut in (3, 24, 200):   # truncated inside the magic, the counts, the metadata
+        bad = os.path.join(WORK, f"truncated-{cut}.gguf")
+        with open(path, "rb") as src, open(bad, "wb") as dst:
+            dst.write(src.read(cut))
+        p = subprocess.run([PROBE, bad], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 2 and "GGUF" in p.stderr, f"truncated at {cut}: exit {p.returncode} {p.stderr!r}")
+    huge = os.path.join(WORK, "huge-counts.gguf")
+    with open(huge, "wb") as f:
+        f.write(b"GGUF" + (3).to_bytes(4, "little") + (1 << 60).to_bytes(8, "little") + (1 << 60).to_bytes(8, "little"))
+    p = subprocess.run([PROBE, huge], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "more entries" in p.stderr, f"2^60 entries: exit {p.returncode} {p.stderr!r}")
+
+
 def render_ollama(template, messages):
     """The subset of Go's text/template our Modelfiles use for ChatML: one range over .Messages."""
     head, rest = template.split("{{- range .Messages }}", 1)
@@ -329,6 +385,15 @@ def main():
     check_decoding(merged, model_dir, "llama + adapter f32", adapter=adapter)
     check_modelfile(os.path.join(WORK, "out"), "llama-lora-f32.gguf")
     check_bad_input(model_dir, dirs["qwen3"][0], adapter)
+    check_serve_terms(os.path.join(WORK, "out", "qwen3-f16.gguf"), ((1, "f16"), (8, "q8_0")))
+    llama_q8 = os.path.join(WORK, "out", "llama-q8_0.gguf")
+    check_serve_terms(llama_q8, ((1, "f16"),))
+    # A q8_0 cache needs heads of whole 32-value blocks: llama.cpp refuses it for 16-value heads,
+    # and so does core.
+    check(llama_cpp_prints(llama_q8, 4096, 8) == {"model": llama_cpp_prints(llama_q8, 4096, 1)["model"]},
+          "llama.cpp refuses a q8_0 cache for 16-value heads")
+    p = subprocess.run([PROBE, llama_q8, "4096", "8", "8"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "do not divide a head of 16" in p.stderr, f"core refuses it too: {p.stderr!r}")
 
     print(f"{len(FAILURES)} failed" if FAILURES else "all GGUF checks passed")
     return 1 if FAILURES else 0
