@@ -306,6 +306,27 @@ def check_serve_terms(path, kv_types):
     check(p.returncode == 2 and "more entries" in p.stderr, f"2^60 entries: exit {p.returncode} {p.stderr!r}")
 
 
+def check_sentencepiece():
+    """A Llama with a SentencePiece-style tokenizer (Llama 2's kind: byte fallback, a prepended ▁)
+    from tests/trainer/fixtures: tokenizer.ggml.model "llama" with merge-rank scores tokenizes and
+    decodes as wingspan-train does."""
+    folder = os.path.join(WORK, "llama-spm")
+    tiny_models.make_model(folder, "llama", seed=5)
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trainer", "fixtures", "sentencepiece",
+                           "small-llama")
+    tiny_models.use_tokenizer(folder, fixture)
+    path = os.path.join(WORK, "out", "llama-spm-f32.gguf")
+    export(folder, "f32", path)
+    r = gguf.GGUFReader(path)
+    check(field(r, "tokenizer.ggml.model") == "llama" and field(r, "tokenizer.ggml.add_space_prefix") is True,
+          "sentencepiece: tokenizer.ggml.model llama with add_space_prefix")
+    check_decoding(path, folder, "llama + SentencePiece f32")
+    for prompt in (" leading space and   three", "über café 123"):   # spaces, byte fallback
+        ids = greedy_llama_cpp(path, prompt)[0]
+        check(ids == wingspan_ids(folder, prompt, True, field(r, "tokenizer.ggml.bos_token_id")),
+              f"sentencepiece: ids of {prompt!r}")
+
+
 def render_ollama(template, messages):
     """The subset of Go's text/template our Modelfiles use for ChatML: one range over .Messages."""
     head, rest = template.split("{{- range .Messages }}", 1)
@@ -385,6 +406,7 @@ def main():
     check_decoding(merged, model_dir, "llama + adapter f32", adapter=adapter)
     check_modelfile(os.path.join(WORK, "out"), "llama-lora-f32.gguf")
     check_bad_input(model_dir, dirs["qwen3"][0], adapter)
+    check_sentencepiece()
     check_serve_terms(os.path.join(WORK, "out", "qwen3-f16.gguf"), ((1, "f16"), (8, "q8_0")))
     llama_q8 = os.path.join(WORK, "out", "llama-q8_0.gguf")
     check_serve_terms(llama_q8, ((1, "f16"),))

@@ -126,6 +126,35 @@ def make_model(folder, arch, seed=0):
     return cfg
 
 
+def use_tokenizer(folder, tokenizer_dir):
+    """Replaces a model folder's tokenizer with another's (a SentencePiece-style one), the
+    embedding and head resized to its vocabulary."""
+    import shutil
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tokenizer_dir, f), os.path.join(folder, f))
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    vocab = 1 + max(max(tok["model"]["vocab"].values()), max(a["id"] for a in tok["added_tokens"]))
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["vocab_size"] = vocab
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header, data = json.loads(f.read(n)), f.read()
+    rng, tensors = np.random.default_rng(3), {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        a = np.frombuffer(data[h["data_offsets"][0]:h["data_offsets"][1]], dtype=np.float32).reshape(h["shape"])
+        if name in ("model.embed_tokens.weight", "lm_head.weight"):
+            a = f16_values(rng, (vocab, a.shape[1]), 1.0 if "embed" in name else 0.5)
+        tensors[name] = a
+    write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    return cfg
+
+
 def make_adapter(folder, cfg, seed=1, rank=4):
     """A LoRA adapter on q_proj and v_proj (B non-zero, so merging changes the output)."""
     os.makedirs(folder, exist_ok=True)
