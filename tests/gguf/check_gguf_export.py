@@ -3,7 +3,7 @@
 
   check_gguf_export.py WINGSPAN_TRAIN WORK_DIR
 
-For tiny Llama-, Qwen2- and Qwen3-shaped models this script writes (tiny_models.py):
+For tiny Llama-, Qwen2-, Qwen3- and Gemma-shaped models this script writes (tiny_models.py):
   - every quantization exports, with protocol lines (hello, one log per tensor, done) and a file
     whose size is the one `done` reports;
   - the gguf package reads the file back: the architecture's keys and tensor names as
@@ -306,6 +306,27 @@ def check_serve_terms(path, kv_types):
     check(p.returncode == 2 and "more entries" in p.stderr, f"2^60 entries: exit {p.returncode} {p.stderr!r}")
 
 
+def check_gemma():
+    """Gemma (GeGLU, embeddings × sqrt(hidden), RMSNorm by 1 + weight, tied head): the converter's
+    norm + 1, no output.weight, and llama.cpp's greedy bytes equal wingspan-train's."""
+    folder = os.path.join(WORK, "gemma-model")
+    tiny_models.make_model(folder, "gemma", seed=7)
+    for quant in ("f32", "f16"):
+        path = os.path.join(WORK, "out", f"gemma-{quant}.gguf")
+        export(folder, quant, path)
+        r = gguf.GGUFReader(path)
+        tensors = {t.name: t for t in r.tensors}
+        check(field(r, "general.architecture") == "gemma" and "output.weight" not in tensors, f"gemma {quant}: keys")
+        check(field(r, "gemma.attention.key_length") == 16, f"gemma {quant}: key_length")
+        with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            h = json.loads(f.read(n))["model.norm.weight"]
+            f.seek(8 + n + h["data_offsets"][0])
+            src = np.frombuffer(f.read(h["data_offsets"][1] - h["data_offsets"][0]), dtype=np.float32)
+        check(np.array_equal(np.asarray(tensors["output_norm.weight"].data), src + 1), f"gemma {quant}: norm + 1")
+        check_decoding(path, folder, f"gemma {quant}")
+
+
 def check_sentencepiece():
     """A Llama with a SentencePiece-style tokenizer (Llama 2's kind: byte fallback, a prepended ▁)
     from tests/trainer/fixtures: tokenizer.ggml.model "llama" with merge-rank scores tokenizes and
@@ -362,11 +383,11 @@ def check_bad_input(model_dir, qwen3_dir, adapter):
     os.makedirs(gemma, exist_ok=True)
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
-    cfg["model_type"] = "gemma"
+    cfg["model_type"] = "gemma2"
     with open(os.path.join(gemma, "config.json"), "w") as f:
         json.dump(cfg, f)
     p = run(["export", "--format", "gguf", "--model", gemma, "--out", out], expect_rc=2)
-    check("cannot be exported to GGUF yet" in p.stdout, "gemma: says it cannot be exported yet")
+    check("cannot be exported to GGUF yet" in p.stdout, "gemma2: says it cannot be exported yet")
 
 
 def main():
@@ -407,6 +428,7 @@ def main():
     check_modelfile(os.path.join(WORK, "out"), "llama-lora-f32.gguf")
     check_bad_input(model_dir, dirs["qwen3"][0], adapter)
     check_sentencepiece()
+    check_gemma()
     check_serve_terms(os.path.join(WORK, "out", "qwen3-f16.gguf"), ((1, "f16"), (8, "q8_0")))
     llama_q8 = os.path.join(WORK, "out", "llama-q8_0.gguf")
     check_serve_terms(llama_q8, ((1, "f16"),))

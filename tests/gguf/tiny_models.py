@@ -80,23 +80,26 @@ def make_model(folder, arch, seed=0):
     tied head, Qwen2 pre-tokenizer) or "qwen3" (q/k norms, head_dim beyond hidden / heads)."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
-    tok = tokenizer_json({"llama": "gpt2", "qwen2": "qwen2", "qwen3": "llama3"}[arch])
+    tok = tokenizer_json({"llama": "gpt2", "qwen2": "qwen2", "qwen3": "llama3", "gemma": "gpt2"}[arch])
     vocab = 256 + len(MERGES) + len(SPECIALS) + 5   # a few unused rows, as real models pad
     hidden, layers, heads, kv, inter = 64, 2, 4, 2, 96
     head_dim = 32 if arch == "qwen3" else hidden // heads
+    norm_one = 0 if arch == "gemma" else 1   # Gemma stores RMSNorm scales as (scale - 1)
     cfg = {"architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                              "qwen3": "Qwen3ForCausalLM"}[arch]],
+                              "qwen3": "Qwen3ForCausalLM", "gemma": "GemmaForCausalLM"}[arch]],
            "model_type": arch, "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
            "num_attention_heads": heads, "num_key_value_heads": kv, "vocab_size": vocab,
            "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0 if arch == "llama" else 1e6,
            "tie_word_embeddings": arch != "llama", "torch_dtype": "float32"}
-    if arch == "qwen3":
+    if arch in ("qwen3", "gemma"):
         cfg["head_dim"] = head_dim
+    if arch == "gemma":
+        cfg["hidden_act"] = "gelu_pytorch_tanh"
     q, k = heads * head_dim, kv * head_dim
     t = {"model.embed_tokens.weight": f16_values(rng, (vocab, hidden), 1.0)}
     for i in range(layers):
         p = f"model.layers.{i}."
-        t[p + "input_layernorm.weight"] = f16_values(rng, (hidden,), 0.1) + 1
+        t[p + "input_layernorm.weight"] = f16_values(rng, (hidden,), 0.1) + norm_one
         t[p + "self_attn.q_proj.weight"] = f16_values(rng, (q, hidden), 0.25)
         t[p + "self_attn.k_proj.weight"] = f16_values(rng, (k, hidden), 0.25)
         t[p + "self_attn.v_proj.weight"] = f16_values(rng, (k, hidden), 0.25)
@@ -107,11 +110,11 @@ def make_model(folder, arch, seed=0):
         if arch == "qwen3":
             t[p + "self_attn.q_norm.weight"] = f16_values(rng, (head_dim,), 0.1) + 1
             t[p + "self_attn.k_norm.weight"] = f16_values(rng, (head_dim,), 0.1) + 1
-        t[p + "post_attention_layernorm.weight"] = f16_values(rng, (hidden,), 0.1) + 1
+        t[p + "post_attention_layernorm.weight"] = f16_values(rng, (hidden,), 0.1) + norm_one
         t[p + "mlp.gate_proj.weight"] = f16_values(rng, (inter, hidden), 0.25)
         t[p + "mlp.up_proj.weight"] = f16_values(rng, (inter, hidden), 0.25)
         t[p + "mlp.down_proj.weight"] = f16_values(rng, (hidden, inter), 0.25)
-    t["model.norm.weight"] = f16_values(rng, (hidden,), 0.1) + 1
+    t["model.norm.weight"] = f16_values(rng, (hidden,), 0.1) + norm_one
     if arch == "llama":
         t["lm_head.weight"] = f16_values(rng, (vocab, hidden), 0.5)
     write_safetensors(os.path.join(folder, "model.safetensors"), t)

@@ -1,5 +1,5 @@
 // The GGUF exporter: which tensors and keys an architecture gets (convert_hf_to_gguf.py's
-// LlamaModel, Qwen2Model, Qwen3Model and TextModel.set_gguf_parameters; names from
+// LlamaModel, Qwen2Model, Qwen3Model, GemmaModel and TextModel.set_gguf_parameters; names from
 // gguf-py/gguf/tensor_mapping.py), then the tensors streamed one at a time.
 #include "export_gguf.hpp"
 
@@ -73,13 +73,13 @@ Quant quant_named(const std::string& q) {
 std::string gguf_arch(const ModelConfig& c) {
     if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "smollm" || c.model_type == "smollm2")
         return "llama";
-    if (c.model_type == "qwen2" || c.model_type == "qwen3") return c.model_type;
+    if (c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "gemma") return c.model_type;
     throw InputError("export: model_type \"" + c.model_type + "\" cannot be exported to GGUF yet (llama, mistral, " +
-                     "smollm, qwen2 and qwen3 can); merge it and use llama.cpp's convert_hf_to_gguf.py");
+                     "smollm, qwen2, qwen3 and gemma can); merge it and use llama.cpp's convert_hf_to_gguf.py");
 }
 
 // How a tensor's values change on the way (convert_hf_to_gguf.py's modify_tensors).
-enum class Transform { None, PermuteHeads };
+enum class Transform { None, PermuteHeads, PlusOne };
 
 struct Planned {
     std::string hf;                 // the safetensors name; "" for rope_freqs, which is computed
@@ -155,6 +155,8 @@ std::vector<Planned> plan_tensors(const ModelConfig& c, const std::string& arch,
         // halves of each head: the converter permutes q and k rows (LlamaModel.permute).
         if (arch == "llama" && (hf.find("self_attn.q_proj.") != std::string::npos)) p.transform = Transform::PermuteHeads, p.heads = c.heads;
         if (arch == "llama" && (hf.find("self_attn.k_proj.") != std::string::npos)) p.transform = Transform::PermuteHeads, p.heads = c.kv_heads;
+        // Gemma's RMSNorm scales by (1 + weight), llama.cpp's by weight (GemmaModel.modify_tensors).
+        if (arch == "gemma" && p.desc.name.ends_with("norm.weight")) p.transform = Transform::PlusOne;
         plan.push_back(std::move(p));
     }
     return plan;
@@ -198,6 +200,7 @@ void write_tensor(gguf::Writer& w, const Planned& p, at::Tensor t) {
         for (std::int64_t d = 1; d < t.dim(); ++d) shape.push_back(t.size(d));
         t = t.reshape(shape).transpose(1, 2).reshape(t.sizes());
     }
+    if (p.transform == Transform::PlusOne) t = t.to(at::kFloat) + 1;
     const std::int64_t row = p.desc.shape.back();
     const at::Tensor rows = t.contiguous().reshape({-1, row});
     const std::int64_t per_slice = std::max<std::int64_t>(1, (std::int64_t{16} << 20) / row);   // ~64 MiB of fp32
