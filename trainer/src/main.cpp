@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "export_gguf.hpp"
 #include "generate.hpp"
 #include "launcher.hpp"
 #include "memory.hpp"
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
     // Training and the rank launcher stop gracefully (they start their own listener); every other
     // command ends at the first stop signal.
     const bool trains = args.empty() || (args[0] != "devices" && args[0] != "tokenize" && args[0] != "merge" &&
-                                         args[0] != "generate");
+                                         args[0] != "generate" &&
+                                         args[0] != "export");
     if (!trains) wingspan::train::stops::start_listener(false);
     if (!args.empty() && args[0] == "devices") return wingspan::train::run_devices();
     if (!args.empty() && args[0] == "tokenize") {
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
     }
     if (!args.empty() && args[0] == "merge") return wingspan::train::run_merge({args.begin() + 1, args.end()});
     if (!args.empty() && args[0] == "generate") return wingspan::train::run_generate({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "export") return wingspan::train::run_export({args.begin() + 1, args.end()});
     if (wingspan::train::wants_launcher(args)) return wingspan::train::run_launcher(args, argv[0]);
     return wingspan::train::run_train(args, argv[0]);
 }

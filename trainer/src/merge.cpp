@@ -84,14 +84,7 @@ void merge(const Args& args) {
     std::vector<std::string> ignored;
     check_weights(*reader, expected_tensors(cfg), ignored);
 
-    const fs::path adir = adapter_dir_of(args.adapter);
-    // Checked against the base and the adapter file's shapes before anything is allocated.
-    const double scaling = read_adapter_config(adir, base_shape_of(*reader)).scaling();
-    bool qlora = false;
-    if (fs::exists(adir / "trainer_state.json")) qlora = read_json_object(adir / "trainer_state.json").value("method", "") == "qlora";
-    std::map<std::string, at::Tensor> adapter = load_safetensors(adir / "adapter_model.safetensors");
-    std::set<std::string> unused;
-    for (const auto& [name, t] : adapter) unused.insert(name);
+    AdapterFold fold(args.adapter, *reader);
 
     // Shards by the base's stored sizes (merging keeps every dtype and shape).
     const std::vector<std::string> names = reader->names();
@@ -124,39 +117,20 @@ void merge(const Args& args) {
         }
     } cleanup{tmp};
 
-    std::cerr << "merging " << adir.string() << " into " << base.string() << " (scaling " << scaling
-              << (qlora ? ", QLoRA: NF4 round trip of the adapted weights" : "") << ")\n";
+    std::cerr << "merging " << fold.dir().string() << " into " << base.string() << " (scaling " << fold.scaling()
+              << (fold.qlora() ? ", QLoRA: NF4 round trip of the adapted weights" : "") << ")\n";
     json weight_map = json::object();
-    int merged = 0;
     for (size_t s = 0; s < shards.size(); ++s) {
         std::vector<std::pair<std::string, at::Tensor>> tensors;
         for (const auto& n : shards[s]) {
-            at::Tensor w = reader->read(n);
-            const std::string stem = n.size() > 7 && n.compare(n.size() - 7, 7, ".weight") == 0 ? n.substr(0, n.size() - 7) : "";
-            const std::string a_name = "base_model.model." + stem + ".lora_A.weight", b_name = "base_model.model." + stem + ".lora_B.weight";
-            if (!stem.empty() && adapter.count(a_name) && adapter.count(b_name)) {
-                const at::Tensor A = adapter[a_name].to(at::kFloat), B = adapter[b_name].to(at::kFloat);
-                if (A.dim() != 2 || B.dim() != 2 || B.size(0) != w.size(0) || A.size(1) != w.size(1) || B.size(1) != A.size(0))
-                    throw InputError("the adapter's " + stem + " (A " + std::to_string(A.size(0)) + "x" + std::to_string(A.size(1)) +
-                                     ", B " + std::to_string(B.size(0)) + "x" + std::to_string(B.size(1)) +
-                                     ") does not fit the base's weight of that name");
-                at::Tensor w32 = qlora ? Nf4Weight::quantize(w.to(at::kFloat)).dequantize(at::kFloat) : w.to(at::kFloat);
-                w32.add_(at::matmul(B, A), scaling);
-                w = w32.to(w.scalar_type()).contiguous();
-                unused.erase(a_name);
-                unused.erase(b_name);
-                ++merged;
-            }
-            tensors.push_back({n, w});
+            tensors.push_back({n, fold.apply(n, reader->read(n))});
             weight_map[n] = shards.size() == 1 ? "model.safetensors" : shard_name(s, shards.size());
         }
         const std::string file = shards.size() == 1 ? "model.safetensors" : shard_name(s, shards.size());
         save_safetensors(tmp / file, tensors, {{"format", "pt"}});
         std::cerr << "wrote " << file << " (" << tensors.size() << " tensors)\n";
     }
-    if (!unused.empty())
-        throw InputError("the adapter names " + *unused.begin() + ", which the base has no weight for (another base model?)");
-    if (merged == 0) throw InputError("no weight of the base matched the adapter's modules (another base model?)");
+    fold.check_all_used();
     if (shards.size() > 1) {
         json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
         write_file_atomic(tmp / "model.safetensors.index.json", index.dump(2) + "\n");
@@ -173,11 +147,43 @@ void merge(const Args& args) {
     fs::rename(tmp, out, ec);
     if (ec) throw Failure("cannot rename " + tmp.string() + " to " + out.string() + ": " + ec.message());
     cleanup.done = true;
-    std::cerr << "merged " << merged << " weights; " << shards.size() << (shards.size() == 1 ? " file" : " shards") << ", "
+    std::cerr << "merged " << fold.merged() << " weights; " << shards.size() << (shards.size() == 1 ? " file" : " shards") << ", "
               << total << " bytes\n";
 }
 
 }  // namespace
+
+AdapterFold::AdapterFold(const std::string& run, const WeightReader& base) : dir_(adapter_dir_of(run)) {
+    // Checked against the base and the adapter file's shapes before anything is allocated.
+    scaling_ = read_adapter_config(dir_, base_shape_of(base)).scaling();
+    if (fs::exists(dir_ / "trainer_state.json"))
+        qlora_ = read_json_object(dir_ / "trainer_state.json").value("method", "") == "qlora";
+    adapter_ = load_safetensors(dir_ / "adapter_model.safetensors");
+    for (const auto& [name, t] : adapter_) unused_.insert(name);
+}
+
+at::Tensor AdapterFold::apply(const std::string& n, at::Tensor w) {
+    const std::string stem = n.size() > 7 && n.compare(n.size() - 7, 7, ".weight") == 0 ? n.substr(0, n.size() - 7) : "";
+    const std::string a_name = "base_model.model." + stem + ".lora_A.weight", b_name = "base_model.model." + stem + ".lora_B.weight";
+    if (stem.empty() || !adapter_.count(a_name) || !adapter_.count(b_name)) return w;
+    const at::Tensor A = adapter_[a_name].to(at::kFloat), B = adapter_[b_name].to(at::kFloat);
+    if (A.dim() != 2 || B.dim() != 2 || w.dim() != 2 || B.size(0) != w.size(0) || A.size(1) != w.size(1) || B.size(1) != A.size(0))
+        throw InputError("the adapter's " + stem + " (A " + std::to_string(A.size(0)) + "x" + std::to_string(A.size(1)) +
+                         ", B " + std::to_string(B.size(0)) + "x" + std::to_string(B.size(1)) +
+                         ") does not fit the base's weight of that name");
+    at::Tensor w32 = qlora_ ? Nf4Weight::quantize(w.to(at::kFloat)).dequantize(at::kFloat) : w.to(at::kFloat);
+    w32.add_(at::matmul(B, A), scaling_);
+    unused_.erase(a_name);
+    unused_.erase(b_name);
+    ++merged_;
+    return w32.to(w.scalar_type()).contiguous();
+}
+
+void AdapterFold::check_all_used() const {
+    if (!unused_.empty())
+        throw InputError("the adapter names " + *unused_.begin() + ", which the base has no weight for (another base model?)");
+    if (merged_ == 0) throw InputError("no weight of the base matched the adapter's modules (another base model?)");
+}
 
 int run_merge(const std::vector<std::string>& args) {
     try {
