@@ -8,6 +8,7 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 export WINGSPAN_VENV_ROOT=$root PIP_INDEX_URL=http://127.0.0.1:9/simple
+unset WINGSPAN_REQUIRE_VENVS   # CI exports it; the skip case below is a user's machine without it
 fail() { echo "FAIL: $*"; exit 1; }
 
 err=$("$src/scripts/venv.sh" frameworks 2>&1 >/dev/null); rc=$?
