@@ -52,6 +52,7 @@ inline wingspan::ui::RunOptions small_builtin_run(wingspan::ui::RunOptions o, in
     o.rank = 8;
     o.alpha = 16;
     o.precision = wingspan::Precision::Fp32;
+    o.precision_auto = false;   // fp32 asked for: the checks count 4 bytes per weight on every CPU
     o.seq = 64;
     o.batch = 2;
     o.grad_accum = 1;

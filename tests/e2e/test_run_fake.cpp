@@ -80,7 +80,7 @@ private slots:
     void argumentsFromPlan() {
         Plan plan = Plan::lesson_default();
         plan.setup.method = Method::Serve;
-        plan.setup.precision = Precision::Fp16Mixed;
+        set_precision(plan.setup, "fp16-mixed");
         plan.setup.seq_len = 256;
         plan.setup.serve_batch = 3;
         plan.setup.lora_rank = 4;
@@ -98,6 +98,10 @@ private slots:
         const QString line = a.join(' ');
         QVERIFY2(line.contains("--method lora --rank 4"), qPrintable(line));
         QVERIFY(line.contains("--precision bf16-mixed"));
+        // The lesson plan's precision is auto: the trainer chooses for the CPU it runs on.
+        const RunOptions lesson = run_options_for(Plan::lesson_default(), &e2e::library());
+        QVERIFY(lesson.precision_auto);
+        QVERIFY(trainer_arguments(lesson, {}, "/d/chat.jsonl", "/out").join(' ').contains("--precision auto"));
         QVERIFY(line.contains("--seq 256 --batch 3"));
         QVERIFY(line.contains("--steps 7"));
         QVERIFY(line.contains("--grad-checkpointing"));
