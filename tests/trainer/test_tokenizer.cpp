@@ -263,6 +263,9 @@ private slots:
         j["model"]["vocab"]["b"] = 9000000000000ll;
         expect(j, "outside 0..16777215");
         j = tiny_sp();
+        j["model"]["vocab"]["b"] = 16777215;   // in range, but far past a handful of tokens: refused before sizing
+        expect(j, "ids up to 16777215");
+        j = tiny_sp();
         j["model"]["vocab"]["b"] = "4";
         expect(j, "not an integer");
         j = tiny_sp();

@@ -75,6 +75,16 @@ const ByteMap& byte_map() {
 void BpeModel::load(const json& model, const std::string& origin) {
     const json& v = model.at("vocab");
     if (!v.is_object()) throw InputError(origin + ": the BPE vocabulary is not an object");
+    // Ids are checked before the id -> token table is sized by the largest: a vocabulary is dense
+    // (ids 0..n-1, a few holes at most), so one id of 16,777,215 among a handful of tokens is a
+    // damaged file, refused here instead of after allocating half a gigabyte of empty names.
+    std::int64_t largest = -1;
+    for (auto it = v.begin(); it != v.end(); ++it)
+        largest = std::max<std::int64_t>(largest, checked_id(it.value(), "token \"" + it.key().substr(0, 40) + "\"", origin));
+    const std::int64_t entries = static_cast<std::int64_t>(v.size());
+    if (largest >= 2 * entries + 1024)
+        throw InputError(origin + ": the BPE vocabulary has " + std::to_string(entries) + " tokens but ids up to " +
+                         std::to_string(largest) + " (a vocabulary's ids run 0..n-1; a damaged tokenizer file?)");
     for (auto it = v.begin(); it != v.end(); ++it) {
         const std::int32_t id = checked_id(it.value(), "token \"" + it.key().substr(0, 40) + "\"", origin);
         vocab[it.key()] = id;
