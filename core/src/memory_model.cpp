@@ -17,36 +17,6 @@ namespace wingspan {
 
 using nlohmann::json;
 
-std::int64_t Phase::total() const {
-    std::int64_t t = 0;
-    for (const auto& [c, b] : bytes) t += b;
-    return t;
-}
-
-std::map<Component, std::int64_t> MemoryEstimate::component_maxima() const {
-    std::map<Component, std::int64_t> out;
-    for (const auto& p : phases)
-        for (const auto& [c, b] : p.bytes) out[c] = std::max(out[c], b);
-    out[Component::FrameworkOverhead] = framework_overhead_bytes;
-    return out;
-}
-
-const MemoryTerm* MemoryEstimate::term(Component c) const {
-    for (const auto& t : terms)
-        if (t.component == c) return &t;
-    return nullptr;
-}
-
-std::string MemoryEstimate::explain(Component c) const {
-    std::string out;
-    for (const auto& t : terms) {
-        if (t.component != c) continue;
-        if (!out.empty()) out += "\n";
-        out += t.formula + " = " + format_count(t.bytes) + " B" + (t.on_host ? " (host RAM)" : "");
-    }
-    return out;
-}
-
 namespace {
 
 const char* dtype_label(int bytes) { return bytes == 4 ? "fp32" : bytes == 2 ? "16-bit" : "8-bit"; }
@@ -90,57 +60,6 @@ std::int64_t adapted_layers(const Architecture& arch, const TrainingSetup& setup
 std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g) {
     if (g.name.rfind("layers.", 0) != 0 || arch.layers <= 0) return g.count;
     return g.count / arch.layers * adapted_layers(arch, setup);
-}
-
-TrainingSetup apply_framework_defaults(TrainingSetup s, const FrameworkProfile& fw, const ChosenFields& chosen) {
-    if (!chosen.precision && !fw.default_precision.empty()) set_precision(s, fw.default_precision);
-    if (!chosen.quantization && !fw.default_quantization.empty() && s.method == Method::Qlora)
-        s.quantization = parse_quantization(fw.default_quantization);
-    if (!chosen.grad_checkpointing && fw.default_grad_checkpointing >= 0) s.grad_checkpointing = fw.default_grad_checkpointing == 1;
-    if (!chosen.lora_layers && (s.method == Method::Lora || s.method == Method::Qlora)) s.lora_layers = fw.default_lora_layers;
-    return s;
-}
-
-std::string precision_in_force(const TrainingSetup& setup, const FrameworkProfile& fw) {
-    const Storage st = resolve_storage(fw, setup);
-    auto dt = [](int b) { return std::string(b == 4 ? "fp32" : b == 2 ? "16-bit" : "8-bit"); };
-    std::string out = to_string(setup.precision);
-    switch (setup.precision) {
-        case Precision::Bf16: out += " (bf16-true: no autocast)"; break;
-        case Precision::Bf16Mixed: out += " (bf16 autocast)"; break;
-        case Precision::Fp16Mixed: out += " (fp16 autocast)"; break;
-        case Precision::Fp32: break;
-    }
-    const bool lora = setup.method == Method::Lora || setup.method == Method::Qlora;
-    out += ": ";
-    if (setup.method == Method::Serve) return out + "weights " + dt(st.frozen);
-    if (lora) out += "frozen weights " + dt(st.frozen) + ", adapters " + dt(st.adapter);
-    else out += "weights " + dt(st.weight);
-    const int trained = lora ? st.adapter : st.weight;
-    out += ", gradients " + dt(st.grad_of(trained)) + ", optimizer moments " + dt(st.moment) + ", " +
-           (st.master_of(trained) > 0 ? "fp32 master copy" : "no master copy");
-    return out;
-}
-
-std::string quantization_label(const TrainingSetup& s, const FrameworkProfile& fw) {
-    const Quantization q = s.effective_quantization();
-    if (q == Quantization::None) return "none";
-    if (fw.quant_format == "affine")
-        return "MLX affine " + std::to_string(q == Quantization::Int8 ? 8 : 4) + "-bit (groups of " +
-               std::to_string(fw.quant_group) + ", scale + bias)";
-    return q == Quantization::Int8 ? "int8" : q == Quantization::Nf4 ? "NF4" : "NF4 + double quant";
-}
-
-std::int64_t slack_base_bytes(const FrameworkProfile& framework,
-                              const std::map<Component, std::int64_t>& peak_components) {
-    std::int64_t base = 0;
-    for (const auto& [c, b] : peak_components) {
-        if (c == Component::FrameworkOverhead) continue;
-        if (framework.allocator_slack_of == "transient" && c != Component::Activations && c != Component::LogitsLoss)
-            continue;
-        base += b;
-    }
-    return base;
 }
 
 std::string slack_base_name(const FrameworkProfile& framework) {
@@ -934,40 +853,6 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     est.components[Component::FrameworkOverhead] = est.framework_overhead_bytes;
     est.total_bytes = est.peak_allocated_bytes + est.framework_overhead_bytes;
     return est;
-}
-
-nlohmann::json MemoryEstimate::to_json() const {
-    json comps = json::object();
-    for (const auto& [c, b] : components) comps[std::string(component_name(c))] = b;
-    json terms_json = json::array();
-    for (const auto& t : terms)
-        terms_json.push_back({{"component", component_name(t.component)},
-                              {"bytes", t.bytes},
-                              {"formula", t.formula},
-                              {"inputs", t.inputs},
-                              {"on_host", t.on_host}});
-    json phases_json = json::array();
-    for (const auto& p : phases) {
-        json pb = json::object();
-        for (const auto& [c, b] : p.bytes) pb[std::string(component_name(c))] = b;
-        phases_json.push_back({{"name", p.name}, {"allocated_bytes", p.total()}, {"components", pb}});
-    }
-    return {{"params",
-             {{"total", params.total},
-              {"trainable", params.trainable},
-              {"frozen", params.frozen},
-              {"quantized", params.quantized},
-              {"adapter", params.adapter}}},
-            {"components", comps},
-            {"component_maxima", protocol::components_to_json(component_maxima())},
-            {"peak_phase", peak_phase},
-            {"peak_allocated_bytes", peak_allocated_bytes},
-            {"framework_overhead_bytes", framework_overhead_bytes},
-            {"total_bytes", total_bytes},
-            {"host_bytes", host_bytes},
-            {"reserved_device_fraction", reserved_device_fraction},
-            {"phases", phases_json},
-            {"terms", terms_json}};
 }
 
 }  // namespace wingspan
