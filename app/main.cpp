@@ -13,6 +13,7 @@
 #include <QTimer>
 
 #include "cli.hpp"
+#include "wingspan/quoting.hpp"
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/run_panel.hpp"
@@ -40,11 +41,28 @@ void set_identity() {
     QGuiApplication::setDesktopFileName("io.wingspan.Wingspan");
 }
 
+// Qt holds file names as Unicode text, so an argument that is not UTF-8 (a file name is bytes) would
+// reach it as U+FFFD: `export --out $'e\xff'` wrote into a folder named "e�" and said so. The
+// commands that go through Qt (export, the window) refuse such an argument instead, showing its bytes.
+bool refuse_non_utf8(const std::vector<std::string>& args, const char* who) {
+    for (const std::string& a : args)
+        if (!wingspan::quoting::is_utf8(a)) {
+            std::cerr << who << ": the argument " << wingspan::quoting::shell_word(a)
+                      << " is not UTF-8; this command handles file names as Unicode text and would write or read "
+                         "another path. Rename it, or use a UTF-8 path.\n";
+            return true;
+        }
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string exe = executable_path(argv[0]);
     const std::vector<std::string> args(argv + 1, argv + argc);
+    const bool through_qt = args.empty() || !wingspan::cli::is_cli_command(args[0]);
+    if (through_qt && refuse_non_utf8(args, args.empty() || args[0] != "export" ? "wingspan" : "wingspan export"))
+        return wingspan::cli::kExitBadInput;
 
     if (!args.empty() && args[0] == "export") {
         // Headless: no window is ever shown, so never depend on a display.

@@ -344,8 +344,8 @@ std::string describe_setup(const TrainingSetup& s, const FrameworkProfile& fw) {
 }
 
 double dataset_tokens(const Options& o) {
-    return double(parse_int(o, "--examples", 1000)) * double(parse_int(o, "--tokens-per-example", 512)) *
-           double(parse_int(o, "--epochs", 1));
+    return checked_dataset_tokens(parse_int(o, "--examples", 1000), parse_int(o, "--tokens-per-example", 512),
+                                  parse_int(o, "--epochs", 1), "data set (--examples, --tokens-per-example, --epochs)");
 }
 
 const FrameworkProfile* explicit_framework(const ProfileLibrary& lib, const Options& o) {

@@ -104,6 +104,16 @@ std::string shell_word(std::string_view value) {
     return out + "'";
 }
 
+bool is_utf8(std::string_view value) {
+    for (size_t i = 0; i < value.size();) {
+        std::uint32_t cp = 0;
+        const size_t n = utf8_length(value, i, &cp);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
 std::string one_line(std::string_view value) {
     std::string out;
     for (size_t i = 0; i < value.size();) {

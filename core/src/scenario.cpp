@@ -41,6 +41,22 @@ std::string num(double v, int decimals) {
     return buf;
 }
 
+// A cell's value as a CSV number: integers as integers while a double holds them exactly (|v| ≤ 2^53),
+// larger or fractional magnitudes in a form that cannot overflow or be cut (an int64 cast of 1e50 seconds
+// wrote -9223372036854775808, and "%.3f" of it does not fit a small buffer); no number for a non-finite value.
+std::string exact_number(double v) {
+    if (!std::isfinite(v)) return "";
+    constexpr double kExactInteger = 9007199254740992.0;   // 2^53
+    char buf[64];
+    if (std::fabs(v) <= kExactInteger && std::fabs(v - std::round(v)) < 1e-9)
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(std::llround(v)));
+    else if (std::fabs(v) >= 1e15)
+        std::snprintf(buf, sizeof buf, "%.6e", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.3f", v);
+    return buf;
+}
+
 class ScenarioReader {
 public:
     ScenarioReader(const ProfileLibrary& lib, const json& s, ByteUnit unit)
@@ -321,10 +337,7 @@ std::string Table::to_csv(bool exact) const {
     for (const auto& r : rows) {
         for (size_t i = 0; i < r.size(); ++i) {
             std::string cell = r[i].text;
-            if (exact && r[i].value && !r[i].fit) {
-                const double v = *r[i].value;
-                cell = std::fabs(v - std::round(v)) < 1e-9 ? std::to_string(std::llround(v)) : num(v, 3);
-            }
+            if (exact && r[i].value && !r[i].fit) cell = exact_number(*r[i].value);
             out += (i ? "," : "") + escape_csv(cell);
         }
         out += "\n";

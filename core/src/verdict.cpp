@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -132,6 +133,20 @@ SpeedEstimate estimate_speed(const Architecture& arch, const TrainingSetup& setu
                   100 * step.overhead_s / step.total_s(), setup.devices > 1 ? " × devices" : "");
     s.formula = buf;
     return s;
+}
+
+double checked_dataset_tokens(std::int64_t examples, std::int64_t tokens_per_example, std::int64_t epochs,
+                              const std::string& where) {
+    if (examples < 1 || tokens_per_example < 1 || epochs < 1)
+        throw InputError(where + ": examples, tokens per example and epochs must each be at least 1");
+    const double tokens = double(examples) * double(tokens_per_example) * double(epochs);
+    if (!(tokens <= kMaxDatasetTokens)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%.3g tokens (examples × tokens per example × epochs), more than the 10^15 a time "
+                      "or cost is given for", tokens);
+        throw InputError(where + ": " + buf);
+    }
+    return tokens;
 }
 
 RunCost estimate_run(const SpeedEstimate& speed, const MachineProfile& m, double tokens) {

@@ -1,5 +1,6 @@
 // The lesson texts are the product brief: every table and claim in them must come out of
 // the model. These tests pin each one against the figures the lessons print.
+#include <limits>
 #include <QtTest>
 
 #include "test_support.hpp"
@@ -123,6 +124,33 @@ private slots:
         // CSV carries exact bytes, the Markdown the rounded figures.
         QVERIFY(csv.find(std::to_string(std::llround(*t.rows[2][1].value))) != std::string::npos);
         QVERIFY(md.find(t.rows[2][1].text) != std::string::npos);
+    }
+
+    // Issue 34, class 20: a data set of int64-max examples made a run of ~1e50 s, which the CSV wrote as
+    // -9223372036854775808 (an int64 cast). Every magnitude is written as the number it is, never cut.
+    void csvNumbersNeverOverflow() {
+        Table t;
+        t.headers = {"what", "value"};
+        const double huge_seconds = 7.8e56 / 8236.8, beyond_exact = 9007199254740993.0 * 4, big_fraction = 123456789.125;
+        for (double v : {huge_seconds, -huge_seconds, beyond_exact, big_fraction, 42.0, 9007199254740992.0,
+                         std::numeric_limits<double>::infinity()})
+            t.rows.push_back({{"x", {}, {}}, {"shown", v, {}}});
+        const std::string csv = t.to_csv(true);
+        std::vector<std::string> cells;
+        for (size_t at = csv.find('\n') + 1; at < csv.size();) {
+            const size_t end = csv.find('\n', at);
+            cells.push_back(csv.substr(csv.find(',', at) + 1, end - csv.find(',', at) - 1));
+            at = end + 1;
+        }
+        QCOMPARE(cells.size(), size_t(7));
+        QVERIFY2(csv.find("-9223372036854775808") == std::string::npos, csv.c_str());
+        QVERIFY(std::fabs(std::stod(cells[0]) / huge_seconds - 1) < 1e-6);
+        QVERIFY(std::fabs(std::stod(cells[1]) / -huge_seconds - 1) < 1e-6);
+        QVERIFY(std::fabs(std::stod(cells[2]) / beyond_exact - 1) < 1e-6);
+        QCOMPARE(cells[3], std::string("123456789.125"));
+        QCOMPARE(cells[4], std::string("42"));
+        QCOMPARE(cells[5], std::string("9007199254740992"));
+        QCOMPARE(cells[6], std::string(""));   // no number rather than "inf"
     }
 };
 

@@ -2,6 +2,7 @@
 // full disk (class 6), plan files with long lists (class 15) and machine-readable numbers
 // under a comma-decimal locale (class 17). In-process where the unit is enough, and through
 // the real `wingspan` program where the process's own set-up is what is tested.
+#include <limits>
 #include <QApplication>
 #include <QDirIterator>
 #include <QElapsedTimer>
@@ -201,6 +202,59 @@ private slots:
             QVERIFY2(!listed.contains(name) || bytes.size() <= 64, qPrintable(name + " listed as written"));
         }
         QVERIFY2(temporaries_in(out).isEmpty(), qPrintable(temporaries_in(out).join(", ")));
+    }
+
+    // Class 20: a data set of int64-max examples × tokens × epochs (≈ 7.8e56 tokens) exported its time and cost as
+    // -9223372036854775808 in the CSV and cut durations in the Markdown. Such a plan is refused, naming the product;
+    // the largest data set allowed (10^15 tokens) exports whole numbers.
+    void hugeDatasetsAreRefusedNotWrapped() {
+        QTemporaryDir tmp;
+        const QString path = tmp.filePath("huge.wingspan.json");
+        nlohmann::json j = Plan::lesson_default().to_json();
+        const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+        j["dataset"] = {{"examples", max}, {"tokens_per_example", max}, {"epochs", max}};
+        std::ofstream(path.toStdString()) << j.dump();
+        try {
+            (void)read_plan_file(path.toStdString());
+            QFAIL("a plan of 7.8e56 tokens was accepted");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("7.85e+56 tokens") != std::string::npos, e.what());
+        }
+        j["dataset"] = {{"examples", 1'000'000'000}, {"tokens_per_example", 1'000'000}, {"epochs", 1}};
+        std::ofstream(path.toStdString()) << j.dump();
+        const Plan read = read_plan_file(path.toStdString());
+        ImageOptions o;
+        const ExportResult r = export_plan(library(), read, tmp.filePath("out"), {"csv"}, o, ByteUnit::GB, "huge");
+        QVERIFY2(r.ok(), qPrintable(r.errors.join("\n")));
+        QFile csv(QDir(tmp.filePath("out")).filePath("huge-machines.csv"));
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        const QByteArray text = csv.readAll();
+        QVERIFY2(!text.contains("-92233720368547758"), text.constData());
+        const QList<QByteArray> lines = text.trimmed().split('\n');
+        QVERIFY(lines.size() >= 2);
+        const int time_column = lines[0].split(',').indexOf("Time");
+        QVERIFY(time_column > 0);
+        for (const QByteArray& line : lines.mid(1)) {   // times of 10^15 tokens: positive numbers, never wrapped
+            const QList<QByteArray> cells = line.split(',');
+            QVERIFY2(cells.size() > time_column && cells[time_column].toDouble() > 1e9, line.constData());
+        }
+    }
+
+    // Class 20: an --out path that is not UTF-8. Qt would read it as U+FFFD and write into another folder
+    // ("e\uFFFD") while saying so; export refuses it with its bytes shown as a shell word, and writes nothing.
+    void nonUtf8PathsAreRefusedNotReplaced() {
+        if (!QFile::exists(kExe)) QSKIP("the wingspan program is not built");
+        QTemporaryDir tmp;
+        QProcess p;   // the path's bytes go through sh: a QStringList argument cannot hold them
+        p.setWorkingDirectory(tmp.path());
+        p.start("sh", {"-c", "exec \"$0\" export --scenario \"$1\" --format csv --out \"$(printf 'e\\377x')\"", kExe,
+                       QString::fromStdString(first_lesson())});
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains("$'e\\xffx'") && err.contains("not UTF-8"), qPrintable(err));
+        QVERIFY2(QDir(tmp.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot).isEmpty(),
+                 qPrintable(QDir(tmp.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot).join(", ")));
     }
 
     // Class 15: a plan file with a long list is refused at once, with the cap in the message;

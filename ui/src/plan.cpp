@@ -118,6 +118,7 @@ Plan Plan::from_json(const json& j) {
         positive("examples", p.dataset.examples);
         positive("tokens_per_example", p.dataset.tokens_per_example);
         positive("epochs", p.dataset.epochs);
+        checked_dataset_tokens(p.dataset.examples, p.dataset.tokens_per_example, p.dataset.epochs, "plan dataset");
     }
     p.framework = string_field(j, "framework", "plan");
     if (j.contains("machine_frameworks")) {

@@ -22,6 +22,8 @@ std::string json_string(std::string_view value);
 // '…' with ' as '\'' ; $'…' with \xXX escapes when it holds control
 // characters or bytes that are not UTF-8 (so it stays on one line).
 std::string shell_word(std::string_view value);
+// Whether the bytes are UTF-8 throughout (no stray, overlong, surrogate or cut sequence).
+bool is_utf8(std::string_view value);
 // Text for a comment or a heading: control characters and line breaks become spaces, bytes
 // that are not UTF-8 U+FFFD.
 std::string one_line(std::string_view value);

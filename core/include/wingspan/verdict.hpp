@@ -64,6 +64,15 @@ SpeedEstimate estimate_speed(const Architecture& arch, const TrainingSetup& setu
 double training_flops_per_token(const Architecture& arch, const TrainingSetup& setup);
 RunCost estimate_run(const SpeedEstimate& speed, const MachineProfile& machine, double tokens);
 
+// The largest data set a time or cost is given for: 10^15 tokens (about 67 times Llama 3's 15 T
+// pre-training tokens). Beyond it a plan is a typo or an attack, and its times overflow what a table,
+// a CSV cell or a duration can show (issue 34: int64-max examples wrote "-9223372036854775808 s").
+inline constexpr double kMaxDatasetTokens = 1e15;
+// Throws InputError naming the fields when examples × tokens per example × epochs is not a positive count
+// of at most kMaxDatasetTokens; `where` prefixes the message ("plan dataset", "--examples").
+double checked_dataset_tokens(std::int64_t examples, std::int64_t tokens_per_example, std::int64_t epochs,
+                              const std::string& where);
+
 // ---- the solver: largest setting that still fits (0 / empty when not even the smallest) ----
 enum class SolveFor { Batch, Seq, Rank, Size };
 SolveFor parse_solve_for(const std::string&);
