@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <algorithm>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -315,6 +317,110 @@ private Q_SLOTS:
             const std::string why = input_error_of([&] { read_adapter_config(dir, base_64x32); });
             QVERIFY2(why.find(expect) != std::string::npos, why.c_str());
         }
+    }
+
+    // ---- 11. the data set's memory: compact, bounded, refused while read ----
+    // 20 MB of JSONL took 1 GB of RAM (every batch of an epoch made up front as int64 rows, examples at twice
+    // their size); now the examples hold about 5 B per token and batches are made one at a time.
+    void datasetMemoryIsCompactAndBounded() {
+        QTemporaryDir tmp;
+        const fs::path file = fs::path(tmp.path().toStdString()) / "data.jsonl";
+        std::ofstream out(file);
+        std::int64_t file_bytes = 0, lines = 0;
+        for (; file_bytes < 2'000'000; ++lines) {
+            const std::string line = json{{"text", std::string(20 + lines % 300, char('a' + lines % 26))}}.dump() + "\n";
+            out << line;
+            file_bytes += std::int64_t(line.size());
+        }
+        out.close();
+        const auto tok = Tokenizer::byte_level();
+        const ChatFormat f = chat_format_for(*tok);
+        const Dataset d = load_jsonl(file, *tok, f, 0.05, 1);
+        QCOMPARE(std::int64_t(d.train.size() + d.eval.size()), lines);
+        const std::int64_t per_example = std::int64_t(sizeof(Example));
+        // Each example's ids (4 B) and flags (1 B) at their size, plus the Example itself.
+        QCOMPARE(d.held_bytes, 5 * d.tokens + per_example * lines);
+        QVERIFY2(d.held_bytes < 8 * file_bytes, qPrintable(QString::number(d.held_bytes)));
+        const EpochBatches batches(d.train, 64, 2, true, f.pad, 1, 0, true, true);
+        QVERIFY(batches.held_bytes() <= 12 * std::int64_t(d.train.capacity()) + 64);
+        // Refused while read, naming the line it reached, before the data set can take the machine's memory.
+        try {
+            (void)load_jsonl(file, *tok, f, 0.05, 1, 100'000);
+            QFAIL("a data set over its RAM share was loaded");
+        } catch (const DataError& e) {
+            QVERIFY2(e.line > 0 && e.line < lines / 10, e.what());
+            QVERIFY2(std::string(e.what()).find("more than 100000 B of RAM") != std::string::npos, e.what());
+        }
+    }
+
+    // The batches made one at a time are the rows the old whole-epoch builder made: the concatenation in
+    // the epoch's order cut into rows of seq (+1 for the last label), or one padded example per row.
+    void epochBatchesAreTheRowsOfTheEpoch() {
+        std::vector<Example> ex;
+        std::mt19937 rng(7);
+        for (int i = 0; i < 37; ++i) {
+            Example e;
+            const int n = 2 + int(rng() % 40);
+            for (int t = 0; t < n; ++t) {
+                e.ids.push_back(int(rng() % 1000));
+                e.trained.push_back(std::uint8_t(rng() % 3 != 0));
+            }
+            ex.push_back(std::move(e));
+        }
+        for (bool packing : {true, false})
+            for (bool shuffle : {true, false})
+                for (bool drop_last : {true, false}) {
+                    const std::int64_t seq = 16, batch = 3;
+                    const EpochBatches got(ex, seq, batch, packing, -7, 5, 2, shuffle, drop_last);
+                    // The reference: every row of the epoch, made up front.
+                    const EpochBatches order_only(ex, 1, 1, false, 0, 5, 2, shuffle, false);
+                    std::vector<std::vector<std::int64_t>> in_rows, lab_rows;
+                    std::vector<std::int32_t> ids;
+                    std::vector<std::uint8_t> trained;
+                    for (size_t k = 0; k < order_only.size(); ++k) {
+                        const Batch one = order_only[k];   // row k of a seq-1 unpacked epoch: its first id
+                        const auto it = std::find_if(ex.begin(), ex.end(), [&](const Example& e) {
+                            return e.ids[0] == one.input[0] && std::count_if(ex.begin(), ex.end(), [&](const Example& o) {
+                                                                   return o.ids[0] == e.ids[0];
+                                                               }) == 1;
+                        });
+                        if (it == ex.end()) QSKIP("two examples share a first id; the seed needs changing");
+                        if (packing) {
+                            ids.insert(ids.end(), it->ids.begin(), it->ids.end());
+                            trained.insert(trained.end(), it->trained.begin(), it->trained.end());
+                        } else {
+                            std::vector<std::int64_t> in(seq, -7), lab(seq, -100);
+                            for (std::int64_t t = 0; t < std::min<std::int64_t>(std::int64_t(it->ids.size()) - 1, seq); ++t) {
+                                in[t] = it->ids[t];
+                                lab[t] = it->trained[t + 1] ? it->ids[t + 1] : -100;
+                            }
+                            in_rows.push_back(in);
+                            lab_rows.push_back(lab);
+                        }
+                    }
+                    for (size_t start = 0; packing && start + seq + 1 <= ids.size(); start += seq) {
+                        std::vector<std::int64_t> in(seq), lab(seq);
+                        for (std::int64_t t = 0; t < seq; ++t) {
+                            in[t] = ids[start + t];
+                            lab[t] = trained[start + t + 1] ? ids[start + t + 1] : -100;
+                        }
+                        in_rows.push_back(in);
+                        lab_rows.push_back(lab);
+                    }
+                    const size_t want = drop_last ? in_rows.size() / batch : (in_rows.size() + batch - 1) / batch;
+                    QCOMPARE(got.size(), want);
+                    for (size_t b = 0; b < got.size(); ++b) {
+                        const Batch x = got[b];
+                        std::int64_t targets = 0;
+                        for (std::int64_t r = 0; r < x.rows; ++r)
+                            for (std::int64_t t = 0; t < seq; ++t) {
+                                QCOMPARE(x.input[r * seq + t], in_rows[b * batch + r][t]);
+                                QCOMPARE(x.labels[r * seq + t], lab_rows[b * batch + r][t]);
+                                targets += lab_rows[b * batch + r][t] != -100;
+                            }
+                        QCOMPARE(x.target_tokens, targets);
+                    }
+                }
     }
 };
 

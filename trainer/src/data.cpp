@@ -4,6 +4,7 @@
 #include "chat_format.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -158,8 +159,12 @@ bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bo
 
 }  // namespace
 
+std::int64_t example_bytes(const Example& e) {
+    return static_cast<std::int64_t>(sizeof(Example) + e.ids.capacity() * sizeof(std::int32_t) + e.trained.capacity());
+}
+
 Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, const ChatFormat& f,
-                   double eval_fraction, std::uint64_t seed) {
+                   double eval_fraction, std::uint64_t seed, std::int64_t max_held_bytes) {
     require_regular_file(file);   // a named pipe would block here forever
     std::ifstream in(file, std::ios::binary);
     if (!in) throw InputError("cannot read data file " + file.string());
@@ -228,6 +233,16 @@ Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, cons
             throw DataError("line " + std::to_string(n) + ": " + ex.what(), n);
         }
         if (e.ids.size() < 2) continue;
+        // Appending the end token doubled the capacity: the data set is held at 5 B per token, not 10.
+        e.ids.shrink_to_fit();
+        e.trained.shrink_to_fit();
+        d.held_bytes += example_bytes(e);
+        if (max_held_bytes > 0 && d.held_bytes > max_held_bytes)
+            throw DataError("the data set holds more than " + std::to_string(max_held_bytes) +
+                                " B of RAM as tokens by line " + std::to_string(n) + " (" + std::to_string(d.tokens) +
+                                " tokens so far, about 5 B each); that is the most this run gives it. Train on a part "
+                                "of the file, or on a machine with more memory",
+                            n);
         d.tokens += static_cast<std::int64_t>(e.ids.size());
         for (auto t : e.trained) d.trained_tokens += t;
         all.push_back(std::move(e));
@@ -248,63 +263,74 @@ Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, cons
     return d;
 }
 
-std::vector<Batch> make_batches(const std::vector<Example>& examples, std::int64_t seq, std::int64_t batch,
-                                bool packing, std::int32_t pad_id, std::uint64_t seed, std::int64_t epoch,
-                                bool shuffle, bool drop_last) {
+EpochBatches::EpochBatches(const std::vector<Example>& examples, std::int64_t seq, std::int64_t batch, bool packing,
+                           std::int32_t pad_id, std::uint64_t seed, std::int64_t epoch, bool shuffle, bool drop_last)
+    : examples_(&examples), seq_(seq), batch_(batch), packing_(packing), pad_id_(pad_id) {
+    if (examples.size() > std::numeric_limits<std::uint32_t>::max())
+        throw DataError("more than 4,294,967,295 examples in one data set", 0);
     std::vector<size_t> order(examples.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     if (shuffle) shuffle_indices(order, seed * 1000003ULL + static_cast<std::uint64_t>(epoch));
-
-    // Rows of seq inputs and seq labels.
-    std::vector<std::vector<std::int64_t>> in_rows, label_rows;
+    order_.assign(order.begin(), order.end());
     if (packing) {
-        std::vector<std::int32_t> ids;
-        std::vector<std::uint8_t> trained;
-        for (size_t i : order) {
-            ids.insert(ids.end(), examples[i].ids.begin(), examples[i].ids.end());
-            trained.insert(trained.end(), examples[i].trained.begin(), examples[i].trained.end());
-        }
-        for (size_t start = 0; start + seq + 1 <= ids.size(); start += seq) {
-            std::vector<std::int64_t> in(seq), lab(seq);
-            for (std::int64_t t = 0; t < seq; ++t) {
-                in[t] = ids[start + t];
-                lab[t] = trained[start + t + 1] ? ids[start + t + 1] : -100;
-            }
-            in_rows.push_back(std::move(in));
-            label_rows.push_back(std::move(lab));
-        }
+        // Rows of seq inputs over the concatenation, each with the token after it for the last label.
+        starts_.resize(order_.size() + 1, 0);
+        for (size_t k = 0; k < order_.size(); ++k)
+            starts_[k + 1] = starts_[k] + static_cast<std::int64_t>(examples[order_[k]].ids.size());
+        const std::int64_t total = starts_.back();
+        rows_ = total >= seq + 1 ? (total - 1) / seq : 0;
     } else {
-        for (size_t i : order) {
-            const auto& e = examples[i];
-            std::vector<std::int64_t> in(seq, pad_id), lab(seq, -100);
-            const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(e.ids.size()) - 1, seq);
-            for (std::int64_t t = 0; t < n; ++t) {
-                in[t] = e.ids[t];
-                lab[t] = e.trained[t + 1] ? e.ids[t + 1] : -100;
-            }
-            in_rows.push_back(std::move(in));
-            label_rows.push_back(std::move(lab));
-        }
+        rows_ = static_cast<std::int64_t>(order_.size());   // one padded example per row
     }
-    std::vector<Batch> out;
-    for (size_t r = 0; r < in_rows.size(); r += batch) {
-        const std::int64_t rows = std::min<std::int64_t>(batch, static_cast<std::int64_t>(in_rows.size() - r));
-        if (rows < batch && drop_last) break;
-        Batch b;
-        b.rows = rows;
-        b.cols = seq;
-        for (std::int64_t k = 0; k < rows; ++k) {
-            b.input.insert(b.input.end(), in_rows[r + k].begin(), in_rows[r + k].end());
-            b.labels.insert(b.labels.end(), label_rows[r + k].begin(), label_rows[r + k].end());
-        }
-        for (auto l : b.labels) b.target_tokens += l != -100;
-        out.push_back(std::move(b));
-    }
-    if (out.empty() && !examples.empty())
+    std::int64_t n = rows_ / batch;
+    if (rows_ % batch != 0 && !drop_last) ++n;
+    batches_ = static_cast<size_t>(n);
+    if (batches_ == 0 && !examples.empty())
         throw DataError("the data is too small for one batch of " + std::to_string(batch) + " x " +
                             std::to_string(seq) + " tokens",
                         0);
-    return out;
+}
+
+void EpochBatches::fill_row(std::int64_t r, std::int64_t* in, std::int64_t* lab) const {
+    const auto& ex = *examples_;
+    if (!packing_) {
+        const Example& e = ex[order_[static_cast<size_t>(r)]];
+        const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(e.ids.size()) - 1, seq_);
+        std::fill(in, in + seq_, pad_id_);
+        std::fill(lab, lab + seq_, -100);
+        for (std::int64_t t = 0; t < n; ++t) {
+            in[t] = e.ids[t];
+            lab[t] = e.trained[t + 1] ? e.ids[t + 1] : -100;
+        }
+        return;
+    }
+    // The example holding token r·seq of the concatenation, then forward through the next ones.
+    std::int64_t pos = r * seq_;
+    size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
+    for (std::int64_t t = 0; t <= seq_; ++t, ++pos) {
+        while (pos >= starts_[k + 1]) ++k;
+        const Example& e = ex[order_[k]];
+        const size_t at = static_cast<size_t>(pos - starts_[k]);
+        const std::int64_t id = e.ids[at];
+        if (t < seq_) in[t] = id;
+        if (t > 0) lab[t - 1] = e.trained[at] ? id : -100;
+    }
+}
+
+Batch EpochBatches::operator[](size_t i) const {
+    Batch b;
+    const std::int64_t first = static_cast<std::int64_t>(i) * batch_;
+    b.rows = std::min<std::int64_t>(batch_, rows_ - first);
+    b.cols = seq_;
+    b.input.resize(static_cast<size_t>(b.rows * seq_));
+    b.labels.resize(static_cast<size_t>(b.rows * seq_));
+    for (std::int64_t k = 0; k < b.rows; ++k) fill_row(first + k, b.input.data() + k * seq_, b.labels.data() + k * seq_);
+    for (auto l : b.labels) b.target_tokens += l != -100;
+    return b;
+}
+
+std::int64_t EpochBatches::held_bytes() const {
+    return static_cast<std::int64_t>(order_.capacity() * sizeof(std::uint32_t) + starts_.capacity() * sizeof(std::int64_t));
 }
 
 std::filesystem::path default_sample_data(const std::filesystem::path& executable) {

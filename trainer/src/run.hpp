@@ -117,8 +117,9 @@ private:
     std::int64_t cursor_ = 0;          // micro-batches consumed since the start of training
     std::int64_t batches_per_epoch_ = 0;
     std::int64_t cached_epoch_ = -1;
-    std::vector<Batch> epoch_batches_;
-    std::vector<Batch> eval_batches_;
+    EpochBatches epoch_batches_;
+    EpochBatches eval_batches_;
+    Batch current_batch_;              // the micro-batch at hand, made from epoch_batches_
     std::vector<double> losses_;
     fs::path last_checkpoint_;
     std::unique_ptr<mem::DeviceTracking> tracking_;   // a GPU's bytes through c10's hook

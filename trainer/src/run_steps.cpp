@@ -40,13 +40,13 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std:
 const Batch& Run::next_batch() {
     const std::int64_t epoch = cursor_ / batches_per_epoch_;
     if (epoch != cached_epoch_) {
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, epoch,
+        epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, epoch,
                                       true, true);
         cached_epoch_ = epoch;
     }
-    const Batch& b = epoch_batches_[cursor_ % batches_per_epoch_];
+    current_batch_ = epoch_batches_[static_cast<size_t>(cursor_ % batches_per_epoch_)];
     ++cursor_;
-    return b;
+    return current_batch_;
 }
 
 double Run::train_step(std::int64_t step) {
@@ -123,7 +123,8 @@ double Run::evaluate() {
     at::NoGradGuard no_grad;
     double sum = 0;
     std::int64_t n = 0;
-    for (const auto& b : eval_batches_) {
+    for (size_t i = 0; i < eval_batches_.size(); ++i) {
+        const Batch b = eval_batches_[i];
         if (b.target_tokens == 0) continue;
         const double l = model_->loss(to_tensor(b.input, b.rows, b.cols, device_),
                                       to_tensor(b.labels, b.rows, b.cols, device_), false)

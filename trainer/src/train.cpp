@@ -2,6 +2,8 @@
 #include "train.hpp"
 #include "run.hpp"
 
+#include <limits>
+#include <cstdlib>
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/api/include/torch/version.h>
@@ -67,6 +69,27 @@ bool g_hello_sent = false;
 std::string g_device_name = "cpu";   // what --device asked for until it is resolved
 
 // `hello` is the first line of every run, failed ones included.
+// The RAM the data set's examples may hold: WINGSPAN_DATA_RAM_BYTES when set, else half of what the
+// machine had available at the start (MemAvailable), leaving the rest to the model, the optimizer
+// and libtorch; 0 (no limit) where neither is known.
+std::int64_t data_ram_budget() {
+    if (const char* env = std::getenv("WINGSPAN_DATA_RAM_BYTES"); env && *env) {
+        char* end = nullptr;
+        const long long v = std::strtoll(env, &end, 10);
+        if (end && *end == 0 && v > 0) return v;
+        throw RunError("bad_argument", std::string("WINGSPAN_DATA_RAM_BYTES must be a positive byte count, not \"") +
+                                           valid_utf8(env) + "\"");
+    }
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::int64_t kib = 0;
+    while (in >> key >> kib) {
+        if (key == "MemAvailable:") return kib * 1024 / 2;
+        in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    return 0;
+}
+
 void emit_minimal_hello() {
     if (g_hello_sent) return;
     g_hello_sent = true;
@@ -190,19 +213,19 @@ void Run::load_inputs() {
         throw RunError(opt_.chat_format.empty() ? "bad_model" : "bad_argument", e.what());
     }
     try {
-        data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed);
+        data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed, data_ram_budget());
         // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
-        epoch_batches_ = make_batches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
+        epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
                                       true, true);
         if (!data_.eval.empty()) {
             try {
-                eval_batches_ = make_batches(data_.eval, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+                eval_batches_ = EpochBatches(data_.eval, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
                                              false, false);
             } catch (const DataError&) {
                 eval_batches_.clear();   // too little held-out text for one row: no eval
             }
             if (static_cast<std::int64_t>(eval_batches_.size()) > opt_.eval_batches)
-                eval_batches_.resize(opt_.eval_batches);
+                eval_batches_.truncate(static_cast<size_t>(opt_.eval_batches));
         }
     } catch (const DataError& e) {
         json extra = json::object();
@@ -260,6 +283,7 @@ void Run::announce() {
           {"tokenizer", tok_->description()},
           {"data", data_path_.string()},
           {"examples", {{"train", data_.train.size()}, {"eval", data_.eval.size()}}},
+          {"data_bytes", data_.held_bytes + epoch_batches_.held_bytes() + eval_batches_.held_bytes()},
           {"total_steps", total_steps_},
           {"lr", lr_}});
     log_info("precision " + precision_name(precision_.precision) + ": " + precision_.reason);
