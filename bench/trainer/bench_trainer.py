@@ -69,8 +69,19 @@ def run_wingspan(binary, model_dir, method, precision, seq, batch, steps, thread
             "config": hello["architecture"], "params": hello["params"]}
 
 
+# Which implementation the ratios compare to: "pytorch" (reference_train.py, Debian's torch 1.13, plain
+# nn.Modules) or "transformers" (peer_transformers.py: transformers + PEFT on the pinned torch 2.x of
+# the frameworks venv, the peer a user would pick). Set by --reference.
+REFERENCE = {"script": "reference_train.py", "python": None, "long": "PyTorch eager", "short": "PyTorch"}
+PEERS = {
+    "pytorch": {"script": "reference_train.py", "long": "PyTorch eager", "short": "PyTorch"},
+    "transformers": {"script": "peer_transformers.py", "long": "transformers+PEFT (torch 2.x, SDPA, autocast)",
+                     "short": "transformers+PEFT"},
+}
+
+
 def run_reference(config_path, method, precision, seq, batch, steps, threads, rank):
-    args = [PY, os.path.join(HERE, "reference_train.py"), "--config", config_path, "--method", method,
+    args = [REFERENCE["python"] or PY, os.path.join(HERE, REFERENCE["script"]), "--config", config_path, "--method", method,
             "--precision", precision, "--seq", str(seq), "--batch", str(batch), "--steps", str(steps),
             "--threads", str(threads), "--rank", str(rank), "--alpha", str(2 * rank)]
     p = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_WAIT_POLICY="passive"))
@@ -195,9 +206,20 @@ def main():
     ap.add_argument("--seq-default", type=int, default=128)
     ap.add_argument("--batch-default", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=2, help="alternating runs of each implementation (A B A B)")
+    ap.add_argument("--reference", choices=sorted(PEERS), default="pytorch",
+                    help="what the ratios compare to: pytorch (reference_train.py on Debian's torch) or transformers"
+                         " (peer_transformers.py: transformers + PEFT on the frameworks venv's torch 2.x)")
+    ap.add_argument("--peer-python", default=os.path.join(os.path.dirname(os.path.dirname(HERE)), "build",
+                                                          "venv-frameworks", "bin", "python"),
+                    help="the interpreter of --reference transformers (default: build/venv-frameworks)")
     ap.add_argument("--json", help="write all measurements here")
     ap.add_argument("--markdown", help="write the results table here")
     a = ap.parse_args()
+    REFERENCE.update(PEERS[a.reference])
+    if a.reference == "transformers":
+        REFERENCE["python"] = a.peer_python
+        if not os.path.exists(a.peer_python):
+            sys.exit(f"bench_trainer.py: {a.peer_python} is missing; install it with `scripts/venv.sh frameworks`")
     groups = parse_cells(a)
     skip_ref = set(m for m in a.skip_reference.split(",") if m)
 
@@ -234,7 +256,7 @@ def main():
                 load[method].append(os.getloadavg()[0])
                 print(f"  round {rep + 1}/{a.repeats} {arch} {precision} {method}: wingspan"
                       f" {seq * batch / run_median(ours[method][-1]['step_times']):.1f} tok/s" +
-                      (f", pytorch {seq * batch / run_median(ref[method][-1]['step_times']):.1f} tok/s"
+                      (f", {REFERENCE['short']} {seq * batch / run_median(ref[method][-1]['step_times']):.1f} tok/s"
                        if ref[method] and len(ref[method]) == rep + 1 else "") +
                       f" (load {load[method][-1]:.1f})", flush=True)
         for method in methods:
@@ -279,7 +301,7 @@ def print_row(row):
             f" {row['gflops']:6.1f} GFLOP/s")
     if "ref_tokens_per_s" in row:
         rs = row["speed_ratio_all"]
-        line += (f" | pytorch {row['ref_tokens_per_s']:8.1f} tok/s {row['ref_gflops']:6.1f} GFLOP/s"
+        line += (f" | {REFERENCE['short']} {row['ref_tokens_per_s']:8.1f} tok/s {row['ref_gflops']:6.1f} GFLOP/s"
                  f" | x{row['speed_ratio']:.2f} ({min(rs):.2f}-{max(rs):.2f})"
                  f" | RSS {row['rss_peak_bytes'] / 1e6:6.0f} MB vs {row['ref_rss_peak_bytes'] / 1e6:6.0f} MB")
     if "ratio_to_ref_lora" in row:
@@ -321,7 +343,7 @@ def targets(rows):
     for m in ("full", "lora"):
         r = cell.get(m)
         if r and "speed_ratio" in r:
-            out.append((f"{m} >= 1.3x PyTorch eager tokens/s",
+            out.append((f"{m} >= 1.3x {REFERENCE['long']} tokens/s",
                         f"x{r['speed_ratio']:.2f} (pairs {spread(r['speed_ratio_all'], '{:.2f}')})",
                         "met" if r["speed_ratio"] >= 1.3 else "NOT met"))
     r = cell.get("qlora")
@@ -341,12 +363,12 @@ def write_markdown(path, meta, rows, command):
     mb = lambda b: f"{b / 1e6:.0f}"
     pk = lambda k: meta["peaks"].get(k, 0)
     lines = [
-        "# wingspan-train vs PyTorch eager: throughput and memory",
+        f"# wingspan-train vs {REFERENCE['long']}: throughput and memory",
         "",
         f"Command: `{command}`.",
         "",
         f"{meta['date_utc']}. {meta['threads']} threads, {meta['steps']} steps per run (first left out),"
-        f" {meta['repeats']} alternating rounds (in each, every method's wingspan run then its PyTorch run);"
+        f" {meta['repeats']} alternating rounds (in each, every method's wingspan run then its {REFERENCE['short']} run);"
         f"{'' if meta['complete'] else ' (interrupted: the cells measured so far)'}"
         f" load average (1, 5, 15 min) at the end {', '.join(f'{x:.1f}' for x in meta['load_average'])}"
         " on a shared machine; each row gives the 1-minute load seen around its runs.",
@@ -362,8 +384,8 @@ def write_markdown(path, meta, rows, command):
         " ratios, with their range. GFLOP/s: model matmul FLOPs per token x tokens/s. RSS: peak resident set of the"
         " process; allocated: wingspan-train's peak of live tensor bytes.",
         "",
-        "| model | precision | method | seq x batch | wingspan tok/s | PyTorch tok/s | ratio (range) |"
-        " wingspan GFLOP/s | % fp32 peak | % bf16 peak | PyTorch GFLOP/s | RSS MB wingspan / PyTorch |"
+        f"| model | precision | method | seq x batch | wingspan tok/s | {REFERENCE['short']} tok/s | ratio (range) |"
+        f" wingspan GFLOP/s | % fp32 peak | % bf16 peak | {REFERENCE['short']} GFLOP/s | RSS MB wingspan / {REFERENCE['short']} |"
         " allocated peak MB | load |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]

@@ -148,7 +148,8 @@ class Model(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
 
 
-def main():
+def step_arguments():
+    """The options every reference of bench_trainer.py takes (this script and peer_transformers.py)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True)
     ap.add_argument("--method", choices=["full", "lora", "qlora"], required=True)
@@ -160,6 +161,11 @@ def main():
     ap.add_argument("--alpha", type=float, default=16)
     ap.add_argument("--precision", choices=["fp32", "bf16-mixed"], default="fp32",
                     help="bf16-mixed: fp32 parameters, forward under torch.autocast('cpu', bfloat16)")
+    return ap
+
+
+def main():
+    ap = step_arguments()
     ap.add_argument("--profile", help="write torch.autograd.profiler's per-op table of the last step here")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)

@@ -459,6 +459,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     std::string attn_desc;
     // A runtime without a fused SDPA kernel (libtorch 1.13 on CPU) runs it as the eager graph.
     const bool math_sdpa = setup.attention == Attention::Sdpa && behaviour_flag(fw, "attention", "sdpa_runs_math");
+    // A framework that hands SDPA the grouped KV heads (enable_gqa) instead of repeating them first.
+    const bool sdpa_grouped = setup.attention == Attention::Sdpa && !math_sdpa && kvd < qd &&
+                              behaviour_flag(fw, "attention", "sdpa_grouped_kv");
     switch (setup.attention) {
         case Attention::Eager:
             scores = b * heads * s * s;
@@ -474,6 +477,11 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                 attn_desc = "SDPA on its math path: q, repeated k and v, out (b·s·q_dim each) + softmax b·heads·s²";
                 break;
             }
+            if (sdpa_grouped) {   // K and V passed with their own heads (enable_gqa): saved at kv_dim
+                attn_saved = 2 * bs * qd * e + 2 * bs * kvd * e + b * heads * s * 4;
+                attn_desc = "SDPA with grouped KV heads: q, out (b·s·q_dim), k, v (b·s·kv_dim) + logsumexp";
+                break;
+            }
             attn_saved = 4 * bs * qd * e + b * heads * s * 4;
             attn_desc = "SDPA: q, repeated k and v, out (b·s·q_dim each) + logsumexp";
             break;
@@ -484,8 +492,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     }
     // The attention kernel's own workspace (profile section "attention"), beyond what it saves.
     const bool flash_kernel = (setup.attention == Attention::Sdpa && !math_sdpa) || setup.attention == Attention::Flash;
-    // (SDPA as the reference calls it gets K and V already repeated; flash gets the grouped heads.)
-    const bool grouped_kernel = setup.attention == Attention::Flash && kvd < qd;
+    // (SDPA as the reference calls it gets K and V already repeated; flash, and SDPA with enable_gqa,
+    // get the grouped heads and expand dk, dv in their backward.)
+    const bool grouped_kernel = (setup.attention == Attention::Flash && kvd < qd) || sdpa_grouped;
     const std::int64_t eager_ws = trains && behaviour_flag(fw, "attention", "eager_scores_workspace") && scores > 0 ? scores * e : 0;
     const std::int64_t flash_ws = trains && behaviour_flag(fw, "attention", "flash_backward_workspace") && flash_kernel
                                       ? bs * qd * 4 + b * heads * s * 4 + (grouped_kernel ? 2 * bs * qd * e : 0)
@@ -571,8 +580,16 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                           : 0);
     // Beside the layers: the final norm, the token ids and labels (int64), the rotary cos/sin
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
-    const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * bs * arch.head_dim * e);
-    const std::int64_t outside_layers = norm_saved + inputs + (keeps_quant_inputs && fw.quantizes_head ? bs * h * e : 0);
+    // A framework that builds cos/sin from position ids of one row (HF: position_ids =
+    // cache_position.unsqueeze(0) when none are passed) keeps one s·head_dim table for the batch.
+    const std::int64_t rotary_rows = behaviour_flag(fw, "model", "rotary_table_once") ? s : bs;
+    const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * rotary_rows * arch.head_dim * e);
+    // Autograd keeps the final norm's output only for a head that trains (F.linear saves its input for
+    // the weight's gradient); a frozen head (LoRA, QLoRA) needs no copy of it. Fused norm kernels and
+    // compiled graphs keep what their own profiles say.
+    const bool head_frozen = setup.method != Method::Full && !setup.train_embeddings;
+    const std::int64_t final_norm = norm_saved - (head_frozen && !kernel_norm && !recompute_pointwise ? norm_out : 0);
+    const std::int64_t outside_layers = final_norm + inputs + (keeps_quant_inputs && fw.quantizes_head ? bs * h * e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as
     // the eager graph) as an argument.
     const std::int64_t ckpt_mask = ckpt && (setup.attention == Attention::Eager || math_sdpa) ? s * s * e : 0;
@@ -811,13 +828,18 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                        {Component::OptimizerState, step_in_bwd},
                        {Component::Activations, act_bottom_attn + gathered}});
         }
-        // A tied embedding's dense gradient beside the head's, before autograd adds them.
+        // A tied embedding's dense gradient beside the head's, before autograd adds them: both wait in
+        // the AccumulateGrad node's input buffer (torch/csrc/autograd/input_buffer.cpp InputBuffer::add),
+        // and the head's weight gradient is a transposed view of its product, so the sum is a third
+        // vocab × hidden tensor (aten::add, out of place; measured on torch 2.15 by
+        // tests/frameworks/profile_terms.py: 3 × 113 MB alive for a 49,152 × 576 embedding).
         const bool tied_trains = arch.tied_embeddings && g_head > 0 &&
                                  (setup.method == Method::Full || setup.train_embeddings);
         if (tied_trains && !fw.tied_grad_in_place) {
-            const std::int64_t dense = V * h * st.grad_of(st.weight) / grad_div;
+            const std::int64_t dense = 2 * V * h * st.grad_of(st.weight) / grad_div;
             term(Component::Gradients, dense,
-                 "tied embedding: its dense vocab × hidden gradient beside the head's before they are added",
+                 "tied embedding: its dense vocab × hidden gradient and their sum beside the head's (2 × vocab × "
+                 "hidden, autograd adds the two out of place)",
                  {{"vocab", double(V)}, {"hidden", double(h)}});
             phase("embedding_backward", {{Component::Gradients, grads_dev + sync_buffers + zero2_bucket + dense},
                                          {Component::OptimizerState, step_in_bwd},

@@ -354,10 +354,15 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         (void)f.boolean("eager_scores_workspace", false);
         (void)f.boolean("flash_backward_workspace", false);
         (void)f.boolean("sdpa_runs_math", false);
+        (void)f.boolean("sdpa_grouped_kv", false);
     }
     // model.unties_embeddings: the framework's own model keeps a separate LM head even where the
     // checkpoint ties it to the embedding (read by the memory model from `behaviour`).
-    if (const json* d = section("model")) (void)Fields(*d, where).boolean("unties_embeddings", false);
+    if (const json* d = section("model")) {
+        Fields f(*d, where);
+        (void)f.boolean("unties_embeddings", false);
+        (void)f.boolean("rotary_table_once", false);
+    }
 }
 
 }  // namespace
@@ -378,8 +383,8 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
         {"compile", {"enabled", "fuses_loss_upcast", "recomputes_pointwise"}},
         {"kernels", {"norm_saves_input_only", "gated_mlp_saves_gate_up", "gated_activation_saves_gate_up",
                      "norm_recomputes_normalized", "unfused_model_types"}},
-        {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math"}},
-        {"model", {"unties_embeddings"}},
+        {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math", "sdpa_grouped_kv"}},
+        {"model", {"unties_embeddings", "rotary_table_once"}},
     };
     return keys;
 }

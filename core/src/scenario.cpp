@@ -1,6 +1,7 @@
 #include "wingspan/scenario.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -50,10 +51,12 @@ std::string exact_number(double v) {
     char buf[64];
     if (std::fabs(v) <= kExactInteger && std::fabs(v - std::round(v)) < 1e-9)
         std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(std::llround(v)));
-    else if (std::fabs(v) >= 1e15)
-        std::snprintf(buf, sizeof buf, "%.6e", v);
-    else
-        std::snprintf(buf, sizeof buf, "%.3f", v);
+    else   // to_chars: the C locale's '.', whatever the process's LC_NUMERIC
+        return std::string(buf, std::to_chars(buf, buf + sizeof buf, v,
+                                              std::fabs(v) >= 1e15 ? std::chars_format::scientific
+                                                                   : std::chars_format::fixed,
+                                              std::fabs(v) >= 1e15 ? 6 : 3)
+                                    .ptr);
     return buf;
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+#include <locale>
+#include <iomanip>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -141,10 +144,11 @@ double checked_dataset_tokens(std::int64_t examples, std::int64_t tokens_per_exa
         throw InputError(where + ": examples, tokens per example and epochs must each be at least 1");
     const double tokens = double(examples) * double(tokens_per_example) * double(epochs);
     if (!(tokens <= kMaxDatasetTokens)) {
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "%.3g tokens (examples × tokens per example × epochs), more than the 10^15 a time "
-                      "or cost is given for", tokens);
-        throw InputError(where + ": " + buf);
+        std::ostringstream msg;   // C locale: "7.85e+56" whatever the user's decimal separator
+        msg.imbue(std::locale::classic());
+        msg << where << ": " << std::setprecision(3) << tokens
+            << " tokens (examples × tokens per example × epochs), more than the 10^15 a time or cost is given for";
+        throw InputError(msg.str());
     }
     return tokens;
 }
