@@ -318,6 +318,7 @@ void EpochBatches::fill_row(std::int64_t r, std::int64_t* in, std::int64_t* lab)
 }
 
 Batch EpochBatches::operator[](size_t i) const {
+    if (!made_.empty()) return made_[i];
     Batch b;
     const std::int64_t first = static_cast<std::int64_t>(i) * batch_;
     b.rows = std::min<std::int64_t>(batch_, rows_ - first);
@@ -330,7 +331,10 @@ Batch EpochBatches::operator[](size_t i) const {
 }
 
 std::int64_t EpochBatches::held_bytes() const {
-    return static_cast<std::int64_t>(order_.capacity() * sizeof(std::uint32_t) + starts_.capacity() * sizeof(std::int64_t));
+    size_t made = 0;
+    for (const Batch& b : made_) made += (b.input.capacity() + b.labels.capacity()) * sizeof(std::int64_t);
+    return static_cast<std::int64_t>(made + order_.capacity() * sizeof(std::uint32_t) +
+                                     starts_.capacity() * sizeof(std::int64_t));
 }
 
 std::filesystem::path default_sample_data(const std::filesystem::path& executable) {

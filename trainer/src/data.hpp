@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tokenizer.hpp"
@@ -83,6 +84,8 @@ public:
     // Throws DataError when not even one batch can be formed.
     EpochBatches(const std::vector<Example>& examples, std::int64_t seq, std::int64_t batch, bool packing,
                  std::int32_t pad_id, std::uint64_t seed, std::int64_t epoch, bool shuffle, bool drop_last);
+    // Batches another builder made whole (a small data set's own batching): handed out as they are.
+    explicit EpochBatches(std::vector<Batch> made) : made_(std::move(made)), batches_(made_.size()) {}
     size_t size() const { return batches_; }
     bool empty() const { return batches_ == 0; }
     void clear() { *this = EpochBatches(); }
@@ -95,6 +98,7 @@ private:
     // Row r's seq + 1 tokens (inputs and the next token for each label) into `in`/`lab`.
     void fill_row(std::int64_t r, std::int64_t* in, std::int64_t* lab) const;
 
+    std::vector<Batch> made_;            // the batches given whole, if any
     const std::vector<Example>* examples_ = nullptr;
     std::vector<std::uint32_t> order_;   // example indices in this epoch's order
     std::vector<std::int64_t> starts_;   // packing: where order_[k] starts in the concatenation (size + 1)
