@@ -260,6 +260,12 @@ TrainingSetup build_setup(const Options& o, const Architecture& arch) {
     s.grad_accum = parse_int(o, "--grad-accum", s.grad_accum);
     s.lora_rank = parse_int(o, "--rank", s.lora_rank);
     s.lora_alpha = parse_double(o, "--alpha", 2.0 * double(s.lora_rank));
+    // A data set named on the command line is counted where the framework holds it in RAM (wingspan-train).
+    if (o.get("--examples") || o.get("--tokens-per-example")) {
+        s.dataset_examples = parse_int(o, "--examples", 1000);
+        s.dataset_tokens = std::llround(checked_dataset_tokens(s.dataset_examples, parse_int(o, "--tokens-per-example", 512),
+                                                               1, "data set (--examples, --tokens-per-example)"));
+    }
     s.lora_dropout = parse_double(o, "--dropout", 0.0);
     s.loss_chunk_tokens = parse_int(o, "--loss-chunk", 0, 0);
     s.devices = parse_int(o, "--devices", 1);
@@ -472,7 +478,7 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     }
     out << "\nPeak of allocated tensors (" << est.peak_phase << "): " << format_bytes(double(est.peak_allocated_bytes), unit, 2)
         << "\nTotal the device holds at the peak:  " << format_bytes(double(est.total_bytes), unit, 2);
-    if (est.host_bytes > 0) out << "\nHost RAM for offloaded state:        " << format_bytes(double(est.host_bytes), unit, 2);
+    if (est.host_bytes > 0) out << "\nHost RAM beside the device:          " << format_bytes(double(est.host_bytes), unit, 2);
     out << "\n\n";
     out << pad("Machine", 34) << pad("usable", 10, true) << pad("needed", 10, true) << pad("margin", 10, true) << "  "
         << pad("verdict", 8) << pad("framework", 17);

@@ -385,6 +385,17 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
              paged_host > 0 ? std::map<std::string, double>{{"params", double(all_trainable)}, {"paged_bytes", double(paged_host)}}
                             : std::map<std::string, double>{{"params", double(all_trainable)}},
              offload);
+    // The data set the training process keeps in RAM as token ids (wingspan-train), when the plan names one.
+    if (setup.dataset_tokens > 0 && fw.dataset_bytes_per_token > 0) {
+        const auto data = static_cast<std::int64_t>(std::ceil(double(setup.dataset_tokens) * fw.dataset_bytes_per_token +
+                                                              double(setup.dataset_examples) * fw.dataset_bytes_per_example));
+        est.host_bytes += term(Component::FrameworkOverhead, data,
+                               "the data set in host RAM as token ids: " + n(setup.dataset_tokens) + " tokens × " +
+                                   n(std::llround(fw.dataset_bytes_per_token)) + " B + " + n(setup.dataset_examples) +
+                                   " examples × " + n(std::llround(fw.dataset_bytes_per_example)) + " B",
+                               {{"tokens", double(setup.dataset_tokens)}, {"examples", double(setup.dataset_examples)}},
+                               true);
+    }
     std::int64_t paged_resident = 0;
     if (paged_host > 0) {
         est.host_bytes += term(Component::OptimizerState, paged_host,

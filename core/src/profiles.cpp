@@ -373,6 +373,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
               "activation_factor", "mfu", "quantized_speed_factor", "working_set_fraction", "optimizer_step",
               "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
+              "dataset_bytes_per_token", "dataset_bytes_per_example",
               "technique_lead", "sources", "aliases", "devices", "defaults", "dtypes", "qlora", "quantization", "loss",
               "checkpointing", "compile", "kernels", "attention", "model"}},
         {"defaults", {"precision", "quantization", "grad_checkpointing", "lora_layers"}},
@@ -413,6 +414,8 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.bf16_collectives_in_fp32 = f.boolean("bf16_collectives_in_fp32", false);
     p.zero1_wire_buffer = f.boolean("zero1_wire_buffer", false);
     p.checkpoint_state_bytes = f.bytes("checkpoint_state_bytes", 0);
+    p.dataset_bytes_per_token = f.num("dataset_bytes_per_token", 0);
+    p.dataset_bytes_per_example = f.num("dataset_bytes_per_example", 0);
     p.technique_lead = static_cast<int>(f.num("technique_lead", 0));
     p.sources = f.strings("sources");
     parse_framework_behaviour(j, file, p);

@@ -244,7 +244,7 @@ void require_plan_size_bounded(const Architecture& arch, const TrainingSetup& s)
 }
 
 nlohmann::json TrainingSetup::to_json() const {
-    return {
+    nlohmann::json j = {
         {"method", to_string(method)},
         {"precision", precision_auto ? "auto" : to_string(precision)},
         {"optimizer", to_string(optimizer)},
@@ -278,6 +278,11 @@ nlohmann::json TrainingSetup::to_json() const {
           {"beta", objective.beta},
           {"vllm_share", objective.vllm_share}}},
     };
+    if (dataset_tokens > 0) {   // only where a data set is counted: older plans stay as they were
+        j["dataset_tokens"] = dataset_tokens;
+        j["dataset_examples"] = dataset_examples;
+    }
+    return j;
 }
 
 TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
@@ -327,6 +332,8 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     boolean("optimizer_in_backward", s.optimizer_in_backward);
     boolean("activation_offload", s.activation_offload);
     boolean("compile", s.compile);
+    integer("dataset_tokens", s.dataset_tokens);
+    integer("dataset_examples", s.dataset_examples);
     number("lora_alpha", s.lora_alpha);
     number("lora_dropout", s.lora_dropout);
     if (j.contains("objective")) {   // absent in plans written before objectives: SFT

@@ -72,6 +72,35 @@ private slots:
 
     // Where fp32 does not fit and bf16-mixed does, auto takes bf16-mixed and says why; fp32 asked
     // for stays fp32 and does not fit.
+    // Issue 34, class 11: a data set wingspan-train holds in RAM as token ids is host memory of the plan
+    // (5 B per token, 60 B per example: the libtorch profiles), and on a CPU (one pool) part of what it needs;
+    // frameworks that read memory-mapped files hold none of it.
+    void datasetIsHostMemoryWhereItIsHeld() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.2-1b").arch;
+        TrainingSetup s;
+        s.method = Method::Lora;
+        set_precision(s, "fp32");
+        const FrameworkProfile& cpu_fw = lib.framework("libtorch-cpu");
+        const MemoryEstimate without = estimate_memory(a, s, cpu_fw);
+        s.dataset_examples = 100'000;
+        s.dataset_tokens = 204'800'000;
+        const MemoryEstimate with = estimate_memory(a, s, cpu_fw);
+        const std::int64_t data = 5 * s.dataset_tokens + 60 * s.dataset_examples;
+        QCOMPARE(with.host_bytes - without.host_bytes, data);
+        QCOMPARE(with.total_bytes, without.total_bytes);   // beside the device's tensors, not among them
+        MachineProfile cpu = card(0);
+        cpu.kind = MachineKind::Cpu;
+        cpu.memory_bytes = cpu.usable_bytes = 64'000'000'000;
+        TrainingSetup plain = s;
+        plain.dataset_tokens = plain.dataset_examples = 0;
+        QCOMPARE(evaluate(a, s, cpu, cpu_fw).needed_bytes - evaluate(a, plain, cpu, cpu_fw).needed_bytes, data);
+        QCOMPARE(estimate_memory(a, s, lib.framework("hf-transformers")).host_bytes, 0);
+        // The setup round-trips the data set, and plans without one stay as they were written.
+        QCOMPARE(TrainingSetup::from_json(s.to_json()).dataset_tokens, s.dataset_tokens);
+        QVERIFY(!TrainingSetup().to_json().contains("dataset_tokens"));
+    }
+
     void autoPrecisionTakesWhatFits() {
         const Architecture a = test::library().model("llama-3.1-8b").arch;
         const FrameworkProfile f = test::bare_framework();

@@ -76,7 +76,11 @@ struct FrameworkProfile {
                                            // in fp32 buffers (DDP, ZeRO-2, ZeRO-1's wire buffer)
     bool zero1_wire_buffer = false;        // ZeRO-1 reduces each gradient through one buffer the size
                                            // of the largest, held throughout (wingspan-train)
-    std::int64_t checkpoint_state_bytes = 0;   // kept per checkpointed layer besides its input (RNG state)
+    std::int64_t checkpoint_state_bytes = 0;
+    // RAM the training process holds per token and per example of its data set (wingspan-train keeps
+    // token ids and loss flags in memory; frameworks reading memory-mapped Arrow files hold ~0).
+    double dataset_bytes_per_token = 0;
+    double dataset_bytes_per_example = 0;   // kept per checkpointed layer besides its input (RNG state)
     int technique_lead = 0;                // how early new techniques land (higher = sooner)
 
     // ---- behaviour read from the framework's source (profiles/frameworks/README.md) ----

@@ -90,6 +90,10 @@ struct TrainingSetup {
     bool train_embeddings = false;     // embeddings and head train fully besides adapters
     std::int64_t lora_layers = 0;      // adapters on the last N layers only (mlx-lm --num-layers; 0: all)
     bool dora = false;                 // DoRA: a trainable magnitude per output row of each adapted linear
+    // The data set the training process holds, for frameworks that keep it in RAM as token ids
+    // (profile dataset_bytes_per_token > 0): one epoch's tokens and examples; 0: not counted.
+    std::int64_t dataset_tokens = 0;
+    std::int64_t dataset_examples = 0;
     // QLoRA / quantized serving. Method::Qlora defaults to NF4 with double quantization.
     Quantization quantization = Quantization::None;
     // Serving
