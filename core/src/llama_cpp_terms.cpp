@@ -187,7 +187,11 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o) {
     KvCache kv;
     kv.cells = pad(o.n_ctx, 256);   // llama_context pads n_ctx to 256 cells
     // llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(min(size_base, n_swa × n_seq_max + n_ubatch), 256).
-    kv.swa_cells = m.sliding_window > 0 ? pad(std::min(kv.cells, m.sliding_window * o.n_parallel + o.n_ubatch), 256) : 0;
+    // swa_full (llama_context_default_params' default, so llama-cpp-python's) gives it every cell;
+    // llama-server and llama-cli default to the window.
+    kv.swa_cells = m.sliding_window <= 0 ? 0
+                   : o.swa_full          ? kv.cells
+                                         : pad(std::min(kv.cells, m.sliding_window * o.n_parallel + o.n_ubatch), 256);
     const bool mla = m.kv_lora_rank > 0;
     // MLA caches the compressed latent and the rope part of K for one shared head, and reads V
     // from the latent (no V tensor): unsloth PR#4757's "K-only cache".
@@ -209,13 +213,15 @@ std::uint64_t ComputeBuffer::total() const { return std::max({attention, mlp, ou
 ComputeBuffer compute_buffer(const ServeModel& m, const ServeOptions& o) {
     const std::uint64_t t = u(std::min(o.n_ctx, o.n_ubatch));
     const std::uint64_t n_kv = u(pad(o.n_ctx, 256));
-    const std::uint64_t mask = n_kv * u(pad(static_cast<std::int64_t>(t), 64)) * (o.flash_attn ? 2 : 4);
+    const std::uint64_t row = u(pad(static_cast<std::int64_t>(t), 64)) * (o.flash_attn ? 2 : 4);
+    // A sliding-window model keeps a second mask over the windowed cache's cells beside the first.
+    const std::uint64_t mask = (n_kv + u(kv_cache(m, o).swa_cells)) * row;
     const std::uint64_t e = u(m.embedding), hd = u(m.key_length);
     ComputeBuffer c;
     c.attention = mask + (o.flash_attn ? 0 : 4 * n_kv * t * u(m.heads)) +
                   4 * t * (4 * e + u(m.heads) * hd + 2 * u(m.kv_heads) * hd);
     c.mlp = mask + 4 * t * (3 * u(m.feed_forward) + 4 * e);
-    c.output = 4 * t * (u(m.vocab) + 3 * e) + (o.flash_attn ? mask : 0);
+    c.output = 4 * t * (u(m.vocab) + 3 * e);
     return c;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`wingspan-train export --format gguf` checked by llama.cpp itself (issue 30).
 
-  check_gguf_export.py WINGSPAN_TRAIN WORK_DIR
+  check_gguf_export.py WINGSPAN_TRAIN GGUF_PROBE WORK_DIR
 
 For tiny Llama-, Qwen2-, Qwen3- and Gemma-shaped models this script writes (tiny_models.py):
   - every quantization exports, with protocol lines (hello, one log per tensor, done) and a file
@@ -35,7 +35,7 @@ import tiny_models  # noqa: E402
 import gguf  # noqa: E402
 import llama_cpp  # noqa: E402
 
-BIN, WORK, PROBE = sys.argv[1], sys.argv[2], sys.argv[3]
+BIN, PROBE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 FAILURES = []
 PROMPTS = ["the cat sat on the mat", "Hello world, this is", "in 1999 there were 42 owls"]
 NEW_TOKENS = 12

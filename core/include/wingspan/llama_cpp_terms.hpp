@@ -52,6 +52,7 @@ struct ServeOptions {
     std::int64_t n_parallel = 1;        // sequences sharing the unified cache
     std::uint32_t type_k = 1, type_v = 1;   // ggml types: 1 F16, 8 Q8_0, 2 Q4_0
     bool flash_attn = false;
+    bool swa_full = false;              // windowed layers get the full cache (llama.cpp's --swa-full)
     std::int64_t n_gpu_layers = -1;     // -1: every layer and the output (llama.cpp's -ngl 999)
 };
 
@@ -70,8 +71,9 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o);
 //   attention  mask + (no flash attention: the f32 scores n_kv × T × heads)
 //              + 4 B × T × (4·embedding + heads·key_length + 2·kv_heads·key_length)
 //   MLP        mask + 4 B × T × (3·feed_forward + 4·embedding)
-//   output     logits 4 B × T × vocab + 4 B × T × 3·embedding (+ the mask with flash attention)
-// mask: n_kv × pad(T, 64) in f32, or f16 with flash attention.
+//   output     logits 4 B × T × vocab + 4 B × T × 3·embedding
+// mask: n_kv × pad(T, 64) in f32, or f16 with flash attention; sliding-window models hold a
+// second one over the windowed cache's cells.
 struct ComputeBuffer {
     std::uint64_t attention = 0, mlp = 0, output = 0;
     std::uint64_t total() const;
