@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <tuple>
 
+#include "wingspan/checked_math.hpp"
 #include "wingspan/errors.hpp"
 
 namespace wingspan::llama_cpp {
@@ -13,6 +15,14 @@ namespace {
 constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30;
 
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v)); }
+
+// Products and sums of sizes a file or the command line gave: an overflow is an InputError.
+std::uint64_t mul(std::uint64_t a, std::uint64_t b, const char* what) {
+    return u(checked_mul(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b), what));
+}
+std::uint64_t add(std::uint64_t a, std::uint64_t b, const char* what) {
+    return u(checked_add(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b), what));
+}
 std::int64_t pad(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
 // llama.cpp's sliding-window layouts by architecture (src/llama-model.cpp, load_hparams:
@@ -113,9 +123,10 @@ ServeModel model_from_gguf(const gguf::File& f) {
         return *v;
     };
     m.layers = need("block_count");
-    if (m.layers > 100000) throw InputError("GGUF: block_count " + std::to_string(m.layers) + " is not a model's");
     m.embedding = need("embedding_length");
     m.heads = need("attention.head_count");
+    if (m.layers > 100000 || m.embedding > (1 << 24) || m.heads > (1 << 24))
+        throw InputError("GGUF: block_count, embedding_length or head_count is not a model's");
     m.kv_heads = f.integer(a + "attention.head_count_kv").value_or(m.heads);
     m.key_length = f.integer(a + "attention.key_length").value_or(m.embedding / m.heads);
     m.value_length = f.integer(a + "attention.value_length").value_or(m.embedding / m.heads);
@@ -123,15 +134,21 @@ ServeModel model_from_gguf(const gguf::File& f) {
     const auto ff = f.integer(a + "feed_forward_length");
     const auto expert_ff = f.integer(a + "expert_feed_forward_length");
     const auto used = f.integer(a + "expert_used_count");
-    m.feed_forward = expert_ff && used ? *expert_ff * *used : ff.value_or(4 * m.embedding);
+    const auto sane = [](std::optional<std::int64_t> v) { return v && *v > 0 && *v <= (std::int64_t{1} << 24); };
+    m.feed_forward = sane(expert_ff) && sane(used) ? *expert_ff * *used : ff.value_or(4 * m.embedding);
     m.context_length = f.integer(a + "context_length").value_or(0);
     m.kv_lora_rank = f.integer(a + "attention.kv_lora_rank").value_or(0);
     if (m.kv_lora_rank > 0) m.rope_dim = f.integer(a + "rope.dimension_count").value_or(64);
     m.sliding_window = f.integer(a + "attention.sliding_window").value_or(0);
     m.swa_period = swa_period_of(m.architecture);
     if (m.sliding_window > 0 && m.swa_period == 0) m.sliding_window = 0;   // llama.cpp gives them a full cache
+    for (const auto& [name, v] : {std::pair{"head_count_kv", m.kv_heads}, {"key_length", m.key_length},
+                                  {"value_length", m.value_length}, {"feed_forward_length", m.feed_forward},
+                                  {"kv_lora_rank", m.kv_lora_rank}, {"sliding_window", m.sliding_window}})
+        if (v < 0 || v > (std::int64_t{1} << 24)) throw InputError("GGUF: " + a + name + " = " + std::to_string(v) + " is not a model's");
     const auto tokens = f.array_lengths.find("tokenizer.ggml.tokens");
     m.vocab = tokens != f.array_lengths.end() ? static_cast<std::int64_t>(tokens->second) : f.integer(a + "vocab_size").value_or(0);
+    m.vocab = std::clamp<std::int64_t>(m.vocab, 0, std::int64_t{1} << 24);
     m.layer_bytes.assign(static_cast<size_t>(m.layers), 0);
     for (const auto& t : f.tensors) {
         ++m.tensor_types[gguf::ggml_type_name(t.type)];
@@ -182,8 +199,9 @@ ServeModel model_from_architecture(const Architecture& arch, const std::string& 
 }
 
 KvCache kv_cache(const ServeModel& m, const ServeOptions& o) {
-    if (o.n_ctx < 1 || o.n_ctx > (std::int64_t{1} << 30)) throw InputError("--ctx must be 1 .. 2^30 tokens");
-    if (o.n_ubatch < 1 || o.n_parallel < 1) throw InputError("--ubatch and --parallel must be at least 1");
+    if (o.n_ctx < 1 || o.n_ctx > (std::int64_t{1} << 24)) throw InputError("--ctx must be 1 .. 16,777,216 tokens");
+    if (o.n_ubatch < 1 || o.n_ubatch > 65536 || o.n_parallel < 1 || o.n_parallel > 4096)
+        throw InputError("--ubatch must be 1 .. 65,536 and --parallel 1 .. 4,096");
     KvCache kv;
     kv.cells = pad(o.n_ctx, 256);   // llama_context pads n_ctx to 256 cells
     // llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(min(size_base, n_swa × n_seq_max + n_ubatch), 256).
@@ -197,13 +215,14 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o) {
     // from the latent (no V tensor): unsloth PR#4757's "K-only cache".
     const std::int64_t k_len = mla ? m.kv_lora_rank + m.rope_dim : m.key_length;
     const std::int64_t heads = mla ? 1 : m.kv_heads;
-    const std::uint64_t k_cell = head_bytes(o.type_k, k_len) * u(heads);
-    const std::uint64_t v_cell = mla ? 0 : head_bytes(o.type_v, m.value_length) * u(heads);
+    const std::uint64_t k_cell = mul(head_bytes(o.type_k, k_len), u(heads), "the KV cache");
+    const std::uint64_t v_cell = mla ? 0 : mul(head_bytes(o.type_v, m.value_length), u(heads), "the KV cache");
     for (std::int64_t i = 0; i < m.layers; ++i) {
         const std::uint64_t cells = u(m.is_swa_layer(i) ? kv.swa_cells : kv.cells);
-        kv.layer_bytes.push_back((k_cell + v_cell) * cells);
-        kv.k_bytes += k_cell * cells;
-        kv.v_bytes += v_cell * cells;
+        const std::uint64_t k = mul(k_cell, cells, "the KV cache"), v = mul(v_cell, cells, "the KV cache");
+        kv.layer_bytes.push_back(add(k, v, "the KV cache"));
+        kv.k_bytes = add(kv.k_bytes, k, "the KV cache");
+        kv.v_bytes = add(kv.v_bytes, v, "the KV cache");
     }
     return kv;
 }
@@ -211,17 +230,22 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o) {
 std::uint64_t ComputeBuffer::total() const { return std::max({attention, mlp, output}); }
 
 ComputeBuffer compute_buffer(const ServeModel& m, const ServeOptions& o) {
+    // kv_cache checks n_ctx and n_ubatch; model_from_gguf bounds the dimensions (each < 2^24), so
+    // only the products of several need checking.
     const std::uint64_t t = u(std::min(o.n_ctx, o.n_ubatch));
     const std::uint64_t n_kv = u(pad(o.n_ctx, 256));
-    const std::uint64_t row = u(pad(static_cast<std::int64_t>(t), 64)) * (o.flash_attn ? 2 : 4);
+    // The mask has one row per token: llama.cpp 0.3.36 prints 0.5 MiB of it for 4,096 cells at
+    // n_ubatch 32 (older ggml padded the rows to GGML_KQ_MASK_PAD = 64).
+    const std::uint64_t row = t * (o.flash_attn ? 2 : 4);
     // A sliding-window model keeps a second mask over the windowed cache's cells beside the first.
     const std::uint64_t mask = (n_kv + u(kv_cache(m, o).swa_cells)) * row;
     const std::uint64_t e = u(m.embedding), hd = u(m.key_length);
+    const char* what = "the compute buffer";
     ComputeBuffer c;
-    c.attention = mask + (o.flash_attn ? 0 : 4 * n_kv * t * u(m.heads)) +
-                  4 * t * (4 * e + u(m.heads) * hd + 2 * u(m.kv_heads) * hd);
-    c.mlp = mask + 4 * t * (3 * u(m.feed_forward) + 4 * e);
-    c.output = 4 * t * (u(m.vocab) + 3 * e);
+    const std::uint64_t scores = o.flash_attn ? 0 : mul(4 * n_kv * t, u(m.heads), what);
+    c.attention = add(add(mask, scores, what), mul(4 * t, 4 * e + u(m.heads) * hd + 2 * u(m.kv_heads) * hd, what), what);
+    c.mlp = add(mask, mul(4 * t, 3 * u(m.feed_forward) + 4 * e, what), what);
+    c.output = mul(4 * t, u(m.vocab) + 3 * e, what);
     return c;
 }
 

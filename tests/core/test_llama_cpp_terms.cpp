@@ -107,6 +107,11 @@ private slots:
         // A 16-value head is not whole q8_0 blocks: llama.cpp refuses the cache type, so do we.
         QVERIFY_THROWS_EXCEPTION(InputError, lc::kv_cache(shape(2, 64, 4, 2, 16), o));
         QVERIFY_THROWS_EXCEPTION(InputError, lc::kv_cache(m, at(0)));
+        QVERIFY_THROWS_EXCEPTION(InputError, lc::kv_cache(m, at((1 << 24) + 1)));
+        // Hostile dimensions overflow 64 bits: an error that says so, never a wrapped small number.
+        auto huge = shape(100000, 1 << 24, 1, 1 << 24, 1 << 24);
+        QVERIFY_THROWS_EXCEPTION(InputError, lc::kv_cache(huge, at(1 << 24)));
+        QVERIFY_THROWS_EXCEPTION(InputError, lc::compute_buffer(huge, at(1 << 24)));
     }
     // llama.cpp's printed "CPU compute buffer size" (llama-cpp-python 0.3.36, CPU; llama-arch
     // files of these shapes, 2 layers, written by gguf-py: tests/gguf/check_compute_buffer.py),

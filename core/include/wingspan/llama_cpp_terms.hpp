@@ -72,7 +72,7 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o);
 //              + 4 B × T × (4·embedding + heads·key_length + 2·kv_heads·key_length)
 //   MLP        mask + 4 B × T × (3·feed_forward + 4·embedding)
 //   output     logits 4 B × T × vocab + 4 B × T × 3·embedding
-// mask: n_kv × pad(T, 64) in f32, or f16 with flash attention; sliding-window models hold a
+// mask: n_kv × T in f32, or f16 with flash attention; sliding-window models hold a
 // second one over the windowed cache's cells.
 struct ComputeBuffer {
     std::uint64_t attention = 0, mlp = 0, output = 0;
