@@ -294,11 +294,12 @@ def check_serve_terms(path, kv_types):
                   f"{ours['kv_k_bytes'] / mib:.4f} V {ours['kv_v_bytes'] / mib:.4f}, tensors "
                   f"{ours['tensor_bytes'] / mib:.4f} MiB", flush=True)
             if check("compute" in printed, f"{path}: llama.cpp printed no compute buffer"):
-                # README "Serving with llama.cpp": within 5 % without flash attention, 25 % with it.
+                # Issue 30: within 2 % of what llama.cpp prints for the exported files (measured
+                # -0.3 .. +1.0 %, README "Serving with llama.cpp").
                 err = ours["compute_bytes"] / mib / printed["compute"] - 1
                 print(f"  compute buffer: llama.cpp {printed['compute']:.4f} MiB, core "
                       f"{ours['compute_bytes'] / mib:.4f} MiB ({100 * err:+.1f} %)", flush=True)
-                check(abs(err) <= (0.25 if kv_type != 1 else 0.05), f"{path} n_ctx {n_ctx} {name}: compute buffer {100 * err:+.1f} %")
+                check(abs(err) <= 0.02, f"{path} n_ctx {n_ctx} {name}: compute buffer {100 * err:+.1f} %")
             check(ours["kv_cells"] == printed["cells"] and close(ours["kv_k_bytes"] / mib, printed["k"])
                   and close(ours["kv_v_bytes"] / mib, printed["v"]) and close(ours["tensor_bytes"] / mib, printed["model"]),
                   f"{path} n_ctx {n_ctx} {name}: core's KV/weights differ from llama.cpp's")
