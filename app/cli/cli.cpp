@@ -3,6 +3,7 @@
 #include "explain_oom_cmd.hpp"
 #include "from_config_cmd.hpp"
 #include "recipe_cmd.hpp"
+#include "serve_gguf_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -80,6 +81,9 @@ plan / fit options:
   not given on the command line follow the framework's defaults
   --examples N --tokens-per-example N --epochs N   (data set for time and cost)
   --unit GB|GiB   --json
+serving with llama.cpp (plan --method serve):
+  --gguf FILE.gguf | --model ID --quant q4_k_m|q5_k_m|q6_k|q8_0|q4_0|f16|bf16
+  --ctx N  --kv-type f16|q8_0|q4_0  --n-gpu-layers N|all  --ubatch N  --parallel N  --flash-attn on|off
 fit: --solve batch|seq|rank|size
 table: --scenario ID [--format markdown|csv]
 )";
@@ -116,7 +120,8 @@ const std::set<std::string> kValueOptions = {
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
-    "--generations", "--beta", "--vllm-share", "--from", "--from-format"};
+    "--generations", "--beta", "--vllm-share", "--from", "--from-format",
+    "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora",
                                             "--optimizer-in-backward", "--activation-offload", "--compile",
                                             "--optimizer-offload"};
@@ -702,6 +707,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         const std::string& cmd = args[0];
         if (o.has("--from") && (cmd == "plan" || cmd == "fit" || cmd == "explain-oom"))
             return run_from_config(lib, args, out, err);
+        if (cmd == "plan" && wants_llama_cpp_serve(args)) return run_serve_gguf(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);
         if (cmd == "table") return cmd_table(lib, o, out);

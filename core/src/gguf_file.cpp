@@ -5,6 +5,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/llama_cpp_terms.hpp"
 
 namespace wingspan::gguf {
 
@@ -189,34 +190,12 @@ File read_file(const fs::path& path) {
 }
 
 KvCacheBytes llama_cpp_kv_cache(const File& f, const KvCacheOptions& o) {
-    const std::string a = f.architecture();
-    auto need = [&](const std::string& key) {
-        const auto v = f.integer(a + "." + key);
-        if (!v || *v <= 0) throw InputError("GGUF: " + a + "." + key + " is missing");
-        return *v;
-    };
-    if (f.integer(a + ".attention.sliding_window") || f.integer(a + ".attention.kv_lora_rank"))
-        throw InputError("GGUF: sliding-window and MLA KV caches are not modelled yet");
-    if (o.n_ctx < 1 || o.n_ctx > (std::int64_t{1} << 30)) throw InputError("KV cache: n_ctx must be 1 .. 2^30");
-    const std::int64_t layers = need("block_count"), heads = need("attention.head_count");
-    const std::int64_t kv_heads = f.integer(a + ".attention.head_count_kv").value_or(heads);
-    const std::int64_t head_dim = need("embedding_length") / heads;
-    const std::int64_t k_len = f.integer(a + ".attention.key_length").value_or(head_dim);
-    const std::int64_t v_len = f.integer(a + ".attention.value_length").value_or(head_dim);
-    KvCacheBytes b;
-    b.cells = (o.n_ctx + 255) / 256 * 256;   // llama_context pads n_ctx to 256 cells
-    const auto per = [&](std::uint32_t type, std::int64_t len) {
-        // llama_init_from_model refuses a cache type whose block does not divide one head's values.
-        const auto head = ggml_type_bytes(type, static_cast<std::uint64_t>(len));
-        if (!head)
-            throw InputError("KV cache: " + ggml_type_name(type) + " blocks do not divide a head of " + std::to_string(len) +
-                             " values (llama.cpp refuses this cache type for this model)");
-        return *head * static_cast<std::uint64_t>(kv_heads) * static_cast<std::uint64_t>(b.cells) *
-               static_cast<std::uint64_t>(layers);
-    };
-    b.k_bytes = per(o.type_k, k_len);
-    b.v_bytes = per(o.type_v, v_len);
-    return b;
+    llama_cpp::ServeOptions serve;
+    serve.n_ctx = o.n_ctx;
+    serve.type_k = o.type_k;
+    serve.type_v = o.type_v;
+    const auto kv = llama_cpp::kv_cache(llama_cpp::model_from_gguf(f), serve);
+    return {kv.cells, kv.k_bytes, kv.v_bytes};
 }
 
 }  // namespace wingspan::gguf

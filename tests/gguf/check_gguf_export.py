@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`wingspan-train export --format gguf` checked by llama.cpp itself (issue 30).
 
-  check_gguf_export.py WINGSPAN_TRAIN WORK_DIR
+  check_gguf_export.py WINGSPAN_TRAIN GGUF_PROBE WORK_DIR
 
 For tiny Llama-, Qwen2-, Qwen3- and Gemma-shaped models this script writes (tiny_models.py):
   - every quantization exports, with protocol lines (hello, one log per tensor, done) and a file
@@ -35,7 +35,7 @@ import tiny_models  # noqa: E402
 import gguf  # noqa: E402
 import llama_cpp  # noqa: E402
 
-BIN, WORK, PROBE = sys.argv[1], sys.argv[2], sys.argv[3]
+BIN, PROBE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 FAILURES = []
 PROMPTS = ["the cat sat on the mat", "Hello world, this is", "in 1999 there were 42 owls"]
 NEW_TOKENS = 12
@@ -267,6 +267,8 @@ def llama_cpp_prints(path, n_ctx, kv_type):
             printed["cells"] = int(parts[parts.index("cells") - 1])
             printed["k"] = float(line.split("K (")[1].split(":")[1].split()[0])
             printed["v"] = float(line.split("V (")[1].split(":")[1].split()[0])
+        if "compute buffer size is" in line:
+            printed["compute"] = float(line.split(" is ")[1].split()[0])
     return printed
 
 
@@ -281,8 +283,9 @@ def check_serve_terms(path, kv_types):
     for n_ctx in (4000, 16384, 32768):
         for kv_type, name in kv_types:
             printed = llama_cpp_prints(path, n_ctx, kv_type)
-            ours = json.loads(subprocess.run([PROBE, path, str(n_ctx), str(kv_type), str(kv_type)], capture_output=True,
-                                             text=True, timeout=60).stdout)
+            ours = json.loads(subprocess.run([PROBE, path, str(n_ctx), str(kv_type), str(kv_type), "32",
+                                              "1" if kv_type != 1 else "0"], capture_output=True, text=True,
+                                             timeout=60).stdout)
             if not check({"model", "cells", "k", "v"} <= printed.keys(), f"{path}: llama.cpp printed {printed}"):
                 continue
             close = lambda a, b: abs(a - b) <= max(0.02 * b, 0.005)  # noqa: E731
@@ -290,6 +293,13 @@ def check_serve_terms(path, kv_types):
                   f"{printed['k']} V {printed['v']} MiB, model {printed['model']} MiB; core {ours['kv_cells']} cells K "
                   f"{ours['kv_k_bytes'] / mib:.4f} V {ours['kv_v_bytes'] / mib:.4f}, tensors "
                   f"{ours['tensor_bytes'] / mib:.4f} MiB", flush=True)
+            if check("compute" in printed, f"{path}: llama.cpp printed no compute buffer"):
+                # Issue 30: within 2 % of what llama.cpp prints for the exported files (measured
+                # -0.3 .. +1.0 %, README "Serving with llama.cpp").
+                err = ours["compute_bytes"] / mib / printed["compute"] - 1
+                print(f"  compute buffer: llama.cpp {printed['compute']:.4f} MiB, core "
+                      f"{ours['compute_bytes'] / mib:.4f} MiB ({100 * err:+.1f} %)", flush=True)
+                check(abs(err) <= 0.02, f"{path} n_ctx {n_ctx} {name}: compute buffer {100 * err:+.1f} %")
             check(ours["kv_cells"] == printed["cells"] and close(ours["kv_k_bytes"] / mib, printed["k"])
                   and close(ours["kv_v_bytes"] / mib, printed["v"]) and close(ours["tensor_bytes"] / mib, printed["model"]),
                   f"{path} n_ctx {n_ctx} {name}: core's KV/weights differ from llama.cpp's")

@@ -1,5 +1,6 @@
 // The window's menus and the page shown when the profiles cannot be loaded.
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/gguf_export_dialog.hpp"
 #include "wingspan/ui/recipe_dialog.hpp"
 #include "wingspan/run_record.hpp"
 
@@ -75,6 +76,7 @@ void MainWindow::buildMenus() {
         if (lib_) RecipeDialog(*lib_, plan_, recipe::default_dir(QCoreApplication::applicationFilePath().toStdString()), this).exec();
     });
     add(file, "R&un a recipe…", QKeySequence(), [this] { RunRecipeDialog(RunStore::default_root(), this).exec(); });
+    add(file, "Export &GGUF (llama.cpp, Ollama)…", QKeySequence(), [this] { GgufExportDialog(this).exec(); });
     file->addSeparator();
     add(file, "&Quit", QKeySequence::Quit, &QWidget::close);
 

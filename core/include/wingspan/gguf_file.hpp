@@ -44,8 +44,7 @@ File read_file(const std::filesystem::path& path);
 // llama.cpp's KV cache (src/llama-kv-cache.cpp): per layer a K tensor of head_count_kv ×
 // key_length values by kv_size cells and a V tensor the same with value_length, in type_k /
 // type_v; kv_size is the context padded to 256 cells (llama_context's n_ctx; one unified cache
-// whatever the parallel sequences). Sliding-window and MLA caches are not modelled yet: their
-// files are refused.
+// whatever the parallel sequences); sliding-window and MLA caches as llama_cpp_terms.hpp sizes them.
 struct KvCacheOptions {
     std::int64_t n_ctx = 4096;
     std::uint32_t type_k = 1, type_v = 1;   // ggml types: 1 F16, 8 Q8_0, 2 Q4_0

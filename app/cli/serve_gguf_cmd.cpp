@@ -1,0 +1,237 @@
+#include "serve_gguf_cmd.hpp"
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <set>
+
+#include "cli.hpp"
+#include "wingspan/errors.hpp"
+#include "wingspan/gguf_file.hpp"
+#include "wingspan/json_input.hpp"
+#include "wingspan/llama_cpp_terms.hpp"
+#include "wingspan/units.hpp"
+
+namespace wingspan::cli {
+
+namespace {
+
+using nlohmann::json;
+namespace lc = llama_cpp;
+
+// Host RAM bandwidth for layers left on the CPU of a GPU machine (profiles do not carry it):
+// dual-channel DDR5-6400 peaks at 102 GB/s; llama.cpp's CPU decode reaches about half.
+constexpr double kHostBandwidthGbS = 50.0;
+
+const std::set<std::string> kServeFlags = {"--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
+
+struct Args {
+    std::map<std::string, std::string> values;
+    std::vector<std::string> machines;
+    bool json = false;
+};
+
+Args parse(const std::vector<std::string>& args) {
+    Args a;
+    for (size_t i = 1; i < args.size(); ++i) {
+        std::string k = args[i], v;
+        const auto eq = k.find('=');
+        const bool inline_value = k.rfind("--", 0) == 0 && eq != std::string::npos;
+        if (inline_value) v = k.substr(eq + 1), k = k.substr(0, eq);
+        if (k == "--json") {
+            a.json = true;
+            continue;
+        }
+        if (!inline_value) {
+            if (i + 1 >= args.size()) throw InputError("option " + k + " needs a value");
+            v = args[++i];
+        }
+        if (k == "--machine") a.machines.push_back(v);
+        else a.values[k] = v;
+    }
+    for (const auto& [k, v] : a.values)
+        if (!kServeFlags.count(k) && k != "--model" && k != "--config" && k != "--quant" && k != "--method" && k != "--unit" &&
+            k != "--profiles")
+            throw InputError(k + " does not apply to a llama.cpp serve plan (it takes --gguf or --model/--config with "
+                                 "--quant, and --ctx --kv-type --n-gpu-layers --ubatch --parallel --flash-attn --machine)");
+    return a;
+}
+
+std::int64_t integer(const Args& a, const std::string& k, std::int64_t fallback, std::int64_t min) {
+    const auto it = a.values.find(k);
+    if (it == a.values.end()) return fallback;
+    if (k == "--n-gpu-layers" && (it->second == "all" || it->second == "-1")) return -1;
+    size_t used = 0;
+    std::int64_t v = 0;
+    try {
+        v = std::stoll(it->second, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != it->second.size() || v < min || v > (std::int64_t{1} << 30))
+        throw InputError(k + " expects a whole number from " + std::to_string(min) + ", got '" + it->second + "'");
+    return v;
+}
+
+struct Model {
+    std::string id, source;
+    lc::ServeModel shape;
+};
+
+Model choose_model(const ProfileLibrary& lib, const Args& a) {
+    const auto get = [&](const char* k) -> std::optional<std::string> {
+        const auto it = a.values.find(k);
+        return it == a.values.end() ? std::nullopt : std::optional(it->second);
+    };
+    if (const auto file = get("--gguf")) {
+        if (get("--model") || get("--config")) throw InputError("give --gguf or --model/--config, not both");
+        if (get("--quant")) throw InputError("--quant does not apply with --gguf: the file's tensors have their own types");
+        return {*file, "gguf", lc::model_from_gguf(gguf::read_file(*file))};
+    }
+    const std::string quant = get("--quant").value_or("q4_k_m");
+    if (const auto cfg = get("--config"))
+        return {*cfg, "config.json + " + quant, lc::model_from_architecture(Architecture::from_hf_config(read_untrusted_json_file(*cfg)), quant)};
+    const std::string id = get("--model").value_or("llama-3.1-8b");
+    return {id, "profile + " + quant, lc::model_from_architecture(lib.model(id).arch, quant)};
+}
+
+json machine_json(const MachineProfile& m, const lc::ServeModel& model, lc::ServeOptions o) {
+    const bool gpu = m.kind == MachineKind::Gpu;
+    if (m.kind == MachineKind::Cpu) o.n_gpu_layers = 0;
+    const auto pool = static_cast<std::uint64_t>(m.usable_bytes > 0 ? m.usable_bytes : m.memory_bytes);
+    const auto host_pool = static_cast<std::uint64_t>(gpu ? m.host_memory_bytes : 0);
+    const lc::ServePlan p = lc::plan(model, o);
+    // A GPU's memory and host RAM are two budgets; unified memory and a CPU have one pool.
+    const std::uint64_t device_need = gpu ? p.gpu_total() : p.gpu_total() + p.host_total();
+    const std::uint64_t host_need = gpu ? p.host_total() : 0;
+    const bool fits = device_need <= pool && (!gpu || host_pool == 0 || host_need <= host_pool);
+    json j = {{"id", m.id}, {"name", m.name}, {"verdict", fits ? "fits" : "does not fit"},
+              {"device_bytes_needed", device_need}, {"device_bytes_usable", pool}};
+    if (gpu) {
+        j["host_bytes_needed"] = host_need;
+        j["host_bytes_available"] = host_pool > 0 ? json(host_pool) : json(nullptr);
+        j["most_gpu_layers"] = lc::most_gpu_layers(model, o, pool);
+    }
+    j["longest_context"] = lc::longest_context(model, o, pool, host_pool > 0 ? host_pool : UINT64_MAX, !gpu);
+    // Decode reads every weight and the KV cache once per token (bandwidth-bound): GPU bytes at the
+    // GPU's bandwidth, host bytes at host RAM's.
+    const double gpu_bytes = double(p.weights_gpu + p.kv_gpu), host_bytes = double(p.weights_host + p.kv_host);
+    const double seconds = gpu ? gpu_bytes / (m.bandwidth_gb_s * 1e9) + host_bytes / (kHostBandwidthGbS * 1e9)
+                               : (gpu_bytes + host_bytes) / (m.bandwidth_gb_s * 1e9);
+    j["decode_tokens_per_s_ceiling"] = m.bandwidth_gb_s > 0 && seconds > 0 ? json(1.0 / seconds) : json(nullptr);
+    return j;
+}
+
+json plan_json(const Model& model, const lc::ServeOptions& o) {
+    const lc::ServePlan p = lc::plan(model.shape, o);
+    const auto& m = model.shape;
+    json types = json::object();
+    for (const auto& [t, n] : m.tensor_types) types[t] = n;
+    const auto cache_name = [](std::uint32_t t) { return gguf::ggml_type_name(t); };
+    json j;
+    j["method"] = "serve";
+    j["runtime"] = "llama.cpp";
+    j["model"] = {{"id", model.id}, {"source", model.source}, {"architecture", m.architecture}, {"layers", m.layers},
+                  {"embedding", m.embedding}, {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"key_length", m.key_length},
+                  {"vocab", m.vocab}, {"context_length", m.context_length}, {"sliding_window", m.sliding_window},
+                  {"kv_lora_rank", m.kv_lora_rank}};
+    j["settings"] = {{"n_ctx", o.n_ctx}, {"n_ubatch", std::min(o.n_ctx, o.n_ubatch)}, {"n_parallel", o.n_parallel},
+                     {"type_k", cache_name(o.type_k)}, {"type_v", cache_name(o.type_v)}, {"flash_attn", o.flash_attn},
+                     {"n_gpu_layers", o.n_gpu_layers}};
+    j["components"] = {
+        {"frozen_weights",
+         {{"bytes", p.weights_gpu + p.weights_host}, {"gpu_bytes", p.weights_gpu}, {"host_bytes", p.weights_host},
+          {"tensor_types", types},
+          {"formula", "each tensor's bytes in its ggml type (blocks of 32 or 256 values); token_embd stays in host RAM"}}},
+        {"kv_cache",
+         {{"bytes", p.kv_gpu + p.kv_host}, {"gpu_bytes", p.kv_gpu}, {"host_bytes", p.kv_host}, {"cells", p.kv.cells},
+          {"swa_cells", p.kv.swa_cells}, {"k_bytes", p.kv.k_bytes}, {"v_bytes", p.kv.v_bytes},
+          {"formula", m.kv_lora_rank > 0 ? "layers × cells × (kv_lora_rank + rope_dim) values in type_k (MLA: no V)"
+                      : "per layer: cells (windowed layers: their own cells) × kv_heads × (key_length in type_k + "
+                        "value_length in type_v)"}}},
+        {"compute_buffer",
+         {{"bytes", p.compute_gpu + p.compute_host}, {"gpu_bytes", p.compute_gpu}, {"host_bytes", p.compute_host},
+          {"attention_bytes", p.compute.attention}, {"mlp_bytes", p.compute.mlp}, {"output_bytes", p.compute.output},
+          {"formula", "the largest of the worst-case graph's attention, MLP and output moments at n_ubatch tokens"}}}};
+    j["gpu_layers"] = {{"count", p.gpu_layers}, {"of", p.layers}, {"output_on_gpu", p.output_on_gpu},
+                       {"gpu_bytes", p.gpu_total()}, {"host_bytes", p.host_total()}};
+    j["total_bytes"] = p.gpu_total() + p.host_total();
+    return j;
+}
+
+std::string mib(std::uint64_t b) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.2f MiB", double(b) / 1048576.0);
+    return s;
+}
+
+}  // namespace
+
+bool wants_llama_cpp_serve(const std::vector<std::string>& args) {
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string k = args[i].substr(0, args[i].find('='));
+        if (kServeFlags.count(k)) return true;
+        if (k == "--quant") {
+            const std::string v = args[i].find('=') != std::string::npos ? args[i].substr(args[i].find('=') + 1)
+                                  : i + 1 < args.size() ? args[i + 1] : "";
+            if (lc::is_gguf_quant(v)) return true;
+        }
+    }
+    return false;
+}
+
+int run_serve_gguf(const ProfileLibrary& lib, const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+    const Args a = parse(args);
+    if (const auto it = a.values.find("--method"); it != a.values.end() && it->second != "serve")
+        throw InputError("--gguf, --kv-type, --ctx and --n-gpu-layers plan llama.cpp serving: use --method serve");
+    const Model model = choose_model(lib, a);
+    lc::ServeOptions o;
+    o.n_ctx = integer(a, "--ctx", 4096, 1);
+    o.n_ubatch = integer(a, "--ubatch", 512, 1);
+    o.n_parallel = integer(a, "--parallel", 1, 1);
+    o.n_gpu_layers = integer(a, "--n-gpu-layers", -1, 0);
+    if (const auto it = a.values.find("--kv-type"); it != a.values.end()) o.type_k = o.type_v = lc::parse_cache_type(it->second);
+    if (const auto it = a.values.find("--flash-attn"); it != a.values.end()) {
+        if (it->second != "on" && it->second != "off") throw InputError("--flash-attn expects on or off, got '" + it->second + "'");
+        o.flash_attn = it->second == "on";
+    }
+    // llama.cpp needs flash attention for a quantized V cache (llama_init_from_model refuses it).
+    if (o.type_v != 1 && o.type_v != 0 && !o.flash_attn && !a.values.count("--flash-attn")) o.flash_attn = true;
+    if (o.type_v != 1 && o.type_v != 0 && !o.flash_attn)
+        throw InputError("a quantized V cache needs --flash-attn on (llama.cpp refuses it without)");
+    json j = plan_json(model, o);
+    json machines = json::array();
+    std::vector<const MachineProfile*> chosen;
+    for (const auto& id : a.machines) chosen.push_back(&lib.machine(id));
+    if (chosen.empty())
+        for (const auto& m : lib.machines()) chosen.push_back(&m);
+    for (const auto* m : chosen) machines.push_back(machine_json(*m, model.shape, o));
+    j["machines"] = machines;
+    if (a.json) {
+        out << j.dump(2) << "\n";
+        return kExitOk;
+    }
+    const auto& c = j["components"];
+    out << "llama.cpp serving " << model.id << " (" << model.source << ", " << model.shape.architecture << ", "
+        << model.shape.layers << " layers) at n_ctx " << o.n_ctx << ", KV " << j["settings"]["type_k"].get<std::string>()
+        << ", flash attention " << (o.flash_attn ? "on" : "off") << ", " << j["gpu_layers"]["count"] << "/"
+        << model.shape.layers << " layers on the GPU\n\n";
+    for (const char* k : {"frozen_weights", "kv_cache", "compute_buffer"})
+        out << "  " << k << std::string(16 - std::string(k).size(), ' ') << "GPU " << mib(c[k]["gpu_bytes"]) << "   host "
+            << mib(c[k]["host_bytes"]) << "\n";
+    out << "  total           GPU " << mib(j["gpu_layers"]["gpu_bytes"]) << "   host " << mib(j["gpu_layers"]["host_bytes"])
+        << "\n\n";
+    for (const auto& m : machines) {
+        out << "  " << m["name"].get<std::string>() << ": " << m["verdict"].get<std::string>() << " (needs "
+            << mib(m["device_bytes_needed"]) << " of " << mib(m["device_bytes_usable"]) << ")";
+        if (m.contains("most_gpu_layers")) out << "; most GPU layers " << m["most_gpu_layers"];
+        out << "; longest context " << m["longest_context"] << "\n";
+    }
+    out << "\nMiB = 2^20 bytes. Compute buffer: llama.cpp's worst-case graph at n_ubatch tokens (README, \"Serving "
+           "with llama.cpp\", gives its measured error).\n";
+    return kExitOk;
+}
+
+}  // namespace wingspan::cli
