@@ -406,6 +406,14 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         auto table = values.at("knobs").find(knob);
         if (table == values.at("knobs").end()) continue;
         const json* entry = lookup(*table, method, key);
+        if (!entry && knob == "objective") {
+            std::string methods;   // the "<method>:<objective>" entries: the methods it has a trainer for
+            for (const auto& [k, v] : table->items())
+                if (k.size() > key.size() && k.compare(k.size() - key.size() - 1, std::string::npos, ":" + key) == 0)
+                    methods += (methods.empty() ? "" : ", ") + k.substr(0, k.size() - key.size() - 1);
+            throw InputError(r.framework.name + " has no " + key + " trainer for a " + method + " plan; it trains " + key +
+                             " with: " + methods);
+        }
         if (!entry)
             throw InputError(r.framework.name + " has no setting for " + knob + " = " + key +
                              " (resources/recipes/" + framework_id + "/values.json)");

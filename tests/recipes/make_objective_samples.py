@@ -27,7 +27,13 @@ def main(out: pathlib.Path) -> None:
         if answer:
             pairs.append((user, answer))
     n = len(pairs)
-    other = lambda i: pairs[(i + 7) % n][1]   # another question's answer: wrong for this one
+    def other(i):
+        """Another question's answer (the first one 7 or more rows on that differs): wrong for this one."""
+        j = (i + 7) % n
+        while pairs[j][1] == pairs[i][1]:
+            j = (j + 1) % n
+        return pairs[j][1]
+
     dump = lambda items: "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in items)
     (out / "preference.jsonl").write_text(dump(
         {"prompt": q, "chosen": a, "rejected": other(i)} for i, (q, a) in enumerate(pairs)))
