@@ -2,7 +2,6 @@
 framework installed: the framework's own trainer and keys for the objective hold the plan's
 values (predicted.json's "setup"), and the bundled data is in the layout that trainer reads.
 Prints one line per check; exits 1 on a mismatch. Usage: check_objective_recipe.py FRAMEWORK RECIPE_DIR"""
-import ast
 import json
 import os
 import py_compile
@@ -10,33 +9,13 @@ import sys
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from recipe_checks import calls, expect, failures  # noqa: E402
+
 framework, folder = sys.argv[1], sys.argv[2]
 predicted = json.load(open(os.path.join(folder, "predicted.json")))
 setup = predicted["setup"]
 objective = setup["objective"]["kind"]
-failures = []
-
-
-def expect(what, got, want):
-    ok = got == want
-    print(("ok   " if ok else "FAIL ") + "%s: %r%s" % (what, got, "" if ok else " (expected %r)" % (want,)))
-    if not ok:
-        failures.append(what)
-
-
-def calls(path):
-    """Keyword arguments of every call in a Python file, by the called name (literals only)."""
-    found = {}
-    for node in ast.walk(ast.parse(open(path).read())):
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            kw = found.setdefault(name, {})
-            for k in node.keywords:
-                try:
-                    kw[k.arg] = ast.literal_eval(k.value)
-                except ValueError:
-                    kw[k.arg] = ast.unparse(k.value)
-    return found
 
 
 rows = [json.loads(line) for line in open(os.path.join(folder, "data", "train.jsonl")) if line.strip()]
