@@ -8,12 +8,15 @@
 #include <set>
 #include <sstream>
 
+#include "config_reader.hpp"
 #include "wingspan/config_import.hpp"
 #include "wingspan/errors.hpp"
 
 namespace wingspan {
 
 using nlohmann::json;
+using config_reader::Reader;
+using config_reader::text_of;
 
 namespace {
 
@@ -22,108 +25,6 @@ const std::map<std::string, std::string> kTargetNames = {
     {"q_proj", "q"},     {"k_proj", "k"},   {"v_proj", "v"},       {"o_proj", "o"},         {"output_proj", "o"},
     {"gate_proj", "gate"}, {"up_proj", "up"}, {"down_proj", "down"}, {"w1", "gate"},        {"w3", "up"},
     {"w2", "down"},      {"dense", "o"},    {"self_attn.o_proj", "o"}};
-
-std::string text_of(const json& v) {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-    if (v.is_number_integer()) return std::to_string(v.get<long long>());
-    if (v.is_number()) {
-        const double d = v.get<double>();
-        if (d == std::floor(d) && std::fabs(d) < 1e15) return std::to_string((long long)d);
-        return v.dump();
-    }
-    return v.dump();
-}
-
-// Keeps the record of one import: every key read, ignored or defaulted, and the flags.
-class Reader {
-public:
-    Reader(const json& doc, ConfigImport& out) : doc_(doc), out_(out) {}
-
-    // The value at a dotted path ("lora_parameters.rank"); null-valued keys count as absent
-    // (axolotl's examples leave unused keys empty), but are still marked seen.
-    const json* get(const std::string& path) {
-        const json* cur = &doc_;
-        std::size_t start = 0;
-        while (true) {
-            const auto dot = path.find('.', start);
-            const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-            if (!cur->is_object() || !cur->contains(part)) return nullptr;
-            cur = &(*cur)[part];
-            if (dot == std::string::npos) break;
-            start = dot + 1;
-        }
-        seen_.insert(path.substr(0, path.find('.')));
-        return cur->is_null() ? nullptr : cur;
-    }
-    bool truthy(const std::string& path) {
-        const json* v = get(path);
-        if (!v) return false;
-        if (v->is_boolean()) return v->get<bool>();
-        if (v->is_string()) return *v == "auto" || *v == "true" || *v == "True";
-        if (v->is_number()) return v->get<double>() != 0;
-        return false;
-    }
-    std::optional<long long> integer(const std::string& path) {
-        const json* v = get(path);
-        if (!v) return std::nullopt;
-        if (v->is_number()) return (long long)std::llround(v->get<double>());
-        if (v->is_string()) {
-            try {
-                std::size_t used = 0;
-                const long long x = std::stoll(v->get<std::string>(), &used);
-                if (used == v->get<std::string>().size()) return x;
-            } catch (const std::exception&) {}
-        }
-        throw InputError("config: " + path + " expects a whole number, got " + v->dump());
-    }
-    void flag_(const std::string& key, const std::string& flag, const std::string& value) { this->flag(key, flag, value); }
-    void flag(const std::string& key, const std::string& flag, const std::string& value, const std::string& why = {}) {
-        set_flag(flag, value);
-        out_.read.push_back({key, flag + (value.empty() ? "" : " " + value) + (why.empty() ? "" : " (" + why + ")")});
-    }
-    void assume(const std::string& key, const std::string& flag, const std::string& value, const std::string& why) {
-        set_flag(flag, value);
-        out_.defaults.push_back({key, flag + " " + value + ": " + why});
-    }
-    // A whole number read into `flag`, else (when given) the framework's default assumed.
-    void count(const std::string& key, const std::string& flag, const char* fallback = nullptr, const std::string& why = {}) {
-        if (auto v = integer(key)) flag_(key, flag, std::to_string(*v));
-        else if (fallback) assume(key, flag, fallback, why);
-    }
-    // A switch read into on/off (`inverted`: the key disables it), else the default assumed.
-    void on_off(const std::string& key, const std::string& flag, const char* fallback, const std::string& why,
-                bool inverted = false) {
-        if (get(key)) flag_(key, flag, truthy(key) != inverted ? "on" : "off");
-        else if (fallback) assume(key, flag, fallback, why);
-    }
-    void note_read(const std::string& key, const std::string& note) { out_.read.push_back({key, note}); }
-    void ignore(const std::string& key, const std::string& why) {
-        seen_.insert(key.substr(0, key.find('.')));
-        out_.ignored.push_back({key, why});
-    }
-    // Every top-level key nothing read: listed as ignored.
-    void finish() {
-        for (const auto& [k, v] : doc_.items())
-            if (!seen_.count(k) && !v.is_null()) out_.ignored.push_back({k, "does not change the memory of a step"});
-    }
-    bool has_flag(const std::string& f) const {
-        return std::any_of(out_.flags.begin(), out_.flags.end(), [&](const auto& p) { return p.first == f; });
-    }
-
-private:
-    void set_flag(const std::string& flag, const std::string& value) {
-        for (auto& [f, v] : out_.flags)
-            if (f == flag) {
-                v = value;
-                return;
-            }
-        out_.flags.emplace_back(flag, value);
-    }
-    const json& doc_;
-    ConfigImport& out_;
-    std::set<std::string> seen_;
-};
 
 // "q_proj", "self_attn.q_proj", "model.layers.0.mlp.w1" -> "q"/"gate"/...; "" when unknown.
 std::string target_role(std::string name) {
@@ -312,8 +213,7 @@ void read_llama_factory(Reader& r, ConfigImport& out, const ProfileLibrary* lib)
     }
     if (r.truthy("packing") || r.truthy("neat_packing")) r.note_read("packing", "packed: every micro batch is a full --seq tokens");
     read_deepspeed(r, "deepspeed");
-    if (const json* st = r.get("stage"); st && *st != "sft" && *st != "pt")
-        r.ignore("stage (" + text_of(*st) + ")", "planned as SFT; give --objective for DPO/KTO");
+    config_reader::read_llama_factory_objective(r);
     r.assume("(framework)", "--framework", "hf-transformers", "LLaMA-Factory trains through transformers' Trainer and PEFT");
 }
 
@@ -376,8 +276,7 @@ void read_torchtune(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     if (r.truthy("dataset.packed")) r.note_read("dataset.packed", "packed: every batch is a full --seq tokens");
     if (r.truthy("optimizer_in_bwd")) r.ignore("optimizer_in_bwd", "steps each parameter in backward: the plan keeps whole gradients (an upper bound)");
     if (r.truthy("enable_activation_offloading")) r.ignore("enable_activation_offloading", "activations offloaded to the CPU are not modelled (an upper bound)");
-    if (const json* v = r.get("loss._component_"))
-        r.note_read("loss._component_", text_of(*v) + ": the torchtune profile models its chunked loss");
+    config_reader::read_torchtune_objective(r);
     r.assume("(framework)", "--framework", "torchtune", "the recipe is torchtune's");
 }
 
@@ -410,6 +309,7 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     if (r.truthy("packing")) r.note_read("packing", "packed: every micro batch is a full --seq tokens");
     read_deepspeed(r, "deepspeed");
     if (r.get("fsdp")) r.flag("fsdp", "--sharding", "fsdp", "give --devices N");
+    config_reader::read_trl_objective(r);
     r.assume("(framework)", "--framework", "hf-transformers", "TRL and PEFT on transformers");
 }
 

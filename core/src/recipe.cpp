@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "wingspan/memory_model.hpp"
 #include "wingspan/quoting.hpp"
 #include "wingspan/safe_file.hpp"
+#include "objective_terms.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -66,6 +68,8 @@ std::map<std::string, std::string> knob_keys(const RecipeInput& in) {
             {"loss_chunk", s.loss_chunk_tokens > 0 ? "chunked" : "none"},
             {"max_steps", in.training.max_steps > 0 ? "set" : "none"},
             {"lora_layers", s.lora_layers > 0 && s.lora_layers < in.num_layers ? "last" : "all"},
+            {"objective", to_string(s.objective.kind)},
+            {"reference", std::string(to_string(s.objective.kind)) + "/" + to_string(resolved_reference(s))},
             {"mlp_targets", s.method == Method::Full ? "all" : mlp == 0 ? "none" : mlp == 3 ? "all" : "partial"}};
 }
 
@@ -100,6 +104,47 @@ std::string flow_list(const std::vector<std::string>& items) {
 // through a quoting filter ({{py:model}}, ...); render_template refuses them bare there.
 const std::set<std::string> kFreeText = {"model", "model_label", "model_type", "data_path", "data_dir",
                                          "data_file", "output_dir", "profile"};
+
+// Whether a framework's values.json has a trainer for the objective: its knobs.objective table
+// names it ("dpo", or "<method>:dpo" for one method). A framework without the table writes SFT only.
+bool has_objective(const json& values, const std::string& objective) {
+    auto knobs = values.find("knobs");
+    if (knobs == values.end()) return objective == "sft";
+    auto table = knobs->find("objective");
+    if (table == knobs->end()) return objective == "sft";
+    for (const auto& [key, entry] : table->items()) {
+        const size_t colon = key.find(':');
+        if ((colon == std::string::npos ? key : key.substr(colon + 1)) == objective) return true;
+    }
+    return false;
+}
+
+// The objective's values the templates use: which trainer, its lengths, the reference, GRPO's knobs.
+void add_objective_vars(const TrainingSetup& s, const std::function<std::string(bool)>& flag,
+                        std::map<std::string, std::string>& vars) {
+    const ObjectiveSetup& o = s.objective;
+    const ObjectiveShape sh = objective_shape(s);
+    const Reference ref = resolved_reference(s);
+    vars["objective"] = to_string(o.kind);
+    for (Objective k : {Objective::Sft, Objective::Dpo, Objective::Orpo, Objective::Simpo, Objective::Kto, Objective::Grpo})
+        vars[std::string("is_") + to_string(k)] = flag(o.kind == k);
+    vars["is_pairs"] = flag(o.kind == Objective::Dpo || o.kind == Objective::Orpo || o.kind == Objective::Simpo);
+    vars["is_preference"] = flag(o.kind != Objective::Sft && o.kind != Objective::Grpo);
+    vars["has_lengths"] = flag(sequence_from_lengths(s));
+    vars["objective_seq"] = std::to_string(sh.seq);   // prompt + completion, or the plan's sequence
+    vars["prompt_len"] = std::to_string(sh.prompt);
+    vars["completion_len"] = std::to_string(sh.completion);
+    vars["generations"] = std::to_string(o.generations);
+    // GRPO: TRL's per_device_train_batch_size counts completions (grpo_config.py,
+    // generation_batch_size); the plan's micro batch counts prompts, each with G completions.
+    vars["completion_rows"] = std::to_string(s.micro_batch * o.generations);
+    vars["grpo_beta"] = number(o.beta);
+    vars["reference"] = to_string(ref);
+    vars["precompute_ref"] = flag(ref == Reference::Precomputed);
+    vars["ref_copy_of_adapter"] = flag(ref == Reference::Copy && s.method != Method::Full);
+    vars["use_vllm"] = flag(o.vllm_share > 0);
+    vars["vllm_share"] = number(o.vllm_share);
+}
 
 std::string plan_summary(const RecipeInput& in) {
     const TrainingSetup& s = in.setup;
@@ -148,6 +193,13 @@ FrameworkInfo framework(const fs::path& dir, const std::string& id) {
     for (const auto& i : ids) list += (list.empty() ? "" : ", ") + i;
     throw InputError("no recipe for framework '" + id + "' (did you mean " + closest_names(id, ids, 1).front() +
                      "?); recipes exist for: " + list);
+}
+
+std::vector<std::string> frameworks_for_objective(const fs::path& dir, const std::string& objective) {
+    std::vector<std::string> out;
+    for (const auto& f : frameworks(dir))
+        if (has_objective(read_json(dir / f.id / "values.json"), objective)) out.push_back(f.id);
+    return out;
 }
 
 const FrameworkProfile& profile_for(const ProfileLibrary& lib, const FrameworkInfo& fw) {
@@ -251,6 +303,13 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
     const json values = read_json(fw_dir / "values.json");
     const TrainingSetup& s = in.setup;
     if (s.method == Method::Serve) throw InputError("a recipe trains; the plan's method is serve (choose full, lora or qlora)");
+    const std::string objective = to_string(s.objective.kind);
+    if (!has_objective(values, objective)) {
+        std::string which;
+        for (const auto& id : frameworks_for_objective(dir, objective)) which += (which.empty() ? "" : ", ") + id;
+        throw InputError(r.framework.name + " has no " + objective + " trainer Wingspan can write a recipe for; " + objective +
+                         " recipes exist for: " + (which.empty() ? std::string("none") : which));
+    }
 
     const auto bools = values.value("bool", std::vector<std::string>{"true", "false"});
     auto flag = [&](bool b) { return b ? bools.at(0) : bools.at(1); };
@@ -309,6 +368,8 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         {"train_embeddings", flag(s.train_embeddings)},
     };
 
+    add_objective_vars(s, flag, vars);
+
     // Target modules: the framework's names for the plan's roles, in the plan's order.
     std::vector<std::string> targets;
     if (lora) {
@@ -345,6 +406,14 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         auto table = values.at("knobs").find(knob);
         if (table == values.at("knobs").end()) continue;
         const json* entry = lookup(*table, method, key);
+        if (!entry && knob == "objective") {
+            std::string methods;   // the "<method>:<objective>" entries: the methods it has a trainer for
+            for (const auto& [k, v] : table->items())
+                if (k.size() > key.size() && k.compare(k.size() - key.size() - 1, std::string::npos, ":" + key) == 0)
+                    methods += (methods.empty() ? "" : ", ") + k.substr(0, k.size() - key.size() - 1);
+            throw InputError(r.framework.name + " has no " + key + " trainer for a " + method + " plan; it trains " + key +
+                             " with: " + methods);
+        }
         if (!entry)
             throw InputError(r.framework.name + " has no setting for " + knob + " = " + key +
                              " (resources/recipes/" + framework_id + "/values.json)");
@@ -369,6 +438,10 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
     vars["notes"] = notes_md.empty() ? "Every knob of the plan is set in " + r.framework.name + "'s own keys.\n" : notes_md;
 
     for (const auto& f : values.at("files")) {
+        // A file for some objectives only ("objectives": ["dpo", ...]; absent: every objective).
+        if (auto only = f.find("objectives"); only != f.end() &&
+            std::find(only->begin(), only->end(), json(objective)) == only->end())
+            continue;
         const fs::path tpl = fw_dir / f.at("template").get<std::string>();
         const bool raw = f.value("raw", false);   // copied as is (the reporter: Python braces)
         r.files.push_back({f.at("path").get<std::string>(),
@@ -387,9 +460,21 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
     return r;
 }
 
-fs::path sample_data_file(const fs::path& dir) {
+fs::path sample_data_file(const fs::path& dir) { return sample_data_file(dir, "", Objective::Sft); }
+
+fs::path sample_data_file(const fs::path& dir, const std::string& framework_id, Objective objective) {
+    const std::string key = to_string(objective);
+    std::string name = objective == Objective::Sft ? "chat.jsonl"
+                       : objective == Objective::Kto ? "kto.jsonl"
+                       : objective == Objective::Grpo ? "prompts.jsonl"
+                                                      : "preference.jsonl";
     std::error_code ec;
-    const fs::path file = fs::weakly_canonical(dir / ".." / "sample-data" / "chat.jsonl", ec);
+    if (!framework_id.empty() && fs::is_regular_file(dir / framework_id / "values.json", ec)) {
+        const json values = read_json(dir / framework_id / "values.json");
+        if (auto own = values.find("sample_data"); own != values.end() && own->contains(key))
+            name = (*own)[key].get<std::string>();
+    }
+    const fs::path file = fs::weakly_canonical(dir / ".." / "sample-data" / name, ec);
     return fs::is_regular_file(file, ec) ? file : fs::path();
 }
 

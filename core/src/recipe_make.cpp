@@ -29,13 +29,19 @@ std::int64_t count_lines(const fs::path& file) {
     return n;
 }
 
+// What one line of the data holds for an objective (the layouts TRL's trainers read).
+std::string data_layout(Objective o) {
+    switch (o) {
+        case Objective::Sft: return "{\"messages\": [...]}";
+        case Objective::Kto: return "{\"prompt\", \"completion\", \"label\"}";
+        case Objective::Grpo: return "{\"prompt\", ...}";
+        default: return "{\"prompt\", \"chosen\", \"rejected\"} (or chat-format chosen/rejected pairs)";
+    }
+}
+
 }  // namespace
 
 Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
-    // The templates write SFT trainers; a DPO/GRPO plan written as one would train the wrong thing.
-    if (r.setup.objective.kind != Objective::Sft)
-        throw InputError(std::string("recipes are written for SFT only; the ") + to_string(r.setup.objective.kind) +
-                         " plan has no template yet (issue 31)");
     const FrameworkInfo fw = framework(dir, r.framework);
     r.setup.validate(r.arch);
     const TrainingOptions& t = r.training;
@@ -66,13 +72,14 @@ Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
 
     fs::path sample;
     if (r.data_path.empty()) {
-        sample = sample_data_file(dir);
+        sample = sample_data_file(dir, fw.id, r.setup.objective.kind);
         if (sample.empty()) throw InputError("no data given and the bundled sample data was not found; pass --data FILE.jsonl");
         in.data_path = kSampleDataPath;
     } else {
         std::error_code ec;
         if (!fs::is_regular_file(r.data_path, ec))
-            throw InputError("the data file '" + r.data_path + "' does not exist (a JSONL file, one {\"messages\": [...]} per line)");
+            throw InputError("the data file '" + r.data_path + "' does not exist (a JSONL file, one " + data_layout(r.setup.objective.kind) +
+                             " per line)");
         in.data_path = fs::absolute(r.data_path).lexically_normal().string();
         in.examples = count_lines(in.data_path);
     }

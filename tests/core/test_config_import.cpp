@@ -265,6 +265,89 @@ private slots:
         QCOMPARE(d["e"].get<int>(), 16);
     }
 
+    // Issue 31: preference and RL configs read into --objective and its knobs.
+    void objectiveConfigs() {
+        // alignment-handbook's DPO QLoRA: DPOConfig keys (beta, max_prompt_length) -> DPO.
+        auto im = import_fixture("hf-trl/zephyr-7b-beta_dpo_config_qlora.yaml");
+        auto f = flags_of(im);
+        QCOMPARE(f["--objective"], std::string("dpo"));
+        QCOMPARE(f["--method"], std::string("qlora"));
+        QCOMPARE(f["--seq"], std::string("1024"));    // max_length: prompt + completion
+        QCOMPARE(f["--batch"], std::string("4"));     // pairs per device
+        QVERIFY(!f.count("--reference"));              // auto: the adapter disabled, as TRL does for PEFT
+        QVERIFY(!f.count("--beta"));                   // DPO's beta changes no memory
+        QVERIFY(has_note(im.read, "max_prompt_length") && has_note(im.read, "beta"));
+
+        // open-r1's GRPO demo: 16 completions per device in groups of 7 -> 3 prompts (rounded up);
+        // vllm_device (TRL before vllm_mode) put vLLM on a GPU of its own: no share of this one.
+        im = import_fixture("hf-trl/open-r1_qwen2.5-1.5b_grpo_config_demo.yaml");
+        f = flags_of(im);
+        QCOMPARE(f["--objective"], std::string("grpo"));
+        QCOMPARE(f["--generations"], std::string("7"));
+        QCOMPARE(f["--completion-length"], std::string("1024"));
+        QCOMPARE(f["--prompt-length"], std::string("512"));
+        QCOMPARE(f["--batch"], std::string("3"));
+        QCOMPARE(f["--beta"], std::string("0"));   // silent: TRL 1.16's default, no reference
+        QVERIFY(!f.count("--vllm-share"));
+        QVERIFY(has_note(im.defaults, "beta") && has_note(im.ignored, "vllm_device"));
+        json plan = plan_json({"--from", fixture("hf-trl/open-r1_qwen2.5-1.5b_grpo_config_demo.yaml").string()});
+        QCOMPARE(plan["setup"]["objective"]["kind"], json("grpo"));
+        QCOMPARE(plan["setup"]["objective"]["generations"], json(7));
+        QCOMPARE(plan["setup"]["micro_batch"], json(3));
+
+        // Colocated vLLM (TRL 1.16's default vllm_mode) takes its share of the training GPU.
+        im = import_config(parse_config_document("model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\nuse_vllm: true\n"
+                                                 "per_device_train_batch_size: 8\nbeta: 0.04\nmax_completion_length: 256\n"),
+                           std::nullopt, &test::library());
+        f = flags_of(im);
+        QCOMPARE(f["--objective"], std::string("grpo"));
+        QCOMPARE(f["--vllm-share"], std::string("0.3"));   // vllm_gpu_memory_utilization's default
+        QCOMPARE(f["--generations"], std::string("8"));
+        QCOMPARE(f["--batch"], std::string("1"));
+        QCOMPARE(f["--beta"], std::string("0.04"));
+        QVERIFY(has_note(im.ignored, "max_prompt_length"));
+        // precompute_ref_log_probs: no reference while training; KTO and SimPO by their keys.
+        f = flags_of(import_config(parse_config_document("model_name_or_path: x/y\nbeta: 0.1\nprecompute_ref_log_probs: true\n"),
+                                   std::nullopt, &test::library()));
+        QCOMPARE(f["--objective"], std::string("dpo"));
+        QCOMPARE(f["--reference"], std::string("precomputed"));
+        f = flags_of(import_config(parse_config_document("model_name_or_path: x/y\ndesirable_weight: 1.0\n"), std::nullopt,
+                                   &test::library()));
+        QCOMPARE(f["--objective"], std::string("kto"));
+        f = flags_of(import_config(parse_config_document("model_name_or_path: x/y\nloss_type: simpo\ncpo_alpha: 0\n"),
+                                   std::nullopt, &test::library()));
+        QCOMPARE(f["--objective"], std::string("simpo"));
+
+        // LLaMA-Factory: stage and pref_loss.
+        im = import_fixture("llama-factory/llama3_lora_dpo.yaml");
+        f = flags_of(im);
+        QCOMPARE(f["--objective"], std::string("dpo"));   // pref_loss: sigmoid
+        QCOMPARE(f["--seq"], std::string("2048"));
+        QVERIFY(has_note(im.read, "pref_beta"));
+        QCOMPARE(flags_of(import_fixture("llama-factory/llama3_lora_kto.yaml"))["--objective"], std::string("kto"));
+        for (const auto& [loss, objective] : std::vector<std::pair<std::string, std::string>>{
+                 {"orpo", "orpo"}, {"simpo", "simpo"}, {"ipo", "dpo"}, {"kto_pair", "dpo"}}) {
+            f = flags_of(import_config(parse_config_document("stage: dpo\nfinetuning_type: lora\npref_loss: " + loss + "\n"),
+                                       std::nullopt, &test::library()));
+            QCOMPARE(f["--objective"], objective);
+        }
+        f = flags_of(import_config(parse_config_document("stage: dpo\nfinetuning_type: lora\nref_model: m/ref\n"), std::nullopt,
+                                   &test::library()));
+        QCOMPARE(f["--reference"], std::string("copy"));   // a separate reference beside the adapter
+        QVERIFY(!flags_of(import_fixture("llama-factory/qwen3_lora_sft.yaml")).count("--objective"));
+
+        // torchtune's LoRA DPO recipe config: DPOLoss.
+        im = import_fixture("torchtune/8B_lora_dpo_single_device.yaml");
+        f = flags_of(im);
+        QCOMPARE(f["--objective"], std::string("dpo"));
+        QCOMPARE(f["--model"], std::string("llama-3.1-8b"));
+        QCOMPARE(f["--method"], std::string("lora"));
+        QCOMPARE(f["--batch"], std::string("4"));
+        plan = plan_json({"--from", fixture("torchtune/8B_lora_dpo_single_device.yaml").string(), "--seq", "1024"});
+        QCOMPARE(plan["setup"]["objective"]["kind"], json("dpo"));
+        QVERIFY(!flags_of(import_fixture("torchtune/8B_lora_single_device.yaml")).count("--objective"));
+    }
+
     // Every recipe Wingspan writes as a config file reads back as the plan it was written from
     // (the plans each framework can express; what it cannot, its recipe says it does instead).
     void recipeRoundTrip() {
@@ -280,7 +363,7 @@ private slots:
                                                "--grad-checkpointing", "off", "--batch", "3"};
         const std::vector<std::string> mlx = {"--model", "llama-3.2-1b", "--method", "lora", "--lora-layers", "8", "--rank", "4",
                                               "--targets", "q,v", "--batch", "2", "--seq", "1024"};
-        const std::vector<Case> cases = {
+        std::vector<Case> cases = {
             {"axolotl", "config.yaml", lora},        {"axolotl", "config.yaml", qlora},
             {"axolotl", "config.yaml", full},        {"llama-factory", "config.yaml", lora},
             {"llama-factory", "config.yaml", qlora}, {"llama-factory", "config.yaml", full},
@@ -288,6 +371,19 @@ private slots:
             {"torchtune", "config.yaml", full},      {"mlx-lm", "lora_config.yaml", mlx},
             {"mlx-lm", "lora_config.yaml", {"--model", "llama-3.2-1b", "--method", "full", "--batch", "2"}},
         };
+        // Issue 31: each objective a config-file framework writes.
+        for (const char* objective : {"dpo", "orpo", "simpo", "kto"}) {
+            for (const auto* base : {&lora, &full}) {
+                auto plan = *base;
+                plan.insert(plan.end(), {"--objective", objective});
+                cases.push_back({"llama-factory", "config.yaml", plan});
+            }
+        }
+        for (const auto* base : {&lora, &qlora}) {
+            auto plan = *base;
+            plan.insert(plan.end(), {"--objective", "dpo"});
+            cases.push_back({"torchtune", "config.yaml", plan});
+        }
         for (const auto& c : cases) {
             const fs::path dir = fs::temp_directory_path() / ("wingspan-roundtrip-" + std::to_string(::getpid()));
             fs::remove_all(dir);
@@ -299,7 +395,7 @@ private slots:
             const json predicted = json::parse(in);
             const json back = plan_json({"--from", (dir / c.file).string()});
             fs::remove_all(dir);
-            const std::string what = c.framework + " " + c.plan[3];
+            const std::string what = c.framework + " " + c.plan[3] + (c.plan.size() > 2 && c.plan[c.plan.size() - 2] == "--objective" ? " " + c.plan.back() : "");
             QVERIFY2(back["framework"] == predicted["framework"], what.c_str());
             QVERIFY2(back["model"]["id"] == predicted["model"]["id"], what.c_str());
             for (const auto& [k, v] : predicted["setup"].items())

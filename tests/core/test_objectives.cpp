@@ -1,6 +1,7 @@
 // Objectives beyond SFT in the planner (issue 31): DPO's reference and chosen + rejected rows,
 // GRPO's generation, the colocated vLLM share, and the objective in the plan's JSON.
 #include <QtTest>
+#include <algorithm>
 
 #include "cli_result.hpp"
 #include "test_support.hpp"
@@ -251,17 +252,25 @@ private slots:
         QCOMPARE(text.code, 0);
         QVERIFY(text.out.find("Reference model") != std::string::npos);
         QVERIFY(text.out.find("reference copy (as TRL does it)") != std::string::npos);
-        // The recipe templates are SFT's: a preference or RL plan is refused, not written as SFT.
+        // A framework without a DPO trainer refuses the plan, naming those that have one (not
+        // written as SFT); TRL writes it.
         recipe::Request req;
-        req.framework = "hf-transformers";
+        req.framework = "mlx-lm";
         req.arch = llama8b();
         req.setup = with_objective(TrainingSetup{}, Objective::Dpo);
         try {
-            recipe::make(".", test::library(), req);
-            QFAIL("a DPO plan was written as a recipe");
+            recipe::make(recipe::default_dir(), test::library(), req);
+            QFAIL("a DPO plan was written as an mlx-lm recipe");
         } catch (const InputError& e) {
-            QVERIFY(std::string(e.what()).find("SFT only") != std::string::npos);
+            const std::string what = e.what();
+            QVERIFY2(what.find("has no dpo trainer") != std::string::npos, what.c_str());
+            QVERIFY2(what.find("dpo recipes exist for: hf-transformers") != std::string::npos, what.c_str());
         }
+        req.framework = "hf-transformers";
+        const recipe::Recipe dpo = recipe::make(recipe::default_dir(), test::library(), req);
+        QVERIFY(std::any_of(dpo.files.begin(), dpo.files.end(), [](const recipe::RecipeFile& f) {
+            return f.path == "train.py" && f.text.find("DPOTrainer(") != std::string::npos;
+        }));
         const auto bad = test::run_cli({"plan", "--objective", "ppo"});
         QVERIFY(bad.code != 0);
         QVERIFY(bad.err.find("unknown objective 'ppo'") != std::string::npos);

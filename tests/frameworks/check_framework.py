@@ -9,9 +9,13 @@
   4. the same recipe with many steps, SIGTERM to `wingspan watch` after the first step: the
      framework stops cleanly (done "interrupted"), the run is recorded as interrupted.
 
-usage: check_framework.py FW WINGSPAN_BIN FRAMEWORK_VENV_BIN MAKER_PYTHON SOURCE_DIR
+With OBJECTIVE dpo or grpo (issue 31; hf-transformers: TRL's DPOTrainer / GRPOTrainer) the
+data is the bundled sample of that objective, and the loss checks are the objective's own.
+
+usage: check_framework.py FW WINGSPAN_BIN FRAMEWORK_VENV_BIN MAKER_PYTHON SOURCE_DIR [OBJECTIVE]
 """
 import json
+import math
 import os
 import shlex
 import shutil
@@ -22,7 +26,18 @@ import tempfile
 import time
 
 FW, WINGSPAN, VENV_BIN, MAKER_PY, SOURCE = sys.argv[1:6]
-STEPS = 12
+OBJECTIVE = sys.argv[6] if len(sys.argv) > 6 else "sft"
+# What each objective trains on (resources/sample-data/), its plan flags, and its steps: DPO runs
+# two passes over 48 pairs so its loss has room to leave ln 2; GRPO generates 4 completions of 16
+# tokens per prompt, one prompt per step.
+OBJECTIVES = {
+    "sft": ("chat.jsonl", ["--seq", "64", "--batch", "4"], 12),
+    "dpo": ("preference.jsonl", ["--objective", "dpo", "--seq", "64", "--batch", "4"], 24),
+    "grpo": ("prompts.jsonl", ["--objective", "grpo", "--batch", "1", "--generations", "4", "--completion-length", "16",
+                               "--prompt-length", "32"], 8),
+}
+SAMPLE, OBJECTIVE_FLAGS, STEPS = OBJECTIVES[OBJECTIVE]
+LABEL = FW if OBJECTIVE == "sft" else f"{FW} {OBJECTIVE}"
 RUN_TIMEOUT = 900   # seconds for one training command on a loaded 2-core machine
 
 # What the test adds to the printed command so it runs on a CPU with the tiny model, and why.
@@ -46,7 +61,7 @@ MODEL_ARCH = {"hf-transformers": "llama", "llama-factory": "llama", "torchtune":
 
 
 def fail(msg):
-    print(f"FAIL [{FW}]: {msg}", flush=True)
+    print(f"FAIL [{LABEL}]: {msg}", flush=True)
     sys.exit(1)
 
 
@@ -81,16 +96,35 @@ def run_dir_of(store, label):
 def write_recipe(work, model_dir, data, name, max_steps):
     out = os.path.join(work, name)
     r = run([WINGSPAN, "recipe", "--framework", FW, "--out", out, "--model-dir", model_dir, "--method", "lora",
-             "--seq", "64", "--batch", "4", "--lr", "5e-3", "--warmup-ratio", "0", "--max-steps", str(max_steps),
-             "--data", data])
+             *OBJECTIVE_FLAGS, "--lr", "5e-3", "--warmup-ratio", "0", "--max-steps", str(max_steps), "--data", data])
     check(r.returncode == 0, f"wingspan recipe failed: {r.stderr}")
     line = next((l for l in r.stdout.splitlines() if "wingspan watch --plan predicted.json -- " in l), None)
     check(line, f"wingspan recipe printed no command: {r.stdout}")
     return out, shlex.split(line.split(" -- ", 1)[1])
 
 
+def check_losses(losses):
+    if OBJECTIVE == "sft":
+        first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
+        # LoRA on a random tiny model (frozen random embeddings and head) falls 4-5 % in 12 steps here
+        # (6.23 -> 5.85 nats with transformers + PEFT); step-to-step noise is about 1 %.
+        check(last < 0.98 * first, f"the loss did not fall 2 %: first three {losses[:3]}, last three {losses[-3:]}")
+    elif OBJECTIVE == "dpo":
+        # Before the first update the policy is its own reference (LoRA's B starts at zero), so
+        # TRL's sigmoid loss is exactly -log sigmoid(0) = ln 2; it falls as the chosen answers gain
+        # on the rejected ones (0.693 -> 0.62 over the last third here; steps are noisy, ±0.04).
+        check(abs(losses[0] - math.log(2)) < 1e-3, f"the first DPO loss is {losses[0]}, not ln 2 (policy = reference)")
+        tail = losses[-len(losses) // 3:]
+        check(sum(tail) / len(tail) < 0.95 * math.log(2),
+              f"the DPO loss did not fall below 0.95 ln 2 over the last third: {tail}")
+    else:
+        # GRPO's loss is the advantage-weighted ratio: 0 while every completion of a group earns the
+        # same reward (a random tiny model never says the sum), so only that it is finite is checked.
+        check(all(math.isfinite(x) for x in losses), f"a GRPO loss is not finite: {losses}")
+
+
 def main():
-    work = tempfile.mkdtemp(prefix=f"wingspan-{FW}-")
+    work = tempfile.mkdtemp(prefix=f"wingspan-{FW}-{OBJECTIVE}-")
     env = dict(os.environ)
     env.update({"PATH": VENV_BIN + os.pathsep + env.get("PATH", ""), "XDG_DATA_HOME": os.path.join(work, "data"),
                 "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -98,11 +132,14 @@ def main():
                 "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS", "2"), "PYTHONUNBUFFERED": "1"})
     store = os.path.join(work, "data", "wingspan", "runs")
 
-    data = os.path.join(work, "chat.jsonl")
-    with open(os.path.join(SOURCE, "resources", "sample-data", "chat.jsonl")) as src, open(data, "w") as dst:
+    chat = os.path.join(work, "chat.jsonl")   # the tiny model's tokenizer learns its words
+    with open(os.path.join(SOURCE, "resources", "sample-data", "chat.jsonl")) as src, open(chat, "w") as dst:
+        dst.writelines(src.readlines()[:48])
+    data = os.path.join(work, "train-" + SAMPLE)
+    with open(os.path.join(SOURCE, "resources", "sample-data", SAMPLE)) as src, open(data, "w") as dst:
         dst.writelines(src.readlines()[:48])
     model_dir = os.path.join(work, "tiny")
-    r = run([MAKER_PY, os.path.join(SOURCE, "tests", "frameworks", "make_tiny_model.py"), model_dir, data,
+    r = run([MAKER_PY, os.path.join(SOURCE, "tests", "frameworks", "make_tiny_model.py"), model_dir, chat,
              "--arch", MODEL_ARCH[FW]], env=env)
     check(r.returncode == 0, f"make_tiny_model.py failed: {r.stderr[-3000:]}")
     tiny = json.loads(r.stdout.strip().splitlines()[-1])
@@ -127,15 +164,12 @@ def main():
     check(done.get("reason") == "completed", f"done: {done}")
     losses = [e["loss"] for e in ev if e.get("event") == "step" and e.get("loss") is not None]
     check(len(losses) >= STEPS // 2, f"{len(losses)} steps with a loss, expected about {STEPS}")
-    first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
-    # LoRA on a random tiny model (frozen random embeddings and head) falls 4-5 % in 12 steps here
-    # (6.23 -> 5.85 nats with transformers + PEFT); step-to-step noise is about 1 %.
-    check(last < 0.98 * first, f"the loss did not fall 2 %: first three {losses[:3]}, last three {losses[-3:]}")
+    check_losses(losses)
     with open(os.path.join(run_dir, "result.json")) as f:
         check(json.load(f).get("status") == "completed", "result.json does not say completed")
     rss = [e.get("rss_peak_bytes", 0) for e in ev if e.get("event") == "memory"]
     check(max(rss) > 50_000_000, f"resident-set peak {max(rss)} B: a Python process with torch holds more")
-    print(f"[{FW}] {len(losses)} steps in {time.time() - t0:.0f} s, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
+    print(f"[{LABEL}] {len(losses)} steps in {time.time() - t0:.0f} s, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
           f"resident-set peak {max(rss) / 2**20:.0f} MiB", flush=True)
 
     r = run([WINGSPAN, "runs"], env=env)
@@ -176,8 +210,8 @@ def main():
     check(done and done[-1].get("reason") == "interrupted", f"done after SIGTERM: {done}")
     steps = sum(1 for e in ev if e.get("event") == "step")
     check(steps < 1000, f"{steps} steps: the run went on after SIGTERM")
-    print(f"[{FW}] stopped {time.time() - t_stop:.1f} s after SIGTERM, {steps} steps, done interrupted", flush=True)
-    print(f"[{FW}] ok", flush=True)
+    print(f"[{LABEL}] stopped {time.time() - t_stop:.1f} s after SIGTERM, {steps} steps, done interrupted", flush=True)
+    print(f"[{LABEL}] ok", flush=True)
     shutil.rmtree(work, ignore_errors=True)   # kept when a check fails, for a look
 
 

@@ -27,7 +27,7 @@ output and the logsumexp like the CUDA flash/efficient kernels the profile model
 CUDA-only attention workspace (the flash backward's fp32 dq accumulator) is not allocated by
 the CPU kernel and is left out of the peak comparison (`cpu_differences` in the output).
 
-    build/venv-frameworks/bin/python tests/frameworks/profile_terms.py --wingspan build/bin/wingspan
+    build/venv-frameworks/bin/python tests/frameworks/profile_terms.py build/bin/wingspan
 """
 import argparse
 import json
@@ -177,7 +177,8 @@ TOLERANCE = {"frozen_weights": 0.0, "adapters": 0.0, "trainable_weights": 0.0, "
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--wingspan", required=True)
+    ap.add_argument("wingspan", help="the wingspan program")
+    ap.add_argument("source", nargs="?", help="the source tree (given by run_trl_script.sh; not needed)")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--methods", default="full,lora,dora")
     ap.add_argument("--seq", type=int, default=64)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# run_framework.sh FW WINGSPAN_BIN: the framework's venv (installed once by scripts/venv.sh), then
+# run_framework.sh FW WINGSPAN_BIN [OBJECTIVE]: the framework's venv (installed once by scripts/venv.sh), then
 # check_framework.py. Exit 77 (ctest SKIP) when a venv cannot be installed: no PyPI here.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
-fw=$1 wingspan=$2
+fw=$1 wingspan=$2 objective=${3:-sft}
 case "$fw" in
   hf-transformers) env=frameworks ;;
   torchtune) env=torchtune ;;
@@ -13,4 +13,4 @@ case "$fw" in
 esac
 maker=$("$src/scripts/venv.sh" frameworks)   # transformers + tokenizers write the tiny model
 py=$("$src/scripts/venv.sh" "$env")
-exec "$maker" "$here/check_framework.py" "$fw" "$wingspan" "$(dirname "$py")" "$maker" "$src"
+exec "$maker" "$here/check_framework.py" "$fw" "$wingspan" "$(dirname "$py")" "$maker" "$src" "$objective"

@@ -2,7 +2,6 @@
 Python file compiles, every YAML file parses, and the framework's own keys hold the plan's
 values (read back from predicted.json's "setup"). Prints one line per check; exits 1 on the
 first mismatch. Usage: check_recipe.py FRAMEWORK RECIPE_DIR"""
-import ast
 import glob
 import json
 import os
@@ -11,10 +10,12 @@ import sys
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from recipe_checks import calls, expect, failures  # noqa: E402
+
 framework, folder = sys.argv[1], sys.argv[2]
 predicted = json.load(open(os.path.join(folder, "predicted.json")))
 setup = predicted["setup"]
-failures = []
 
 ROLE_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
               "down": "down_proj"}
@@ -22,13 +23,6 @@ roles = setup["lora_targets"].split(",") if setup["lora_targets"] != "all" else 
 hf_targets = [ROLE_NAMES[r] for r in roles]
 lora = setup["method"] in ("lora", "qlora")
 quant4 = setup["quantization"] in ("nf4", "nf4-dq")
-
-
-def expect(what, got, want):
-    ok = got == want
-    print(("ok   " if ok else "FAIL ") + "%s: %r%s" % (what, got, "" if ok else " (expected %r)" % (want,)))
-    if not ok:
-        failures.append(what)
 
 
 def dig(d, path):
@@ -44,21 +38,6 @@ configs = {}
 for y in glob.glob(os.path.join(folder, "*.yaml")):
     configs[os.path.basename(y)] = yaml.safe_load(open(y))
     print("ok   parses: " + os.path.basename(y))
-
-
-def calls(path):
-    """keyword arguments of every call in a Python file, by the called name (literals only)."""
-    found = {}
-    for node in ast.walk(ast.parse(open(path).read())):
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            kw = found.setdefault(name, {})
-            for k in node.keywords:
-                try:
-                    kw[k.arg] = ast.literal_eval(k.value)
-                except ValueError:
-                    kw[k.arg] = ast.unparse(k.value)
-    return found
 
 
 seq, batch, accum = setup["seq_len"], setup["micro_batch"], setup["grad_accum"]

@@ -4,6 +4,7 @@
 // hook (hooks_check.py), scripted runs recorded end to end in a temporary run store, and Ctrl-C
 // stopping a watched run cleanly.
 #include <QtTest>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -171,6 +172,68 @@ private slots:
                 std::string output;
                 QVERIFY2(run_python({checker, framework, dir.string()}, &output) == 0, (framework + " " + other + "\n" + output).c_str());
             }
+    }
+
+    // Issue 31: preference and RL objectives in each framework's own trainer and keys, with the
+    // bundled data in the layout that trainer reads; a framework without the objective refuses it
+    // naming those that have it.
+    void objectiveRecipes() {
+        const std::string checker = std::string(WINGSPAN_TEST_RECIPE_TESTS_DIR) + "/check_objective_recipe.py";
+        struct Case {
+            std::string framework, method;
+            std::vector<std::string> extra;
+        };
+        const std::vector<Case> cases = {
+            {"hf-transformers", "lora", {"--objective", "dpo"}},
+            {"hf-transformers", "full", {"--objective", "dpo", "--reference", "precomputed"}},
+            {"hf-transformers", "qlora", {"--objective", "orpo"}},
+            {"hf-transformers", "lora", {"--objective", "simpo", "--prompt-length", "256", "--completion-length", "512"}},
+            {"hf-transformers", "lora", {"--objective", "kto"}},
+            {"hf-transformers", "qlora", {"--objective", "grpo", "--generations", "8", "--completion-length", "512"}},
+            {"hf-transformers", "lora", {"--objective", "grpo", "--beta", "0.04", "--vllm-share", "0.3"}},
+            {"llama-factory", "lora", {"--objective", "dpo"}},
+            {"llama-factory", "full", {"--objective", "orpo"}},
+            {"llama-factory", "lora", {"--objective", "simpo"}},
+            {"llama-factory", "lora", {"--objective", "kto"}},
+            {"torchtune", "lora", {"--objective", "dpo"}},
+            {"torchtune", "qlora", {"--objective", "dpo"}},
+        };
+        int n = 0;
+        for (const auto& c : cases) {
+            const fs::path dir = tmp_ / ("objective-" + std::to_string(++n));
+            auto args = lesson_args(c.framework, c.method, dir);
+            args.insert(args.end(), c.extra.begin(), c.extra.end());
+            const Result r = cli(args);
+            QVERIFY2(r.code == 0, (c.framework + " " + c.extra[1] + ": " + r.err).c_str());
+            std::string output;
+            QVERIFY2(run_python({checker, c.framework, dir.string()}, &output) == 0,
+                     (c.framework + " " + c.extra[1] + "\n" + output).c_str());
+            QVERIFY(output.find("all checks passed") != std::string::npos);
+        }
+        // Refused, naming the frameworks that have the trainer (or the methods that do).
+        const std::vector<std::tuple<std::string, std::string, std::string, std::string>> refused = {
+            {"mlx-lm", "lora", "dpo", "dpo recipes exist for: hf-transformers, torchtune, llama-factory"},
+            {"unsloth", "qlora", "grpo", "grpo recipes exist for: hf-transformers"},
+            {"llama-factory", "lora", "grpo", "grpo recipes exist for: hf-transformers"},
+            {"torchtune", "lora", "kto", "kto recipes exist for: hf-transformers, llama-factory"},
+            {"torchtune", "full", "dpo", "trains dpo with: lora, qlora"},
+        };
+        for (const auto& [framework, method, objective, says] : refused) {
+            auto args = lesson_args(framework, method, tmp_ / "refused");
+            args.insert(args.end(), {"--objective", objective});
+            const Result r = cli(args);
+            QVERIFY2(r.code != 0, (framework + " wrote a " + objective + " recipe").c_str());
+            QVERIFY2(r.err.find(says) != std::string::npos, r.err.c_str());
+            QVERIFY(!fs::exists(tmp_ / "refused" / "predicted.json"));
+        }
+        // The bundled samples are what tests/recipes/make_objective_samples.py makes of chat.jsonl.
+        const fs::path samples = wingspan::recipe::default_dir() / ".." / "sample-data";
+        const fs::path remade = tmp_ / "remade-samples";
+        fs::create_directories(remade);
+        fs::copy_file(samples / "chat.jsonl", remade / "chat.jsonl");
+        QCOMPARE(run_python({std::string(WINGSPAN_TEST_RECIPE_TESTS_DIR) + "/make_objective_samples.py", remade.string()}), 0);
+        for (const char* f : {"preference.jsonl", "preference-chat.jsonl", "kto.jsonl", "prompts.jsonl"})
+            QVERIFY2(read(remade / f) == read(samples / f), f);
     }
 
     // Issue 25: each memory technique in the framework's own key, or said in the README where none.

@@ -33,6 +33,10 @@ std::vector<FrameworkInfo> frameworks(const std::filesystem::path& dir);
 // Throws InputError listing the known ids.
 FrameworkInfo framework(const std::filesystem::path& dir, const std::string& id);
 
+// The frameworks whose recipes can train an objective ("dpo"): values.json's knobs.objective
+// names it (SFT: those without the table too).
+std::vector<std::string> frameworks_for_objective(const std::filesystem::path& dir, const std::string& objective);
+
 // The profile that predicts a framework's runs: the library's profile named like the framework
 // when there is one, else the one frameworks.json names. The one place that maps the two.
 const FrameworkProfile& profile_for(const ProfileLibrary& lib, const FrameworkInfo& fw);
@@ -64,7 +68,7 @@ struct RecipeInput {
     TrainingSetup setup;
     TrainingOptions training;
     std::int64_t examples = 0;        // data set size, for step counts where a framework needs them
-    std::string data_path;            // a chat JSONL file ({"messages": [...]} per line)
+    std::string data_path;            // a JSONL file: chat ({"messages": [...]}) for SFT, the objective's layout else
     nlohmann::json predicted;         // prediction_json(...)
     std::vector<std::string> notes;   // said first in the README (what Wingspan could not fill in)
 };
@@ -87,6 +91,11 @@ Recipe render(const std::filesystem::path& dir, const std::string& framework_id,
 // The bundled chat sample beside the recipe templates (resources/sample-data/chat.jsonl), or
 // an empty path when it is not there.
 std::filesystem::path sample_data_file(const std::filesystem::path& dir);
+// The bundled sample an objective trains on, in the layout the framework reads (values.json's
+// "sample_data": {"dpo": "preference-chat.jsonl"}, else preference.jsonl for DPO/ORPO/SimPO,
+// kto.jsonl for KTO, prompts.jsonl for GRPO, chat.jsonl for SFT); empty when it is not there.
+std::filesystem::path sample_data_file(const std::filesystem::path& dir, const std::string& framework_id,
+                                       Objective objective);
 // Adds the sample as data/train.jsonl (and data/valid.jsonl, its last twentieth) so the recipe
 // trains out of the box; returns the number of examples.
 std::int64_t add_sample_data(Recipe& recipe, const std::filesystem::path& sample);
