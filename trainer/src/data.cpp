@@ -36,15 +36,6 @@ void append_id(Example& e, std::int32_t id, bool trained) {
     e.trained.push_back(trained ? 1 : 0);
 }
 
-// Deterministic Fisher-Yates (std::shuffle's algorithm is not fixed by the standard).
-void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    for (size_t i = v.size(); i > 1; --i) {
-        const size_t j = static_cast<size_t>(rng() % i);
-        std::swap(v[i - 1], v[j]);
-    }
-}
-
 std::string need_string(const json& obj, const char* key, std::int64_t line) {
     const auto& v = obj.at(key);
     if (!v.is_string())
@@ -53,6 +44,15 @@ std::string need_string(const json& obj, const char* key, std::int64_t line) {
 }
 
 }  // namespace
+
+// Deterministic Fisher-Yates (std::shuffle's algorithm is not fixed by the standard).
+void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (size_t i = v.size(); i > 1; --i) {
+        const size_t j = static_cast<size_t>(rng() % i);
+        std::swap(v[i - 1], v[j]);
+    }
+}
 
 std::string ChatFormat::name() const {
     switch (kind) {
@@ -135,8 +135,6 @@ Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, 
     return e;
 }
 
-namespace {
-
 // std::getline without a bound: one 1 GB line took 40 GB and ended in bad_alloc. Reads at most
 // max_bytes; `too_long` says the line had more (the rest is not read).
 bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bool& too_long) {
@@ -155,8 +153,6 @@ bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bo
     }
     return any;
 }
-
-}  // namespace
 
 Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, const ChatFormat& f,
                    double eval_fraction, std::uint64_t seed) {

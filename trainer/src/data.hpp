@@ -3,6 +3,7 @@
 // chat template, the loss masked to the answers, then packed or padded into batches.
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -71,6 +72,12 @@ struct Batch {
 std::vector<Batch> make_batches(const std::vector<Example>& examples, std::int64_t seq,
                                 std::int64_t batch, bool packing, std::int32_t pad_id,
                                 std::uint64_t seed, std::int64_t epoch, bool shuffle, bool drop_last);
+
+// One line of a data file into `line` (without the newline), at most max_bytes: a longer one sets
+// too_long. False at the end of the file. Shared by the SFT and the preference readers.
+bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bool& too_long);
+// A Fisher-Yates shuffle of v seeded by `seed` (the same order on every platform).
+void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed);
 
 // The bundled sample data set: $WINGSPAN_SAMPLE_DATA, next to the executable, or the source tree.
 std::filesystem::path default_sample_data(const std::filesystem::path& executable);
