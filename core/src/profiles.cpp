@@ -358,6 +358,9 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
     // model.unties_embeddings: the framework's own model keeps a separate LM head even where the
     // checkpoint ties it to the embedding (read by the memory model from `behaviour`).
     if (const json* d = section("model")) (void)Fields(*d, where).boolean("unties_embeddings", false);
+    // objective.reference_before_policy: DPO/KTO score the reference before the policy's forward,
+    // not beside its graph as TRL does (read by core/src/objective_terms.cpp from `behaviour`).
+    if (const json* d = section("objective")) (void)Fields(*d, where).boolean("reference_before_policy", false);
 }
 
 }  // namespace
@@ -369,7 +372,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
               "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
               "technique_lead", "sources", "aliases", "devices", "defaults", "dtypes", "qlora", "quantization", "loss",
-              "checkpointing", "compile", "kernels", "attention", "model"}},
+              "checkpointing", "compile", "kernels", "attention", "model", "objective"}},
         {"defaults", {"precision", "quantization", "grad_checkpointing", "lora_layers"}},
         {"qlora", {"upcast_non_quantized", "keeps_linear_inputs", "quantized_linear_keeps_no_input", "extra_embedding_copies"}},
         {"quantization", {"format", "group", "constant_bytes", "embeddings", "head"}},
@@ -380,6 +383,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
                      "norm_recomputes_normalized", "unfused_model_types"}},
         {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math"}},
         {"model", {"unties_embeddings"}},
+        {"objective", {"reference_before_policy"}},
     };
     return keys;
 }

@@ -1,9 +1,12 @@
 // A run's DPO and ORPO parts (issue 31): the preference data, the reference (the base with the
 // adapters off for LoRA/QLoRA, a frozen copy for a full fine-tune), the loss of one micro-batch
-// of pairs and the held-out evaluation. The order of one DPO micro-batch is TRL's
-// (trl/trainer/dpo_trainer.py get_batch_loss_metrics): the policy's forward over the 2·B
-// concatenated rows, then the reference's under no_grad while the policy's graph is alive, then
-// the loss; core/src/objective_terms.cpp plans exactly these phases.
+// of pairs and the held-out evaluation. One DPO micro-batch scores the 2·B concatenated rows with
+// the reference first (no_grad, nothing of the policy alive), then runs the policy's forward:
+// TRL runs the reference after the policy's forward, beside its whole graph and logits
+// (trl/trainer/dpo_trainer.py get_batch_loss_metrics), which makes that moment a DPO step's
+// peak; here the peak stays the policy's own backward, as for SFT of 2·B rows. The planner plans
+// this order for wingspan-train (profiles/frameworks/libtorch-*.json objective.reference_before_policy,
+// core/src/objective_terms.cpp).
 #include "run.hpp"
 
 #include "emit.hpp"
@@ -106,16 +109,16 @@ void Run::build_reference() {
 }
 
 at::Tensor Run::preference_loss(const at::Tensor& ids, const at::Tensor& labels, double weight) {
+    at::Tensor reference;
+    if (opt_.objective == Objective::Dpo && reference_) {
+        reference = reference_logps(*reference_, ids, labels);
+    } else if (opt_.objective == Objective::Dpo) {
+        AdaptersOff off(*model_);
+        reference = reference_logps(*model_, ids, labels);
+    }
     const at::Tensor policy = sequence_logps(*model_, ids, labels, opt_.grad_checkpointing);
     PreferenceLoss pl;
     if (opt_.objective == Objective::Dpo) {
-        at::Tensor reference;
-        if (reference_) {
-            reference = reference_logps(*reference_, ids, labels);
-        } else {
-            AdaptersOff off(*model_);
-            reference = reference_logps(*model_, ids, labels);
-        }
         pl = dpo_loss(policy, reference, opt_.beta_or_default());
     } else {
         pl = orpo_loss(policy, scored_tokens(labels), opt_.beta_or_default());
