@@ -157,6 +157,121 @@ private Q_SLOTS:
         QVERIFY2(max_abs(graph.detach() - with_adapters) < 1e-4,
                  qPrintable(QString("graph %1 vs no-graph %2").arg(graph[0].item<double>()).arg(with_adapters[0].item<double>())));
     }
+
+    // A separable toy set: the chosen answer is always "yes", the rejected one always "no".
+    void dpoRunRaisesRewardAccuracy() {
+        QTemporaryDir dir;
+        const QString data = dir.filePath("pairs.jsonl");
+        {
+            std::ofstream out(data.toStdString());
+            for (int i = 0; i < 40; ++i)
+                out << "{\"prompt\": \"Question " << i << ": is it? \", \"chosen\": \"yes yes\", \"rejected\": \"no no no\"}\n";
+        }
+        testing::TrainerLaunch launch;
+        launch.args = {"--objective", "dpo", "--method", "lora", "--data", data, "--seq", "32", "--batch", "4",
+                       "--steps", "12", "--lr", "0.01", "--precision", "fp32", "--eval-fraction", "0.1",
+                       "--sample-tokens", "0", "--threads", "2"};
+        const testing::TrainerResult r = testing::run_trainer(launch);
+        QVERIFY2(r.exit_code == 0, r.err.toUtf8().constData());
+        const auto steps = r.all(EventType::Step);
+        QCOMPARE(steps.size(), size_t(12));
+        auto pref = [](const protocol::Event* e) { return e->body.at("preference"); };
+        // Step 1: the adapters start at zero, so the policy is its reference: loss log 2, margin 0.
+        QVERIFY(std::abs(steps.front()->number_field("loss") - std::log(2.0)) < 1e-4);
+        QVERIFY(std::abs(pref(steps.front()).at("reward_margin").get<double>()) < 1e-4);
+        QCOMPARE(pref(steps.front()).at("v").get<int>(), 1);
+        const auto& last = pref(steps.back());
+        QCOMPARE(last.at("reward_accuracy").get<double>(), 1.0);
+        QVERIFY(last.at("reward_margin").get<double>() > 0.5);
+        QVERIFY(last.at("chosen_reward").get<double>() > last.at("rejected_reward").get<double>());
+        QVERIFY(steps.back()->number_field("loss") < 0.3);
+        const auto* eval = r.last(EventType::Eval);
+        QVERIFY(eval && eval->body.contains("preference"));
+        QCOMPARE(eval->body.at("preference").at("reward_accuracy").get<double>(), 1.0);
+        // The hello says what trains, and 2·B rows per micro-batch are planned.
+        const auto* hello = r.last(EventType::Hello);
+        QCOMPARE(hello->body.at("objective").at("kind").get<std::string>(), std::string("dpo"));
+        QCOMPARE(hello->body.at("objective").at("reference").get<std::string>(), std::string("adapter-off"));
+        QCOMPARE(hello->body.at("objective").at("beta").get<double>(), 0.1);
+    }
+
+    void fullDpoHoldsAReferenceCopyAndOrpoTrains() {
+        QTemporaryDir dir;
+        const QString data = dir.filePath("pairs.jsonl");
+        {
+            std::ofstream out(data.toStdString());
+            for (int i = 0; i < 16; ++i)
+                out << "{\"prompt\": [{\"role\": \"user\", \"content\": \"Q" << i << "\"}], \"chosen\": [{\"role\": "
+                       "\"assistant\", \"content\": \"good\"}], \"rejected\": [{\"role\": \"assistant\", \"content\": \"bad answer\"}]}\n";
+        }
+        testing::TrainerLaunch launch;
+        launch.args = {"--objective", "dpo", "--method", "full", "--data", data, "--seq", "32", "--batch", "2",
+                       "--steps", "3", "--precision", "fp32", "--eval-fraction", "0", "--sample-tokens", "0", "--threads", "2"};
+        testing::TrainerResult r = testing::run_trainer(launch);
+        QVERIFY2(r.exit_code == 0, r.err.toUtf8().constData());
+        const auto* predicted = r.first(EventType::Predicted);
+        const std::int64_t planned = predicted->body.at("components").value("reference_model", std::int64_t{0});
+        QVERIFY(planned > 0);
+        // The frozen copy is exactly the policy's weights, as planned, and held through the steps.
+        const auto* done = r.last(EventType::Done);
+        QCOMPARE(done->body.at("component_peaks").value("reference_model", std::int64_t{0}), planned);
+        QCOMPARE(done->body.at("component_peaks").value("trainable_weights", std::int64_t{0}), planned);
+        bool said = false;   // the run says what the copy costs
+        for (const auto* e : r.all(EventType::Log))
+            said |= e->string_field("message").find("a frozen copy of the policy, " + std::to_string(planned) + " bytes") !=
+                    std::string::npos;
+        QVERIFY(said);
+        launch.args[1] = "orpo";
+        r = testing::run_trainer(launch);
+        QVERIFY2(r.exit_code == 0, r.err.toUtf8().constData());
+        QCOMPARE(r.last(EventType::Hello)->body.at("objective").at("reference").get<std::string>(), std::string("none"));
+        const auto& pref = r.last(EventType::Step)->body.at("preference");
+        QVERIFY(pref.contains("nll_loss") && pref.contains("log_odds_ratio"));
+        QCOMPARE(r.last(EventType::Done)->body.at("component_peaks").value("reference_model", std::int64_t{0}), std::int64_t{0});
+    }
+
+    void badRowsAreRefusedWithTheirLine() {
+        QTemporaryDir dir;
+        const std::string good = R"({"prompt": "p", "chosen": "a", "rejected": "b"})";
+        struct Case {
+            std::string row;
+            std::string says;
+        };
+        const std::vector<Case> cases = {
+            {R"({"prompt": "p", "chosen": "a"})", "\"rejected\" is missing"},
+            {R"({"prompt": "p", "chosen": "a", "rejected": [{"role": "assistant", "content": "b"}]})", "both be strings"},
+            {R"({"prompt": [{"role": "user", "content": "q"}], "chosen": [{"role": "robot", "content": "a"}], "rejected": [{"role": "assistant", "content": "b"}]})", "unknown role"},
+            {R"({"prompt": "p", "chosen": [{"role": "user", "content": "a"}], "rejected": [{"role": "assistant", "content": "b"}]})", "no assistant message"},
+            {R"({"prompt": "p", "chosen": 3, "rejected": "b"})", "both be strings"},
+            {R"([1, 2])", "not a JSON object"},
+            {R"({"prompt": "p", "chosen": "a", "rejected": )", "line 3"},
+        };
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const QString data = dir.filePath(QString("bad%1.jsonl").arg(i));
+            {
+                std::ofstream out(data.toStdString());
+                out << good << "\n" << good << "\n" << cases[i].row << "\n" << good << "\n";
+            }
+            testing::TrainerLaunch launch;
+            launch.args = {"--objective", "orpo", "--method", "lora", "--data", data, "--steps", "1", "--threads", "1"};
+            const testing::TrainerResult r = testing::run_trainer(launch);
+            QCOMPARE(r.exit_code, 1);
+            QCOMPARE(r.error_code(), std::string("bad_data"));
+            const std::string msg = r.error_message();
+            QVERIFY2(msg.find("line 3") != std::string::npos && msg.find(cases[i].says) != std::string::npos, msg.c_str());
+            QCOMPARE(r.first(EventType::Error)->body.value("line", 0), 3);
+        }
+        // Flags that do not fit together are refused before anything loads.
+        testing::TrainerLaunch launch;
+        launch.args = {"--objective", "sft", "--beta", "0.2", "--method", "lora"};
+        QCOMPARE(testing::run_trainer(launch).exit_code, 2);
+        launch.args = {"--objective", "kto", "--method", "lora"};
+        const testing::TrainerResult kto = testing::run_trainer(launch);
+        QCOMPARE(kto.exit_code, 2);
+        QVERIFY(kto.error_message().find("sft, dpo or orpo") != std::string::npos);
+        launch.args = {"--objective", "dpo", "--beta", "0", "--method", "lora"};
+        QCOMPARE(testing::run_trainer(launch).exit_code, 2);
+    }
 };
 
 QTEST_GUILESS_MAIN(PreferenceTest)
