@@ -303,10 +303,10 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, std::int64
     return out;
 }
 
-std::filesystem::path default_sample_data(const std::filesystem::path& executable) {
+std::filesystem::path default_sample_data(const std::filesystem::path& executable, const char* name) {
     namespace fs = std::filesystem;
-    const char* name = "chat.jsonl";
-    if (const char* env = std::getenv("WINGSPAN_SAMPLE_DATA"); env && *env) return env;
+    const bool chat = std::string(name) == "chat.jsonl";
+    if (const char* env = std::getenv("WINGSPAN_SAMPLE_DATA"); chat && env && *env) return env;
     std::vector<fs::path> candidates;
     if (!executable.empty()) {
         std::error_code ec;

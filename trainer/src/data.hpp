@@ -80,6 +80,7 @@ bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bo
 void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed);
 
 // The bundled sample data set: $WINGSPAN_SAMPLE_DATA, next to the executable, or the source tree.
-std::filesystem::path default_sample_data(const std::filesystem::path& executable);
+// `name`: chat.jsonl (SFT) or preferences.jsonl (DPO/ORPO pairs).
+std::filesystem::path default_sample_data(const std::filesystem::path& executable, const char* name = "chat.jsonl");
 
 }  // namespace wingspan::train

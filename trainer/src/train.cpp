@@ -183,7 +183,9 @@ void Run::load_inputs() {
         throw RunError("bad_argument", "--rank " + std::to_string(opt_.rank) + " is larger than the model's width");
 
     // Data.
-    data_path_ = opt_.data_file.empty() ? default_sample_data(argv0_) : fs::path(opt_.data_file);
+    data_path_ = opt_.data_file.empty()
+                     ? default_sample_data(argv0_, opt_.preference() ? "preferences.jsonl" : "chat.jsonl")
+                     : fs::path(opt_.data_file);
     try {
         chat_ = chat_format_for_model(*tok_, opt_.model_dir, opt_.chat_format);
     } catch (const DataError& e) {
