@@ -3,7 +3,8 @@
 // of pairs and the held-out evaluation. One DPO micro-batch scores the 2·B concatenated rows with
 // the reference first (no_grad, nothing of the policy alive), then runs the policy's forward:
 // TRL runs the reference after the policy's forward, beside its whole graph and logits
-// (trl/trainer/dpo_trainer.py get_batch_loss_metrics), which makes that moment a DPO step's
+// (huggingface/trl f2cd577 trl/trainer/dpo_trainer.py _compute_loss: model(...) at line 1340, the
+// reference under no_grad at 1373), which makes that moment a DPO step's
 // peak; here the peak stays the policy's own backward, as for SFT of 2·B rows. The planner plans
 // this order for wingspan-train (profiles/frameworks/libtorch-*.json objective.reference_before_policy,
 // core/src/objective_terms.cpp).
