@@ -20,7 +20,7 @@ std::string GridPoint::label() const {
            (grad_checkpointing ? " ckpt" : "") + (attention != "eager" ? " " + attention : "") +
            (targets.empty() ? "" : " targets " + targets) + (precision != "fp32" ? " " + precision : "") +
            (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "") +
-           (cpu_bf16.empty() ? "" : " bf16 " + cpu_bf16);
+           (cpu_bf16.empty() ? "" : " bf16 " + cpu_bf16) + (objective.empty() ? "" : " " + objective);
 }
 
 fs::path write_135m_config(const fs::path& dir) {
@@ -150,6 +150,8 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
     if (!p.targets.empty()) cmd += " --targets " + p.targets;
     cmd += " --precision " + p.precision;   // always: the trainer's default is auto (per CPU)
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
+    if (!p.objective.empty()) cmd += " --objective " + p.objective;
+    if (!p.data.empty()) cmd += " --data " + quote(p.data.string());
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();
     FILE* pipe = popen(cmd.c_str(), "r");
@@ -187,7 +189,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
                                        std::to_string(p.batch) + (p.grad_checkpointing ? "-ckpt" : "") +
                                        (p.attention != "eager" ? "-" + p.attention : "") +
                                        (p.targets.empty() ? "" : "-" + p.targets) +
-                                       (p.precision != "fp32" ? "-" + p.precision : "") +
+                                       (p.precision != "fp32" ? "-" + p.precision : "") + (p.objective.empty() ? "" : "-" + p.objective) +
                                        (ranks > 1 ? "-" + p.sharding + "-rank" + std::to_string(r.rank) : ""));
             for (const auto& l : lines[r.rank]) RunStore::append_line(dir, l);
             RunStore::write_result(dir, r.record);

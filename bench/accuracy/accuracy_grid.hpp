@@ -24,6 +24,8 @@ struct GridPoint {
     std::string sharding = "ddp";     // with processes > 1: ddp | zero1 | zero2
     std::string precision = "fp32";   // --precision
     std::string cpu_bf16;             // WINGSPAN_CPU_BF16 (hardware | emulated); empty: the trainer's choice
+    std::string objective;            // --objective dpo | orpo (issue 31); empty: SFT
+    std::filesystem::path data;       // --data (preference pairs for dpo/orpo); empty: the bundled sample
     std::string label() const;
 };
 

@@ -731,7 +731,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                         {{"layers", double(L)}, {"kv_dim", double(kvd)}, {"context", double(s)}, {"batch", double(b)}});
 
     // ---- phases ----
-    const ObjectiveInputs objective_in{arch, asked, objective, frozen_dev + packed_dev + constants_dev + trainable_dev, e, inner};
+    const ObjectiveInputs objective_in{arch, asked, objective, frozen_dev + packed_dev + constants_dev + trainable_dev, e, inner,
+                                       behaviour_flag(fw, "objective", "reference_before_policy")};
     const std::int64_t reference_dev = reference_weights(objective_in, est.terms);
     const std::int64_t master_on_dev = offload ? 0 : master_dev;
     const std::int64_t optimizer_on_dev = offload ? 0 : optimizer_dev;

@@ -199,6 +199,23 @@ std::vector<ExtraPhase> objective_phases(const ObjectiveInputs& in, const Policy
         }
         return out;
     }
+    // wingspan-train (objective.reference_before_policy): the reference scores the micro-batch
+    // before the policy's forward (trainer/src/objective_run.cpp Run::preference_loss), so only
+    // the gradients held across steps are beside it; its logits are the policy's rows × positions
+    // in the compute dtype and one row's log-softmax, as TRL's (trainer/src/objective_preference.cpp
+    // reference_logps). Planned as TRL's order, a LoRA DPO step of the built-in model (seq 128,
+    // 4 pairs, fp32) was predicted at 107,859,968 B against 100,233,736 B measured (+7.6 %).
+    if (ref_forward && in.reference_before_policy) {
+        const std::int64_t ws = layer_workspace(in, sh.rows * sh.seq);
+        add(terms, Component::Activations, ws,
+            "reference forward (" + who + ", no_grad) before the policy's forward: one layer's workspace rows·s·(2h + "
+            "2i + q_dim + 2·kv_dim)·" + std::to_string(e) + " B (" + n(sh.rows) + " × " + n(sh.seq) + " tokens)",
+            {{"rows", double(sh.rows)}, {"seq", double(sh.seq)}, {"inner", double(in.inner)}});
+        add(terms, Component::LogitsLoss, ref_logits, ref_logits_formula, ref_inputs);
+        out.push_back({"reference_forward", {{Component::Gradients, held.gradients}, {Component::Activations, ws}}});
+        out.push_back({"reference_logps", {{Component::Gradients, held.gradients}, {Component::LogitsLoss, ref_logits}}});
+        return out;
+    }
     // DPO, KTO: the reference runs after the policy's forward, whose graph and logits are alive.
     if (ref_forward) {
         const std::int64_t ws = layer_workspace(in, sh.rows * sh.seq);

@@ -50,6 +50,9 @@ struct ObjectiveInputs {
     std::int64_t policy_weights = 0;       // the policy's weights without adapters, one device
     std::int64_t value_bytes = 2;          // compute dtype
     std::int64_t inner = 0;                // MLP inner width (MoE: the active experts')
+    // The reference scores a micro-batch before the policy's forward (framework profile
+    // objective.reference_before_policy: wingspan-train), not beside its graph as TRL does.
+    bool reference_before_policy = false;
 };
 
 // The reference model's bytes, held throughout (0 unless it is a copy); its term goes to terms.

@@ -363,6 +363,9 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         (void)f.boolean("unties_embeddings", false);
         (void)f.boolean("rotary_table_once", false);
     }
+    // objective.reference_before_policy: DPO/KTO score the reference before the policy's forward,
+    // not beside its graph as TRL does (read by core/src/objective_terms.cpp from `behaviour`).
+    if (const json* d = section("objective")) (void)Fields(*d, where).boolean("reference_before_policy", false);
 }
 
 }  // namespace
@@ -375,7 +378,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
               "dataset_bytes_per_token", "dataset_bytes_per_example",
               "technique_lead", "sources", "aliases", "devices", "defaults", "dtypes", "qlora", "quantization", "loss",
-              "checkpointing", "compile", "kernels", "attention", "model"}},
+              "checkpointing", "compile", "kernels", "attention", "model", "objective"}},
         {"defaults", {"precision", "quantization", "grad_checkpointing", "lora_layers"}},
         {"qlora", {"upcast_non_quantized", "keeps_linear_inputs", "quantized_linear_keeps_no_input", "extra_embedding_copies"}},
         {"quantization", {"format", "group", "constant_bytes", "embeddings", "head"}},
@@ -386,6 +389,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
                      "norm_recomputes_normalized", "unfused_model_types"}},
         {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math", "sdpa_grouped_kv"}},
         {"model", {"unties_embeddings", "rotary_table_once"}},
+        {"objective", {"reference_before_policy"}},
     };
     return keys;
 }

@@ -139,10 +139,16 @@ void RunRecord::ingest(const protocol::Event& e) {
             add_memory(std::move(s));
             break;
         }
-        case EventType::Step:
-            add_step({e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"), e.number_field("lr"),
-                      e.number_field("tokens_per_s")});
+        case EventType::Step: {
+            StepSample s{e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"), e.number_field("lr"),
+                         e.number_field("tokens_per_s")};
+            if (auto p = e.body.find("preference"); p != e.body.end() && p->is_object()) {
+                if (auto m = p->find("reward_margin"); m != p->end() && m->is_number()) s.reward_margin = m->get<double>();
+                if (auto a = p->find("reward_accuracy"); a != p->end() && a->is_number()) s.reward_accuracy = a->get<double>();
+            }
+            add_step(s);
             break;
+        }
         case EventType::Eval: evals_.emplace_back(e.int_field("step"), e.number_field("loss")); break;
         case EventType::Checkpoint: add_checkpoint(e.string_field("path")); break;
         case EventType::Log:

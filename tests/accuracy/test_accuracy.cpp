@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <fstream>
 
 #include "accuracy_grid.hpp"
 
@@ -18,6 +19,16 @@ bool cpu_has_bf16_instructions() {
     return !isa.empty() && isa != "none";
 }
 
+// Preference pairs for the DPO/ORPO points: 24 short pairs (every row is padded to --seq, so
+// their lengths do not change the bytes).
+fs::path write_preference_pairs(const fs::path& file) {
+    std::ofstream out(file);
+    for (int i = 0; i < 24; ++i)
+        out << "{\"prompt\": \"What is " << i << " plus " << i << "? \", \"chosen\": \"It is " << 2 * i
+            << ".\", \"rejected\": \"Perhaps " << 3 * i + 1 << ", who knows.\"}\n";
+    return file;
+}
+
 class AccuracyTest : public QObject {
     Q_OBJECT
 private slots:
@@ -28,6 +39,7 @@ private slots:
     }
 
     void points_data() {
+        QTest::addColumn<QString>("objective");   // --objective: "" (SFT), dpo or orpo (issue 31)
         QTest::addColumn<QString>("arch");
         QTest::addColumn<QString>("method");
         QTest::addColumn<int>("seq");
@@ -39,34 +51,44 @@ private slots:
         QTest::addColumn<QString>("cpu_bf16");   // WINGSPAN_CPU_BF16 for the bf16-mixed points
         // Each method once with and once without checkpointing; both attention- and
         // MLP-dominated backward peaks; the 135M-class shape (30 layers, 49k vocabulary) once.
-        QTest::newRow("default full 128x4") << "default" << "full" << 128 << 4 << false << "eager" << "" << "fp32" << "";
-        QTest::newRow("default full 512x1 ckpt") << "default" << "full" << 512 << 1 << true << "eager" << "" << "fp32" << "";
-        QTest::newRow("default lora 512x1") << "default" << "lora" << 512 << 1 << false << "eager" << "" << "fp32" << "";
-        QTest::newRow("default qlora 128x4 ckpt") << "default" << "qlora" << 128 << 4 << true << "eager" << "" << "fp32" << "";
+        QTest::newRow("default full 128x4") << "" << "default" << "full" << 128 << 4 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default full 512x1 ckpt") << "" << "default" << "full" << 512 << 1 << true << "eager" << "" << "fp32" << "";
+        QTest::newRow("default lora 512x1") << "" << "default" << "lora" << 512 << 1 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default qlora 128x4 ckpt") << "" << "default" << "qlora" << 128 << 4 << true << "eager" << "" << "fp32" << "";
         // SDPA on libtorch 1.13's CPU is the math graph (profile attention.sdpa_runs_math): the
         // softmax is kept, K and V repeated; with checkpointing the mask is a saved argument.
-        QTest::newRow("default lora 128x1 sdpa") << "default" << "lora" << 128 << 1 << false << "sdpa" << "" << "fp32" << "";
-        QTest::newRow("default full 128x2 ckpt sdpa") << "default" << "full" << 128 << 2 << true << "sdpa" << "" << "fp32" << "";
+        QTest::newRow("default lora 128x1 sdpa") << "" << "default" << "lora" << 128 << 1 << false << "sdpa" << "" << "fp32" << "";
+        QTest::newRow("default full 128x2 ckpt sdpa") << "" << "default" << "full" << 128 << 2 << true << "sdpa" << "" << "fp32" << "";
         // Adapters on some linears only: the first adapted layer keeps only what lies after its
         // first adapter (core/src/first_layer.cpp).
-        QTest::newRow("default lora 128x1 targets down") << "default" << "lora" << 128 << 1 << false << "eager" << "down" << "fp32" << "";
-        QTest::newRow("default lora 128x2 targets gate,v") << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v" << "fp32" << "";
+        QTest::newRow("default lora 128x1 targets down") << "" << "default" << "lora" << 128 << 1 << false << "eager" << "down" << "fp32" << "";
+        QTest::newRow("default lora 128x2 targets gate,v") << "" << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v" << "fp32" << "";
         // QLoRA on some linears: the 4-bit linear keeps no input (profile qlora.
         // quantized_linear_keeps_no_input), so a norm output, the attention output or the MLP
         // product stays only for an adapter on its consumer (over-predicted by 15-27 % before).
-        QTest::newRow("default qlora 128x1 targets q,v") << "default" << "qlora" << 128 << 1 << false << "eager" << "q,v" << "fp32" << "";
-        QTest::newRow("default qlora 128x4 targets down bf16-mixed emulated") << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed" << "emulated";
-        QTest::newRow("default qlora 128x4 targets down bf16-mixed hardware") << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed" << "hardware";
-        QTest::newRow("135m qlora 128x1") << "135m" << "qlora" << 128 << 1 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default qlora 128x1 targets q,v") << "" << "default" << "qlora" << 128 << 1 << false << "eager" << "q,v" << "fp32" << "";
+        QTest::newRow("default qlora 128x4 targets down bf16-mixed emulated") << "" << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed" << "emulated";
+        QTest::newRow("default qlora 128x4 targets down bf16-mixed hardware") << "" << "default" << "qlora" << 128 << 4 << false << "eager" << "down" << "bf16-mixed" << "hardware";
+        QTest::newRow("135m qlora 128x1") << "" << "135m" << "qlora" << 128 << 1 << false << "eager" << "" << "fp32" << "";
         // bf16-mixed: the fused norm keeps its 16-bit input and its backward makes one bf16 dx
         // (the unfused norm's fp32 temporaries were the +2.5..5.3 % miss without checkpointing).
-        QTest::newRow("default lora 128x4 bf16-mixed emulated") << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed" << "emulated";
-        QTest::newRow("default lora 128x4 bf16-mixed hardware") << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed" << "hardware";
-        QTest::newRow("default full 512x1 bf16-mixed emulated") << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed" << "emulated";
-        QTest::newRow("default full 512x1 bf16-mixed hardware") << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed" << "hardware";
+        QTest::newRow("default lora 128x4 bf16-mixed emulated") << "" << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("default lora 128x4 bf16-mixed hardware") << "" << "default" << "lora" << 128 << 4 << false << "eager" << "" << "bf16-mixed" << "hardware";
+        QTest::newRow("default full 512x1 bf16-mixed emulated") << "" << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("default full 512x1 bf16-mixed hardware") << "" << "default" << "full" << 512 << 1 << false << "eager" << "" << "bf16-mixed" << "hardware";
+        // DPO and ORPO (issue 31): B pairs are one forward of 2·B rows; DPO's reference (the base with
+        // the adapters off for LoRA, a frozen copy for full) scores them before the policy's forward.
+        // Their peaks are held to 0.5 % below (SFT's points of the same rows share the same terms).
+        QTest::newRow("default lora 128x2 dpo") << "dpo" << "default" << "lora" << 128 << 2 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default full 128x2 dpo") << "dpo" << "default" << "full" << 128 << 2 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default qlora 128x2 ckpt dpo") << "dpo" << "default" << "qlora" << 128 << 2 << true << "eager" << "" << "fp32" << "";
+        QTest::newRow("default lora 128x2 bf16-mixed emulated dpo") << "dpo" << "default" << "lora" << 128 << 2 << false << "eager" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("default lora 128x2 orpo") << "orpo" << "default" << "lora" << 128 << 2 << false << "eager" << "" << "fp32" << "";
+        QTest::newRow("default full 128x1 ckpt orpo") << "orpo" << "default" << "full" << 128 << 1 << true << "eager" << "" << "fp32" << "";
     }
 
     void points() {
+        QFETCH(QString, objective);
         QFETCH(QString, arch);
         QFETCH(QString, method);
         QFETCH(int, seq);
@@ -91,6 +113,10 @@ private slots:
         p.seq = seq;
         p.batch = batch;
         p.grad_checkpointing = ckpt;
+        if (!objective.isEmpty()) {
+            p.objective = objective.toStdString();
+            p.data = write_preference_pairs(fs::path(dir_.path().toStdString()) / "pairs.jsonl");
+        }
         const PointResult r = run_point(trainer_, p, 2, fs::path(dir_.path().toStdString()) / QTest::currentDataTag());
         QVERIFY2(r.failure.empty(), r.failure.c_str());
         QVERIFY(!r.predicted.empty());
@@ -128,6 +154,16 @@ private slots:
             QVERIFY2(std::fabs(err) <= 1.0, qPrintable(QString("bf16-mixed activations: %1 %").arg(err, 0, 'f', 2)));
         }
         const RunSummary sum = r.record.summary();
+        // QLoRA with checkpointing: SFT's own point of the same 4 rows (qlora 128x4 ckpt) is +0.511 %
+        // (98,296 B of activations over), which DPO of 2 pairs inherits to the byte.
+        const double objective_bound = method == "qlora" && ckpt ? 0.6 : 0.5;
+        if (!objective.isEmpty())
+            QVERIFY2(std::fabs(sum.peak_error_percent()) <= objective_bound,
+                     qPrintable(QString("%1 peak: predicted %2, measured %3 (%4 %)")
+                                    .arg(objective)
+                                    .arg(sum.predicted_peak)
+                                    .arg(sum.measured_peak)
+                                    .arg(sum.peak_error_percent(), 0, 'f', 3)));
         QVERIFY2(std::fabs(sum.peak_error_percent()) <= 10.0,
                  qPrintable(QString("peak: predicted %1, measured %2 (%3 %)")
                                 .arg(sum.predicted_peak)

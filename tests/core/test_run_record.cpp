@@ -1,4 +1,6 @@
 #include <QtTest>
+
+#include <cmath>
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -84,6 +86,20 @@ private slots:
         }
         QCOMPARE(r.steps().size(), size_t(1));
         QCOMPARE(r.checkpoints().front(), std::string("/tmp/ckpt"));
+    }
+
+    // DPO/ORPO steps carry `preference` (issue 31): the record keeps the margin and accuracy the
+    // live view plots; SFT steps and malformed objects leave them NaN.
+    void preferenceStepsKeepMarginAndAccuracy() {
+        RunRecord r;
+        r.ingest_line(encode(EventType::Step, 0.1, {{"step", 1}, {"loss", 0.69},
+                                                    {"preference", {{"v", 1}, {"reward_margin", 0.25}, {"reward_accuracy", 0.75}}}}));
+        r.ingest_line(encode(EventType::Step, 0.2, {{"step", 2}, {"loss", 0.6}, {"preference", "not an object"}}));
+        r.ingest_line(encode(EventType::Step, 0.3, {{"step", 3}, {"loss", 0.5}}));
+        QCOMPARE(r.steps().size(), size_t(3));
+        QCOMPARE(r.steps()[0].reward_margin, 0.25);
+        QCOMPARE(r.steps()[0].reward_accuracy, 0.75);
+        QVERIFY(std::isnan(r.steps()[1].reward_margin) && std::isnan(r.steps()[2].reward_accuracy));
     }
 
     void malformedLinesAreCountedNotFatal() {

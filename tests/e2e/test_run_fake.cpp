@@ -460,11 +460,17 @@ private slots:
         plan.setup.method = Method::Lora;
         window.setPlan(plan);
         QVERIFY(train->isEnabled());
-        // A preference objective is planned, never trained as SFT under its name.
+        // DPO and ORPO train (issue 31) with --objective; another objective is planned, never
+        // trained as SFT under its name.
         plan.setup.objective.kind = Objective::Dpo;
         window.setPlan(plan);
+        QVERIFY(train->isEnabled());
+        const QStringList args = trainer_arguments(run_options_for(plan, nullptr), {}, {}, {});
+        QVERIFY2(args.join(' ').contains("--objective dpo"), qPrintable(args.join(' ')));
+        plan.setup.objective.kind = Objective::Kto;
+        window.setPlan(plan);
         QVERIFY(!train->isEnabled());
-        QVERIFY2(train->toolTip().contains("DPO") && train->toolTip().contains("SFT"), qPrintable(train->toolTip()));
+        QVERIFY2(train->toolTip().contains("KTO") && train->toolTip().contains("SFT, DPO and ORPO"), qPrintable(train->toolTip()));
         panel->trainPlan(plan);
         QVERIFY(!panel->isRunning());
         QCOMPARE(started.count(), 0);

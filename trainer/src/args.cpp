@@ -107,6 +107,7 @@ std::string usage() {
            "         [--save-every N] [--sample-tokens N] [--sample-every-ms N] [--no-packing]\n"
            "         [--attention eager|sdpa] [--device auto|cpu|cuda|cuda:N|mps]\n"
            "         [--initial-loss-scale X] [--loss-scale-growth N]   (fp16-mixed)\n"
+           "       preference tuning: [--objective sft|dpo|orpo] [--beta X]   (data rows: prompt/chosen/rejected)\n"
            "       wingspan-train devices   (one JSON object: the devices this build can train on)\n"
            "         [--chat-format chatml|llama3|llama2|mistral|zephyr|gemma|phi3]\n"
            "       --model takes a folder, a Hugging Face cache snapshot, or OWNER/NAME[@REVISION]\n"
@@ -230,6 +231,15 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             else throw ArgError("--sharding: unknown sharding \"" + v + "\" (use ddp, zero1 or zero2)");
         } else if (f == "--dist-timeout") {
             o.dist_timeout_s = static_cast<int>(to_int(f, need_value(a, i), 1));
+        } else if (f == "--objective") {
+            const std::string v = need_value(a, i);
+            if (v == "sft") o.objective = Objective::Sft;
+            else if (v == "dpo") o.objective = Objective::Dpo;
+            else if (v == "orpo") o.objective = Objective::Orpo;
+            else throw ArgError("--objective: wingspan-train trains sft, dpo or orpo, not \"" + v + "\"");
+        } else if (f == "--beta") {
+            o.beta = to_double(f, need_value(a, i));
+            if (!(*o.beta > 0) || *o.beta > 1000) throw ArgError("--beta must be in (0, 1000]");
         } else {
             throw ArgError("unknown argument \"" + f + "\"");
         }
@@ -237,6 +247,9 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
     if (help) return o;
     if (!o.method_given) throw ArgError("--method is required (full, lora or qlora)");
     if (o.steps > 0 && o.epochs > 0) throw ArgError("give --steps or --epochs, not both");
+    if (o.beta && o.objective == Objective::Sft) throw ArgError("--beta applies to --objective dpo or orpo");
+    if (o.objective != Objective::Sft && o.nproc > 1)
+        throw ArgError("--objective " + std::string(to_string(o.objective)) + " trains on one process: leave --nproc out");
     if (o.method != Method::Full && o.rank > 4096) throw ArgError("--rank is implausibly large");
     return o;
 }

@@ -58,6 +58,13 @@ struct Options {
     int nproc = 1;
     Sharding sharding = Sharding::Ddp;
     int dist_timeout_s = 120;
+    // Preference tuning (issue 31): sft (the default), dpo or orpo, with data rows of
+    // prompt/chosen/rejected. --beta is DPO's β and ORPO's λ, both `beta` in TRL, default 0.1
+    // (huggingface/trl f2cd577: trl/trainer/dpo_config.py:283, trl/experimental/orpo/orpo_config.py:91).
+    Objective objective = Objective::Sft;
+    std::optional<double> beta;
+    double beta_or_default() const { return beta.value_or(0.1); }
+    bool preference() const { return objective != Objective::Sft; }
 };
 
 // Thrown for a bad command line; the message names the flag.

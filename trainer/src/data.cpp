@@ -37,15 +37,6 @@ void append_id(Example& e, std::int32_t id, bool trained) {
     e.trained.push_back(trained ? 1 : 0);
 }
 
-// Deterministic Fisher-Yates (std::shuffle's algorithm is not fixed by the standard).
-void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    for (size_t i = v.size(); i > 1; --i) {
-        const size_t j = static_cast<size_t>(rng() % i);
-        std::swap(v[i - 1], v[j]);
-    }
-}
-
 std::string need_string(const json& obj, const char* key, std::int64_t line) {
     const auto& v = obj.at(key);
     if (!v.is_string())
@@ -54,6 +45,15 @@ std::string need_string(const json& obj, const char* key, std::int64_t line) {
 }
 
 }  // namespace
+
+// Deterministic Fisher-Yates (std::shuffle's algorithm is not fixed by the standard).
+void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (size_t i = v.size(); i > 1; --i) {
+        const size_t j = static_cast<size_t>(rng() % i);
+        std::swap(v[i - 1], v[j]);
+    }
+}
 
 std::string ChatFormat::name() const {
     switch (kind) {
@@ -136,8 +136,6 @@ Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, 
     return e;
 }
 
-namespace {
-
 // std::getline without a bound: one 1 GB line took 40 GB and ended in bad_alloc. Reads at most
 // max_bytes; `too_long` says the line had more (the rest is not read).
 bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bool& too_long) {
@@ -156,8 +154,6 @@ bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bo
     }
     return any;
 }
-
-}  // namespace
 
 std::int64_t example_bytes(const Example& e) {
     return static_cast<std::int64_t>(sizeof(Example) + e.ids.capacity() * sizeof(std::int32_t) + e.trained.capacity());
@@ -337,10 +333,10 @@ std::int64_t EpochBatches::held_bytes() const {
                                      starts_.capacity() * sizeof(std::int64_t));
 }
 
-std::filesystem::path default_sample_data(const std::filesystem::path& executable) {
+std::filesystem::path default_sample_data(const std::filesystem::path& executable, const char* name) {
     namespace fs = std::filesystem;
-    const char* name = "chat.jsonl";
-    if (const char* env = std::getenv("WINGSPAN_SAMPLE_DATA"); env && *env) return env;
+    const bool chat = std::string(name) == "chat.jsonl";
+    if (const char* env = std::getenv("WINGSPAN_SAMPLE_DATA"); chat && env && *env) return env;
     std::vector<fs::path> candidates;
     if (!executable.empty()) {
         std::error_code ec;

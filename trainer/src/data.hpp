@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -108,7 +109,14 @@ private:
     size_t batches_ = 0;
 };
 
+// One line of a data file into `line` (without the newline), at most max_bytes: a longer one sets
+// too_long. False at the end of the file. Shared by the SFT and the preference readers.
+bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bool& too_long);
+// A Fisher-Yates shuffle of v seeded by `seed` (the same order on every platform).
+void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed);
+
 // The bundled sample data set: $WINGSPAN_SAMPLE_DATA, next to the executable, or the source tree.
-std::filesystem::path default_sample_data(const std::filesystem::path& executable);
+// `name`: chat.jsonl (SFT) or preferences.jsonl (DPO/ORPO pairs).
+std::filesystem::path default_sample_data(const std::filesystem::path& executable, const char* name = "chat.jsonl");
 
 }  // namespace wingspan::train

@@ -245,7 +245,7 @@ at::Tensor Linear::forward(const at::Tensor& x) const {
     else
         y = ops::matmul(x, weight.t());
     if (bias.defined()) y = y + bias;
-    if (has_lora()) {
+    if (has_lora() && adapter_on) {
         at::Tensor h = lora_dropout > 0 ? ops::dropout(x, lora_dropout, at::GradMode::is_enabled()) : x;
         h = ops::matmul(ops::matmul(h, lora_a.t()), lora_b.t());
         // Into the fresh product in place (no node saved it): forward makes no scaled copy of the

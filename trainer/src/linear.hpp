@@ -42,6 +42,7 @@ struct Linear {
     at::Tensor lora_a, lora_b;         // [r, in], [out, r]
     double lora_scaling = 0, lora_dropout = 0;
     at::ScalarType compute = at::kFloat;
+    bool adapter_on = true;            // false: the adapter is skipped (the base linear alone)
 
     at::Tensor forward(const at::Tensor& x) const;
     bool has_lora() const { return lora_a.defined(); }

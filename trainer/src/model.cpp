@@ -620,6 +620,15 @@ at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCac
     return rms_norm(x, final_norm_);
 }
 
+at::Tensor* Model::tied_grad_slot() const {
+    return cfg_.tied && embed_.requires_grad() && at::GradMode::is_enabled() ? &tied_grad_ : nullptr;
+}
+
+void Model::set_adapters_enabled(bool on) {
+    for (auto& layer : layers_)
+        for (Linear* l : layer.linears()) l->adapter_on = on;
+}
+
 at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const {
     at::Tensor h = hidden_states(ids, checkpointing);
     if (cfg_.final_softcap > 0)   // Gemma 2

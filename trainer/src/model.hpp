@@ -130,6 +130,14 @@ public:
     // Logits of final hidden states [.., H] (Gemma 2: soft-capped), in fp32.
     at::Tensor logits(const at::Tensor& hidden) const;
     const c10::Device& device() const { return opt_.device; }
+    const ModelConfig& config() const { return cfg_; }
+    // Preference tuning (objective_preference.cpp): the head's weight, and where a tied head
+    // that trains leaves its gradient for the embedding's backward (nullptr: not tied or frozen).
+    at::Tensor head() const { return head_weight(); }
+    at::Tensor* tied_grad_slot() const;
+    // The LoRA adapters in or out of every forward: out, the model is its base (DPO's reference
+    // for a LoRA policy, as PEFT's disable_adapter() gives TRL; no copy).
+    void set_adapters_enabled(bool on);
     at::ScalarType compute_dtype() const { return dtype_; }
 
     // Keys and values of earlier positions, per layer (generation only).

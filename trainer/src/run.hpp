@@ -23,8 +23,10 @@
 #include "distributed_sync.hpp"
 #include "memory.hpp"
 #include "model.hpp"
+#include "objective_preference.hpp"
 #include "optimizer.hpp"
 #include "precision_choice.hpp"
+#include "preference_data.hpp"
 #include "stop_signals.hpp"
 #include "tokenizer.hpp"
 #include "weights_io.hpp"
@@ -69,6 +71,7 @@ private:
     void train_loop();
     double train_step(std::int64_t step);
     double evaluate();
+    void emit_eval(std::int64_t step, double loss);
     const Batch& next_batch();
     fs::path save(const fs::path& dir, bool final);
     std::string sample();
@@ -82,6 +85,14 @@ private:
     bool stop_requested();
     fs::path save_checkpoint(const fs::path& dir, bool final);
     void swap_optimizer_state(std::vector<ParamState>& held);
+
+    // Preference tuning, DPO and ORPO (objective_run.cpp).
+    void load_preference_data();
+    void check_preference_setup() const;
+    void build_reference();
+    at::Tensor preference_loss(const at::Tensor& ids, const at::Tensor& labels, double weight);
+    double evaluate_preference();
+    ModelOptions model_options() const;
 
     void select_device();
     // --precision auto (run_precision.cpp): the device's rule, a resumed checkpoint's precision,
@@ -130,6 +141,9 @@ private:
     std::unique_ptr<dist::GradientSync> sync_;
     at::Tensor shard_m_, shard_v_, shard_master_;   // zero1/zero2: this rank's optimizer shard
     bool stopping_ = false;
+    PreferenceDataset pairs_;                 // --objective dpo|orpo: the pairs (data_ holds their chosen rows)
+    std::unique_ptr<Model> reference_;        // DPO, full fine-tune: the frozen copy of the policy
+    PreferenceMetrics step_metrics_, eval_metrics_;
 };
 
 }  // namespace wingspan::train::detail

@@ -61,7 +61,9 @@ json Run::state_settings() const {
             {"model_config", fingerprint(hf_config_.dump())},
             {"tokenizer_vocab", tok_->vocab_size()},
             {"data_lines", data_.lines},
-            {"data_tokens", data_.tokens}};
+            {"data_tokens", data_.tokens},
+            {"objective", to_string(opt_.objective)},
+            {"beta", opt_.preference() ? json(opt_.beta_or_default()) : json(nullptr)}};
 }
 
 void Run::check_resume_settings() {
@@ -80,7 +82,7 @@ void Run::check_resume_settings() {
         {"grad_accum", "--grad-accum"}, {"seed", "--seed"}, {"lr", "--lr"}, {"weight_decay", "--weight-decay"},
         {"max_grad_norm", "--max-grad-norm"}, {"min_lr_ratio", "--min-lr-ratio"}, {"packing", "packing (--no-packing)"},
         {"model_config", "the model's config.json (fingerprint)"}, {"tokenizer_vocab", "a tokenizer of vocabulary size"},
-        {"data_lines", "data lines"}, {"data_tokens", "data tokens"}};
+        {"data_lines", "data lines"}, {"data_tokens", "data tokens"}, {"objective", "--objective"}, {"beta", "--beta"}};
     const json now = state_settings();
     for (const auto& [key, flag] : kFlags) {
         if (!saved.contains(key)) continue;

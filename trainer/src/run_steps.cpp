@@ -40,8 +40,11 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v, std::int64_t rows, std:
 const Batch& Run::next_batch() {
     const std::int64_t epoch = cursor_ / batches_per_epoch_;
     if (epoch != cached_epoch_) {
-        epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, epoch,
-                                      true, true);
+        epoch_batches_ = opt_.preference()
+                             ? EpochBatches(make_pair_batches(pairs_.train, opt_.seq, opt_.batch, chat_.pad >= 0 ? chat_.pad : 0,
+                                                              opt_.seed, epoch, true, true))
+                             : EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed,
+                                            epoch, true, true);
         cached_epoch_ = epoch;
     }
     current_batch_ = epoch_batches_[static_cast<size_t>(cursor_ % batches_per_epoch_)];
@@ -51,6 +54,7 @@ const Batch& Run::next_batch() {
 
 double Run::train_step(std::int64_t step) {
     double loss_sum = 0;
+    step_metrics_ = PreferenceMetrics{};
     for (std::int64_t micro = 0; micro < opt_.grad_accum; ++micro) {
         const Batch& global = next_batch();
         Batch mine;
@@ -59,7 +63,8 @@ double Run::train_step(std::int64_t step) {
         stops::fault_point("forward");
         at::Tensor ids = to_tensor(b.input, b.rows, b.cols, device_);
         at::Tensor labels = to_tensor(b.labels, b.rows, b.cols, device_);
-        at::Tensor loss = model_->loss(ids, labels, opt_.grad_checkpointing);
+        at::Tensor loss = opt_.preference() ? preference_loss(ids, labels, 1.0 / static_cast<double>(opt_.grad_accum))
+                                            : model_->loss(ids, labels, opt_.grad_checkpointing);
         double l = loss.item<double>();
         if (group_) {
             // Weighed by its share of the global batch's target tokens, the ranks' losses (and
@@ -120,6 +125,11 @@ double Run::evaluate() {
     if (eval_batches_.empty()) return std::nan("");
     mem::set_phase(mem::Phase::Eval);
     stops::fault_point("eval");
+    if (opt_.preference()) {
+        const double l = evaluate_preference();
+        mem::set_phase(mem::Phase::Idle);
+        return l;
+    }
     at::NoGradGuard no_grad;
     double sum = 0;
     std::int64_t n = 0;
@@ -149,7 +159,8 @@ void Run::train_loop() {
         step_ = step;
         losses_.push_back(loss);
         mem::set_phase(mem::Phase::Idle);
-        const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum;
+        // A preference micro-batch of B pairs is 2·B rows.
+        const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum * (opt_.preference() ? 2 : 1);
         json fields = {{"step", step},
                        {"total_steps", total_steps_},
                        {"loss", loss},
@@ -162,18 +173,25 @@ void Run::train_loop() {
             fields["loss_scale"] = last_loss_scale_;
             fields["skipped"] = last_step_skipped_;   // gradients overflowed: the weights did not move
         }
+        if (opt_.preference()) fields["preference"] = step_metrics_.to_json(opt_.objective);
         emit(EventType::Step, fields);
         const bool stop = stop_requested();
         if (eval_every > 0 && step % eval_every == 0 && step < total_steps_ && !stop) {
             const double el = evaluate();
-            if (std::isfinite(el)) emit(EventType::Eval, {{"step", step}, {"loss", el}});
+            if (std::isfinite(el)) emit_eval(step, el);
         }
         if (stop) return;
         if (opt_.save_every > 0 && step % opt_.save_every == 0 && step < total_steps_ && !opt_.out_dir.empty())
             save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
     }
     const double el = evaluate();
-    if (std::isfinite(el)) emit(EventType::Eval, {{"step", step_}, {"loss", el}});
+    if (std::isfinite(el)) emit_eval(step_, el);
+}
+
+void Run::emit_eval(std::int64_t step, double loss) {
+    json fields = {{"step", step}, {"loss", loss}};
+    if (opt_.preference()) fields["preference"] = eval_metrics_.to_json(opt_.objective);
+    emit(EventType::Eval, fields);
 }
 
 std::string Run::sample() {

@@ -200,11 +200,15 @@ void Run::load_inputs() {
     setup_.quantization = opt_.method == Method::Qlora ? Quantization::Nf4DoubleQuant : Quantization::None;
     setup_.devices = world();
     setup_.sharding = world() > 1 ? opt_.sharding : Sharding::None;
+    setup_.objective.kind = opt_.objective;   // the reference as TRL takes it: adapter-off for LoRA, else a copy
+    check_preference_setup();
     if (opt_.method != Method::Full && opt_.rank > std::min(cfg_.hidden, cfg_.intermediate))
         throw RunError("bad_argument", "--rank " + std::to_string(opt_.rank) + " is larger than the model's width");
 
     // Data.
-    data_path_ = opt_.data_file.empty() ? default_sample_data(argv0_) : fs::path(opt_.data_file);
+    data_path_ = opt_.data_file.empty()
+                     ? default_sample_data(argv0_, opt_.preference() ? "preferences.jsonl" : "chat.jsonl")
+                     : fs::path(opt_.data_file);
     try {
         chat_ = chat_format_for_model(*tok_, opt_.model_dir, opt_.chat_format);
     } catch (const DataError& e) {
@@ -213,19 +217,23 @@ void Run::load_inputs() {
         throw RunError(opt_.chat_format.empty() ? "bad_model" : "bad_argument", e.what());
     }
     try {
-        data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed, data_ram_budget());
-        // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
-        epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
-                                      true, true);
-        if (!data_.eval.empty()) {
-            try {
-                eval_batches_ = EpochBatches(data_.eval, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
-                                             false, false);
-            } catch (const DataError&) {
-                eval_batches_.clear();   // too little held-out text for one row: no eval
+        if (opt_.preference()) {
+            load_preference_data();
+        } else {
+            data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed, data_ram_budget());
+            // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
+            epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
+                                          true, true);
+            if (!data_.eval.empty()) {
+                try {
+                    eval_batches_ = EpochBatches(data_.eval, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+                                                 false, false);
+                } catch (const DataError&) {
+                    eval_batches_.clear();   // too little held-out text for one row: no eval
+                }
+                if (static_cast<std::int64_t>(eval_batches_.size()) > opt_.eval_batches)
+                    eval_batches_.truncate(static_cast<size_t>(opt_.eval_batches));
             }
-            if (static_cast<std::int64_t>(eval_batches_.size()) > opt_.eval_batches)
-                eval_batches_.truncate(static_cast<size_t>(opt_.eval_batches));
         }
     } catch (const DataError& e) {
         json extra = json::object();
@@ -249,16 +257,7 @@ void Run::announce() {
     // user saved one; --precision auto takes bf16-mixed where fp32 would not fit.
     const FrameworkProfile fw = framework_profile();
     fit_precision_to_memory(fw);
-    ModelOptions mo;
-    mo.method = opt_.method;
-    mo.precision = opt_.precision;
-    mo.rank = opt_.rank;
-    mo.alpha = opt_.alpha;
-    mo.dropout = opt_.dropout;
-    mo.targets = opt_.targets;
-    mo.sdpa = opt_.attention == "sdpa";
-    mo.device = device_;
-    model_ = std::make_unique<Model>(cfg_, mo);   // shapes only: build_model() allocates
+    model_ = std::make_unique<Model>(cfg_, model_options());   // shapes only: build_model() allocates
     const std::int64_t base = model_->base_parameter_count();
     const std::int64_t adapter = model_->adapter_parameter_count();
     json plan;
@@ -285,7 +284,10 @@ void Run::announce() {
           {"examples", {{"train", data_.train.size()}, {"eval", data_.eval.size()}}},
           {"data_bytes", data_.held_bytes + epoch_batches_.held_bytes() + eval_batches_.held_bytes()},
           {"total_steps", total_steps_},
-          {"lr", lr_}});
+          {"lr", lr_},
+          {"objective", {{"kind", to_string(opt_.objective)},
+                         {"beta", opt_.preference() ? json(opt_.beta_or_default()) : json(nullptr)},
+                         {"reference", opt_.objective != Objective::Dpo ? "none" : opt_.method == Method::Full ? "copy" : "adapter-off"}}}});
     log_info("precision " + precision_name(precision_.precision) + ": " + precision_.reason);
 
     try {
@@ -342,6 +344,7 @@ void Run::build_model() {
     } catch (const InputError& e) {
         throw RunError("bad_model", e.what());
     }
+    build_reference();
 }
 
 void Run::build_optimizer() {
@@ -538,6 +541,8 @@ int Run::execute() {
     {
         std::map<Component, std::int64_t> bytes;
         for (const auto& nt : model_->tensors()) bytes[nt.component] += storage_bytes(nt.tensor);
+        if (reference_)
+            for (const auto& nt : reference_->tensors()) bytes[Component::ReferenceModel] += storage_bytes(nt.tensor);
         for (const auto& s : states_) {
             if (sharded()) break;   // pieces of the shard tensors, counted once below
             bytes[Component::OptimizerState] += storage_bytes(s.m) + storage_bytes(s.v);

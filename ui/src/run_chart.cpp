@@ -3,6 +3,7 @@
 // predicted-vs-measured summary, as data; run_chart_view.cpp draws them with Qt Charts.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <QLocale>
 
@@ -284,6 +285,20 @@ TimeChartData run_loss_chart(const RunChartInputs& in) {
     eval.kind = r.evals().size() > 40 ? TimeSeries::Kind::Line : TimeSeries::Kind::Points;
     for (const auto& [step, loss] : r.evals()) eval.points.push_back({double(step), loss});
     if (!eval.points.empty()) d.series.push_back(std::move(eval));
+    // DPO/ORPO: the reward margin and accuracy beside the loss (issue 31).
+    const bool preference = !r.steps().empty() && std::isfinite(r.steps().back().reward_accuracy);
+    if (preference) {
+        for (const auto& [label, color, field] : {std::tuple{"Reward margin", QColor("#009E73"), &StepSample::reward_margin},
+                                                  std::tuple{"Reward accuracy", QColor("#CC79A7"), &StepSample::reward_accuracy}}) {
+            TimeSeries t;
+            t.label = label;
+            t.color = color;
+            t.style = Qt::DashLine;
+            t.points = step_series(r.steps(), in.max_points, field);
+            std::erase_if(t.points, [](const QPointF& p) { return !std::isfinite(p.y()); });
+            if (!t.points.empty()) d.series.push_back(std::move(t));
+        }
+    }
     if (in.overlay) {
         TimeSeries o;
         o.label = in.overlay_label + ": training loss";
@@ -297,6 +312,8 @@ TimeChartData run_loss_chart(const RunChartInputs& in) {
         const auto& first = r.steps().front();
         const auto& last = r.steps().back();
         d.subtitle = QString("step %1: %2 → step %3: %4").arg(first.step).arg(first.loss, 0, 'f', 3).arg(last.step).arg(last.loss, 0, 'f', 3);
+        if (preference)
+            d.subtitle += QString(" · reward margin %1, accuracy %2").arg(last.reward_margin, 0, 'f', 3).arg(last.reward_accuracy, 0, 'f', 2);
     }
     return d;
 }

@@ -105,11 +105,19 @@ QString cannot_train_reason(const Plan& plan) {
     if (plan.setup.method == Method::Serve)
         return "This plan serves the model (inference only): there is nothing to train. Choose Full, LoRA or QLoRA "
                "in the planner to train it.";
-    // wingspan-train runs supervised fine-tuning only: it must never train SFT under a DPO label.
-    if (plan.setup.objective.kind != Objective::Sft)
-        return QString("This plan's objective is %1: wingspan-train trains supervised fine-tuning (SFT) only. Export "
-                       "a recipe for a framework that runs %1, or set the objective to SFT to train it here.")
-            .arg(QString::fromUtf8(to_string(plan.setup.objective.kind)).toUpper());
+    // wingspan-train trains SFT, DPO and ORPO (issue 31); it must never train SFT under another label.
+    const Objective o = plan.setup.objective.kind;
+    if (o != Objective::Sft && o != Objective::Dpo && o != Objective::Orpo)
+        return QString("This plan's objective is %1: wingspan-train trains SFT, DPO and ORPO. Export a recipe for a "
+                       "framework that runs %1, or set the objective to SFT, DPO or ORPO to train it here.")
+            .arg(QString::fromUtf8(to_string(o)).toUpper());
+    // Its DPO reference is TRL's default (adapter-off for LoRA, a copy for full): another one
+    // would train what the plan does not show.
+    if (o == Objective::Dpo && plan.setup.objective.reference != Reference::Auto &&
+        plan.setup.objective.reference != (plan.setup.method == Method::Full ? Reference::Copy : Reference::AdapterOff))
+        return QString("This plan's DPO reference is %1: wingspan-train takes the base with the adapter off for "
+                       "LoRA/QLoRA and a frozen copy for a full fine-tune. Set the reference to auto to train it here.")
+            .arg(QString::fromUtf8(to_string(plan.setup.objective.reference)));
     return {};
 }
 

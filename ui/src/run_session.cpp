@@ -61,6 +61,7 @@ json RunOptions::to_json() const {
               {"model_label", model_label.toStdString()},
               {"data_file", data_file.toStdString()},
               {"method", to_string(method)},
+              {"objective", to_string(objective)},
               {"rank", rank},
               {"alpha", alpha},
               {"precision", precision_auto ? "auto" : to_string(precision)},
@@ -111,6 +112,7 @@ RunOptions RunOptions::from_json(const json& j) {
     o.data_file = str("data_file", {});
     try {
         o.method = parse_method(str("method", "lora").toStdString());
+        o.objective = parse_objective(str("objective", "sft").toStdString());
         const std::string precision = str("precision", "fp32").toStdString();
         o.precision_auto = precision == "auto";
         if (!o.precision_auto) o.precision = parse_precision(precision);
@@ -144,11 +146,15 @@ RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib) {
     RunOptions o;
     const TrainingSetup& s = plan.setup;
     o.method = s.method == Method::Serve ? Method::Lora : s.method;
+    o.objective = s.objective.kind;
     o.rank = std::max<std::int64_t>(1, s.lora_rank);
     o.alpha = s.lora_alpha > 0 ? s.lora_alpha : 2.0 * double(o.rank);
     o.precision = s.precision == Precision::Fp16Mixed ? Precision::Bf16Mixed : s.precision;
     o.precision_auto = s.precision_auto;
     o.seq = std::max<std::int64_t>(8, s.seq_len);
+    // A preference plan with prompt and completion lengths plans rows of their sum.
+    if (o.objective != Objective::Sft && s.objective.prompt_len > 0 && s.objective.completion_len > 0)
+        o.seq = std::max<std::int64_t>(8, s.objective.prompt_len + s.objective.completion_len);
     o.batch = std::max<std::int64_t>(1, s.trains() ? s.micro_batch : s.serve_batch);
     o.grad_accum = std::max<std::int64_t>(1, s.grad_accum);
     o.grad_checkpointing = s.grad_checkpointing;
@@ -178,6 +184,7 @@ QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, con
     if (!model_dir.isEmpty()) a << "--model" << model_dir;
     if (!data_file.isEmpty()) a << "--data" << data_file;
     a << "--method" << to_string(o.method == Method::Serve ? Method::Lora : o.method);
+    if (o.objective != Objective::Sft) a << "--objective" << to_string(o.objective);
     if (o.method != Method::Full) {
         a << "--rank" << QString::number(o.rank);
         a << "--alpha" << QString::number(o.alpha, 'g', 6);

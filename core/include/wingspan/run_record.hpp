@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,6 +37,9 @@ struct StepSample {
     double loss = 0;
     double lr = 0;
     double tokens_per_s = 0;
+    // DPO/ORPO steps (the step's `preference` object, docs/protocol.md); NaN for SFT.
+    double reward_margin = std::numeric_limits<double>::quiet_NaN();
+    double reward_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct ComponentComparison {

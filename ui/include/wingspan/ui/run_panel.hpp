@@ -79,6 +79,7 @@ struct RunOptions {
     QString model_label = "built-in"; // for the run's name and the history
     QString data_file;                 // empty: the bundled sample data
     Method method = Method::Lora;
+    Objective objective = Objective::Sft;   // sft, dpo or orpo: what wingspan-train trains (issue 31)
     std::int64_t rank = 16;
     double alpha = 32;
     Precision precision = Precision::Fp32;
