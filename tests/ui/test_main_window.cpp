@@ -545,7 +545,7 @@ private slots:
         QCOMPARE(qlora70.fitting, 1);   // the RTX 4090 is short
         // A 70B full fine-tune fits neither machine.
         QVERIFY(!cell("llama-3.1-70b", Full).winner);
-        QVERIFY(grid_cell_text(cell("llama-3.1-70b", Full), ByteUnit::GB).rfind("none fits", 0) == 0);
+        QVERIFY(grid_cell_text(cell("llama-3.1-70b", Full), ByteUnit::GB).rfind("✗ none fits", 0) == 0);
         // The table and its exports carry the same answer.
         const Table t = g.to_table(ByteUnit::GB);
         QCOMPARE(t.rows.size(), g.cells.size());

@@ -28,6 +28,7 @@
 
 #include "wingspan/protocol.hpp"
 #include "wingspan/run_record.hpp"
+#include "window_test_support.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 #include "wingspan/ui/run_charts.hpp"
@@ -41,12 +42,7 @@ namespace {
 
 constexpr double GB = 1e9;
 
-template <typename T>
-T* child(QWidget* w, const char* name) {
-    T* c = w->findChild<T*>(name);
-    if (!c) qFatal("no child %s", name);
-    return c;
-}
+using ui_test::child;
 
 // The chart's title and subtitle (the legend starts under them) as they are painted now.
 QImage title_strip(QWidget* chart) {
@@ -115,13 +111,7 @@ class WindowTruthTest : public QObject {
     Q_OBJECT
 
 private slots:
-    void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QCoreApplication::setOrganizationName("WingspanTests");
-        QCoreApplication::setApplicationName("WingspanWindowTruth");
-        // main() gave the offscreen platform a 1280×720 screen.
-        QCOMPARE(QGuiApplication::primaryScreen()->geometry().size(), QSize(1280, 720));
-    }
+    void initTestCase() { QVERIFY2(ui_test::start_window_test("WingspanWindowTruth", {1280, 720}), "main() gives a 1280×720 screen"); }
 
     // 1. The Machines tab's subtitle after slider drags, typed edits, rank and model changes:
     //    what is painted is what a fresh chart of the same plan paints.
@@ -492,26 +482,12 @@ private slots:
     }
 };
 
-// A 1280×720 screen for the offscreen platform (its configfile option), so the window meets
-// the screen the issue was found on.
+// A 1280×720 screen, the one the issue was found on.
 int main(int argc, char** argv) {
-    const QString config = QDir::temp().filePath(QString("wingspan-screen-1280x720-%1.json").arg(QCoreApplication::applicationPid()));
-    {
-        QFile f(config);
-        if (!f.open(QIODevice::WriteOnly)) return 2;
-        f.write(R"({"synchronousWindowSystemEvents": false, "windowFrameMargins": false,
-                    "screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1280, "height": 720,
-                                 "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
-    }
-    qputenv("QT_QPA_PLATFORM", ("offscreen:configfile=" + config).toUtf8());
-    int rc = 0;
-    {
-        QApplication app(argc, argv);
+    return ui_test::exec_on_screen(argc, argv, {1280, 720}, [&] {
         WindowTruthTest test;
         QTEST_SET_MAIN_SOURCE_PATH
-        rc = QTest::qExec(&test, argc, argv);
-    }
-    QFile::remove(config);
-    return rc;
+        return QTest::qExec(&test, argc, argv);
+    });
 }
 #include "test_window_truth.moc"
