@@ -93,8 +93,10 @@ private slots:
         const MachineProfile& rtx = lib.machine("rtx-4090");
         const MachineProfile& mac = lib.machine("mac-studio-m3-ultra-96gb");
         const double tokens = w.plan().dataset.tokens();
+        // Each machine as `wingspan plan` takes it: its framework's defaults for what the plan leaves open.
         auto verdict_on = [&](const GridCell& c, const MachineProfile& m) {
-            return evaluate(lib.model(c.model_id).arch, c.setup, m, framework_for(lib, w.plan(), m));
+            const FrameworkProfile& fw = lib.framework_for(m);
+            return evaluate(lib.model(c.model_id).arch, apply_framework_defaults(c.setup, fw, chosen_fields(w.plan())), m, fw);
         };
         auto shown = [&](int r, int c) { return grid->item(r, c)->text(); };
 

@@ -76,7 +76,10 @@ GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const std::v
         return c;
     }
     std::vector<MachineVerdict> vs;
-    for (const MachineProfile* m : compared) vs.push_back(evaluate(model.arch, setup, *m, framework_for(lib, plan, *m)));
+    for (const MachineProfile* m : compared) {
+        const FrameworkProfile& fw = framework_for(lib, plan, *m);
+        vs.push_back(evaluate(model.arch, setup_on(setup, fw, plan), *m, fw));
+    }
     const std::vector<std::string> labels = grid_machine_labels(compared);
     for (size_t i = 0; i < vs.size(); ++i) {
         const MachineVerdict& v = vs[i];
@@ -118,8 +121,8 @@ GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const std::v
     if (setup.trains() && best->speed.tokens_per_s > 0)
         c.why += " · " + likely_range(estimate_run(best->speed, *best->machine, plan.dataset.tokens()).seconds);
     const FrameworkProfile& fw = framework_for(lib, plan, *best->machine);
-    c.max_batch = solve(SolveFor::Batch, model.arch, setup, *best->machine, fw).value;
-    c.max_seq = solve(SolveFor::Seq, model.arch, setup, *best->machine, fw).value;
+    c.max_batch = solve(SolveFor::Batch, model.arch, setup_on(setup, fw, plan), *best->machine, fw).value;
+    c.max_seq = solve(SolveFor::Seq, model.arch, setup_on(setup, fw, plan), *best->machine, fw).value;
     return c;
 }
 

@@ -280,7 +280,12 @@ void MainWindow::syncControls() {
 
 void MainWindow::readControls() {
     if (syncing_ || !lib_) return;
+    const TrainingSetup before = plan_.setup;
     inputs_->readInto(plan_);
+    // What the user changes is theirs from now on; the rest keeps following each framework.
+    if (plan_.setup.grad_checkpointing != before.grad_checkpointing) plan_.chosen.grad_checkpointing = true;
+    if (plan_.setup.quantization != before.quantization && plan_.setup.method == before.method)
+        plan_.chosen.quantization = true;
     which_->readDataset(plan_.dataset);
     plan_.machines = machines_->checkedMachines(plan_.machines);
     plan_.machine_frameworks = machines_->machineFrameworks();
