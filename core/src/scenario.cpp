@@ -73,6 +73,16 @@ public:
             throw ProfileError(file_, "setup", e.what());
         }
     }
+    // Which case of a row a note is about: "QLoRA", "full fine-tune", "served in 4-bit".
+    static std::string case_words(const TrainingSetup& st) {
+        switch (st.method) {
+            case Method::Full: return "full fine-tune";
+            case Method::Lora: return "LoRA";
+            case Method::Qlora: return "QLoRA";
+            case Method::Serve: return st.effective_quantization() == Quantization::None ? "served" : "served quantized";
+        }
+        return "";
+    }
     // What a case sets (the scenario's defaults or its own setup); the rest follows each
     // machine's framework, as `wingspan plan` leaves to it what its flags do not set.
     ChosenFields chosen(const json& j) const {
@@ -251,7 +261,7 @@ public:
                         loser_note = v.machine->name + (v.fit == Fit::No
                                                             ? " is short by " + format_bytes(-double(v.margin_bytes), unit_)
                                                             : " is within 10 % of its ceiling") +
-                                     " at " + model.name;
+                                     " at " + model.name + " " + case_words(st);
                     }
                 }
                 if (fitting_others == 0 && loser_note.find("short") != std::string::npos) winner_only = true;

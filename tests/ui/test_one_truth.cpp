@@ -151,14 +151,19 @@ private slots:
         MainWindow w(QString(), MainWindow::Options{false, false});
         QVERIFY(w.hasLibrary());
         const QString table = QString::fromUtf8(run_wingspan({"table", "--scenario", "lesson-machines"}));
-        static const QRegularExpression short_by("short by ([0-9.]+ [GT]B) at ([^)]+)\\)");
+        static const QRegularExpression short_by("short by ([0-9.]+ [GT]B) at (.+?) (full fine-tune|LoRA|QLoRA|served quantized|served)\\)");
         int named = 0;
         for (auto it = short_by.globalMatch(table); it.hasNext();) {
             const auto m = it.next();
-            // The shortfall is one of the RTX 4090's, as plan --json computes it for that model's cases.
+            // The shortfall is the RTX 4090's on the case named (model and method), as plan --json computes it.
+            const std::map<QString, Method> methods = {{"full fine-tune", Method::Full}, {"LoRA", Method::Lora},
+                                                       {"QLoRA", Method::Qlora}, {"served quantized", Method::Serve},
+                                                       {"served", Method::Serve}};
             QStringList seen;
             for (const Case& c : cases(w.library())) {
-                if (QString::fromStdString(w.library().model(c.plan.model.model_id).name) != m.captured(2)) continue;
+                if (QString::fromStdString(w.library().model(c.plan.model.model_id).name) != m.captured(2) ||
+                    c.plan.setup.method != methods.at(m.captured(3)))
+                    continue;
                 const json cli = json::parse(
                     run_wingspan(QStringList{"plan"} + c.flags + QStringList{"--machine", "rtx-4090", "--json"}).toStdString());
                 const std::int64_t margin = cli["machines"][0]["margin_bytes"].get<std::int64_t>();
