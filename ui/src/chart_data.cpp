@@ -54,9 +54,11 @@ std::vector<ChartSegment> segments_of(const MemoryEstimate& e, ByteUnit unit) {
     return out;
 }
 
-QString footnote_for(ByteUnit unit, bool ceilings) {
+// `serving`: the peak of a generation step (weights, KV cache), not of a training step.
+QString footnote_for(ByteUnit unit, bool ceilings, bool serving = false) {
     QString unit_text = unit == ByteUnit::GiB ? "GiB = 2³⁰ bytes" : "GB = 10⁹ bytes";
-    QString s = "Memory the device holds at the peak of a training step · " + unit_text;
+    QString s = QString("Memory the device holds at the peak of ") +
+                (serving ? "serving (weights, KV cache, one forward)" : "a training step") + " · " + unit_text;
     if (ceilings) s += " · dashed: usable ceiling · tight = within 10 % of it";
     return s;
 }
@@ -143,7 +145,7 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
     d.subtitle += qs(describe_setup(eval.setup));
     if (eval.model.interpolated) d.subtitle += " · size interpolated between two real family members";
     if (!eval.reference.peak_phase.empty()) d.subtitle += " · peak: " + qs(eval.reference.peak_phase);
-    d.footnote = footnote_for(unit, true);
+    d.footnote = footnote_for(unit, true, !eval.setup.trains());
     for (const auto& v : eval.verdicts) {
         const QString defaults = framework_defaults_text(eval.setup, v, false);
         ChartBar b;
