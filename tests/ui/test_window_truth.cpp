@@ -18,6 +18,10 @@
 #include <QScreen>
 #include <QSettings>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QTimer>
 #include <QRadioButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -479,6 +483,40 @@ private slots:
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine(kThisMachineId))), QString("This machine"));
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("cpu-laptop-8gb"))), QString("CPU-only laptop"));
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("rtx-4090"))), QString("RTX 4090"));
+    }
+
+    // 9. The rest of the smaller ones: Ctrl+5 opens the Run tab; Help has more than About (its
+    //    shortcut list is read from the menus); no machine row is highlighted at start (the T4
+    //    was), the framework box follows the plan's first machine.
+    void runTabShortcutHelpMenuAndNoPreselectedRow() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        install_run_panel(w, QString());
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        w.activateWindow();
+        QTest::keyClick(&w, Qt::Key_5, Qt::ControlModifier);
+        QCOMPARE(w.tabs()->currentIndex(), 4);
+        QVERIFY(w.tabs()->tabText(4).remove('&').startsWith("Run"));
+        auto* list = child<QTreeWidget>(&w, "machineList");
+        QVERIFY(list->selectedItems().isEmpty());
+        QVERIFY(list->currentItem());
+        QCOMPARE(list->currentItem()->data(0, Qt::UserRole).toString(), QString("rtx-4090"));
+        QMenu* help = nullptr;
+        for (QAction* a : w.menuBar()->actions())
+            if (a->text().remove('&') == "Help") help = a->menu();
+        QVERIFY(help);
+        QVERIFY(help->actions().size() >= 3);
+        QString shown;
+        QTimer::singleShot(0, &w, [&] {
+            if (auto* box = w.findChild<QMessageBox*>("shortcutsDialog")) {
+                shown = box->text();
+                box->close();
+            }
+        });
+        for (QAction* a : help->actions())
+            if (a->text().remove('&') == "Keyboard shortcuts") a->trigger();
+        QVERIFY2(shown.contains("Ctrl+5") && shown.contains("Run") && shown.contains("Ctrl+E"), qPrintable(shown));
     }
 };
 
