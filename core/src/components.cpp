@@ -15,7 +15,9 @@ constexpr ComponentInfo kInfo[] = {
     {Component::FrozenWeights, "frozen_weights", "Frozen weights", "#0072B2"},
     {Component::QuantConstants, "quant_constants", "Quantization constants", "#56B4E9"},
     {Component::Adapters, "adapters", "LoRA adapters", "#009E73"},
-    {Component::TrainableWeights, "trainable_weights", "Trainable weights", "#009E73"},
+    // Paul Tol's green, not the adapters' Okabe-Ito green: a size chart shows both side by side
+    // (a full fine-tune's weights next to LoRA's adapters), and one colour read as one thing.
+    {Component::TrainableWeights, "trainable_weights", "Trainable weights", "#117733"},
     // (outside Okabe-Ito's eight: Paul Tol's teal, apart from the blues of the policy's weights)
     {Component::ReferenceModel, "reference_model", "Reference model", "#44AA99"},
     {Component::Gradients, "gradients", "Gradients", "#E69F00"},

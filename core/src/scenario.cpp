@@ -92,6 +92,34 @@ public:
             throw ProfileError(file_, "setup", e.what());
         }
     }
+    // Which case of a row a note is about: "QLoRA", "full fine-tune", "served in 4-bit".
+    static std::string case_words(const TrainingSetup& st) {
+        switch (st.method) {
+            case Method::Full: return "full fine-tune";
+            case Method::Lora: return "LoRA";
+            case Method::Qlora: return "QLoRA";
+            case Method::Serve: return st.effective_quantization() == Quantization::None ? "served" : "served quantized";
+        }
+        return "";
+    }
+    // What a case sets (the scenario's defaults or its own setup); the rest follows each
+    // machine's framework, as `wingspan plan` leaves to it what its flags do not set.
+    ChosenFields chosen(const json& j) const {
+        json merged = s_.value("defaults", json::object());
+        if (j.contains("setup") && j["setup"].is_object())
+            for (auto& [k, v] : j["setup"].items()) merged[k] = v;
+        ChosenFields c;
+        c.precision = merged.contains("precision") && merged["precision"] != "auto";
+        c.quantization = merged.contains("quantization");
+        c.grad_checkpointing = merged.contains("grad_checkpointing");
+        c.lora_layers = merged.contains("lora_layers");
+        return c;
+    }
+    // A case on a machine: its framework's defaults for what the case leaves open.
+    MachineVerdict verdict(const Architecture& arch, const json& c, const TrainingSetup& st, const MachineProfile& m) const {
+        const FrameworkProfile& fw = framework_for(m);
+        return evaluate(arch, apply_framework_defaults(st, fw, chosen(c)), m, fw);
+    }
     const FrameworkProfile* framework() const {
         if (!s_.contains("framework")) return nullptr;
         return &lib_.framework(str(s_, "framework"));
@@ -195,7 +223,7 @@ public:
             const ModelProfile& model = lib_.model(str(r, "model"));
             const TrainingSetup st = setup(r);
             std::vector<TableCell> row{{str(r, "label"), {}, {}}};
-            for (const auto* m : ms) row.push_back(verdict_cell(evaluate(model.arch, st, *m, framework_for(*m))));
+            for (const auto* m : ms) row.push_back(verdict_cell(verdict(model.arch, r, st, *m)));
             t.rows.push_back(std::move(row));
         }
         return t;
@@ -225,7 +253,7 @@ public:
                 const ModelProfile& model = lib_.model(str(c, "model"));
                 const TrainingSetup st = setup(c);
                 std::vector<MachineVerdict> vs;
-                for (const auto* m : ms) vs.push_back(evaluate(model.arch, st, *m, framework_for(*m)));
+                for (const auto* m : ms) vs.push_back(verdict(model.arch, c, st, *m));
                 // Comfortably fitting machines first; among those the fastest wins.
                 const MachineVerdict* best = nullptr;
                 for (Fit level : {Fit::Fits, Fit::Tight}) {
@@ -252,7 +280,7 @@ public:
                         loser_note = v.machine->name + (v.fit == Fit::No
                                                             ? " is short by " + format_bytes(-double(v.margin_bytes), unit_)
                                                             : " is within 10 % of its ceiling") +
-                                     " at " + model.name;
+                                     " at " + model.name + " " + case_words(st);
                     }
                 }
                 if (fitting_others == 0 && loser_note.find("short") != std::string::npos) winner_only = true;

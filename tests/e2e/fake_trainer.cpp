@@ -12,6 +12,14 @@
 //   ignore-sigterm  like slow, but SIGTERM is ignored (the launcher has to kill it)
 //   early-kill      hello, predicted and setup-phase memory (the weights only), then it dies
 //                   of SIGKILL before its first step: the run never reached its peak
+//   slow-setup      hello, predicted and setup-phase memory, then a long setup (60 s) that
+//                   checks for SIGTERM as wingspan-train's does (train.cpp stopped_during_setup):
+//                   stopped there it says done "interrupted" at step 0, nothing saved
+//   stuck-setup     like slow-setup, but its stop signals stay blocked as the window started it
+//                   (a setup step that never checks, e.g. an 8B model's random init): only SIGKILL
+//                   ends it
+//   stuck-start     its stop signals stay blocked and it prints nothing for 60 s (a trainer
+//                   still loading its libraries): only SIGKILL ends it
 // `fake_trainer devices` lists a CPU and a fake 24 GB CUDA GPU as wingspan-train does
 // (FAKE_TRAINER_DEVICES=none: fails like a trainer without the command). `--device D` is
 // echoed in every memory event with `reserved_bytes` (the caching allocator's: allocated
@@ -125,6 +133,24 @@ std::string save(const std::string& out_dir, long s) {
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
+// A setup that takes `seconds` (nothing saved, no step). With `checks`, SIGTERM ends it as
+// wingspan-train's setup does: done "interrupted" at step 0, no checkpoint, exit 0.
+int long_setup(double seconds, bool checks) {
+    setup_memory();
+    const double end = now() + seconds;
+    while (now() < end) {
+        if (checks && g_term) {
+            std::fprintf(stderr, "fake: SIGTERM during setup, nothing saved\n");
+            out(head("done") + ",\"reason\":\"interrupted\",\"steps\":0,\"peak_bytes\":4400000,"
+                               "\"rss_peak_bytes\":60000000,\"reserved_peak_bytes\":" + std::to_string(g_reserved_peak) + "}");
+            return 0;
+        }
+        sleep_s(0.05);
+    }
+    std::fprintf(stderr, "fake: setup over without a stop\n");
+    return 3;
+}
+
 int slow(const std::string& out_dir, bool ignore_term) {
     if (ignore_term) std::signal(SIGTERM, SIG_IGN);
     const long total = 1000;
@@ -155,8 +181,11 @@ int main(int argc, char** argv) {
     sigset_t stops;
     sigemptyset(&stops);
     for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
-    sigprocmask(SIG_UNBLOCK, &stops, nullptr);
     std::string mode = std::getenv("FAKE_TRAINER_MODE") ? std::getenv("FAKE_TRAINER_MODE") : "ok";
+    for (int i = 1; i + 1 < argc; ++i)
+        if (!std::strcmp(argv[i], "--fake-mode")) mode = argv[i + 1];
+    // The stuck modes keep the mask they were started with: a stop stays pending, unheard.
+    if (mode.rfind("stuck-", 0) != 0) sigprocmask(SIG_UNBLOCK, &stops, nullptr);
     std::string out_dir;
     if (argc > 1 && !std::strcmp(argv[1], "devices")) {
         const char* devices = std::getenv("FAKE_TRAINER_DEVICES");
@@ -174,11 +203,15 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) g_device = argv[++i];
         else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_dir = argv[++i];
         else if (!std::strcmp(argv[i], "--help")) {
-            std::puts("usage: fake_trainer [--fake-mode ok|crash|malformed|flood|slow|ignore-sigterm] [wingspan-train flags]");
+            std::puts("usage: fake_trainer [--fake-mode ok|crash|malformed|flood|slow|ignore-sigterm|early-kill|slow-setup|stuck-setup|stuck-start] [wingspan-train flags]");
             return 0;
         }
     }
     std::fprintf(stderr, "fake: mode %s\n", mode.c_str());
+    if (mode == "stuck-start") {
+        sleep_s(60);
+        return 3;
+    }
     hello();
 
     if (mode == "ok") {
@@ -247,6 +280,8 @@ int main(int argc, char** argv) {
         std::raise(SIGKILL);
         return 99;
     }
+    if (mode == "slow-setup") return long_setup(60, true);
+    if (mode == "stuck-setup") return long_setup(60, false);
     if (mode == "slow") return slow(out_dir, false);
     if (mode == "ignore-sigterm") return slow(out_dir, true);
     std::fprintf(stderr, "fake: unknown mode %s\n", mode.c_str());

@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTreeWidget>
 
 #include <csignal>
 #include <fstream>
@@ -396,6 +397,76 @@ private slots:
         QVERIFY2(panel->statusText().contains("SIGKILL"), qPrintable(panel->statusText()));
         QVERIFY(!panel->memoryChart().series.empty());
         QCOMPARE(result_of(*panel)["signal"].get<int>(), SIGKILL);
+    }
+
+    // Stop in every phase before the first step (issue 32, item 3): the trainer still loading
+    // its libraries (nothing printed, its stop signals blocked), in a setup that hears SIGTERM
+    // (as wingspan-train's does), and in a setup step that never checks. Each ends within the
+    // grace the status line states: SIGTERM first, SIGKILL when the grace runs out; the history,
+    // the summary and result.json read "not reached", never an error figure.
+    void stopDuringSetupEndsWithinTheGrace_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<bool>("printsSetup");
+        QTest::addColumn<bool>("hearsSigterm");
+        QTest::newRow("loading its libraries") << "stuck-start" << false << false;
+        QTest::newRow("setup that checks for a stop") << "slow-setup" << true << true;
+        QTest::newRow("setup that never checks") << "stuck-setup" << true << false;
+    }
+
+    void stopDuringSetupEndsWithinTheGrace() {
+        QFETCH(QString, mode);
+        QFETCH(bool, printsSetup);
+        QFETCH(bool, hearsSigterm);
+        const int grace_ms = 3000;
+        auto panel = make_panel(mode.toUtf8().constData());
+        panel->setKillTimeout(grace_ms);
+        QSignalSpy finished(panel.get(), &RunPanel::runFinished);
+        QVERIFY(panel->start());
+        if (printsSetup)
+            QVERIFY(e2e::wait_until([&] { return panel->shownRecord()->memory_events() >= 1; }, 20000));
+        else
+            QVERIFY(e2e::wait_until([&] { return panel->session()->elapsedSeconds() > 0.5; }, 20000));
+        QVERIFY(panel->shownRecord()->steps().empty());
+        QVERIFY2(panel->statusText().contains("setting up"), qPrintable(panel->statusText()));
+        QElapsedTimer t;
+        t.start();
+        panel->stop();
+        // The promise, in the grace the panel was given.
+        QVERIFY2(panel->statusText().contains("SIGTERM sent") && panel->statusText().contains("SIGKILL in 3 s"),
+                 qPrintable(panel->statusText()));
+        QVERIFY(e2e::wait_until([&] { return finished.count() == 1; }, grace_ms + 10000));
+        const qint64 waited = t.elapsed();
+        const RunRecord& r = *panel->shownRecord();
+        if (hearsSigterm) {
+            QVERIFY2(waited < grace_ms, qPrintable(QString::number(waited)));
+            QCOMPARE(panel->session()->stopOutcome(), RunSession::StopOutcome::ExitedAfterTerm);
+            QCOMPARE(r.status(), RunStatus::Interrupted);
+            QVERIFY(r.done() && r.done()->string_field("reason") == "interrupted");
+            QVERIFY(panel->logText().contains("fake: SIGTERM during setup"));
+        } else {
+            // Killed when the grace ran out, not before and not much later (a loaded machine's slack).
+            QVERIFY2(waited >= grace_ms - 50 && waited < grace_ms + 2500, qPrintable(QString::number(waited)));
+            QCOMPARE(panel->session()->stopOutcome(), RunSession::StopOutcome::Killed);
+            QCOMPARE(r.exit_signal(), SIGKILL);
+            QVERIFY2(panel->stopMessage().contains("had not exited 3 s after SIGTERM"), qPrintable(panel->stopMessage()));
+            QCOMPARE(result_of(*panel)["signal"].get<int>(), SIGKILL);
+        }
+        QVERIFY(!run_reached_peak(r));
+        QCOMPARE(result_of(*panel)["reached_peak"].get<bool>(), false);
+        // The history's error column: "not reached", for this run.
+        auto* history = panel->findChild<QTreeWidget*>("runHistory");
+        QVERIFY(history);
+        const QString folder = QString::fromStdString(panel->session()->folder().string());
+        QTreeWidgetItem* row = nullptr;
+        for (int i = 0; i < history->topLevelItemCount(); ++i)
+            if (history->topLevelItem(i)->data(0, Qt::UserRole).toString() == folder) row = history->topLevelItem(i);
+        QVERIFY2(row, "the stopped run is in the history");
+        QCOMPARE(row->text(5), QString("not reached"));
+        if (printsSetup) {
+            const std::vector<TableCell>* act = row_named(panel->summaryTable(), "Activations");
+            QVERIFY(act);
+            QCOMPARE((*act)[3].text, std::string("not reached"));
+        }
     }
 
     void formFollowsThePlanner() {

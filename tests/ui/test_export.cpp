@@ -165,6 +165,38 @@ private slots:
         for (const auto& [name, chart] : grid) QVERIFY(!chart.bars.empty());
     }
 
+    // Issue 32, item 7: `export --scenario all` charts are slide-ready: no text elided inside the
+    // image (a file has no tooltip), checked with the same layout code that paints the PNG; the
+    // cut-at-the-top notice names a control that exists; every legend entry has its own colour.
+    void scenarioExportsShowEveryTextWhole() {
+        int charts = 0, serving = 0;
+        for (const auto& [id, scenario] : library().scenarios())
+            for (const auto& [name, c] : scenario_charts(library(), scenario, ByteUnit::GB)) {
+                ++charts;
+                const QStringList cut = chart_cut_texts(c, ImageOptions{});
+                QVERIFY2(cut.isEmpty(), qPrintable(QString::fromStdString(id) + " / " + name + ": cut: " + cut.join(" | ")));
+                QVERIFY2(!c.subtitle.contains("View ▸") && !c.footnote.contains("View ▸"), qPrintable(name));
+                // A serving chart's footer speaks of serving, not of a training step.
+                if (c.subtitle.contains(" · Serve")) {
+                    ++serving;
+                    QVERIFY2(c.footnote.contains("peak of serving") && !c.footnote.contains("training step"),
+                             qPrintable(name + ": " + c.footnote));
+                }
+                // Distinct colours per legend entry (segments of different components).
+                std::map<QRgb, QString> colour_of;
+                for (const auto& b : c.bars)
+                    for (const auto& seg : b.segments) {
+                        if (!seg.component) continue;
+                        const QRgb rgb = component_qcolor(*seg.component).rgb();
+                        auto [it, added] = colour_of.emplace(rgb, seg.label);
+                        QVERIFY2(added || it->second == seg.label,
+                                 qPrintable(name + ": '" + seg.label + "' and '" + it->second + "' share a colour"));
+                    }
+            }
+        QVERIFY(charts >= 6);
+        QVERIFY(serving >= 2);   // lesson-machines: 70B served in 4-bit, serving afterwards
+    }
+
     void coursePack() {
         const QString out = dir.filePath("pack");
         ImageOptions o;

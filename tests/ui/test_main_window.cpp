@@ -49,11 +49,14 @@ T* child(QWidget* w, const char* name) {
     return c;
 }
 
-// What core says a machine's bar must hold, computed here without the window.
+// What core says a machine's bar must hold, computed here without the window: the machine's
+// framework's defaults for what the user left open (as `wingspan plan` takes them), then the
+// machine's adaptation.
 std::map<Component, std::int64_t> core_components(const ProfileLibrary& lib, const Architecture& arch,
-                                                  const TrainingSetup& setup, const std::string& machine_id) {
+                                                  const TrainingSetup& setup, const ChosenFields& chosen,
+                                                  const std::string& machine_id) {
     const MachineProfile& m = lib.machine(machine_id);
-    const TrainingSetup adapted = adapt_setup(setup, m);
+    const TrainingSetup adapted = adapt_setup(apply_framework_defaults(setup, lib.framework_for(m), chosen), m);
     std::map<Component, std::int64_t> out;
     for (const auto& [c, b] : estimate_memory(arch, adapted, lib.framework_for(m)).components)
         if (b > 0) out[c] = b;
@@ -88,7 +91,7 @@ class MainWindowTest : public QObject {
         QCOMPARE(w->plan().setup.to_json().dump(), expected.to_json().dump());
         QVERIFY(w->evaluation().ok());
         for (const char* id : {"rtx-4090", "t4", "mac-studio-m3-ultra-96gb", "cpu-laptop-8gb"}) {
-            const auto want = core_components(w->library(), arch, expected, id);
+            const auto want = core_components(w->library(), arch, expected, chosen_fields(w->plan()), id);
             auto got = bar_components(bar_of(*w, id));
             if (want != got) {
                 for (const auto& [c, b] : want) qWarning() << id << component_name(c).data() << b << got[c];
@@ -97,6 +100,11 @@ class MainWindowTest : public QObject {
         }
     }
     const Architecture& llama8b() { return w->library().model("llama-3.1-8b").arch; }
+    // The setup a machine runs, as `wingspan plan` takes it: its framework's defaults for what
+    // the plan leaves open (mlx-lm on the Mac: the last 16 layers, no checkpointing).
+    TrainingSetup on_machine(const TrainingSetup& s, const MachineProfile& m) {
+        return apply_framework_defaults(s, w->library().framework_for(m), chosen_fields(w->plan()));
+    }
 
 private slots:
     void initTestCase() {
@@ -286,7 +294,7 @@ private slots:
         const auto& lib = w->library();
         for (const auto& b : w->machineChart().bars) {
             const MachineProfile& m = lib.machine(b.id.toStdString());
-            const MachineVerdict v = evaluate(llama8b(), expected, m, lib.framework_for(m));
+            const MachineVerdict v = evaluate(llama8b(), on_machine(expected, m), m, lib.framework_for(m));
             QVERIFY(b.ceiling.has_value());
             QCOMPARE(*b.ceiling, usable_bytes(m, lib.framework_for(m)));
             QCOMPARE(*b.fit, v.fit);
@@ -358,8 +366,9 @@ private slots:
         const Plan& plan = w->plan();
         for (size_t i = 0; i < mt.rows.size(); ++i) {
             const MachineVerdict& v = w->evaluation().verdicts[i];
-            const Solution batch = solve(SolveFor::Batch, llama8b(), expected, *v.machine, *v.framework, &lib, "llama-3");
-            const Solution seq = solve(SolveFor::Seq, llama8b(), expected, *v.machine, *v.framework, &lib, "llama-3");
+            const TrainingSetup there = on_machine(expected, *v.machine);
+            const Solution batch = solve(SolveFor::Batch, llama8b(), there, *v.machine, *v.framework, &lib, "llama-3");
+            const Solution seq = solve(SolveFor::Seq, llama8b(), there, *v.machine, *v.framework, &lib, "llama-3");
             QCOMPARE(*mt.rows[i][6].value, double(batch.value));
             QCOMPARE(*mt.rows[i][7].value, double(seq.value));
             QCOMPARE(*mt.rows[i][4].fit, v.fit);
@@ -545,7 +554,7 @@ private slots:
         QCOMPARE(qlora70.fitting, 1);   // the RTX 4090 is short
         // A 70B full fine-tune fits neither machine.
         QVERIFY(!cell("llama-3.1-70b", Full).winner);
-        QVERIFY(grid_cell_text(cell("llama-3.1-70b", Full), ByteUnit::GB).rfind("none fits", 0) == 0);
+        QVERIFY(grid_cell_text(cell("llama-3.1-70b", Full), ByteUnit::GB).rfind("✗ none fits", 0) == 0);
         // The table and its exports carry the same answer.
         const Table t = g.to_table(ByteUnit::GB);
         QCOMPARE(t.rows.size(), g.cells.size());

@@ -204,6 +204,26 @@ private slots:
         QVERIFY(view.chart()->title().contains("far above this scale"));
     }
 
+    // Issue 32, item 7: a run stopped at step 18 of 60 says so in its chart's title.
+    void titleSaysTheStepsRun() {
+        RunRecord r;
+        feed(r, 0, 10);
+        for (int s = 1; s <= 18; ++s)
+            r.ingest_line(protocol::encode(protocol::EventType::Step, 0.1 * s,
+                                           {{"step", s}, {"total_steps", 60}, {"loss", 2.0}, {"tokens_per_s", 100.0}}));
+        RunOptions o;
+        o.steps = 60;
+        RunChartInputs in;
+        in.record = &r;
+        in.options = &o;
+        in.title = "Memory · built-in · LoRA r16 · seq 128 × 4 · 60 steps";
+        QCOMPARE(run_memory_chart(in).title, QString("Memory · built-in · LoRA r16 · seq 128 × 4 · 18 of 60 steps"));
+        for (int s = 19; s <= 60; ++s)
+            r.ingest_line(protocol::encode(protocol::EventType::Step, 0.1 * s,
+                                           {{"step", s}, {"total_steps", 60}, {"loss", 2.0}, {"tokens_per_s", 100.0}}));
+        QCOMPARE(run_memory_chart(in).title, in.title);   // all 60 run: as asked
+    }
+
     void exportRendersTheSameChart() {
         RunRecord r;
         feed(r, 0, 300);

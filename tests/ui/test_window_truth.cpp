@@ -18,6 +18,10 @@
 #include <QScreen>
 #include <QSettings>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QTimer>
 #include <QRadioButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -28,6 +32,7 @@
 
 #include "wingspan/protocol.hpp"
 #include "wingspan/run_record.hpp"
+#include "window_test_support.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 #include "wingspan/ui/run_charts.hpp"
@@ -41,12 +46,7 @@ namespace {
 
 constexpr double GB = 1e9;
 
-template <typename T>
-T* child(QWidget* w, const char* name) {
-    T* c = w->findChild<T*>(name);
-    if (!c) qFatal("no child %s", name);
-    return c;
-}
+using ui_test::child;
 
 // The chart's title and subtitle (the legend starts under them) as they are painted now.
 QImage title_strip(QWidget* chart) {
@@ -115,13 +115,7 @@ class WindowTruthTest : public QObject {
     Q_OBJECT
 
 private slots:
-    void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        QCoreApplication::setOrganizationName("WingspanTests");
-        QCoreApplication::setApplicationName("WingspanWindowTruth");
-        // main() gave the offscreen platform a 1280×720 screen.
-        QCOMPARE(QGuiApplication::primaryScreen()->geometry().size(), QSize(1280, 720));
-    }
+    void initTestCase() { QVERIFY2(ui_test::start_window_test("WingspanWindowTruth", {1280, 720}), "main() gives a 1280×720 screen"); }
 
     // 1. The Machines tab's subtitle after slider drags, typed edits, rank and model changes:
     //    what is painted is what a fresh chart of the same plan paints.
@@ -490,28 +484,48 @@ private slots:
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("cpu-laptop-8gb"))), QString("CPU-only laptop"));
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("rtx-4090"))), QString("RTX 4090"));
     }
+
+    // 9. The rest of the smaller ones: Ctrl+5 opens the Run tab; Help has more than About (its
+    //    shortcut list is read from the menus); no machine row is highlighted at start (the T4
+    //    was), the framework box follows the plan's first machine.
+    void runTabShortcutHelpMenuAndNoPreselectedRow() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(w.hasLibrary());
+        install_run_panel(w, QString());
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        w.activateWindow();
+        QTest::keyClick(&w, Qt::Key_5, Qt::ControlModifier);
+        QCOMPARE(w.tabs()->currentIndex(), 4);
+        QVERIFY(w.tabs()->tabText(4).remove('&').startsWith("Run"));
+        auto* list = child<QTreeWidget>(&w, "machineList");
+        QVERIFY(list->selectedItems().isEmpty());
+        QVERIFY(list->currentItem());
+        QCOMPARE(list->currentItem()->data(0, Qt::UserRole).toString(), QString("rtx-4090"));
+        QMenu* help = nullptr;
+        for (QAction* a : w.menuBar()->actions())
+            if (a->text().remove('&') == "Help") help = a->menu();
+        QVERIFY(help);
+        QVERIFY(help->actions().size() >= 3);
+        QString shown;
+        QTimer::singleShot(0, &w, [&] {
+            if (auto* box = w.findChild<QMessageBox*>("shortcutsDialog")) {
+                shown = box->text();
+                box->close();
+            }
+        });
+        for (QAction* a : help->actions())
+            if (a->text().remove('&') == "Keyboard shortcuts") a->trigger();
+        QVERIFY2(shown.contains("Ctrl+5") && shown.contains("Run") && shown.contains("Ctrl+E"), qPrintable(shown));
+    }
 };
 
-// A 1280×720 screen for the offscreen platform (its configfile option), so the window meets
-// the screen the issue was found on.
+// A 1280×720 screen, the one the issue was found on.
 int main(int argc, char** argv) {
-    const QString config = QDir::temp().filePath(QString("wingspan-screen-1280x720-%1.json").arg(QCoreApplication::applicationPid()));
-    {
-        QFile f(config);
-        if (!f.open(QIODevice::WriteOnly)) return 2;
-        f.write(R"({"synchronousWindowSystemEvents": false, "windowFrameMargins": false,
-                    "screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1280, "height": 720,
-                                 "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
-    }
-    qputenv("QT_QPA_PLATFORM", ("offscreen:configfile=" + config).toUtf8());
-    int rc = 0;
-    {
-        QApplication app(argc, argv);
+    return ui_test::exec_on_screen(argc, argv, {1280, 720}, [&] {
         WindowTruthTest test;
         QTEST_SET_MAIN_SOURCE_PATH
-        rc = QTest::qExec(&test, argc, argv);
-    }
-    QFile::remove(config);
-    return rc;
+        return QTest::qExec(&test, argc, argv);
+    });
 }
 #include "test_window_truth.moc"

@@ -54,11 +54,36 @@ std::vector<ChartSegment> segments_of(const MemoryEstimate& e, ByteUnit unit) {
     return out;
 }
 
-QString footnote_for(ByteUnit unit, bool ceilings) {
+// `serving`: the peak of a generation step (weights, KV cache), not of a training step.
+QString footnote_for(ByteUnit unit, bool ceilings, bool serving = false) {
     QString unit_text = unit == ByteUnit::GiB ? "GiB = 2³⁰ bytes" : "GB = 10⁹ bytes";
-    QString s = "Memory the device holds at the peak of a training step · " + unit_text;
+    QString s = QString("Memory the device holds at the peak of ") +
+                (serving ? "serving (weights, KV cache, one forward)" : "a training step") + " · " + unit_text;
     if (ceilings) s += " · dashed: usable ceiling · tight = within 10 % of it";
     return s;
+}
+
+
+// Where a machine's framework set what the plan left open (mlx-lm: bf16, the last 16 layers, no
+// checkpointing): "mlx-lm: bf16, LoRA on the last 16 layers, checkpointing off". Empty when none.
+bool precision_is_frameworks(const TrainingSetup& asked, const MachineVerdict& v) {
+    return v.framework && v.setup.precision != asked.precision && !v.framework->default_precision.empty() &&
+           to_string(v.setup.precision) == v.framework->default_precision;
+}
+
+// `brief`: the bar's caption under the bar ("mlx-lm: 16 layers, no ckpt"); else the
+// tooltip's words ("mlx-lm: bf16, LoRA on the last 16 layers, checkpointing off").
+QString framework_defaults_text(const TrainingSetup& asked, const MachineVerdict& v, bool brief) {
+    QStringList changed;
+    // The caption under an 85-pixel bar has two short lines: the precision stays in the tooltip.
+    if (precision_is_frameworks(asked, v) && !brief) changed << qs(std::string(to_string(v.setup.precision)));
+    if (v.setup.lora_layers != asked.lora_layers && v.setup.lora_layers > 0)
+        changed << QString(brief ? "%1 layers" : "LoRA on the last %1 layers").arg(v.setup.lora_layers);
+    if (v.setup.grad_checkpointing != asked.grad_checkpointing)
+        changed << (brief ? QString(v.setup.grad_checkpointing ? "ckpt" : "no ckpt")
+                          : QString("checkpointing %1").arg(v.setup.grad_checkpointing ? "on" : "off"));
+    if (changed.isEmpty() || !v.framework) return {};
+    return qs(v.framework->id) + ": " + changed.join(", ");
 }
 
 }  // namespace
@@ -120,15 +145,18 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
     d.subtitle += qs(describe_setup(eval.setup));
     if (eval.model.interpolated) d.subtitle += " · size interpolated between two real family members";
     if (!eval.reference.peak_phase.empty()) d.subtitle += " · peak: " + qs(eval.reference.peak_phase);
-    d.footnote = footnote_for(unit, true);
+    d.footnote = footnote_for(unit, true, !eval.setup.trains());
     for (const auto& v : eval.verdicts) {
+        const QString defaults = framework_defaults_text(eval.setup, v, false);
         ChartBar b;
         b.id = qs(v.machine->id);
         b.label = qs(short_machine_name(*v.machine));
         b.sublabel = qs(format_bytes(double(v.usable_bytes), unit)) + " usable";
-        if (v.setup.precision != eval.setup.precision)
+        if (v.setup.precision != eval.setup.precision && !precision_is_frameworks(eval.setup, v))
             b.note = "runs in " + qs(std::string(to_string(v.setup.precision))).section('-', 0, 0) +
                      (v.machine->kind == MachineKind::Cpu ? "" : " (no bf16)");
+        if (!defaults.isEmpty())
+            b.note = (b.note.isEmpty() ? QString() : b.note + "; ") + framework_defaults_text(eval.setup, v, true);
         b.segments = segments_of(v.estimate, unit);
         b.total = v.estimate.total_bytes;
         if (v.needed_bytes > v.estimate.total_bytes) {
@@ -150,6 +178,9 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
             details += "<br>" + html_escape(qs(v.precision_reason));
         else if (v.setup.precision != eval.setup.precision)
             details += "<br>runs in " + qs(std::string(to_string(v.setup.precision)));
+        if (!defaults.isEmpty())
+            details += "<br>" + html_escape(defaults) + " (its defaults for what the plan leaves open, as "
+                       "<tt>wingspan plan</tt> takes them)";
         details += "<br>≈ " + QString::number(v.speed.tokens_per_s, 'f', 0) + " tokens/s";
         for (const auto& n : v.notes) details += "<br><i>" + html_escape(qs(n)) + "</i>";
         b.details = details;

@@ -158,7 +158,9 @@ void ChartText::setFitted(const QString& full, double width, int max_lines) {
     setText(shown);
     QString joined = shown;
     joined.replace('\n', ' ');
-    setToolTip(joined == full.simplified() ? QString() : full);
+    // Both simplified: an unbreakable "96 GB" (U+00A0) is whitespace to simplified(), so the
+    // full text compared as it is would read as cut and carry a needless tooltip.
+    setToolTip(joined.simplified() == full.simplified() ? QString() : full);
 }
 
 void ChartText::setBrush(const QColor& c) {

@@ -33,8 +33,38 @@ std::vector<std::pair<std::string, TrainingSetup>> grid_columns(const TrainingSe
     return cols;
 }
 
-GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const ModelProfile& model, const TrainingSetup& setup,
-                       ByteUnit unit) {
+std::string label_of(const GridCell& c, const MachineProfile* m) {
+    for (const auto& k : c.contenders)
+        if (k.machine == m) return k.label;
+    return short_machine_name(*m);
+}
+
+// Who wins and by how much, in the cell's words (`c.verdict`) and the tooltip's (`c.why`).
+void name_the_winner(GridCell& c, const MachineVerdict& best, const MachineVerdict* runner_up, ByteUnit unit) {
+    const std::string name = label_of(c, best.machine);
+    if (!runner_up || runner_up->speed.tokens_per_s <= 0 || best.speed.tokens_per_s <= 0) {
+        c.verdict = name + " only";
+        c.why = std::string(best.fit == Fit::Tight ? "only fit, tight: " : "only fit: ") +
+                format_bytes(double(best.margin_bytes), unit) + " free";
+        return;
+    }
+    const std::string other = short_machine_name(*runner_up->machine);
+    const double r = best.speed.tokens_per_s / runner_up->speed.tokens_per_s;
+    if (r >= 1.05) {
+        c.verdict = name + " " + ratio_text(r) + "× faster";
+        c.why = ratio_text(r) + "× faster than " + other;
+    } else if (r >= 1.0 / 1.05) {
+        c.verdict = name + ", as fast";
+        c.why = "as fast as " + other + " (within 5 %)" + (best.fit != runner_up->fit ? ", with more room" : "");
+    } else {
+        // The roomier machine wins though the other is faster: say so, never "0.3× faster".
+        c.verdict = name + ", " + label_of(c, runner_up->machine) + " tight";
+        c.why = "fits with room; " + other + " is " + ratio_text(1.0 / r) + "× faster but tight";
+    }
+}
+
+GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const std::vector<const MachineProfile*>& compared,
+                       const ModelProfile& model, const TrainingSetup& setup, ByteUnit unit) {
     GridCell c;
     c.model_id = model.id;
     c.setup = setup;
@@ -46,9 +76,19 @@ GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const ModelP
         return c;
     }
     std::vector<MachineVerdict> vs;
-    for (const auto& id : plan.machines) {
-        const MachineProfile* m = find_machine(lib, id);
-        if (m) vs.push_back(evaluate(model.arch, setup, *m, framework_for(lib, plan, *m)));
+    for (const MachineProfile* m : compared) {
+        const FrameworkProfile& fw = framework_for(lib, plan, *m);
+        vs.push_back(evaluate(model.arch, setup_on(setup, fw, plan), *m, fw));
+    }
+    const std::vector<std::string> labels = grid_machine_labels(compared);
+    for (size_t i = 0; i < vs.size(); ++i) {
+        const MachineVerdict& v = vs[i];
+        const double seconds = setup.trains() && v.speed.tokens_per_s > 0
+                                   ? estimate_run(v.speed, *v.machine, plan.dataset.tokens()).seconds
+                                   : 0.0;
+        c.contenders.push_back(
+            {v.machine, labels[i], v.fit, v.margin_bytes, v.speed.tokens_per_s, seconds, describe_setup(v.setup)});
+        c.fitting += v.fit != Fit::No;
     }
     // The lesson's rule: fits with room beats tight; among equals the fastest wins.
     const MachineVerdict* best = nullptr;
@@ -57,15 +97,17 @@ GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const ModelP
             if (v.fit == level && (!best || v.speed.tokens_per_s > best->speed.tokens_per_s)) best = &v;
         if (best) break;
     }
-    for (const auto& v : vs) c.fitting += v.fit != Fit::No;
     if (!best) {
         // Say how far the closest machine is.
         const MachineVerdict* closest = nullptr;
         for (const auto& v : vs)
             if (!closest || v.margin_bytes > closest->margin_bytes) closest = &v;
+        c.verdict = "none fits";
         c.why = closest ? "closest: " + short_machine_name(*closest->machine) + ", short " +
                               format_bytes(-double(closest->margin_bytes), unit)
-                        : "no machine ticked";
+                        : "no machine compared";
+        if (closest && closest->margin_bytes < 0)
+            c.closest = label_of(c, closest->machine) + " short " + format_bytes(-double(closest->margin_bytes), unit);
         return c;
     }
     c.winner = best->machine;
@@ -75,30 +117,74 @@ GridCell evaluate_cell(const ProfileLibrary& lib, const Plan& plan, const ModelP
     for (const auto& v : vs)
         if (&v != best && v.fit != Fit::No && (!runner_up || v.speed.tokens_per_s > runner_up->speed.tokens_per_s))
             runner_up = &v;
-    if (runner_up && runner_up->speed.tokens_per_s > 0)
-        c.why = ratio_text(best->speed.tokens_per_s / runner_up->speed.tokens_per_s) + "× faster than " +
-                short_machine_name(*runner_up->machine);
-    else
-        c.why = std::string(best->fit == Fit::Tight ? "only fit, tight: " : "only fit: ") +
-                format_bytes(double(best->margin_bytes), unit) + " free";
+    name_the_winner(c, *best, runner_up, unit);
     if (setup.trains() && best->speed.tokens_per_s > 0)
         c.why += " · " + likely_range(estimate_run(best->speed, *best->machine, plan.dataset.tokens()).seconds);
     const FrameworkProfile& fw = framework_for(lib, plan, *best->machine);
-    c.max_batch = solve(SolveFor::Batch, model.arch, setup, *best->machine, fw).value;
-    c.max_seq = solve(SolveFor::Seq, model.arch, setup, *best->machine, fw).value;
+    c.max_batch = solve(SolveFor::Batch, model.arch, setup_on(setup, fw, plan), *best->machine, fw).value;
+    c.max_seq = solve(SolveFor::Seq, model.arch, setup_on(setup, fw, plan), *best->machine, fw).value;
     return c;
+}
+
+std::string fit_symbol(Fit f) { return f == Fit::Fits ? "✓" : f == Fit::Tight ? "!" : "✗"; }
+
+std::string tokens_per_s_text(double t) {
+    return format_count(std::int64_t(std::llround(t))) + " tokens/s";
 }
 
 }  // namespace
 
+std::vector<std::string> grid_machine_labels(const std::vector<const MachineProfile*>& machines) {
+    std::vector<std::string> full, two;
+    for (const MachineProfile* m : machines) {
+        full.push_back(short_machine_name(*m));
+        const std::string& n = full.back();
+        const auto first = n.find(' ');
+        const auto second = first == std::string::npos ? std::string::npos : n.find(' ', first + 1);
+        two.push_back(second == std::string::npos ? n : n.substr(0, second));
+    }
+    for (size_t i = 0; i < two.size(); ++i)
+        if (std::count(two.begin(), two.end(), two[i]) > 1) return full;
+    return two;
+}
+
+const std::vector<std::string>& lesson_compared_machines() {
+    static const std::vector<std::string> ids = {"rtx-4090", "mac-studio-m3-ultra-96gb"};
+    return ids;
+}
+
 std::string grid_cell_text(const GridCell& c, ByteUnit unit) {
     (void)unit;
     if (!c.error.empty()) return "—";
-    if (!c.winner) return "none fits — " + c.why;
-    std::string s = short_machine_name(*c.winner) + " — " + c.why;
-    const bool serve = c.setup.method == Method::Serve;
-    s += " · " + std::string(serve ? "≤ " : "batch ≤ ") + format_count(c.max_batch) + (serve ? " sequences" : "") +
-         " · seq ≤ " + format_count(c.max_seq);
+    if (!c.winner) return "✗ none fits" + (c.closest.empty() ? std::string() : " · " + c.closest);
+    std::string s = fit_symbol(c.fit) + " " + c.verdict;
+    for (const auto& k : c.contenders)
+        if (k.machine == c.winner)
+            s += " · " + (c.setup.trains() ? format_duration(k.run_seconds) : tokens_per_s_text(k.tokens_per_s));
+    return s;
+}
+
+std::string grid_cell_details(const GridCell& c, ByteUnit unit) {
+    if (!c.error.empty()) return c.why;
+    std::string s = describe_setup(c.setup);
+    for (const auto& k : c.contenders) {
+        s += "\n" + fit_symbol(k.fit) + " " + short_machine_name(*k.machine) + ": ";
+        if (k.fit == Fit::No)
+            s += k.margin_bytes < 0 ? "short " + format_bytes(-double(k.margin_bytes), unit) : "host RAM short";
+        else
+            s += std::string(k.fit == Fit::Tight ? "tight, " : "fits, ") + format_bytes(double(k.margin_bytes), unit) + " free";
+        if (k.tokens_per_s > 0) s += " · " + tokens_per_s_text(k.tokens_per_s);
+        if (k.run_seconds > 0) s += " · " + likely_range(k.run_seconds);
+        if (k.setup != describe_setup(c.setup)) s += "\n    runs as " + k.setup;
+    }
+    if (c.winner) {
+        const bool serve = c.setup.method == Method::Serve;
+        s += "\nWinner: " + short_machine_name(*c.winner) + " — " + c.why;
+        s += "\nOn it: " + std::string(serve ? "≤ " : "batch ≤ ") + format_count(c.max_batch) +
+             (serve ? " sequences" : "") + " · seq ≤ " + format_count(c.max_seq) + " (everything else as the plan)";
+    } else {
+        s += "\nNo compared machine fits (" + c.why + ")";
+    }
     return s;
 }
 
@@ -126,7 +212,7 @@ Table MachineGrid::to_table(ByteUnit unit) const {
     return t;
 }
 
-MachineGrid machine_grid(const ProfileLibrary& lib, const Plan& plan, ByteUnit unit) {
+MachineGrid machine_grid(const ProfileLibrary& lib, const Plan& plan, ByteUnit unit, const std::vector<std::string>& compared) {
     MachineGrid g;
     std::vector<const ModelProfile*> models;
     ResolvedModel current;
@@ -140,17 +226,21 @@ MachineGrid machine_grid(const ProfileLibrary& lib, const Plan& plan, ByteUnit u
             if (m.id == plan.model.model_id) models.push_back(&m);
     }
     const auto columns = grid_columns(plan.setup);
+    std::vector<const MachineProfile*> machines_compared;
+    for (const auto& id : compared)
+        if (const MachineProfile* m = find_machine(lib, id);
+            m && std::find(machines_compared.begin(), machines_compared.end(), m) == machines_compared.end())
+            machines_compared.push_back(m);
     for (const auto& [label, setup] : columns) g.column_labels.push_back(label);
     std::string machines;
-    for (const auto& id : plan.machines)
-        if (const MachineProfile* m = find_machine(lib, id)) machines += (machines.empty() ? "" : ", ") + short_machine_name(*m);
-    g.caption = describe_setup(plan.setup) + " · among: " + (machines.empty() ? "no machine ticked" : machines) +
-                ". A machine where it fits with room beats a tight one; among those the fastest wins. Max batch and "
-                "sequence: on the winner, everything else as the plan.";
+    for (const MachineProfile* m : machines_compared) machines += (machines.empty() ? "" : " vs ") + short_machine_name(*m);
+    g.caption = describe_setup(plan.setup) + " · " + (machines.empty() ? "no machine compared" : machines) +
+                ". ✓ fits with room, ! tight, ✗ none fits; room beats tight, then the faster wins. Time: the data "
+                "set on the winner. Hover a cell for each machine's figures.";
     for (const ModelProfile* m : models) {
         g.row_labels.push_back(format_params_short(m->arch.parameter_count()) + " (" + m->name + ")");
         std::vector<GridCell> row;
-        for (const auto& [label, setup] : columns) row.push_back(evaluate_cell(lib, plan, *m, setup, unit));
+        for (const auto& [label, setup] : columns) row.push_back(evaluate_cell(lib, plan, machines_compared, *m, setup, unit));
         g.cells.push_back(std::move(row));
     }
     return g;

@@ -228,8 +228,14 @@ void MachinesPanel::showPlan(const Plan& plan) {
     syncing_ = false;
     // The framework choice always names a machine: with no row chosen yet, the first ticked
     // one (an empty "Framework:" box reads as broken).
-    if (!list_->currentItem() && (first_checked || list_->topLevelItemCount() > 0))
-        list_->setCurrentItem(first_checked ? first_checked : list_->topLevelItem(0));
+    // The plan's first machine (the course's RTX 4090), current but not highlighted: a blue T4
+    // row at every start read as a choice the user never made.
+    QTreeWidgetItem* lead = first_checked;
+    for (int i = 0; i < list_->topLevelItemCount() && !plan.machines.empty(); ++i)
+        if (list_->topLevelItem(i)->data(0, Qt::UserRole).toString().toStdString() == plan.machines.front())
+            lead = list_->topLevelItem(i);
+    if (!list_->currentItem() && (lead || list_->topLevelItemCount() > 0))
+        list_->setCurrentItem(lead ? lead : list_->topLevelItem(0), 0, QItemSelectionModel::NoUpdate);
     showFrameworkOf(list_->currentItem());
 }
 

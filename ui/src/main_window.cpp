@@ -171,6 +171,7 @@ void MainWindow::buildUi() {
     if (QScreen* screen = QGuiApplication::primaryScreen()) resize(screen->availableSize());
     else resize(1560, 960);
     machines_->populate(*lib_, unit_);
+    which_->setMachineChoices(*lib_);
     // The machines list needs a name and a verdict a row; the room beyond that is the chart's
     // (left to themselves the docks took a third of a 1600-pixel window).
     resizeDocks({machines_dock_}, {std::min(360, width() / 4)}, Qt::Horizontal);
@@ -235,6 +236,10 @@ void MainWindow::connectParts() {
     connect(machines_, &MachinesPanel::removeRequested, this, &MainWindow::removeUserMachine);
     connect(which_, &WhichMachinePage::datasetEdited, this, &MainWindow::readControls);
     connect(which_, &WhichMachinePage::cellChosen, this, &MainWindow::loadGridCell);
+    connect(which_, &WhichMachinePage::comparedChanged, this, [this] {
+        dirty_[TableMachines] = true;
+        refreshVisibleTables();
+    });
     for (MemoryChartWidget* chart : {machine_chart_, methods_chart_, sizes_chart_})
         connect(chart, &MemoryChartWidget::focusTextChanged, this, [this](const QString& text) {
             focus_line_->setText(text);
@@ -275,7 +280,12 @@ void MainWindow::syncControls() {
 
 void MainWindow::readControls() {
     if (syncing_ || !lib_) return;
+    const TrainingSetup before = plan_.setup;
     inputs_->readInto(plan_);
+    // What the user changes is theirs from now on; the rest keeps following each framework.
+    if (plan_.setup.grad_checkpointing != before.grad_checkpointing) plan_.chosen.grad_checkpointing = true;
+    if (plan_.setup.quantization != before.quantization && plan_.setup.method == before.method)
+        plan_.chosen.quantization = true;
     which_->readDataset(plan_.dataset);
     plan_.machines = machines_->checkedMachines(plan_.machines);
     plan_.machine_frameworks = machines_->machineFrameworks();
@@ -399,7 +409,7 @@ void MainWindow::refreshTable(int which) {
             break;
         }
         case TableMachines:
-            which_->setGrid(machine_grid(*lib_, plan_, unit_), unit_);
+            which_->setGrid(machine_grid(*lib_, plan_, unit_, which_->compared()), unit_);
             which_->setMachineTable(machine_table(*lib_, plan_, eval_, unit_), plan_.dataset.tokens());
             break;
     }

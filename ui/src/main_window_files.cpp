@@ -251,6 +251,7 @@ void MainWindow::reloadUserMachines() {
     }
     inputs_->setLibrary(*lib_);
     machines_->populate(*lib_, unit_);
+    which_->setMachineChoices(*lib_);
     setPlan(plan_);
 }
 
@@ -349,6 +350,7 @@ void MainWindow::restoreSettings() {
         }
     }
     machines_->populate(*lib_, unit_);
+    which_->setMachineChoices(*lib_);
     setPlan(p);
 }
 

@@ -120,6 +120,13 @@ void MainWindow::buildMenus() {
         a->setShortcut(QKeySequence(QString("Ctrl+%1").arg(i + 1)));
         connect(a, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
     }
+    // The Run tab comes with the run panel (install_run_panel), after the planner's four.
+    QAction* run_tab = view->addAction("&Run");
+    run_tab->setObjectName("showRunTab");
+    run_tab->setShortcut(QKeySequence("Ctrl+5"));
+    connect(run_tab, &QAction::triggered, this, [this] {
+        if (tabs_->count() > 4) tabs_->setCurrentIndex(4);
+    });
     QAction* find = view->addAction("&Find model");
     find->setShortcut(QKeySequence::Find);
     connect(find, &QAction::triggered, this, [this] {
@@ -136,6 +143,31 @@ void MainWindow::buildMenus() {
     add(machines, "E&xplain an out-of-memory message…", QKeySequence(), &MainWindow::explainOomDialog);
 
     QMenu* help = menuBar()->addMenu("&Help");
+    // Read from the menus themselves, so the list cannot drift from what the keys do.
+    add(help, "&Keyboard shortcuts", QKeySequence::HelpContents, [this] {
+        QString rows;
+        for (QAction* top : menuBar()->actions()) {
+            if (!top->menu()) continue;
+            for (QAction* a : top->menu()->actions())
+                if (!a->shortcut().isEmpty())
+                    rows += "<tr><td><b>" + a->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped() +
+                            "</b></td><td>" + a->text().remove('&').toHtmlEscaped() + "</td></tr>";
+        }
+        QMessageBox box(QMessageBox::NoIcon, "Keyboard shortcuts", "<table cellspacing=4>" + rows + "</table>",
+                        QMessageBox::Close, this);
+        box.setObjectName("shortcutsDialog");
+        box.exec();
+    });
+    add(help, "&Units and verdicts", QKeySequence(), [this] {
+        QMessageBox::information(this, "Units and verdicts",
+                                 "<p><b>GB</b> = 10⁹ bytes, <b>GiB</b> = 2³⁰ bytes (View ▸ Units: GB or GiB).</p><p><b>✓ fits</b>: "
+                                 "the peak is under the machine's usable ceiling with more than 10 % to spare; "
+                                 "<b>! tight</b>: within 10 % of it; <b>✗ short</b>: over it, by the amount shown.</p>"
+                                 "<p>The usable ceiling is the memory a training process can use with the machine's "
+                                 "framework (a Mac's GPU gets 75 % of unified memory by default). Each machine runs "
+                                 "its framework's defaults for what the plan leaves open, as <tt>wingspan plan</tt> "
+                                 "does; the bar's caption and tooltip say which.</p>");
+    });
     add(help, "&About Wingspan", QKeySequence(), [this] {
         QMessageBox::about(this, "About Wingspan",
                            "<h3>Wingspan " WINGSPAN_UI_VERSION "</h3><p>A planner for fine-tuning memory: what a training "

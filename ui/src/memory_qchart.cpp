@@ -410,20 +410,23 @@ void MemoryQChart::layoutDecorations() {
     const QRectF r = rect();
     const double text_width = r.width() - 24;
     double y = r.top() + 6;
-    d.title->setFitted(data_.title, text_width);
+    // A file cannot show a tooltip: titles, subtitles, notices and footnotes wrap, never elide.
+    d.title->setFitted(data_.title, text_width, 2);
     d.title->setPos(r.left() + 12, y);
     y += d.title->boundingRect().height();
-    d.subtitle->setFitted(data_.subtitle, text_width);
+    d.subtitle->setFitted(data_.subtitle, text_width, 3);
     d.subtitle->setPos(r.left() + 12, y);
     y += d.subtitle->boundingRect().height() * 1.15;
     const QStringList hidden = hidden_segments(data_, axis_);
     d.notice->setVisible(!hidden.isEmpty());
     if (!hidden.isEmpty()) {
-        d.notice->setFitted("Cut at the top (View ▸ Scale shows them whole): " + hidden.join("; "), text_width);
+        d.notice->setFitted("Cut at the top (the window's “Scale: show every bar whole” shows them whole): " +
+                                hidden.join("; "),
+                            text_width, 3);
         d.notice->setPos(r.left() + 12, y);
         y += d.notice->boundingRect().height() * 1.2;
     }
-    d.footnote->setFitted(data_.footnote, text_width);
+    d.footnote->setFitted(data_.footnote, text_width, 2);
     d.footnote->setPos(r.left() + 12, r.bottom() - d.footnote->boundingRect().height() - 4);
     if (d.empty) {
         d.empty->setFitted(data_.empty_message, text_width, 4);
@@ -626,9 +629,10 @@ std::optional<ChartHit> MemoryQChart::hitAt(const QPointF& pos) const {
 
 // ---------------------------------------------------------------------- offscreen ----
 
-void render_memory_chart(QPainter& painter, const QRectF& target, const QSizeF& logical, const ChartData& data,
-                         const ChartStyle& style) {
-    QGraphicsScene scene;
+namespace {
+
+// The chart laid out at `logical` size in `scene` as a file gets it.
+MemoryQChart* lay_out_for_file(QGraphicsScene& scene, const QSizeF& logical, const ChartData& data, const ChartStyle& style) {
     auto* chart = new MemoryQChart;
     chart->setForScreen(false);
     scene.addItem(chart);
@@ -642,7 +646,26 @@ void render_memory_chart(QPainter& painter, const QRectF& target, const QSizeF& 
         chart->layout()->activate();
         chart->layoutDecorations();
     }
-    scene.render(&painter, target, area, Qt::IgnoreAspectRatio);
+    return chart;
+}
+
+}  // namespace
+
+void render_memory_chart(QPainter& painter, const QRectF& target, const QSizeF& logical, const ChartData& data,
+                         const ChartStyle& style) {
+    QGraphicsScene scene;
+    lay_out_for_file(scene, logical, data, style);
+    scene.render(&painter, target, QRectF(QPointF(0, 0), logical), Qt::IgnoreAspectRatio);
+}
+
+QStringList cut_chart_texts(const QSizeF& logical, const ChartData& data, const ChartStyle& style) {
+    QGraphicsScene scene;
+    lay_out_for_file(scene, logical, data, style);
+    QStringList cut;
+    for (QGraphicsItem* item : scene.items())
+        if (auto* t = dynamic_cast<ChartText*>(item); t && t->isVisible() && !t->toolTip().isEmpty())
+            cut << t->toolTip();   // a ChartText keeps the full text as tooltip only when it cut it
+    return cut;
 }
 
 }  // namespace wingspan::ui

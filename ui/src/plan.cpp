@@ -55,6 +55,11 @@ json Plan::to_json() const {
                 {"epochs", dataset.epochs}}}};
     if (!framework.empty()) j["framework"] = framework;
     if (!machine_frameworks.empty()) j["machine_frameworks"] = machine_frameworks;
+    json c = json::array();
+    if (chosen.quantization) c.push_back("quantization");
+    if (chosen.grad_checkpointing) c.push_back("grad_checkpointing");
+    if (chosen.lora_layers) c.push_back("lora_layers");
+    j["chosen"] = c;
     return j;
 }
 
@@ -121,6 +126,19 @@ Plan Plan::from_json(const json& j) {
         checked_dataset_tokens(p.dataset.examples, p.dataset.tokens_per_example, p.dataset.epochs, "plan dataset");
     }
     p.framework = string_field(j, "framework", "plan");
+    // "chosen": the fields the user set. A plan written before it existed chose all it says.
+    p.chosen = ChosenFields{false, true, true, true};
+    if (j.contains("chosen")) {
+        if (!j["chosen"].is_array()) throw InputError("plan: 'chosen' must be a list of field names");
+        p.chosen = ChosenFields{};
+        for (const auto& f : j["chosen"]) {
+            const std::string name = f.is_string() ? f.get<std::string>() : std::string();
+            if (name == "quantization") p.chosen.quantization = true;
+            else if (name == "grad_checkpointing") p.chosen.grad_checkpointing = true;
+            else if (name == "lora_layers") p.chosen.lora_layers = true;
+            else throw InputError("plan: 'chosen' holds " + f.dump() + "; known: quantization, grad_checkpointing, lora_layers");
+        }
+    }
     if (j.contains("machine_frameworks")) {
         const json& mf = j["machine_frameworks"];
         if (!mf.is_object()) throw InputError("plan: 'machine_frameworks' must be an object of machine id → framework id");
@@ -218,6 +236,16 @@ const FrameworkProfile& framework_for(const ProfileLibrary& lib, const Plan& pla
     return lib.framework_for(m);
 }
 
+ChosenFields chosen_fields(const Plan& plan) {
+    ChosenFields c = plan.chosen;
+    c.precision = !plan.setup.precision_auto;   // auto leaves it to the framework, then the machine
+    return c;
+}
+
+TrainingSetup setup_on(const TrainingSetup& setup, const FrameworkProfile& framework, const Plan& plan) {
+    return apply_framework_defaults(setup, framework, chosen_fields(plan));
+}
+
 Evaluation evaluate_plan(const ProfileLibrary& lib, const Plan& plan) {
     Evaluation e;
     try {
@@ -235,7 +263,8 @@ Evaluation evaluate_plan(const ProfileLibrary& lib, const Plan& plan) {
                 e.missing_machines.push_back(id);
                 continue;
             }
-            e.verdicts.push_back(evaluate(e.model.arch, e.setup, *m, framework_for(lib, plan, *m)));
+            const FrameworkProfile& fw = framework_for(lib, plan, *m);
+            e.verdicts.push_back(evaluate(e.model.arch, setup_on(e.setup, fw, plan), *m, fw));
         }
     } catch (const std::exception& ex) {
         e.verdicts.clear();
@@ -370,7 +399,7 @@ Table machine_table(const ProfileLibrary& lib, const Plan& plan, const Evaluatio
         row.push_back({v.fit == Fit::No ? "does not fit" : to_string(v.fit), double(v.margin_bytes), v.fit});
         row.push_back(bytes_cell(double(v.margin_bytes), unit));
         for (SolveFor what : {SolveFor::Batch, SolveFor::Seq}) {
-            const Solution s = solve(what, eval.model.arch, eval.setup, *v.machine, fw, &lib, eval.model.family);
+            const Solution s = solve(what, eval.model.arch, setup_on(eval.setup, fw, plan), *v.machine, fw, &lib, eval.model.family);
             std::string text = s.value == 0 ? "none fits" : format_count(s.value);
             if (s.unbounded) text = "≥ " + text;
             row.push_back({text, double(s.value), {}});
@@ -437,7 +466,8 @@ Table method_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation
         }
         row.push_back(bytes_cell(double(r.est.total_bytes), unit));
         for (const auto& v : eval.verdicts) {
-            const MachineVerdict mv = evaluate(eval.model.arch, r.setup, *v.machine, framework_for(lib, plan, *v.machine));
+            const FrameworkProfile& fw = framework_for(lib, plan, *v.machine);
+            const MachineVerdict mv = evaluate(eval.model.arch, setup_on(r.setup, fw, plan), *v.machine, fw);
             row.push_back({verdict_text(mv, unit), double(mv.margin_bytes), mv.fit});
         }
         t.rows.push_back(std::move(row));

@@ -117,9 +117,18 @@ const TimeSeries* TimeChartData::find(const QString& label) const {
 
 // ------------------------------------------------------------------ builders ----
 
+QString title_with_steps_run(QString title, const RunOptions* options, const RunRecord* record) {
+    if (!options || !record || options->steps <= 0) return title;
+    const std::int64_t run = record->steps().empty() ? 0 : record->steps().back().step;
+    const QString asked = QString(" · %1 steps").arg(options->steps);
+    if (run < options->steps && title.contains(asked))
+        title.replace(asked, QString(" · %1 of %2 steps").arg(run).arg(options->steps));
+    return title;
+}
+
 TimeChartData run_memory_chart(const RunChartInputs& in) {
     TimeChartData d;
-    d.title = in.title.isEmpty() ? QString("Memory while training") : in.title;
+    d.title = in.title.isEmpty() ? QString("Memory while training") : title_with_steps_run(in.title, in.options, in.record);
     d.x_title = "time since launch";
     d.unit = in.unit;
     d.empty_message = "Waiting for the trainer's first memory sample…";

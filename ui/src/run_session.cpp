@@ -31,6 +31,9 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// The stop grace as the status line states it ("SIGKILL in 60 s"): whole seconds when whole.
+QString grace_text(int ms) { return ms % 1000 == 0 ? QString::number(ms / 1000) : QString::number(ms / 1000.0, 'f', 1); }
+
 const char* trainer_precision(Precision p) {
     switch (p) {
         case Precision::Fp32: return "fp32";
@@ -373,6 +376,8 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
     connect(rss_timer_, &QTimer::timeout, this, &RunSession::sampleRss);
     kill_timer_ = new QTimer(this);
     kill_timer_->setSingleShot(true);
+    // A coarse timer may fire up to 5 % early: the grace the status line states is a promise.
+    kill_timer_->setTimerType(Qt::PreciseTimer);
     connect(kill_timer_, &QTimer::timeout, this, [this] {
         if (process_ && process_->state() != QProcess::NotRunning) {
             killed_ = true;
@@ -409,6 +414,7 @@ void RunSession::killNow() {
         stop_clock_.start();
     }
     killed_ = true;
+    killed_on_request_ = true;
     process_->kill();
 }
 
@@ -581,10 +587,16 @@ void RunSession::finishRun(int code, int signal) {
     if (stop_requested_) {
         const QString ckpt = record_.checkpoints().empty() ? QString() : qs(record_.checkpoints().back());
         const double waited = stop_clock_.isValid() ? double(stop_clock_.elapsed()) / 1000.0 : 0.0;
-        if (killed_) {
+        if (killed_ && killed_on_request_) {
             stop_outcome_ = StopOutcome::Killed;
-            stop_message_ = QString("Stopped: the trainer had not exited %1 s after SIGTERM, so Wingspan killed it (SIGKILL). "
-                                    "Nothing was saved after the last checkpoint.")
+            stop_message_ = QString("Stopped: killed (SIGKILL) on request, %1 s after Stop. Nothing was saved after the "
+                                    "last checkpoint.")
+                                .arg(waited, 0, 'f', 1);
+        } else if (killed_) {
+            stop_outcome_ = StopOutcome::Killed;
+            stop_message_ = QString("Stopped: the trainer had not exited %1 s after SIGTERM, so Wingspan killed it (SIGKILL); "
+                                    "it ended %2 s after Stop. Nothing was saved after the last checkpoint.")
+                                .arg(grace_text(kill_after_ms_))
                                 .arg(waited, 0, 'f', 1);
         } else if (record_.done() && record_.done()->string_field("reason") == "interrupted" && !ckpt.isEmpty()) {
             stop_outcome_ = StopOutcome::Saved;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <QEvent>
+
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -97,6 +100,7 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     grid_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     grid_view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     grid_view_->setToolTip("Click a cell (or press Enter on it) to load that plan");
+    grid_view_->viewport()->installEventFilter(this);
     connect(grid_view_, &QTableWidget::cellClicked, this, &WhichMachinePage::cellChosen);
     connect(grid_view_, &QTableWidget::cellActivated, this, &WhichMachinePage::cellChosen);
     grid_caption_ = hint_label(QString());
@@ -107,6 +111,25 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
     auto* grid_title = new QLabel("<b>Which machine trains what</b> — every size of this model's family, every method");
     grid_title->setWordWrap(true);   // its width is not the window's minimum
     gv->addWidget(grid_title);
+    auto* compare_row = new QHBoxLayout;
+    auto* compare_label = new QLabel("&Compare");
+    compare_row->addWidget(compare_label);
+    for (int i = 0; i < 2; ++i) {
+        compare_[i] = new QComboBox;
+        compare_[i]->setObjectName(i == 0 ? "compareA" : "compareB");
+        compare_[i]->setAccessibleName(i == 0 ? "First machine compared" : "Second machine compared");
+        compare_[i]->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        compare_[i]->setMinimumContentsLength(14);   // long names elide in the box, not widen the tab
+        compare_[i]->setToolTip("The grid compares exactly these two machines (the course's RTX 4090 and Mac Studio "
+                                "M3 Ultra by default), whatever the Machines panel ticks");
+        if (i == 1) compare_row->addWidget(new QLabel("with"));
+        compare_row->addWidget(compare_[i], 1);
+        connect(compare_[i], &QComboBox::currentIndexChanged, this, [this] {
+            if (!syncing_) emit comparedChanged();
+        });
+    }
+    compare_label->setBuddy(compare_[0]);
+    gv->addLayout(compare_row);
     gv->addWidget(grid_view_, 1);
     gv->addWidget(grid_caption_);
 
@@ -135,6 +158,37 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
         });
 }
 
+void WhichMachinePage::setMachineChoices(const ProfileLibrary& lib) {
+    const std::vector<std::string> keep = compared();
+    syncing_ = true;
+    for (QComboBox* box : compare_) {
+        box->clear();
+        for (const auto& m : lib.machines())
+            box->addItem(QString::fromStdString(short_machine_name(m)), QString::fromStdString(m.id));
+    }
+    syncing_ = false;
+    setCompared(keep.empty() ? lesson_compared_machines() : keep);
+}
+
+std::vector<std::string> WhichMachinePage::compared() const {
+    std::vector<std::string> ids;
+    for (QComboBox* box : compare_)
+        if (box->currentIndex() >= 0) ids.push_back(box->currentData().toString().toStdString());
+    return ids;
+}
+
+void WhichMachinePage::setCompared(const std::vector<std::string>& ids) {
+    syncing_ = true;
+    for (int i = 0; i < 2; ++i) {
+        const std::string want = size_t(i) < ids.size() ? ids[size_t(i)] : lesson_compared_machines()[size_t(i)];
+        int at = compare_[i]->findData(QString::fromStdString(want));
+        if (at < 0) at = compare_[i]->findData(QString::fromStdString(lesson_compared_machines()[size_t(i)]));
+        compare_[i]->setCurrentIndex(at >= 0 ? at : std::min(i, compare_[i]->count() - 1));
+    }
+    syncing_ = false;
+    emit comparedChanged();
+}
+
 void WhichMachinePage::setGrid(MachineGrid grid, ByteUnit unit) {
     grid_ = std::move(grid);
     grid_view_->clear();
@@ -150,11 +204,11 @@ void WhichMachinePage::setGrid(MachineGrid grid, ByteUnit unit) {
         for (int c = 0; c < int(grid_.cells[size_t(r)].size()); ++c) {
             const GridCell& cell = grid_.cells[size_t(r)][size_t(c)];
             const QString full = QString::fromStdString(grid_cell_text(cell, unit));
-            // Two lines: the winner, then why and how far it stretches.
+            // Two short lines: who wins and by how much, then the time; the rest in the tooltip.
             QString text = full;
-            if (const int dash = full.indexOf(" — "); dash > 0) text = full.left(dash) + "\n" + full.mid(dash + 3);
+            if (const int dot = full.indexOf(" · "); dot > 0) text = full.left(dot) + "\n" + full.mid(dot + 3);
             auto* item = new QTableWidgetItem(text);
-            item->setToolTip(full + "\n\nClick to load this plan.");
+            item->setToolTip(QString::fromStdString(grid_cell_details(cell, unit)) + "\n\nClick to load this plan.");
             QFont f = item->font();
             f.setBold(cell.winner != nullptr);
             item->setFont(f);
@@ -165,6 +219,26 @@ void WhichMachinePage::setGrid(MachineGrid grid, ByteUnit unit) {
             grid_view_->setItem(r, c, item);
         }
     grid_caption_->setText(QString::fromStdString(grid_.caption));
+    fitRows();
+}
+
+void WhichMachinePage::fitRows() {
+    if (fitting_rows_) return;
+    fitting_rows_ = true;
+    QHeaderView* rows = grid_view_->verticalHeader();
+    rows->setSectionResizeMode(QHeaderView::ResizeToContents);
+    rows->resizeSections(QHeaderView::ResizeToContents);
+    // Stretch shares the height equally: only where the tallest row's text fits its share.
+    int tallest = 0;
+    for (int r = 0; r < grid_view_->rowCount(); ++r) tallest = std::max(tallest, rows->sectionSize(r));
+    if (grid_view_->rowCount() > 0 && tallest * grid_view_->rowCount() <= grid_view_->viewport()->height())
+        rows->setSectionResizeMode(QHeaderView::Stretch);
+    fitting_rows_ = false;
+}
+
+bool WhichMachinePage::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == grid_view_->viewport() && event->type() == QEvent::Resize) fitRows();
+    return QWidget::eventFilter(watched, event);
 }
 
 void WhichMachinePage::showDataset(const Dataset& d) {

@@ -85,5 +85,8 @@ private:
 // chart is laid out at the logical size and scaled to the target.
 void render_memory_chart(QPainter& painter, const QRectF& target, const QSizeF& logical, const ChartData& data,
                          const ChartStyle& style);
+// The texts that chart, laid out for a file at `logical` size, could not show whole (each in
+// full): a file has no tooltip, so an export must have none.
+QStringList cut_chart_texts(const QSizeF& logical, const ChartData& data, const ChartStyle& style);
 
 }  // namespace wingspan::ui

@@ -50,6 +50,10 @@ struct Plan {
     // Per machine id, the framework chosen for it in the machines list; a machine not listed
     // uses its usual one (ProfileLibrary::framework_for). `framework` above overrides both.
     std::map<std::string, std::string> machine_frameworks;
+    // The fields the user set (edited in the window, or a saved plan's); the rest follow each
+    // machine's framework, as `wingspan plan` leaves to it what its flags do not set (mlx-lm
+    // adapts the last 16 layers without checkpointing). Precision: chosen unless auto.
+    ChosenFields chosen;
 
     // The lessons' example: Llama 3.1 8B, LoRA r16, seq 1024, batch 1, checkpointing on,
     // on the RTX 4090, Mac Studio M3 Ultra, T4, A100 80GB, a CPU laptop and this machine.
@@ -73,6 +77,12 @@ inline constexpr const char* kPlanSuffix = ".wingspan.json";
 // Reads / writes a plan file; errors are InputError with the path in the message.
 Plan read_plan_file(const std::string& path);
 void write_plan_file(const Plan& plan, const std::string& path);
+
+// What the user chose of a plan (ChosenFields, precision from its auto flag).
+ChosenFields chosen_fields(const Plan& plan);
+// The setup a machine runs: the plan's with the machine's framework's defaults for what the
+// user left open (core's apply_framework_defaults, as the CLI does per machine).
+TrainingSetup setup_on(const TrainingSetup& setup, const FrameworkProfile& framework, const Plan& plan);
 
 // The model a choice names, resolved against the library.
 struct ResolvedModel {

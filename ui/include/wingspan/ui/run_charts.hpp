@@ -95,6 +95,9 @@ struct RunChartInputs {
     // a line per rank against the per-device prediction.
     const RankTrack* ranks = nullptr;
 };
+// A run's title ("… · 60 steps") with the steps it ran where it stopped short: "… · 18 of 60
+// steps" (the title is what a slide of a stopped run shows).
+QString title_with_steps_run(QString title, const RunOptions* options, const RunRecord* record);
 TimeChartData run_memory_chart(const RunChartInputs& in);
 TimeChartData run_loss_chart(const RunChartInputs& in);
 TimeChartData run_throughput_chart(const RunChartInputs& in);

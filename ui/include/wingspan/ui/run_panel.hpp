@@ -236,6 +236,7 @@ private:
     State state_ = State::Idle;
     StopOutcome stop_outcome_ = StopOutcome::None;
     bool stop_requested_ = false, killed_ = false, finished_ = false;
+    bool killed_on_request_ = false;   // Kill now, not the grace running out
     QString stop_message_, launch_error_;
     bool dirty_ = false;
 };
