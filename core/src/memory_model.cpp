@@ -470,9 +470,11 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     std::string attn_desc;
     // A runtime without a fused SDPA kernel (libtorch 1.13 on CPU) runs it as the eager graph.
     const bool math_sdpa = setup.attention == Attention::Sdpa && behaviour_flag(fw, "attention", "sdpa_runs_math");
-    // A framework that hands SDPA the grouped KV heads (enable_gqa) instead of repeating them first.
+    // A framework that hands SDPA the grouped KV heads (enable_gqa) instead of repeating them first. Only
+    // for unpadded SFT batches: TRL pads preference and GRPO batches, and with an attention mask
+    // transformers repeats K/V (integrations/sdpa_attention.py use_gqa_in_sdpa).
     const bool sdpa_grouped = setup.attention == Attention::Sdpa && !math_sdpa && kvd < qd &&
-                              behaviour_flag(fw, "attention", "sdpa_grouped_kv");
+                              setup.objective.kind == Objective::Sft && behaviour_flag(fw, "attention", "sdpa_grouped_kv");
     switch (setup.attention) {
         case Attention::Eager:
             scores = b * heads * s * s;
@@ -598,7 +600,10 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // Autograd keeps the final norm's output only for a head that trains (F.linear saves its input for
     // the weight's gradient); a frozen head (LoRA, QLoRA) needs no copy of it. Fused norm kernels and
     // compiled graphs keep what their own profiles say.
-    const bool head_frozen = setup.method != Method::Full && !setup.train_embeddings;
+    // (Beyond SFT, TRL's fused log-prob head keeps the hidden states it multiplies: profile objective.fused_logprob_head.)
+    const bool fused_logprob_head =
+        setup.objective.kind != Objective::Sft && behaviour_flag(fw, "objective", "fused_logprob_head");
+    const bool head_frozen = setup.method != Method::Full && !setup.train_embeddings && !fused_logprob_head;
     const std::int64_t final_norm = norm_saved - (head_frozen && !kernel_norm && !recompute_pointwise ? norm_out : 0);
     const std::int64_t outside_layers = final_norm + inputs + (keeps_quant_inputs && fw.quantizes_head ? bs * h * e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as

@@ -365,7 +365,11 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
     }
     // objective.reference_before_policy: DPO/KTO score the reference before the policy's forward,
     // not beside its graph as TRL does (read by core/src/objective_terms.cpp from `behaviour`).
-    if (const json* d = section("objective")) (void)Fields(*d, where).boolean("reference_before_policy", false);
+    if (const json* d = section("objective")) {
+        Fields f(*d, where);
+        (void)f.boolean("reference_before_policy", false);
+        (void)f.boolean("fused_logprob_head", false);
+    }
 }
 
 }  // namespace
@@ -389,7 +393,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
                      "norm_recomputes_normalized", "unfused_model_types"}},
         {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math", "sdpa_grouped_kv"}},
         {"model", {"unties_embeddings", "rotary_table_once"}},
-        {"objective", {"reference_before_policy"}},
+        {"objective", {"reference_before_policy", "fused_logprob_head"}},
     };
     return keys;
 }

@@ -57,6 +57,9 @@ class Run {
 public:
     Run(Options o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
     int execute();
+    // Ends the memory sampler's thread: after a run that ended in an error, before its `done`, so no
+    // sample can follow the last line (the sampler thread raced the error path's `done`).
+    void stop_sampling() { sampler_.stop(); }
 
 private:
     void load_inputs();

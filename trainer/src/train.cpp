@@ -632,6 +632,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
             extra = {{"component", component_name(mem::current())}};
         }
     }
+    run.stop_sampling();
     const mem::OomRecord oom = mem::last_oom();
     if (oom.hit) {
         code = "out_of_memory";
