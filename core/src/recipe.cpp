@@ -288,6 +288,66 @@ std::string render_nested(const std::string& text, const std::map<std::string, s
     return out;
 }
 
+// Target modules: the framework's names for the plan's roles, in the plan's order, and one flag per role.
+void add_target_vars(const json& values, const std::string& framework_name, const TrainingSetup& s,
+                     const std::function<std::string(bool)>& flag, std::map<std::string, std::string>& vars,
+                     std::vector<std::string>& notes) {
+    const bool lora = s.method != Method::Full;
+    std::vector<std::string> targets;
+    if (lora) {
+        const json& names = values.at("targets");
+        for (LinearRole role : s.lora_targets) {
+            const std::string key = linear_role_name(role);
+            auto it = names.find(key);
+            if (it == names.end()) {
+                notes.push_back(framework_name + " cannot put an adapter on the '" + key +
+                                  "' projections by name; they stay frozen.");
+                continue;
+            }
+            if (!it->get<std::string>().empty()) targets.push_back(it->get<std::string>());
+        }
+        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
+                                LinearRole::Up, LinearRole::Down})
+            vars[std::string("target_") + linear_role_name(role)] = flag(s.lora_targets.count(role) > 0);
+    } else {
+        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
+                                LinearRole::Up, LinearRole::Down})
+            vars[std::string("target_") + linear_role_name(role)] = flag(false);
+    }
+    vars["targets_list"] = flow_list(targets);
+    std::string csv;
+    for (const auto& t : targets) csv += (csv.empty() ? "" : ",") + t;
+    vars["targets_csv"] = csv;
+    vars["targets_mlp"] = flag(s.lora_targets.count(LinearRole::Gate) || s.lora_targets.count(LinearRole::Up) ||
+                               s.lora_targets.count(LinearRole::Down));
+
+}
+
+// Each knob in the framework's own spelling (fw_<knob>, fw_<knob>_<var>), and what it does instead
+// where it has no spelling for the plan's value.
+void add_knob_vars(const json& values, const std::string& framework_name, const std::string& framework_id,
+                   const RecipeInput& in, std::map<std::string, std::string>& vars, std::vector<std::string>& notes) {
+    const TrainingSetup& s = in.setup;
+    const std::string method = to_string(s.method);
+    for (const auto& [knob, key] : knob_keys(in)) {
+        auto table = values.at("knobs").find(knob);
+        if (table == values.at("knobs").end()) continue;
+        const json* entry = lookup(*table, method, key);
+        if (!entry && knob == "objective") {
+            std::string methods;   // the "<method>:<objective>" entries: the methods it has a trainer for
+            for (const auto& [k, v] : table->items())
+                if (k.size() > key.size() && k.compare(k.size() - key.size() - 1, std::string::npos, ":" + key) == 0)
+                    methods += (methods.empty() ? "" : ", ") + k.substr(0, k.size() - key.size() - 1);
+            throw InputError(framework_name + " has no " + key + " trainer for a " + method + " plan; it trains " + key +
+                             " with: " + methods);
+        }
+        if (!entry)
+            throw InputError(framework_name + " has no setting for " + knob + " = " + key +
+                             " (resources/recipes/" + framework_id + "/values.json)");
+        apply_entry("fw_" + knob, *entry, vars, notes);
+    }
+}
+
 }  // namespace
 
 std::string render_template(const std::string& text, const std::map<std::string, std::string>& vars,
@@ -370,55 +430,8 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
 
     add_objective_vars(s, flag, vars);
 
-    // Target modules: the framework's names for the plan's roles, in the plan's order.
-    std::vector<std::string> targets;
-    if (lora) {
-        const json& names = values.at("targets");
-        for (LinearRole role : s.lora_targets) {
-            const std::string key = linear_role_name(role);
-            auto it = names.find(key);
-            if (it == names.end()) {
-                r.notes.push_back(r.framework.name + " cannot put an adapter on the '" + key +
-                                  "' projections by name; they stay frozen.");
-                continue;
-            }
-            if (!it->get<std::string>().empty()) targets.push_back(it->get<std::string>());
-        }
-        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                                LinearRole::Up, LinearRole::Down})
-            vars[std::string("target_") + linear_role_name(role)] = flag(s.lora_targets.count(role) > 0);
-    } else {
-        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                                LinearRole::Up, LinearRole::Down})
-            vars[std::string("target_") + linear_role_name(role)] = flag(false);
-    }
-    vars["targets_list"] = flow_list(targets);
-    std::string csv;
-    for (const auto& t : targets) csv += (csv.empty() ? "" : ",") + t;
-    vars["targets_csv"] = csv;
-    vars["targets_mlp"] = flag(s.lora_targets.count(LinearRole::Gate) || s.lora_targets.count(LinearRole::Up) ||
-                               s.lora_targets.count(LinearRole::Down));
-
-    // Each knob in the framework's own spelling (fw_<knob>, fw_<knob>_<var>), and what it
-    // does instead where it has no spelling for the plan's value.
-    const std::string method = to_string(s.method);
-    for (const auto& [knob, key] : knob_keys(in)) {
-        auto table = values.at("knobs").find(knob);
-        if (table == values.at("knobs").end()) continue;
-        const json* entry = lookup(*table, method, key);
-        if (!entry && knob == "objective") {
-            std::string methods;   // the "<method>:<objective>" entries: the methods it has a trainer for
-            for (const auto& [k, v] : table->items())
-                if (k.size() > key.size() && k.compare(k.size() - key.size() - 1, std::string::npos, ":" + key) == 0)
-                    methods += (methods.empty() ? "" : ", ") + k.substr(0, k.size() - key.size() - 1);
-            throw InputError(r.framework.name + " has no " + key + " trainer for a " + method + " plan; it trains " + key +
-                             " with: " + methods);
-        }
-        if (!entry)
-            throw InputError(r.framework.name + " has no setting for " + knob + " = " + key +
-                             " (resources/recipes/" + framework_id + "/values.json)");
-        apply_entry("fw_" + knob, *entry, vars, r.notes);
-    }
+    add_target_vars(values, r.framework.name, s, flag, vars, r.notes);
+    add_knob_vars(values, r.framework.name, framework_id, in, vars, r.notes);
     // Per-model names (torchtune's builders, LLaMA-Factory's chat templates).
     if (auto models = values.find("models"); models != values.end()) {
         const std::string id = in.predicted.contains("model") ? in.predicted["model"].value("id", "") : "";
