@@ -155,6 +155,17 @@ bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bo
     return any;
 }
 
+std::vector<bool> held_out_items(size_t n, double fraction, std::uint64_t seed) {
+    std::vector<size_t> idx(n);
+    for (size_t i = 0; i < n; ++i) idx[i] = i;
+    shuffle_indices(idx, seed ^ 0x5eedda7aULL);
+    size_t n_eval = 0;
+    if (fraction > 0 && n >= 2) n_eval = std::clamp<size_t>(static_cast<size_t>(std::llround(fraction * double(n))), 1, n - 1);
+    std::vector<bool> is_eval(n, false);
+    for (size_t i = 0; i < n_eval; ++i) is_eval[idx[i]] = true;
+    return is_eval;
+}
+
 std::int64_t example_bytes(const Example& e) {
     return static_cast<std::int64_t>(sizeof(Example) + e.ids.capacity() * sizeof(std::int32_t) + e.trained.capacity());
 }
@@ -247,14 +258,7 @@ Dataset load_jsonl(const std::filesystem::path& file, const Tokenizer& tok, cons
     if (all.empty()) throw DataError(file.string() + " holds no examples", 0);
     for (const auto& [k, v] : formats) d.formats += (d.formats.empty() ? "" : ", ") + k + ": " + std::to_string(v);
 
-    std::vector<size_t> idx(all.size());
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    shuffle_indices(idx, seed ^ 0x5eedda7aULL);
-    size_t n_eval = 0;
-    if (eval_fraction > 0 && all.size() >= 2)
-        n_eval = std::clamp<size_t>(static_cast<size_t>(std::llround(eval_fraction * all.size())), 1, all.size() - 1);
-    std::vector<bool> is_eval(all.size(), false);
-    for (size_t i = 0; i < n_eval; ++i) is_eval[idx[i]] = true;
+    const std::vector<bool> is_eval = held_out_items(all.size(), eval_fraction, seed);
     for (size_t i = 0; i < all.size(); ++i) (is_eval[i] ? d.eval : d.train).push_back(std::move(all[i]));
     return d;
 }

@@ -114,6 +114,9 @@ private:
 bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bool& too_long);
 // A Fisher-Yates shuffle of v seeded by `seed` (the same order on every platform).
 void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed);
+// Which of n items are held out for evaluation: `fraction` of them (at least one, never all), picked by
+// a shuffle seeded from `seed`. Shared by the SFT and the preference readers.
+std::vector<bool> held_out_items(size_t n, double fraction, std::uint64_t seed);
 
 // The bundled sample data set: $WINGSPAN_SAMPLE_DATA, next to the executable, or the source tree.
 // `name`: chat.jsonl (SFT) or preferences.jsonl (DPO/ORPO pairs).

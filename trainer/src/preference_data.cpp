@@ -159,14 +159,7 @@ PreferenceDataset load_preference_jsonl(const std::filesystem::path& file, const
                                              std::to_string(d.first_dropped_line) + ")"
                                        : std::string()),
                         0);
-    std::vector<size_t> idx(all.size());
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    shuffle_indices(idx, seed ^ 0x5eedda7aULL);
-    size_t n_eval = 0;
-    if (eval_fraction > 0 && all.size() >= 2)
-        n_eval = std::clamp<size_t>(static_cast<size_t>(std::llround(eval_fraction * all.size())), 1, all.size() - 1);
-    std::vector<bool> is_eval(all.size(), false);
-    for (size_t i = 0; i < n_eval; ++i) is_eval[idx[i]] = true;
+    const std::vector<bool> is_eval = held_out_items(all.size(), eval_fraction, seed);
     for (size_t i = 0; i < all.size(); ++i) (is_eval[i] ? d.eval : d.train).push_back(std::move(all[i]));
     return d;
 }
