@@ -219,6 +219,23 @@ struct TrainableLinearFn : public torch::autograd::Function<TrainableLinearFn> {
 
 // a @ b into a new tensor of the gradients component; a 16-bit matmul's own packing buffers
 // stay working memory.
+HeadGrads head_backward(const at::Tensor& dl, const at::Tensor& hidden, const at::Tensor& weight, bool want_hidden,
+                        bool want_weight, at::Tensor* tied) {
+    HeadGrads g;
+    if (want_hidden) {
+        mem::Scope act(Component::Activations);
+        g.hidden = ops::matmul(dl, weight);
+    }
+    if (want_weight) {
+        g.weight = weight_grad_mm(dl.t(), hidden);
+        if (tied) {
+            *tied = g.weight;
+            g.weight = at::Tensor();
+        }
+    }
+    return g;
+}
+
 at::Tensor weight_grad_mm(const at::Tensor& a, const at::Tensor& b) {
     at::Tensor out;
     {

@@ -52,4 +52,14 @@ struct Linear {
 // own packing buffers stay working memory.
 at::Tensor weight_grad_mm(const at::Tensor& a, const at::Tensor& b);
 
+// The LM head's backward from the gradient of its logits `dl` (rows × vocab): the hidden states'
+// gradient (an activation) where wanted, and the head weight's, which for a tied head (`tied` set)
+// is left in *tied for the embedding to add its rows into in place (one vocab × hidden gradient, not
+// two summed ones) and returned undefined. Shared by the SFT loss and the preference log-probs.
+struct HeadGrads {
+    at::Tensor hidden, weight;
+};
+HeadGrads head_backward(const at::Tensor& dl, const at::Tensor& hidden, const at::Tensor& weight, bool want_hidden,
+                        bool want_weight, at::Tensor* tied);
+
 }  // namespace wingspan::train

@@ -529,21 +529,11 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         d.scatter_add_(1, s[3], at::full({d.size(0), 1}, -1.0, d.options()));
         d.mul_((s[4].to(d.scalar_type()) * (grads[0].to(d.scalar_type()) / static_cast<double>(n_valid))).unsqueeze(1));
         at::Tensor dl = d.scalar_type() == hidden.scalar_type() ? d : d.to(hidden.scalar_type());
-        at::Tensor dh, dw;
-        if (ctx->needs_input_grad(0)) {
-            mem::Scope act(Component::Activations);
-            dh = ops::matmul(dl, weight);
-        }
-        if (ctx->needs_input_grad(1)) {
-            dw = weight_grad_mm(dl.t(), hidden);
-            // A tied head: the embedding adds its rows into this gradient in place (see
-            // EmbeddingFn), so one vocab × hidden gradient exists instead of two summed ones.
-            auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
-            if (tied) {
-                *tied = dw;
-                dw = at::Tensor();
-            }
-        }
+        // A tied head: the embedding adds its rows into this gradient in place (see EmbeddingFn).
+        auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
+        const HeadGrads g = head_backward(dl, hidden, weight, ctx->needs_input_grad(0), ctx->needs_input_grad(1), tied);
+        const at::Tensor& dh = g.hidden;
+        const at::Tensor& dw = g.weight;
         return {dh, dw, Variable(), Variable()};
     }
 };

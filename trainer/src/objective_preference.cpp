@@ -45,19 +45,10 @@ struct SequenceLogpFn : public torch::autograd::Function<SequenceLogpFn> {
         at::Tensor per_token = grads[0].to(d.scalar_type()).neg().unsqueeze(1).expand({rows, d.size(0) / rows}).reshape({-1});
         d.mul_((s[4].to(d.scalar_type()) * per_token).unsqueeze(1));
         at::Tensor dl = d.scalar_type() == hidden.scalar_type() ? d : d.to(hidden.scalar_type());
-        at::Tensor dh, dw;
-        if (ctx->needs_input_grad(0)) {
-            mem::Scope act(Component::Activations);
-            dh = ops::matmul(dl, weight);
-        }
-        if (ctx->needs_input_grad(1)) {
-            dw = weight_grad_mm(dl.t(), hidden);
-            auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
-            if (tied) {   // the embedding's backward adds its rows into it in place (model.cpp)
-                *tied = dw;
-                dw = at::Tensor();
-            }
-        }
+        auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
+        const HeadGrads g = head_backward(dl, hidden, weight, ctx->needs_input_grad(0), ctx->needs_input_grad(1), tied);
+        const at::Tensor& dh = g.hidden;
+        const at::Tensor& dw = g.weight;
         return {dh, dw, Variable(), Variable(), Variable()};
     }
 };
