@@ -3,7 +3,8 @@
 
   check_gguf_export.py WINGSPAN_TRAIN GGUF_PROBE WORK_DIR
 
-For tiny Llama-, Qwen2-, Qwen3- and Gemma-shaped models this script writes (tiny_models.py):
+For tiny Llama-, Qwen2-, Qwen3- and Gemma-shaped models this script writes (tiny_models.py), and a
+135M-class Llama (SmolLM2-135M's shape: decoding and the serving terms, check_135m_class):
   - every quantization exports, with protocol lines (hello, one log per tensor, done) and a file
     whose size is the one `done` reports;
   - the gguf package reads the file back: the architecture's keys and tensor names as
@@ -316,6 +317,23 @@ def check_serve_terms(path, kv_types):
     check(p.returncode == 2 and "more entries" in p.stderr, f"2^60 entries: exit {p.returncode} {p.stderr!r}")
 
 
+def check_135m_class():
+    """A 135M-class export (SmolLM2-135M's shape, tiny_models.SMOL_135M): llama.cpp decodes the f32 and
+    f16 files as wingspan-train generates, and core's weight, KV cache and compute buffer bytes are
+    within 2 % of what llama.cpp prints for the f16 file at three context lengths, f16 and q8_0 caches."""
+    model_dir = os.path.join(WORK, "smol-135m")
+    tiny_models.make_model(model_dir, "llama", dims=tiny_models.SMOL_135M)
+    for quant in ("f32", "f16"):
+        path = os.path.join(WORK, "out", f"smol-135m-{quant}.gguf")
+        done = export(model_dir, quant, path)[-1]
+        check(done.get("reason") == "completed" and os.path.getsize(path) == done.get("bytes"),
+              f"135M-class {quant}: done {done} vs {os.path.getsize(path)} bytes")
+        check_decoding(path, model_dir, f"135M-class {quant}")
+        _LOADED.clear()
+    check_serve_terms(os.path.join(WORK, "out", "smol-135m-f16.gguf"), ((1, "f16"), (8, "q8_0")))
+    print("135M-class: checked", flush=True)
+
+
 def check_gemma():
     """Gemma (GeGLU, embeddings × sqrt(hidden), RMSNorm by 1 + weight, tied head): the converter's
     norm + 1, no output.weight, and llama.cpp's greedy bytes equal wingspan-train's."""
@@ -440,6 +458,7 @@ def main():
     check_sentencepiece()
     check_gemma()
     check_serve_terms(os.path.join(WORK, "out", "qwen3-f16.gguf"), ((1, "f16"), (8, "q8_0")))
+    check_135m_class()
     llama_q8 = os.path.join(WORK, "out", "llama-q8_0.gguf")
     check_serve_terms(llama_q8, ((1, "f16"),))
     # A q8_0 cache needs heads of whole 32-value blocks: llama.cpp refuses it for 16-value heads,

@@ -75,14 +75,27 @@ def f16_values(rng, shape, scale):
     return (rng.standard_normal(shape) * scale).astype(np.float16).astype(np.float32)
 
 
-def make_model(folder, arch, seed=0):
+# SmolLM2-135M's widths, depth and vocabulary (HuggingFaceTB/SmolLM2-135M config.json), with an untied
+# head: a 135M-class model (163M parameters) for the export checks at a real size.
+SMOL_135M = {"hidden": 576, "layers": 30, "heads": 9, "kv": 3, "inter": 1536, "vocab": 49152}
+
+
+def make_model(folder, arch, seed=0, dims=None):
     """arch: "llama" (GQA, untied head, BOS added, GPT-2 pre-tokenizer) or "qwen2" (q/k/v biases,
-    tied head, Qwen2 pre-tokenizer) or "qwen3" (q/k norms, head_dim beyond hidden / heads)."""
+    tied head, Qwen2 pre-tokenizer) or "qwen3" (q/k norms, head_dim beyond hidden / heads).
+    dims (e.g. SMOL_135M): other widths, depth and vocabulary; the vocabulary's rows past the
+    tokenizer's are padding, as in real models, and a llama head scores them 0 (zero rows), so
+    greedy decoding picks tokens that have text. Weights are scaled by 1/sqrt(fan-in) at such sizes."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
     tok = tokenizer_json({"llama": "gpt2", "qwen2": "qwen2", "qwen3": "llama3", "gemma": "gpt2"}[arch])
-    vocab = 256 + len(MERGES) + len(SPECIALS) + 5   # a few unused rows, as real models pad
+    used = 256 + len(MERGES) + len(SPECIALS)
+    vocab = used + 5   # a few unused rows, as real models pad
     hidden, layers, heads, kv, inter = 64, 2, 4, 2, 96
+    scale = down_scale = 0.25
+    if dims:
+        hidden, layers, heads, kv, inter, vocab = (dims[k] for k in ("hidden", "layers", "heads", "kv", "inter", "vocab"))
+        scale, down_scale = hidden ** -0.5, inter ** -0.5
     head_dim = 32 if arch == "qwen3" else hidden // heads
     norm_one = 0 if arch == "gemma" else 1   # Gemma stores RMSNorm scales as (scale - 1)
     cfg = {"architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
@@ -100,10 +113,10 @@ def make_model(folder, arch, seed=0):
     for i in range(layers):
         p = f"model.layers.{i}."
         t[p + "input_layernorm.weight"] = f16_values(rng, (hidden,), 0.1) + norm_one
-        t[p + "self_attn.q_proj.weight"] = f16_values(rng, (q, hidden), 0.25)
-        t[p + "self_attn.k_proj.weight"] = f16_values(rng, (k, hidden), 0.25)
-        t[p + "self_attn.v_proj.weight"] = f16_values(rng, (k, hidden), 0.25)
-        t[p + "self_attn.o_proj.weight"] = f16_values(rng, (hidden, q), 0.25)
+        t[p + "self_attn.q_proj.weight"] = f16_values(rng, (q, hidden), scale)
+        t[p + "self_attn.k_proj.weight"] = f16_values(rng, (k, hidden), scale)
+        t[p + "self_attn.v_proj.weight"] = f16_values(rng, (k, hidden), scale)
+        t[p + "self_attn.o_proj.weight"] = f16_values(rng, (hidden, q), scale)
         if arch == "qwen2":
             for n, width in (("q", q), ("k", k), ("v", k)):
                 t[p + f"self_attn.{n}_proj.bias"] = f16_values(rng, (width,), 0.5)
@@ -111,12 +124,14 @@ def make_model(folder, arch, seed=0):
             t[p + "self_attn.q_norm.weight"] = f16_values(rng, (head_dim,), 0.1) + 1
             t[p + "self_attn.k_norm.weight"] = f16_values(rng, (head_dim,), 0.1) + 1
         t[p + "post_attention_layernorm.weight"] = f16_values(rng, (hidden,), 0.1) + norm_one
-        t[p + "mlp.gate_proj.weight"] = f16_values(rng, (inter, hidden), 0.25)
-        t[p + "mlp.up_proj.weight"] = f16_values(rng, (inter, hidden), 0.25)
-        t[p + "mlp.down_proj.weight"] = f16_values(rng, (hidden, inter), 0.25)
+        t[p + "mlp.gate_proj.weight"] = f16_values(rng, (inter, hidden), scale)
+        t[p + "mlp.up_proj.weight"] = f16_values(rng, (inter, hidden), scale)
+        t[p + "mlp.down_proj.weight"] = f16_values(rng, (hidden, inter), down_scale)
     t["model.norm.weight"] = f16_values(rng, (hidden,), 0.1) + norm_one
     if arch == "llama":
         t["lm_head.weight"] = f16_values(rng, (vocab, hidden), 0.5)
+        if dims:
+            t["lm_head.weight"][used:] = 0
     write_safetensors(os.path.join(folder, "model.safetensors"), t)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f)
