@@ -301,7 +301,13 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     r.count("gradient_accumulation_steps", "--grad-accum");
     r.on_off("gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
     read_optimizer(r, "optim");
-    read_precision(r, "bf16", "fp16");
+    // ModelConfig's dtype (torch_dtype before transformers 4.56): bfloat16 weights without bf16/fp16
+    // autocast train in pure bf16; with autocast, or in fp32, the bf16/fp16 switches decide.
+    const char* dtype_key = r.get("dtype") ? "dtype" : "torch_dtype";
+    const json* dtype = r.get(dtype_key);
+    if (dtype && *dtype == "bfloat16" && !r.truthy("bf16") && !r.truthy("fp16"))
+        r.flag(dtype_key, "--precision", "bf16", "bfloat16 weights, no autocast");
+    else read_precision(r, "bf16", "fp16");
     if (const json* v = r.get("attn_implementation")) {
         const std::string a = text_of(*v);
         r.flag("attn_implementation", "--attention", a.find("flash") != std::string::npos ? "flash" : a == "eager" ? "eager" : "sdpa");

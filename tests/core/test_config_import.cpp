@@ -370,6 +370,11 @@ private slots:
             {"torchtune", "config.yaml", lora},      {"torchtune", "config.yaml", qlora},
             {"torchtune", "config.yaml", full},      {"mlx-lm", "lora_config.yaml", mlx},
             {"mlx-lm", "lora_config.yaml", {"--model", "llama-3.2-1b", "--method", "full", "--batch", "2"}},
+            // The Hugging Face recipe keeps its settings in TRL's config.yaml (ModelConfig + SFTConfig keys).
+            {"hf-transformers", "config.yaml", lora},  {"hf-transformers", "config.yaml", qlora},
+            {"hf-transformers", "config.yaml", full},
+            {"hf-transformers", "config.yaml", {"--model", "llama-3.2-1b", "--method", "lora", "--precision", "bf16"}},
+            {"hf-transformers", "config.yaml", {"--model", "llama-3.2-1b", "--method", "full", "--precision", "fp16-mixed"}},
         };
         // Issue 31: each objective a config-file framework writes.
         for (const char* objective : {"dpo", "orpo", "simpo", "kto"}) {

@@ -46,7 +46,30 @@ ckpt = setup["grad_checkpointing"]
 optim_hf = {"adamw": "adamw_torch", "adamw8bit": "adamw_bnb_8bit", "paged-adamw8bit": "paged_adamw_8bit"}[setup["optimizer"]]
 attn_hf = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}[setup["attention"]]
 
-if framework in ("hf-transformers", "unsloth"):
+if framework == "hf-transformers":
+    # TRL's own CLI keys (ModelConfig + SFTConfig) in config.yaml, parsed by train.py.
+    cfg = configs["config.yaml"]
+    expect("max_length", cfg["max_length"], seq)
+    expect("per_device_train_batch_size", cfg["per_device_train_batch_size"], batch)
+    expect("gradient_accumulation_steps", cfg["gradient_accumulation_steps"], accum)
+    expect("optim", cfg["optim"], optim_hf)
+    expect("bf16", cfg["bf16"], setup["precision"] == "bf16-mixed")
+    expect("attn_implementation", cfg["attn_implementation"], attn_hf)
+    expect("gradient_checkpointing", cfg["gradient_checkpointing"], ckpt)
+    expect("use_peft", cfg.get("use_peft", False), lora)
+    if lora:
+        expect("lora_r", cfg["lora_r"], rank)
+        expect("lora_alpha", cfg["lora_alpha"], alpha)
+        expect("lora_dropout", cfg["lora_dropout"], dropout)
+        expect("lora_target_modules", cfg["lora_target_modules"], hf_targets)
+    expect("load_in_4bit", cfg.get("load_in_4bit", False), quant4)
+    if quant4:
+        expect("bnb_4bit_quant_type", cfg["bnb_4bit_quant_type"], "nf4")
+        expect("use_bnb_nested_quant", cfg["use_bnb_nested_quant"], setup["quantization"] == "nf4-dq")
+    c = calls(os.path.join(folder, "train.py"))
+    expect("SFTTrainer callbacks", c["SFTTrainer"]["callbacks"], "[hf_callback(reporter)]")
+    expect("SFTTrainer peft_config", c["SFTTrainer"]["peft_config"], "get_peft_config(model_config)")
+elif framework == "unsloth":
     c = calls(os.path.join(folder, "train.py"))
     sft = c["SFTConfig"]
     expect("SFTConfig.max_length", sft["max_length"], seq)
@@ -55,31 +78,16 @@ if framework in ("hf-transformers", "unsloth"):
     expect("SFTConfig.optim", sft["optim"], optim_hf)
     expect("SFTConfig.bf16", sft["bf16"], setup["precision"].startswith("bf16"))
     expect("SFTTrainer callbacks", c["SFTTrainer"]["callbacks"], "[hf_callback(reporter)]")
-    if framework == "hf-transformers":
-        expect("from_pretrained.attn_implementation", c["from_pretrained"]["attn_implementation"], attn_hf)
-        expect("SFTConfig.gradient_checkpointing", sft["gradient_checkpointing"], ckpt)
-        if lora:
-            expect("LoraConfig.r", c["LoraConfig"]["r"], rank)
-            expect("LoraConfig.lora_alpha", c["LoraConfig"]["lora_alpha"], alpha)
-            expect("LoraConfig.lora_dropout", c["LoraConfig"]["lora_dropout"], dropout)
-            expect("LoraConfig.target_modules", c["LoraConfig"]["target_modules"], hf_targets)
-        if quant4:
-            bnb = c["BitsAndBytesConfig"]
-            expect("BitsAndBytesConfig.load_in_4bit", bnb["load_in_4bit"], True)
-            expect("BitsAndBytesConfig.bnb_4bit_quant_type", bnb["bnb_4bit_quant_type"], "nf4")
-            expect("BitsAndBytesConfig.bnb_4bit_use_double_quant", bnb["bnb_4bit_use_double_quant"],
-                   setup["quantization"] == "nf4-dq")
-    else:
-        fp = c["from_pretrained"]
-        expect("from_pretrained.max_seq_length", fp["max_seq_length"], seq)
-        expect("from_pretrained.load_in_4bit", fp["load_in_4bit"], quant4)
-        if lora:
-            peft = c["get_peft_model"]
-            expect("get_peft_model.r", peft["r"], rank)
-            expect("get_peft_model.lora_alpha", peft["lora_alpha"], alpha)
-            expect("get_peft_model.target_modules", peft["target_modules"], hf_targets)
-            expect("get_peft_model.use_gradient_checkpointing", peft["use_gradient_checkpointing"],
-                   "unsloth" if ckpt else False)
+    fp = c["from_pretrained"]
+    expect("from_pretrained.max_seq_length", fp["max_seq_length"], seq)
+    expect("from_pretrained.load_in_4bit", fp["load_in_4bit"], quant4)
+    if lora:
+        peft = c["get_peft_model"]
+        expect("get_peft_model.r", peft["r"], rank)
+        expect("get_peft_model.lora_alpha", peft["lora_alpha"], alpha)
+        expect("get_peft_model.target_modules", peft["target_modules"], hf_targets)
+        expect("get_peft_model.use_gradient_checkpointing", peft["use_gradient_checkpointing"],
+               "unsloth" if ckpt else False)
 elif framework == "torchtune":
     cfg = configs["config.yaml"]
     tt_names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "output_proj"}

@@ -256,8 +256,8 @@ private slots:
                                 "_component_: bitsandbytes.optim.PagedAdamW8bit\n"})
             QVERIFY2(tt.find(key) != std::string::npos, key);
         const fs::path hf = recipe("hf-transformers", {"--optimizer-in-backward", "--compile"});
-        QVERIFY(read(hf / "train.py").find("optim=\"paged_adamw_8bit\"") != std::string::npos);
-        QVERIFY(read(hf / "train.py").find("torch_compile=True") != std::string::npos);
+        QVERIFY(read(hf / "config.yaml").find("optim: paged_adamw_8bit\n") != std::string::npos);
+        QVERIFY(read(hf / "config.yaml").find("torch_compile: True\n") != std::string::npos);
         QVERIFY(read(hf / "README.md").find("no optimizer step in backward") != std::string::npos);
         const fs::path axolotl = recipe("axolotl", {"--activation-offload"});
         QVERIFY(read(axolotl / "config.yaml").find("activation_offloading: true\n") != std::string::npos);
@@ -293,8 +293,8 @@ private slots:
         QVERIFY(t4.out.find("the plan on NVIDIA Tesla T4: fits") != std::string::npos);
         QVERIFY(read(tmp_ / "t4" / "README.md").find("NVIDIA Tesla T4 has no bf16") != std::string::npos);
         // ... so the recipe trains in fp16 there, as the planner counted.
-        const std::string script = read(tmp_ / "t4" / "train.py");
-        QVERIFY(script.find("fp16=True") != std::string::npos && script.find("bf16=False") != std::string::npos);
+        const std::string settings = read(tmp_ / "t4" / "config.yaml");
+        QVERIFY(settings.find("fp16: True\n") != std::string::npos && settings.find("bf16: False\n") != std::string::npos);
         QCOMPARE(json::parse(read(tmp_ / "t4" / "predicted.json"))["setup"]["precision"].get<std::string>(),
                  std::string("fp16-mixed"));
         const std::string hf = read(write_recipe("hf-transformers", "lora") / "README.md");

@@ -148,10 +148,10 @@ private slots:
                                                  "--out", (tmp_ / "big-ok").string(), "--seed", "4294967295", "--max-steps",
                                                  "1000000000000", "--profiles", WINGSPAN_TEST_PROFILES_DIR});
         QVERIFY2(ok.code == 0, ok.err.c_str());
-        std::ifstream in(tmp_ / "big-ok" / "train.py");
-        const std::string py((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        QVERIFY(py.find("seed=4294967295") != std::string::npos);
-        QVERIFY(py.find("max_steps=1000000000000") != std::string::npos);
+        std::ifstream in(tmp_ / "big-ok" / "config.yaml");
+        const std::string settings((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        QVERIFY(settings.find("seed: 4294967295\n") != std::string::npos);
+        QVERIFY(settings.find("max_steps: 1000000000000\n") != std::string::npos);
     }
 
     // Class 20: `recipe --plan` with a plan that fails after its scratch folder was made leaves
