@@ -67,21 +67,11 @@ std::string slack_base_name(const FrameworkProfile& framework) {
 }
 
 namespace {
-// Whether the framework's fused kernels (profile section "kernels") leave this architecture out.
-bool fw_kernels_skip(const FrameworkProfile& fw, const Architecture& arch) {
-    const auto k = fw.behaviour.find("kernels");
-    if (k == fw.behaviour.end() || !k->is_object() || !k->contains("unfused_model_types")) return false;
-    for (const auto& t : k->at("unfused_model_types"))
-        if (t.is_string() && t.get<std::string>() == arch.model_type) return true;
-    return false;
-}
-
 // The architecture as the framework builds it: some keep an untied LM head (LitGPT copies the
 // tied embedding into lm_head when it converts a checkpoint).
 Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
     Architecture a = arch;
-    const auto model = fw.behaviour.find("model");
-    if (model != fw.behaviour.end() && model->value("unties_embeddings", false)) a.tied_embeddings = false;
+    if (fw.traits.model.unties_embeddings) a.tied_embeddings = false;
     return a;
 }
 
@@ -93,8 +83,10 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
 // forward and brings it back one layer ahead in backward.
 FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup& setup) {
     FrameworkProfile out = fw;
-    if (setup.compile && out.behaviour.contains("compile") && out.behaviour["compile"].is_object())
-        out.behaviour["compile"]["enabled"] = true;
+    if (setup.compile && out.traits.compile.present) {
+        out.traits.compile.enabled = true;
+        out.behaviour["compile"]["enabled"] = true;   // loss_memory.cpp reads the section as JSON
+    }
     if (setup.activation_offload) out.checkpoint_offload = true;
     return out;
 }
@@ -270,9 +262,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // a StableEmbedding: the old one stays referenced, the new one has a gradient no optimizer
     // clears): count × vocab × hidden in the frozen dtype, held from the first step on.
     std::int64_t embedding_copies_dev = 0;
-    if (const auto q = fw.behaviour.find("qlora");
-        q != fw.behaviour.end() && quant != Quantization::None && setup.method == Method::Qlora) {
-        const std::int64_t copies = q->value("extra_embedding_copies", std::int64_t(0));
+    if (quant != Quantization::None && setup.method == Method::Qlora) {
+        const std::int64_t copies = fw.traits.qlora.extra_embedding_copies;
         if (copies > 0)
             embedding_copies_dev = term(Component::FrozenWeights, copies * arch.vocab * arch.hidden * st.frozen,
                                         std::to_string(copies) + " extra copies of the embedding (" + n(arch.vocab) +
@@ -439,17 +430,17 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // Compiled (the framework runs torch.compile, profile section "compile"): the partitioner
     // recomputes pointwise ops in backward, so a norm keeps only its 16-bit input and rstd, a gated
     // MLP its gate and up. The framework's own fused kernels (section "kernels") keep as little.
-    const bool recompute_pointwise = behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "recomputes_pointwise");
+    const bool recompute_pointwise = fw.traits.compile.enabled && fw.traits.compile.recomputes_pointwise;
     // A framework's fused kernels may cover only some architectures (kernels.unfused_model_types:
     // wingspan-train runs Gemma's (1 + weight) norm and GELU gate as plain ops).
-    const bool fused_arch = !fw_kernels_skip(fw, arch);
-    const bool kernel_norm = fused_arch && behaviour_flag(fw, "kernels", "norm_saves_input_only");
-    const bool kernel_swiglu = fused_arch && behaviour_flag(fw, "kernels", "gated_mlp_saves_gate_up");
+    const bool fused_arch = fw.traits.kernels_cover(arch.model_type);
+    const bool kernel_norm = fused_arch && fw.traits.kernels.norm_saves_input_only;
+    const bool kernel_swiglu = fused_arch && fw.traits.kernels.gated_mlp_saves_gate_up;
     // The gate activation times up as one op that keeps gate and up (the down projection still
     // keeps the product, its input): three b·s·i tensors instead of four.
-    const bool kernel_gated_act = fused_arch && behaviour_flag(fw, "kernels", "gated_activation_saves_gate_up");
+    const bool kernel_gated_act = fused_arch && fw.traits.kernels.gated_activation_saves_gate_up;
     // The norm's weight gradient recomputed from the kept input and rstd: no normalized copy.
-    const bool norm_recomputes = kernel_norm && behaviour_flag(fw, "kernels", "norm_recomputes_normalized");
+    const bool norm_recomputes = kernel_norm && fw.traits.kernels.norm_recomputes_normalized;
     const bool norms_train = setup.method == Method::Full;
     const std::int64_t norm_input = bs * h * (recompute_pointwise || kernel_norm ? e : std::max<std::int64_t>(e, 4));
     const std::int64_t norm_square = fw.norm_saves_square && !recompute_pointwise && !kernel_norm ? bs * h * 4 : 0;
@@ -469,12 +460,12 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const std::int64_t score_grad_bytes = fw.softmax_fp32 ? 4 : e;
     std::string attn_desc;
     // A runtime without a fused SDPA kernel (libtorch 1.13 on CPU) runs it as the eager graph.
-    const bool math_sdpa = setup.attention == Attention::Sdpa && behaviour_flag(fw, "attention", "sdpa_runs_math");
+    const bool math_sdpa = setup.attention == Attention::Sdpa && fw.traits.attention.sdpa_runs_math;
     // A framework that hands SDPA the grouped KV heads (enable_gqa) instead of repeating them first. Only
     // for unpadded SFT batches: TRL pads preference and GRPO batches, and with an attention mask
     // transformers repeats K/V (integrations/sdpa_attention.py use_gqa_in_sdpa).
     const bool sdpa_grouped = setup.attention == Attention::Sdpa && !math_sdpa && kvd < qd &&
-                              setup.objective.kind == Objective::Sft && behaviour_flag(fw, "attention", "sdpa_grouped_kv");
+                              setup.objective.kind == Objective::Sft && fw.traits.attention.sdpa_grouped_kv;
     switch (setup.attention) {
         case Attention::Eager:
             scores = b * heads * s * s;
@@ -508,8 +499,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // (SDPA as the reference calls it gets K and V already repeated; flash, and SDPA with enable_gqa,
     // get the grouped heads and expand dk, dv in their backward.)
     const bool grouped_kernel = (setup.attention == Attention::Flash && kvd < qd) || sdpa_grouped;
-    const std::int64_t eager_ws = trains && behaviour_flag(fw, "attention", "eager_scores_workspace") && scores > 0 ? scores * e : 0;
-    const std::int64_t flash_ws = trains && behaviour_flag(fw, "attention", "flash_backward_workspace") && flash_kernel
+    const std::int64_t eager_ws = trains && fw.traits.attention.eager_scores_workspace && scores > 0 ? scores * e : 0;
+    const std::int64_t flash_ws = trains && fw.traits.attention.flash_backward_workspace && flash_kernel
                                       ? bs * qd * 4 + b * heads * s * 4 + (grouped_kernel ? 2 * bs * qd * e : 0)
                                       : 0;
     const bool gated = arch.mlp == MlpKind::Gated;
@@ -540,7 +531,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // ctx.tensors = (A, B) up to 0.43.1), where a frozen torch linear keeps none: per layer the
     // input of q/k/v and of the MLP (the two norm outputs), the attention output and the MLP's
     // inner activation; once, the final norm output that feeds the quantized head.
-    const bool keeps_quant_inputs = behaviour_flag(fw, "qlora", "keeps_linear_inputs") && setup.method == Method::Qlora &&
+    const bool keeps_quant_inputs = fw.traits.qlora.keeps_linear_inputs && setup.method == Method::Qlora &&
                                     quant != Quantization::None;
     const std::int64_t quant_inputs_saved = keeps_quant_inputs ? bs * (2 * h + qd + inner) * e : 0;
     // The opposite (profile qlora.quantized_linear_keeps_no_input): wingspan-train's 4-bit linear
@@ -550,7 +541,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // of SwiGLU) are left alone.
     const bool graph_attention = setup.attention == Attention::Eager || math_sdpa;
     LinearInputsKept kept;
-    if (behaviour_flag(fw, "qlora", "quantized_linear_keeps_no_input") && setup.method == Method::Qlora &&
+    if (fw.traits.qlora.quantized_linear_keeps_no_input && setup.method == Method::Qlora &&
         quant != Quantization::None) {
         auto adapter_keeps = [&](LinearRole r) { return setup.lora_dropout <= 0 && setup.lora_targets.count(r) > 0; };
         kept.input_norm_out = adapter_keeps(LinearRole::Q) || adapter_keeps(LinearRole::K) || adapter_keeps(LinearRole::V);
@@ -595,14 +586,14 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     // (per sequence, as HF builds them from position ids; wingspan-train shares one table).
     // A framework that builds cos/sin from position ids of one row (HF: position_ids =
     // cache_position.unsqueeze(0) when none are passed) keeps one s·head_dim table for the batch.
-    const std::int64_t rotary_rows = behaviour_flag(fw, "model", "rotary_table_once") ? s : bs;
+    const std::int64_t rotary_rows = fw.traits.model.rotary_table_once ? s : bs;
     const std::int64_t inputs = bs * 16 + (arch.learned_positions ? 0 : 2 * rotary_rows * arch.head_dim * e);
     // Autograd keeps the final norm's output only for a head that trains (F.linear saves its input for
     // the weight's gradient); a frozen head (LoRA, QLoRA) needs no copy of it. Fused norm kernels and
     // compiled graphs keep what their own profiles say.
     // (Beyond SFT, TRL's fused log-prob head keeps the hidden states it multiplies: profile objective.fused_logprob_head.)
     const bool fused_logprob_head =
-        setup.objective.kind != Objective::Sft && behaviour_flag(fw, "objective", "fused_logprob_head");
+        setup.objective.kind != Objective::Sft && fw.traits.objective.fused_logprob_head;
     const bool head_frozen = setup.method != Method::Full && !setup.train_embeddings && !fused_logprob_head;
     const std::int64_t final_norm = norm_saved - (head_frozen && !kernel_norm && !recompute_pointwise ? norm_out : 0);
     const std::int64_t outside_layers = final_norm + inputs + (keeps_quant_inputs && fw.quantizes_head ? bs * h * e : 0);
@@ -737,7 +728,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
 
     // ---- phases ----
     const ObjectiveInputs objective_in{arch, asked, objective, frozen_dev + packed_dev + constants_dev + trainable_dev, e, inner,
-                                       behaviour_flag(fw, "objective", "reference_before_policy")};
+                                       fw.traits.objective.reference_before_policy};
     const std::int64_t reference_dev = reference_weights(objective_in, est.terms);
     const std::int64_t master_on_dev = offload ? 0 : master_dev;
     const std::int64_t optimizer_on_dev = offload ? 0 : optimizer_dev;

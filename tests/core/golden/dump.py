@@ -2,7 +2,8 @@
 # Dumps `wingspan plan --json` for a fixed random sample of setups (models × frameworks × methods ×
 # precisions × attention × sharding × objectives × techniques), to check that a refactor of the
 # planner keeps every byte: dump before, dump after, then compare.py the two files.
-#   python3 tests/core/golden/dump.py build/app/wingspan /tmp/before.txt
+#   python3 tests/core/golden/dump.py build/bin/wingspan /tmp/before.txt
+# or, without building the window, build/tests/golden_plan_dump (with WINGSPAN_PROFILES=profiles).
 import random, subprocess, sys, concurrent.futures as cf
 exe, out = sys.argv[1], sys.argv[2]
 rng = random.Random(25)
@@ -39,6 +40,10 @@ for i in range(800):
         if rng.random()<.15: a += ["--activation-offload"]
         if rng.random()<.15: a += ["--compile"]
     cases.append(a)
+if exe.endswith("plan_dump"):   # the in-process driver: all cases on its stdin, one process
+    p = subprocess.run([exe], input="\n".join(" ".join(a) for a in cases) + "\n", capture_output=True, text=True)
+    open(out, "w").write(p.stdout)
+    sys.exit(p.returncode)
 def run(a):
     p = subprocess.run([exe]+a, capture_output=True, text=True)
     return " ".join(a) + "\n" + str(p.returncode) + "\n" + p.stdout + p.stderr
