@@ -110,5 +110,9 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
 // The activation rows: the largest moment's figure, the attention workspaces, and the saved
 // tensors of the layers as the end of forward holds them (llm.c's activation table).
 void write_activation_rows(const PlanContext& c, const LayerActivations& a, const ActivationMoments& m, RowWriter& w);
+// The saved tensors at the end of forward, by kind (checkpoints, or each layer's norms, attention,
+// MLP, LoRA intermediates, 4-bit linears' inputs), alive from forward_end to loss_backward (and
+// the last layer's attention in forward, when that is a phase).
+void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, RowWriter& w);
 
 }  // namespace wingspan

@@ -177,3 +177,80 @@ void write_activation_rows(const PlanContext& c, const LayerActivations& a, cons
 }
 
 }  // namespace wingspan
+
+namespace wingspan {
+
+namespace {
+// A saved tensor kind alive from the end of forward to the loss's backward (the backward
+// moments' own rows count what is left of it there), scaled with its group by activation_factor.
+TensorRow saved(std::string name, std::string scope, std::string shape, std::int64_t bytes, std::string why,
+                std::vector<std::string> tags = {}, int group = 1) {
+    TensorRow r = row(std::move(name), Component::Activations, std::move(scope), std::move(shape), 0, 0, std::move(why),
+                      std::move(tags));
+    r.bytes = bytes;
+    r.created = "forward_end";
+    r.freed = "loss_backward";
+    r.scale_group = group;
+    return r;
+}
+}  // namespace
+
+void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, RowWriter& w) {
+    const std::string layers = std::to_string(a.Lsaved) + " layers";
+    if (a.ckpt) {
+        const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input : a.Lsaved * a.layer_input;
+        w.add(saved("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
+                    c.fw.checkpoint_offload ? "one layer input on the device; the others in host RAM (activation offload)"
+                                            : "checkpointing keeps each layer's input and recomputes the layer in backward",
+                    {"checkpointing"}));
+        if (c.fw.checkpoint_offload) {
+            TensorRow host = saved("checkpointed layer inputs in host RAM", layers, "b·s·h per layer", a.Lsaved * a.layer_input,
+                                   "offloaded checkpoints (Unsloth \"unsloth\" checkpointing, torchtune OffloadActivations)",
+                                   {"checkpointing", "technique"}, 0);
+            host.on_host = true;
+            w.add(std::move(host));
+        }
+        w.add(saved("checkpoint state", layers, "per layer", a.Lsaved * a.ckpt_state, "the checkpoint function's own state (RNG)",
+                    {"checkpointing"}));
+        w.add(saved("causal mask kept by checkpointed attention", "global", "s²", a.ckpt_mask,
+                    "eager attention's additive mask is a checkpoint argument", {"checkpointing"}));
+    } else {
+        w.add(saved("norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd, b·s·h output …)", a.Lsaved * 2 * a.norm_saved,
+                    a.norm_desc));
+        w.add(saved("attention's saved tensors", layers, "q, k, v, out + softmax or logsumexp", a.Lsaved * a.attn_saved, a.attn_desc));
+        w.add(saved("MLP's saved tensors", layers, "b·s·i per kept tensor", a.Lsaved * a.mlp_saved,
+                    "the MLP's projections and activation kept for backward"));
+        w.add(saved("LoRA intermediates", layers, "b·s·r per adapted linear (+ b·s·d_in and a mask with dropout, b·s·d_out with DoRA)",
+                    a.Lsaved * a.lora_saved, "each adapter's A output (r wide) is B's input, kept for B's gradient", {"lora"}));
+        w.add(saved("4-bit linears' inputs", layers, "b·s·(2h + q + i)", a.Lsaved * a.quant_inputs_saved,
+                    "bitsandbytes ≤ 0.43.1 MatMul4Bit keeps its input (profile qlora.keeps_linear_inputs)", {"qlora"}));
+        w.add(saved("inputs no 4-bit linear keeps", layers, "b·s·h, b·s·q, b·s·i", -a.Lsaved * a.unkept_inputs,
+                    "the 4-bit linear keeps no input (profile qlora.quantized_linear_keeps_no_input)", {"qlora"}));
+        w.add(saved("first adapted layer before its first adapter", "layer 0", "", a.first_layer_saved - a.layer_saved,
+                    "a frozen embedding's output needs no gradient: the first layer keeps only what follows its first adapter",
+                    {"lora"}));
+    }
+    w.add(saved("final norm's saved tensors", "global", "b·s·h …", a.final_norm, "the norm before the head"));
+    w.add(saved("token ids, labels, rotary tables", "global", "b·s·16 + 2·rows·head_dim", a.inputs,
+                "int64 ids and labels; cos/sin per row (or once: profile model.rotary_table_once)"));
+    if (a.keeps_quant_inputs && c.fw.quantizes_head)
+        w.add(saved("4-bit head's input", "global", "b·s·h", a.bs * a.h * a.e, "the quantized head keeps its input", {"qlora"}));
+    if (forward_attention) {
+        // The last layer's attention in forward: its scores workspace; its MLP block and the final
+        // norm not yet run (or, checkpointed, the recomputed softmax).
+        TensorRow ws = saved("eager scores workspace (last layer, forward)", "one layer", "b·heads·s²", a.eager_ws,
+                             "profile attention.eager_scores_workspace");
+        ws.created = ws.freed = "forward_attention";
+        w.add(std::move(ws));
+        TensorRow delta = saved(a.ckpt ? "softmax of the last layer (forward)" : "the last layer's MLP block and final norm not yet run",
+                                "one layer", "", a.ckpt ? a.scores * a.score_bytes : -(a.mlp_saved - a.unkept_product + a.lora_mlp + a.norm_saved),
+                                "what the forward holds at the last layer's attention");
+        delta.created = delta.freed = "forward_attention";
+        w.add(std::move(delta));
+    }
+    TensorRow grad = saved("gradient of the final hidden state", "global", "b·s·h", a.G, "the loss's backward hands it to the last layer", {}, 2);
+    grad.created = grad.freed = "loss_backward";
+    w.add(std::move(grad));
+}
+
+}  // namespace wingspan

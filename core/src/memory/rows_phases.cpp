@@ -98,9 +98,12 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // With the step in backward, each backward moment also holds one step's temporaries and the
     // paged state of the tensor being stepped.
     const std::int64_t step_in_bwd = d.in_bwd ? step_temp + d.paged_resident : 0;
-    moment(w, "forward_end", held_grads, 0, m.forward + gathered, in.logits_forward);
-    if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, m.forward_attention + gathered);
-    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, m.loss_backward, in.logits_backward);
+    // The saved activations from forward to the loss's backward are rows by kind (write_saved_rows);
+    // here only what a sharded model gathers.
+    moment(w, "forward_end", held_grads, 0, gathered, in.logits_forward);
+    if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
+    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, in.logits_backward);
+    write_saved_rows(c, a, m.forward_attention > 0, w);
     // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
     // bucket, while the layer's saved tensors and its input's gradient are alive.
     if (d.zero2_bucket > 0 && d.zero2_in_flight > d.zero2_tied)
