@@ -105,6 +105,10 @@ struct ActivationMoments {
     std::int64_t forward = 0, forward_attention = 0, loss_backward = 0, top = 0, bottom = 0;
     std::int64_t top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
     std::string formula;
+    // Training: the forward's saved tensors and each backward moment before activation_factor.
+    struct Raw {
+        std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
+    } raw;
 };
 ActivationMoments activation_moments(const PlanContext& c, const LayerActivations& a, MemoryEstimate& est);
 // The activation rows: the largest moment's figure, the attention workspaces, and the saved
@@ -113,6 +117,11 @@ void write_activation_rows(const PlanContext& c, const LayerActivations& a, cons
 // The saved tensors at the end of forward, by kind (checkpoints, or each layer's norms, attention,
 // MLP, LoRA intermediates, 4-bit linears' inputs), alive from forward_end to loss_backward (and
 // the last layer's attention in forward, when that is a phase).
-void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, RowWriter& w);
+void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, const std::string& last_phase,
+                      RowWriter& w);
+// One row per backward moment: what that moment holds beyond the saved tensors (freed layers as
+// a negative part, the recomputed layer, the gradients of its inner activations), so the saved
+// rows and it add up to the moment's activations.
+void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w);
 
 }  // namespace wingspan

@@ -62,6 +62,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     // The top layer's down projection as its backward returns: what the layer saved and the
     // gradient of the down projection's input (the moment its weight gradient exists whole).
     std::int64_t act_top_down = 0;
+    ActivationMoments::Raw raw;
     std::string act_formula;
     if (!trains) {
         // Serving: one layer's prefill workspace, nothing kept across layers.
@@ -121,6 +122,14 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         act_bottom_mlp = scaled(bottom_base + mlp_extra);
         act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
         act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
+        // The same moments before the activation factor: the saved-tensor rows plus one row per
+        // backward moment (write_backward_rows) add up to these.
+        raw.forward = act_forward;
+        raw.top_mlp = top_base + mlp_extra;
+        raw.top_down = scaled(top_base + inner_grad) < act_top_mlp ? top_base + inner_grad : raw.top_mlp;
+        raw.bottom_mlp = bottom_base + mlp_extra;
+        raw.top_attn = attn_moment ? top_base + attn_extra : flash_ws > 0 ? top_base + flash_extra : 0;
+        raw.bottom_attn = attn_moment ? bottom_base + attn_extra : flash_ws > 0 ? bottom_base + flash_extra : 0;
         act_forward = scaled(act_forward);
         act_top = std::max(act_top_mlp, act_top_attn);
         act_bottom = std::max(act_bottom_mlp, act_bottom_attn);
@@ -137,6 +146,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     m.bottom_mlp = act_bottom_mlp;
     m.bottom_attn = act_bottom_attn;
     m.formula = act_formula;
+    m.raw = raw;
     return m;
 }
 
@@ -184,57 +194,64 @@ namespace {
 // A saved tensor kind alive from the end of forward to the loss's backward (the backward
 // moments' own rows count what is left of it there), scaled with its group by activation_factor.
 TensorRow saved(std::string name, std::string scope, std::string shape, std::int64_t bytes, std::string why,
-                std::vector<std::string> tags = {}, int group = 1) {
+                std::vector<std::string> tags = {}, int group = 1, const std::string& freed = "loss_backward") {
     TensorRow r = row(std::move(name), Component::Activations, std::move(scope), std::move(shape), 0, 0, std::move(why),
                       std::move(tags));
     r.bytes = bytes;
     r.created = "forward_end";
-    r.freed = "loss_backward";
+    r.freed = freed;
     r.scale_group = group;
     return r;
 }
 }  // namespace
 
-void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, RowWriter& w) {
+void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, const std::string& last_phase,
+                      RowWriter& w) {
+    // The saved tensors live until the last moment of backward; the backward moments' rows take
+    // away what each has freed by then.
+    auto kept_until = [&](std::string name, std::string scope, std::string shape, std::int64_t bytes, std::string why,
+                          std::vector<std::string> tags = {}) {
+        return saved(std::move(name), std::move(scope), std::move(shape), bytes, std::move(why), std::move(tags), 1, last_phase);
+    };
     const std::string layers = std::to_string(a.Lsaved) + " layers";
     if (a.ckpt) {
         const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input : a.Lsaved * a.layer_input;
-        w.add(saved("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
+        w.add(kept_until("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
                     c.fw.checkpoint_offload ? "one layer input on the device; the others in host RAM (activation offload)"
                                             : "checkpointing keeps each layer's input and recomputes the layer in backward",
                     {"checkpointing"}));
         if (c.fw.checkpoint_offload) {
             TensorRow host = saved("checkpointed layer inputs in host RAM", layers, "b·s·h per layer", a.Lsaved * a.layer_input,
                                    "offloaded checkpoints (Unsloth \"unsloth\" checkpointing, torchtune OffloadActivations)",
-                                   {"checkpointing", "technique"}, 0);
+                                   {"checkpointing", "technique"}, 0, last_phase);
             host.on_host = true;
             w.add(std::move(host));
         }
-        w.add(saved("checkpoint state", layers, "per layer", a.Lsaved * a.ckpt_state, "the checkpoint function's own state (RNG)",
+        w.add(kept_until("checkpoint state", layers, "per layer", a.Lsaved * a.ckpt_state, "the checkpoint function's own state (RNG)",
                     {"checkpointing"}));
-        w.add(saved("causal mask kept by checkpointed attention", "global", "s²", a.ckpt_mask,
+        w.add(kept_until("causal mask kept by checkpointed attention", "global", "s²", a.ckpt_mask,
                     "eager attention's additive mask is a checkpoint argument", {"checkpointing"}));
     } else {
-        w.add(saved("norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd, b·s·h output …)", a.Lsaved * 2 * a.norm_saved,
+        w.add(kept_until("norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd, b·s·h output …)", a.Lsaved * 2 * a.norm_saved,
                     a.norm_desc));
-        w.add(saved("attention's saved tensors", layers, "q, k, v, out + softmax or logsumexp", a.Lsaved * a.attn_saved, a.attn_desc));
-        w.add(saved("MLP's saved tensors", layers, "b·s·i per kept tensor", a.Lsaved * a.mlp_saved,
+        w.add(kept_until("attention's saved tensors", layers, "q, k, v, out + softmax or logsumexp", a.Lsaved * a.attn_saved, a.attn_desc));
+        w.add(kept_until("MLP's saved tensors", layers, "b·s·i per kept tensor", a.Lsaved * a.mlp_saved,
                     "the MLP's projections and activation kept for backward"));
-        w.add(saved("LoRA intermediates", layers, "b·s·r per adapted linear (+ b·s·d_in and a mask with dropout, b·s·d_out with DoRA)",
+        w.add(kept_until("LoRA intermediates", layers, "b·s·r per adapted linear (+ b·s·d_in and a mask with dropout, b·s·d_out with DoRA)",
                     a.Lsaved * a.lora_saved, "each adapter's A output (r wide) is B's input, kept for B's gradient", {"lora"}));
-        w.add(saved("4-bit linears' inputs", layers, "b·s·(2h + q + i)", a.Lsaved * a.quant_inputs_saved,
+        w.add(kept_until("4-bit linears' inputs", layers, "b·s·(2h + q + i)", a.Lsaved * a.quant_inputs_saved,
                     "bitsandbytes ≤ 0.43.1 MatMul4Bit keeps its input (profile qlora.keeps_linear_inputs)", {"qlora"}));
-        w.add(saved("inputs no 4-bit linear keeps", layers, "b·s·h, b·s·q, b·s·i", -a.Lsaved * a.unkept_inputs,
+        w.add(kept_until("inputs no 4-bit linear keeps", layers, "b·s·h, b·s·q, b·s·i", -a.Lsaved * a.unkept_inputs,
                     "the 4-bit linear keeps no input (profile qlora.quantized_linear_keeps_no_input)", {"qlora"}));
-        w.add(saved("first adapted layer before its first adapter", "layer 0", "", a.first_layer_saved - a.layer_saved,
+        w.add(kept_until("first adapted layer before its first adapter", "layer 0", "", a.first_layer_saved - a.layer_saved,
                     "a frozen embedding's output needs no gradient: the first layer keeps only what follows its first adapter",
                     {"lora"}));
     }
-    w.add(saved("final norm's saved tensors", "global", "b·s·h …", a.final_norm, "the norm before the head"));
-    w.add(saved("token ids, labels, rotary tables", "global", "b·s·16 + 2·rows·head_dim", a.inputs,
+    w.add(kept_until("final norm's saved tensors", "global", "b·s·h …", a.final_norm, "the norm before the head"));
+    w.add(kept_until("token ids, labels, rotary tables", "global", "b·s·16 + 2·rows·head_dim", a.inputs,
                 "int64 ids and labels; cos/sin per row (or once: profile model.rotary_table_once)"));
     if (a.keeps_quant_inputs && c.fw.quantizes_head)
-        w.add(saved("4-bit head's input", "global", "b·s·h", a.bs * a.h * a.e, "the quantized head keeps its input", {"qlora"}));
+        w.add(kept_until("4-bit head's input", "global", "b·s·h", a.bs * a.h * a.e, "the quantized head keeps its input", {"qlora"}));
     if (forward_attention) {
         // The last layer's attention in forward: its scores workspace; its MLP block and the final
         // norm not yet run (or, checkpointed, the recomputed softmax).
@@ -251,6 +268,24 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
     TensorRow grad = saved("gradient of the final hidden state", "global", "b·s·h", a.G, "the loss's backward hands it to the last layer", {}, 2);
     grad.created = grad.freed = "loss_backward";
     w.add(std::move(grad));
+}
+
+void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w) {
+    static const std::map<std::string, std::string> kWhat = {
+        {"backward_down_gradient", "the top layer's down projection backward: its input's gradient beside the saved tensors"},
+        {"backward", "the top layer's MLP backward: its output's gradient and the MLP's inner gradients (a checkpointed "
+                     "layer recomputed); the final norm freed"},
+        {"backward_attention", "the top layer's attention backward: the softmax's or flash kernel's gradients; its MLP block freed"},
+        {"backward_end", "the first layer's MLP backward: the layers above it freed"},
+        {"backward_end_attention", "the first layer's attention backward: the layers above it freed"},
+        {"embedding_backward", "the embedding's backward: only the inputs and the first layer's input gradient left"},
+    };
+    TensorRow r = row("held at " + phase + " beyond the saved tensors", Component::Activations, "one layer", "", 0, 0,
+                      kWhat.count(phase) ? kWhat.at(phase) : phase);
+    r.bytes = moment_raw - m.raw.forward;
+    r.created = r.freed = phase;
+    r.scale_group = 1;
+    w.add(std::move(r));
 }
 
 }  // namespace wingspan

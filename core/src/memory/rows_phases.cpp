@@ -98,31 +98,38 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // With the step in backward, each backward moment also holds one step's temporaries and the
     // paged state of the tensor being stepped.
     const std::int64_t step_in_bwd = d.in_bwd ? step_temp + d.paged_resident : 0;
-    // The saved activations from forward to the loss's backward are rows by kind (write_saved_rows);
-    // here only what a sharded model gathers.
+    const bool tied_trains = c.arch.tied_embeddings && t.g_head > 0 && (c.setup.method == Method::Full || c.setup.train_embeddings);
+    const bool embedding_phase = tied_trains && !c.fw.tied_grad_in_place;
+    const std::string last = embedding_phase ? "embedding_backward"
+                              : a.L > 1      ? (m.bottom_attn > 0 ? "backward_end_attention" : "backward_end")
+                                             : (m.top_attn > 0 ? "backward_attention" : "backward");
+    // The saved activations are rows by kind (write_saved_rows), alive from the end of forward to
+    // the last backward moment; each backward moment adds its own row (write_backward_row). Here
+    // only what a sharded model gathers.
     moment(w, "forward_end", held_grads, 0, gathered, in.logits_forward);
     if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
     moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, in.logits_backward);
-    write_saved_rows(c, a, m.forward_attention > 0, w);
+    write_saved_rows(c, a, m.forward_attention > 0, last, w);
+    auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
+        moment(w, phase, grads, step, gathered);
+        write_backward_row(phase, raw, m, w);
+    };
     // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
     // bucket, while the layer's saved tensors and its input's gradient are alive.
     if (d.zero2_bucket > 0 && d.zero2_in_flight > d.zero2_tied)
-        moment(w, "backward_down_gradient", g.at(t.g_head + t.g_down), 0, m.top_down + gathered);
-    moment(w, "backward", g.in_layer(t.g_head + t.g_down), step_in_bwd, m.top_mlp + gathered);
-    if (m.top_attn > 0)
-        moment(w, "backward_attention", g.in_layer(t.g_head + t.g_down + t.g_mlp + t.g_o), step_in_bwd, m.top_attn + gathered);
+        backward("backward_down_gradient", g.at(t.g_head + t.g_down), 0, m.raw.top_down);
+    backward("backward", g.in_layer(t.g_head + t.g_down), step_in_bwd, m.raw.top_mlp);
+    if (m.top_attn > 0) backward("backward_attention", g.in_layer(t.g_head + t.g_down + t.g_mlp + t.g_o), step_in_bwd, m.raw.top_attn);
     if (a.L > 1) {
-        moment(w, "backward_end", g.in_layer(g_all_but_embed - g_layer + t.g_down), step_in_bwd, m.bottom_mlp + gathered);
-        if (m.bottom_attn > 0)
-            moment(w, "backward_end_attention", g.in_layer(g_all_but_embed - t.g_qkv), step_in_bwd, m.bottom_attn + gathered);
+        backward("backward_end", g.in_layer(g_all_but_embed - g_layer + t.g_down), step_in_bwd, m.raw.bottom_mlp);
+        if (m.bottom_attn > 0) backward("backward_end_attention", g.in_layer(g_all_but_embed - t.g_qkv), step_in_bwd, m.raw.bottom_attn);
     }
     // A tied embedding's dense gradient beside the head's, before autograd adds them: both wait in
     // the AccumulateGrad node's input buffer (torch/csrc/autograd/input_buffer.cpp InputBuffer::add),
     // and the head's weight gradient is a transposed view of its product, so the sum is a third
     // vocab × hidden tensor (aten::add, out of place; measured on torch 2.15 by
     // tests/frameworks/profile_terms.py: 3 × 113 MB alive for a 49,152 × 576 embedding).
-    const bool tied_trains = c.arch.tied_embeddings && t.g_head > 0 && (c.setup.method == Method::Full || c.setup.train_embeddings);
-    if (tied_trains && !c.fw.tied_grad_in_place) {
+    if (embedding_phase) {
         const std::int64_t dense = 2 * a.V * a.h * c.st.grad_of(c.st.weight) / c.grad_div;
         w.shown(figure(row("tied embedding's dense gradients", Component::Gradients, "global", "2·v·h", 2 * a.V * a.h,
                            c.st.grad_of(c.st.weight),
@@ -132,7 +139,8 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
                 "tied embedding: its dense vocab × hidden gradient and their sum beside the head's (2 × vocab × "
                 "hidden, autograd adds the two out of place)",
                 {{"vocab", double(a.V)}, {"hidden", double(a.h)}});
-        moment(w, "embedding_backward", d.grads + d.sync_buffers + d.zero2_bucket + dense, step_in_bwd, a.scaled(a.inputs + a.G));
+        moment(w, "embedding_backward", d.grads + d.sync_buffers + d.zero2_bucket + dense, step_in_bwd, 0);
+        write_backward_row("embedding_backward", a.inputs + a.G, m, w);
     }
     if (step_temp > 0)
         w.shown(figure(row("optimizer step temporaries", Component::OptimizerState, "one step", "", 0, 4,
