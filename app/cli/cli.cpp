@@ -73,6 +73,8 @@ plan / fit options:
   --precision auto|fp32|bf16-mixed|bf16|fp16-mixed   (auto, the default: each machine's fastest exact one)
   --optimizer adamw|adamw8bit|paged-adamw|paged-adamw8bit|sgd|adafactor
   --optimizer-in-backward   --activation-offload   --compile   --optimizer-offload (alias --offload)
+  --rows                (plan) the tensor inventory: one row per kind of tensor, its bytes and lifetime, and
+                        each phase's total (with --json: rows and phases as JSON)
   --attention eager|sdpa|flash   --devices N --sharding ddp|zero1|zero2|zero3|fsdp
   --offload   --framework ID (default: each machine's own; `wingspan frameworks`)
   --objective sft|dpo|orpo|simpo|kto|grpo   --reference copy|adapter-off|precomputed|none
@@ -124,7 +126,7 @@ const std::set<std::string> kValueOptions = {
     "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora",
                                             "--optimizer-in-backward", "--activation-offload", "--compile",
-                                            "--optimizer-offload"};
+                                            "--optimizer-offload", "--rows"};
 
 Options parse_options(const std::vector<std::string>& args, size_t from) {
     Options o;
@@ -381,6 +383,20 @@ int cmd_frameworks(const ProfileLibrary& lib, std::ostream& out) {
     return kExitOk;
 }
 
+// plan --rows: the tensor inventory (one row per kind of tensor, with its lifetime) and each
+// phase's allocated bytes from the lifetime walk, the peak marked.
+int print_rows(const MemoryEstimate& est, bool as_json, std::ostream& out) {
+    if (as_json) {
+        out << json{{"rows", est.inventory.to_json()}, {"phases", est.to_json()["phases"]}, {"peak_phase", est.peak_phase}}.dump(2)
+            << "\n";
+        return 0;
+    }
+    out << est.inventory.table() << "\nphases (bytes allocated on one device, from the rows alive in each):\n";
+    for (const auto& p : est.phases)
+        out << "  " << p.name << ": " << format_count(p.total()) << " B" << (p.name == est.peak_phase ? "  <- peak" : "") << "\n";
+    return 0;
+}
+
 int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     const ModelChoice model = choose_model(lib, o, err);
     const TrainingSetup asked = build_setup(o, model.arch);
@@ -403,6 +419,7 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     }
     setup.validate(model.arch);
     const MemoryEstimate est = estimate_memory(model.arch, setup, top_fw);
+    if (o.has("--rows")) return print_rows(est, o.has("--json"), out);
     const ByteUnit unit = parse_unit(o);
     const double tokens = dataset_tokens(o);
     const bool serving = !setup.trains();

@@ -293,13 +293,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
             }
         }
     }
-    if (const json* d = section("qlora")) {
-        p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
-        (void)Fields(*d, where).boolean("keeps_linear_inputs", false);   // read by the memory model
-        (void)Fields(*d, where).boolean("quantized_linear_keeps_no_input", false);   // read by the memory model
-        if (Fields(*d, where).bytes("extra_embedding_copies", 0) > 4)
-            throw ProfileError(file, "qlora.extra_embedding_copies", "expected 0 to 4");
-    }
+    if (const json* d = section("qlora")) p.qlora_upcast_non_quantized = Fields(*d, where).boolean("upcast_non_quantized", false);
     if (const json* d = section("quantization")) {
         Fields f(*d, where);
         p.quant_format = f.str("format", std::string("nf4"));
@@ -327,55 +321,15 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.loss_chunk_tokens = 4096;
     }
     if (const json* d = section("checkpointing")) p.checkpoint_offload = Fields(*d, where).boolean("offload", false);
-    // compile.*, kernels.*, attention.* and qlora.keeps_linear_inputs / quantized_linear_keeps_no_input are read by the memory model
-    // from `behaviour` (loss_memory.hpp behaviour_flag); here they are only checked.
-    if (const json* d = section("compile")) {
-        Fields f(*d, where);
-        (void)f.boolean("enabled", false);              // the framework runs torch.compile
-        (void)f.boolean("fuses_loss_upcast", false);
-        (void)f.boolean("recomputes_pointwise", false);
-    }
-    // kernels.*: the framework's own fused kernels keep less than the reference modules: RMSNorm
-    // keeps its 16-bit input and rstd, a SwiGLU MLP its gate and up projections.
-    if (const json* d = section("kernels")) {
-        Fields f(*d, where);
-        (void)f.boolean("norm_saves_input_only", false);
-        (void)f.boolean("gated_mlp_saves_gate_up", false);
-        (void)f.boolean("gated_activation_saves_gate_up", false);   // act(gate)·up fused; down keeps the product
-        (void)f.boolean("norm_recomputes_normalized", false);       // the weight's gradient from input and rstd
-        if (d->contains("unfused_model_types")) {   // model_type values the kernels do not cover
-            const json& list = d->at("unfused_model_types");
-            if (!list.is_array() || !std::all_of(list.begin(), list.end(), [](const json& t) { return t.is_string(); }))
-                throw ProfileError(file, "kernels.unfused_model_types", "expected an array of model_type strings");
-        }
-    }
-    if (const json* d = section("attention")) {
-        Fields f(*d, where);
-        (void)f.boolean("eager_scores_workspace", false);
-        (void)f.boolean("flash_backward_workspace", false);
-        (void)f.boolean("sdpa_runs_math", false);
-        (void)f.boolean("sdpa_grouped_kv", false);
-    }
-    // model.unties_embeddings: the framework's own model keeps a separate LM head even where the
-    // checkpoint ties it to the embedding (read by the memory model from `behaviour`).
-    if (const json* d = section("model")) {
-        Fields f(*d, where);
-        (void)f.boolean("unties_embeddings", false);
-        (void)f.boolean("rotary_table_once", false);
-    }
-    // objective.reference_before_policy: DPO/KTO score the reference before the policy's forward,
-    // not beside its graph as TRL does (read by core/src/objective_terms.cpp from `behaviour`).
-    if (const json* d = section("objective")) {
-        Fields f(*d, where);
-        (void)f.boolean("reference_before_policy", false);
-        (void)f.boolean("fused_logprob_head", false);
-    }
+    for (const char* k : {"compile", "kernels", "attention", "model", "objective"}) section(k);
+    // Every flag of the sections above (and qlora's), typed, read once: framework_behaviour.cpp.
+    p.traits = parse_framework_behaviour_flags(j, file);
 }
 
 }  // namespace
 
 const std::map<std::string, std::vector<std::string>>& framework_profile_keys() {
-    static const std::map<std::string, std::vector<std::string>> keys = {
+    static std::map<std::string, std::vector<std::string>> keys = {
         {"", {"id", "name", "context_bytes", "workspace_bytes", "allocator_slack", "allocator_slack_of",
               "activation_factor", "mfu", "quantized_speed_factor", "working_set_fraction", "optimizer_step",
               "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
@@ -383,18 +337,14 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
               "dataset_bytes_per_token", "dataset_bytes_per_example",
               "technique_lead", "sources", "aliases", "devices", "defaults", "dtypes", "qlora", "quantization", "loss",
               "checkpointing", "compile", "kernels", "attention", "model", "objective"}},
-        {"defaults", {"precision", "quantization", "grad_checkpointing", "lora_layers"}},
-        {"qlora", {"upcast_non_quantized", "keeps_linear_inputs", "quantized_linear_keeps_no_input", "extra_embedding_copies"}},
-        {"quantization", {"format", "group", "constant_bytes", "embeddings", "head"}},
-        {"loss", {"logits_held", "upcast_fp32", "fused", "chunks", "chunk_tokens", "chunk_fp32_bytes", "chunks_multiple"}},
-        {"checkpointing", {"offload"}},
-        {"compile", {"enabled", "fuses_loss_upcast", "recomputes_pointwise"}},
-        {"kernels", {"norm_saves_input_only", "gated_mlp_saves_gate_up", "gated_activation_saves_gate_up",
-                     "norm_recomputes_normalized", "unfused_model_types"}},
-        {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math", "sdpa_grouped_kv"}},
-        {"model", {"unties_embeddings", "rotary_table_once"}},
-        {"objective", {"reference_before_policy", "fused_logprob_head"}},
     };
+    // The sections' keys are those of the generated table (framework_behaviour.cpp behaviour_keys).
+    static const bool sections_added = [] {
+        for (const auto& k : behaviour_keys())
+            if (*k.section && std::string(k.key) != "*") keys[k.section].push_back(k.key);
+        return true;
+    }();
+    (void)sections_added;
     return keys;
 }
 

@@ -165,7 +165,7 @@ private slots:
         QVERIFY(!term_with(sdpa, Component::Activations, "attention workspace"));
         // A runtime with a fused kernel keeps only the per-row logsumexp instead of the softmax.
         FrameworkProfile fused = cpu;
-        fused.behaviour.erase("attention");
+        fused.traits.attention = {};
         const auto kernel = estimate_memory(llama8b(), s, fused);
         QCOMPARE(activations_at(sdpa, "forward_end") - activations_at(kernel, "forward_end"),
                  L * (32LL * 1024 * 1024 * 2 - 32LL * 1024 * 4));

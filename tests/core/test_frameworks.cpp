@@ -2,6 +2,7 @@
 // change the prediction where the frameworks differ, checked with hand-computed bytes.
 #include <QtTest>
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -283,6 +284,60 @@ private slots:
             QVERIFY2(std::find(names.begin(), names.end(), first.substr(dot + 1)) != names.end(),
                      ("README.md names a key the parser rejects: " + first).c_str());
         }
+    }
+
+    // The README's key table is generated from the typed behaviour (framework_behaviour.cpp): the
+    // committed table is exactly what behaviour_keys_markdown() writes. WINGSPAN_WRITE_README=1
+    // rewrites it in place instead.
+    void readme_key_table_is_generated() {
+        const std::string path = std::string(WINGSPAN_TEST_PROFILES_DIR) + "/frameworks/README.md";
+        std::string readme;
+        {
+            std::ifstream in(path);
+            readme.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        }
+        const auto begin = readme.find(kBehaviourTableBegin);
+        const auto end = readme.find(kBehaviourTableEnd);
+        QVERIFY2(begin != std::string::npos && end != std::string::npos && begin < end, "README.md has no generated key table");
+        const auto end_of_block = end + std::string(kBehaviourTableEnd).size() + 1;
+        const std::string committed = readme.substr(begin, end_of_block - begin);
+        const std::string generated = behaviour_keys_markdown();
+        if (committed != generated && std::getenv("WINGSPAN_WRITE_README")) {
+            std::ofstream(path) << readme.substr(0, begin) + generated + readme.substr(end_of_block);
+            return;
+        }
+        QVERIFY2(committed == generated,
+                 "profiles/frameworks/README.md's key table differs from core/src/framework_behaviour.cpp; regenerate: "
+                 "WINGSPAN_WRITE_README=1 build/tests/test_core_frameworks readme_key_table_is_generated");
+        // Each typed flag is in the table with the typed struct's default.
+        const FrameworkBehaviour defaults;
+        for (const auto& k : behaviour_keys())
+            if (k.flag) {
+                FrameworkBehaviour b = defaults;
+                QCOMPARE(std::string(k.flag(b) ? "true" : "false"), k.default_text);
+            }
+    }
+
+    // Each typed flag is read from its own key (a key that set another flag would pass the
+    // README check above).
+    void typed_flags_read_their_own_keys() {
+        for (const auto& k : behaviour_keys()) {
+            if (!k.flag) continue;
+            const FrameworkProfile p = parse_framework_profile(
+                nlohmann::json{{"id", "x"}, {k.section, {{k.key, true}}}}, "x.json");
+            FrameworkBehaviour expected;
+            k.flag(expected) = true;
+            FrameworkBehaviour got = p.traits;
+            int set = 0;
+            for (const auto& other : behaviour_keys())
+                if (other.flag && other.flag(got)) {
+                    ++set;
+                    QVERIFY2(other.flag == k.flag, (std::string(k.section) + "." + k.key + " set " + other.section + "." + other.key).c_str());
+                }
+            QCOMPARE(set, 1);
+        }
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
+            nlohmann::json{{"id", "x"}, {"attention", {{"sdpa_runs_math", 1}}}}, "x.json"));
     }
 
     void cli_lists_and_picks_frameworks() {

@@ -146,7 +146,8 @@ private slots:
         TrainingSetup s = eight_b_full();
         s.compile = true;
         FrameworkProfile compiled = tt;
-        compiled.behaviour["compile"]["enabled"] = true;
+        compiled.traits.compile.enabled = true;
+        compiled.behaviour["compile"]["enabled"] = true;   // as loss_memory.cpp reads it
         TrainingSetup plain = s;
         plain.compile = false;
         const MemoryEstimate by_flag = estimate_memory(a, s, tt);

@@ -12,6 +12,7 @@
 #include "components.hpp"
 #include "profiles.hpp"
 #include "setup.hpp"
+#include "tensor_inventory.hpp"
 
 namespace wingspan {
 
@@ -59,6 +60,9 @@ struct MemoryEstimate {
     double reserved_device_fraction = 0.0;
     // Components at the peak phase, plus framework_overhead; sums to total_bytes.
     std::map<Component, std::int64_t> components;
+    // Every kind of tensor the step holds, with its lifetime: the phases above are its lifetime
+    // walk, the terms its shown rows (core/src/memory/).
+    TensorInventory inventory;
 
     // The largest bytes each component reaches in any phase (plus framework_overhead): what
     // a measurement of that component's own peak should be compared with.

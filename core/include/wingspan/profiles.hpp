@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "architecture.hpp"
+#include "framework_behaviour.hpp"
 
 namespace wingspan {
 
@@ -116,6 +117,8 @@ struct FrameworkProfile {
     std::int64_t loss_chunk_fp32_bytes = 0;
     std::int64_t loss_chunks_multiple = 1;
     bool checkpoint_offload = false;       // checkpointed layer inputs live in host RAM (Unsloth)
+    // The flags of the behaviour sections, typed (framework_behaviour.hpp): what the memory model reads.
+    FrameworkBehaviour traits;
     nlohmann::json behaviour;              // the behaviour sections as read, written back by calibrate
     std::vector<std::string> devices;      // "gpu", "unified", "cpu": where it runs
     std::map<std::string, std::string> sources;

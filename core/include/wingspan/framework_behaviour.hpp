@@ -1,0 +1,76 @@
+#pragma once
+// How a framework keeps its tensors, beyond the reference (Hugging Face transformers' eager/SDPA
+// modules): the flags of a framework profile's behaviour sections, typed and parsed once
+// (profiles.cpp), so the memory model reads fields instead of JSON. Each default is the reference;
+// each flag's "why" is written in kBehaviourKeys (framework_behaviour.cpp), from which
+// profiles/frameworks/README.md's key table is generated.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace wingspan {
+
+struct FrameworkBehaviour {
+    struct Qlora {
+        bool keeps_linear_inputs = false;              // bitsandbytes ≤ 0.43.1 MatMul4Bit keeps (A, B)
+        bool quantized_linear_keeps_no_input = false;  // wingspan-train's NF4 op keeps no input
+        std::int64_t extra_embedding_copies = 0;       // LitGPT's QLoRA set-up leaves these
+    } qlora;
+    struct Compile {
+        bool present = false;             // the profile has data on what torch.compile changes
+        bool enabled = false;             // the framework runs torch.compile
+        bool fuses_loss_upcast = false;   // the loss's fp32 upcast + log-softmax is one kernel
+        bool recomputes_pointwise = false;// the partitioner recomputes pointwise ops in backward
+    } compile;
+    struct Kernels {
+        bool norm_saves_input_only = false;
+        bool gated_mlp_saves_gate_up = false;
+        bool gated_activation_saves_gate_up = false;
+        bool norm_recomputes_normalized = false;
+        std::vector<std::string> unfused_model_types;   // model_types the kernels leave as plain ops
+    } kernels;
+    struct Attention {
+        bool eager_scores_workspace = false;
+        bool flash_backward_workspace = false;
+        bool sdpa_runs_math = false;
+        bool sdpa_grouped_kv = false;
+    } attention;
+    struct Model {
+        bool unties_embeddings = false;
+        bool rotary_table_once = false;
+    } model;
+    struct Objective {
+        bool reference_before_policy = false;
+        bool fused_logprob_head = false;
+    } objective;
+
+    // Whether the fused kernels cover this model_type (kernels.unfused_model_types leaves it out).
+    bool kernels_cover(const std::string& model_type) const;
+};
+
+// One key of a framework profile's behaviour sections: where it lives, its type and default, and
+// what it means (with the framework source that shows it).
+struct BehaviourKey {
+    const char* section;          // "compile"; "" for a top-level key
+    const char* key;              // "enabled"
+    const char* type;             // "bool", "integer", "string", "array of strings", "object"
+    std::string default_text;     // "false", "nf4", "0 (all)"
+    const char* meaning;
+    // The FrameworkBehaviour flag this key sets, or nullptr for a key read into FrameworkProfile's
+    // own fields (defaults, dtypes, quantization, loss, checkpointing, qlora.upcast_non_quantized).
+    bool& (*flag)(FrameworkBehaviour&) = nullptr;
+};
+const std::vector<BehaviourKey>& behaviour_keys();
+
+// Reads the typed flags of the behaviour sections of profile `j` (file names the errors); the
+// sections' unknown keys were rejected before.
+FrameworkBehaviour parse_framework_behaviour_flags(const nlohmann::json& j, const std::string& file);
+
+// profiles/frameworks/README.md's key table, written from behaviour_keys(), between these markers.
+inline constexpr const char* kBehaviourTableBegin = "<!-- behaviour keys: generated from core/src/framework_behaviour.cpp -->";
+inline constexpr const char* kBehaviourTableEnd = "<!-- end of generated behaviour keys -->";
+std::string behaviour_keys_markdown();
+
+}  // namespace wingspan

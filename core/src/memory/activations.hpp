@@ -1,0 +1,127 @@
+#pragma once
+// What the forward pass saves for backward, layer by layer, and what is alive at each moment of
+// the backward pass. Internal to core's memory model.
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "../first_layer.hpp"
+#include "state.hpp"
+
+namespace wingspan {
+
+// Per-layer saved tensors and the figures the moments are built from (names as in the formulas:
+// b batch, s sequence, h hidden, qd/kvd query/KV widths, inner the MLP's inner width, e bytes per
+// value, G the gradient of a layer's output).
+struct LayerActivations {
+    // sizes and flags
+    std::int64_t e = 0;
+    std::int64_t b = 0;
+    std::int64_t s = 0;
+    std::int64_t h = 0;
+    std::int64_t L = 0;
+    std::int64_t V = 0;
+    std::int64_t qd = 0;
+    std::int64_t kvd = 0;
+    std::int64_t heads = 0;
+    std::int64_t inner = 0;
+    std::int64_t bs = 0;
+    std::int64_t Lsaved = 0;
+    std::int64_t norm_input = 0;
+    std::int64_t norm_square = 0;
+    std::int64_t norm_weighted = 0;
+    std::int64_t norm_out = 0;
+    std::int64_t norm_saved = 0;
+    std::int64_t attn_saved = 0;
+    std::int64_t scores = 0;
+    std::int64_t kv_saved_dim = 0;
+    std::int64_t score_bytes = 0;
+    std::int64_t score_grad_bytes = 0;
+    std::int64_t eager_ws = 0;
+    std::int64_t flash_ws = 0;
+    std::int64_t gated_tensors = 0;
+    std::int64_t mlp_saved = 0;
+    std::int64_t lora_saved = 0;
+    std::int64_t lora_mlp = 0;
+    std::int64_t lora_down = 0;
+    std::int64_t lora_o = 0;
+    std::int64_t quant_inputs_saved = 0;
+    std::int64_t unkept_input_norm = 0;
+    std::int64_t unkept_attn_out = 0;
+    std::int64_t unkept_post_norm = 0;
+    std::int64_t unkept_product = 0;
+    std::int64_t unkept_inputs = 0;
+    std::int64_t layer_saved = 0;
+    std::int64_t layer_input = 0;
+    std::int64_t first_layer_saved = 0;
+    std::int64_t rotary_rows = 0;
+    std::int64_t inputs = 0;
+    std::int64_t final_norm = 0;
+    std::int64_t outside_layers = 0;
+    std::int64_t ckpt_mask = 0;
+    std::int64_t ckpt_state = 0;
+    std::int64_t G = 0;
+    std::int64_t inner_grad = 0;
+    std::int64_t dequant_down = 0;
+    std::int64_t dora_compose = 0;
+    std::int64_t mlp_extra = 0;
+    std::int64_t attn_extra = 0;
+    bool ckpt = false;
+    bool recompute_pointwise = false;
+    bool fused_arch = false;
+    bool kernel_norm = false;
+    bool kernel_swiglu = false;
+    bool kernel_gated_act = false;
+    bool norm_recomputes = false;
+    bool norms_train = false;
+    bool math_sdpa = false;
+    bool sdpa_grouped = false;
+    bool flash_kernel = false;
+    bool grouped_kernel = false;
+    bool gated = false;
+    bool keeps_quant_inputs = false;
+    bool graph_attention = false;
+    bool first_norm_outside = false;
+    bool fused_logprob_head = false;
+    bool head_frozen = false;
+    bool attn_moment = false;
+    std::string norm_desc;
+    std::string attn_desc;
+    std::string unkept_desc;
+    double act_factor = 1.0;
+    LinearInputsKept kept;
+
+    // Bytes × the framework's activation_factor (relative to the reference implementation).
+    std::int64_t scaled(std::int64_t bytes) const {
+        return static_cast<std::int64_t>(std::llround(double(bytes) * act_factor));
+    }
+};
+void norms_and_attention(const PlanContext& c, LayerActivations& a);
+void layer_saved_tensors(const PlanContext& c, LayerActivations& a);
+void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActivations& a);
+
+// Activations at each moment of the step (already × activation_factor).
+struct ActivationMoments {
+    std::int64_t forward = 0, forward_attention = 0, loss_backward = 0, top = 0, bottom = 0;
+    std::int64_t top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
+    std::string formula;
+    // Training: the forward's saved tensors and each backward moment before activation_factor.
+    struct Raw {
+        std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
+    } raw;
+};
+ActivationMoments activation_moments(const PlanContext& c, const LayerActivations& a, MemoryEstimate& est);
+// The activation rows: the largest moment's figure, the attention workspaces, and the saved
+// tensors of the layers as the end of forward holds them (llm.c's activation table).
+void write_activation_rows(const PlanContext& c, const LayerActivations& a, const ActivationMoments& m, RowWriter& w);
+// The saved tensors at the end of forward, by kind (checkpoints, or each layer's norms, attention,
+// MLP, LoRA intermediates, 4-bit linears' inputs), alive from forward_end to loss_backward (and
+// the last layer's attention in forward, when that is a phase).
+void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, const std::string& last_phase,
+                      RowWriter& w);
+// One row per backward moment: what that moment holds beyond the saved tensors (freed layers as
+// a negative part, the recomputed layer, the gradients of its inner activations), so the saved
+// rows and it add up to the moment's activations.
+void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w);
+
+}  // namespace wingspan

@@ -1,0 +1,291 @@
+// The activations at each moment of a step, and their rows.
+#include <algorithm>
+
+#include "activations.hpp"
+
+namespace wingspan {
+
+namespace {
+std::string n(std::int64_t v) { return format_count(v); }
+}  // namespace
+
+// The activations alive at each moment of a step: the end of forward, the last layer's attention
+// in forward, the loss's backward, and the MLP and attention backward of the top and bottom layers.
+ActivationMoments activation_moments(const PlanContext& c, const LayerActivations& a, MemoryEstimate& est) {
+    const auto& setup = c.setup;
+    const auto& fw = c.fw;
+    const bool trains = c.trains;
+    const auto e = a.e;
+    const auto b = a.b;
+    const auto s = a.s;
+    const auto h = a.h;
+    const auto qd = a.qd;
+    const auto kvd = a.kvd;
+    const auto heads = a.heads;
+    const auto inner = a.inner;
+    const auto bs = a.bs;
+    const auto Lsaved = a.Lsaved;
+    const auto norm_saved = a.norm_saved;
+    const auto attn_saved = a.attn_saved;
+    const auto scores = a.scores;
+    const auto score_bytes = a.score_bytes;
+    const auto eager_ws = a.eager_ws;
+    const auto flash_ws = a.flash_ws;
+    const auto mlp_saved = a.mlp_saved;
+    const auto lora_saved = a.lora_saved;
+    const auto lora_mlp = a.lora_mlp;
+    const auto lora_o = a.lora_o;
+    const auto quant_inputs_saved = a.quant_inputs_saved;
+    const auto unkept_post_norm = a.unkept_post_norm;
+    const auto unkept_product = a.unkept_product;
+    const auto layer_saved = a.layer_saved;
+    const auto layer_input = a.layer_input;
+    const auto first_layer_saved = a.first_layer_saved;
+    const auto inputs = a.inputs;
+    const auto outside_layers = a.outside_layers;
+    const auto ckpt_mask = a.ckpt_mask;
+    const auto ckpt_state = a.ckpt_state;
+    const auto G = a.G;
+    const auto inner_grad = a.inner_grad;
+    const auto mlp_extra = a.mlp_extra;
+    const auto attn_extra = a.attn_extra;
+    const auto ckpt = a.ckpt;
+    const auto kernel_norm = a.kernel_norm;
+    const auto first_norm_outside = a.first_norm_outside;
+    const auto attn_moment = a.attn_moment;
+    const auto norm_desc = a.norm_desc;
+    const auto attn_desc = a.attn_desc;
+    const auto unkept_desc = a.unkept_desc;
+    auto scaled = [&](std::int64_t bytes) { return a.scaled(bytes); };
+    std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
+    std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0, act_forward_attention = 0;
+    // The top layer's down projection as its backward returns: what the layer saved and the
+    // gradient of the down projection's input (the moment its weight gradient exists whole).
+    std::int64_t act_top_down = 0;
+    ActivationMoments::Raw raw;
+    std::string act_formula;
+    if (!trains) {
+        // Serving: one layer's prefill workspace, nothing kept across layers.
+        act_forward = act_top = act_bottom =
+            scaled(bs * (2 * h + 2 * inner + qd + 2 * kvd) * e +
+                   (setup.attention == Attention::Eager ? b * heads * s * s * 4 : 0));
+        act_formula = "prefill workspace of one layer: b·s·(2h + 2i + q_dim + 2·kv_dim)·" +
+                      std::to_string(e) + " B";
+    } else {
+        std::int64_t top_base = 0, bottom_base = 0;
+        if (ckpt) {
+            // Every layer's input (and its checkpoint state) is kept; backward recomputes one
+            // layer at a time, whose output and the checkpoint's own state are alive beside it.
+            // Layers before the first adapted one need no gradient and keep nothing. With
+            // offloaded checkpoints the inputs live in host RAM; one is on the device at a time.
+            const std::int64_t kept_all = Lsaved * (layer_input + ckpt_state);
+            const std::int64_t kept = fw.checkpoint_offload ? layer_input + Lsaved * ckpt_state : kept_all;
+            if (fw.checkpoint_offload) est.host_bytes += Lsaved * layer_input;
+            // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
+            const std::int64_t shared_input = e >= 4 || kernel_norm ? layer_input : 0;
+            const std::int64_t recomputed = layer_saved - shared_input + layer_input + ckpt_state + G;
+            act_forward = kept + outside_layers + ckpt_mask;
+            top_base = kept + inputs + ckpt_mask + recomputed;
+            // (the checkpoint states live as long as the graph, not as long as the inputs)
+            bottom_base = layer_input + Lsaved * ckpt_state + inputs + ckpt_mask + recomputed;
+            act_formula = "checkpointing: " + std::to_string(Lsaved) + " layers × b·s·h·" + std::to_string(e) +
+                          " B kept (" + n(layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
+                          ") + one layer recomputed in backward (" +
+                          n(layer_saved) + " B: norms 2×" + norm_desc + "; attention " + n(attn_saved) + " [" +
+                          attn_desc + "]; MLP " + n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
+                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + unkept_desc +
+                          ") + its backward";
+        } else {
+            act_forward = first_layer_saved + (Lsaved - 1) * layer_saved + outside_layers;
+            top_base = act_forward - norm_saved + G;
+            bottom_base = first_layer_saved + inputs + G;
+            act_formula = std::to_string(Lsaved) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
+                          norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
+                          n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
+                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + unkept_desc + ")" +
+                          (first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
+                                                            n(layer_saved - first_layer_saved) + " B less)"
+                                                      : "") +
+                          " + the backward of one layer";
+        }
+        // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
+        // once the MLP block, its norm and the output projection's adapter input are freed.
+        const std::int64_t flash_extra = flash_ws > 0 ? flash_ws + bs * (qd + 2 * kvd) * e -
+                                                            (mlp_saved + lora_mlp + norm_saved + lora_o) +
+                                                            (unkept_product + unkept_post_norm) + (ckpt ? G : 0)
+                                                      : 0;
+        if (eager_ws > 0)   // the last layer's attention in forward: its MLP block and the final norm not yet run
+            act_forward_attention = scaled(act_forward + eager_ws +
+                                           (ckpt ? scores * score_bytes : -(mlp_saved - unkept_product + lora_mlp + norm_saved)));
+        act_top_mlp = scaled(top_base + mlp_extra);
+        act_top_down = std::min(act_top_mlp, scaled(top_base + inner_grad));
+        act_bottom_mlp = scaled(bottom_base + mlp_extra);
+        act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
+        act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
+        // The same moments before the activation factor: the saved-tensor rows plus one row per
+        // backward moment (write_backward_rows) add up to these.
+        raw.forward = act_forward;
+        raw.top_mlp = top_base + mlp_extra;
+        raw.top_down = scaled(top_base + inner_grad) < act_top_mlp ? top_base + inner_grad : raw.top_mlp;
+        raw.bottom_mlp = bottom_base + mlp_extra;
+        raw.top_attn = attn_moment ? top_base + attn_extra : flash_ws > 0 ? top_base + flash_extra : 0;
+        raw.bottom_attn = attn_moment ? bottom_base + attn_extra : flash_ws > 0 ? bottom_base + flash_extra : 0;
+        act_forward = scaled(act_forward);
+        act_top = std::max(act_top_mlp, act_top_attn);
+        act_bottom = std::max(act_bottom_mlp, act_bottom_attn);
+    }
+    ActivationMoments m;
+    m.forward = act_forward;
+    m.forward_attention = act_forward_attention;
+    m.loss_backward = trains ? act_forward + scaled(G) : act_forward;
+    m.top = act_top;
+    m.bottom = act_bottom;
+    m.top_mlp = act_top_mlp;
+    m.top_down = act_top_down;
+    m.top_attn = act_top_attn;
+    m.bottom_mlp = act_bottom_mlp;
+    m.bottom_attn = act_bottom_attn;
+    m.formula = act_formula;
+    m.raw = raw;
+    return m;
+}
+
+}  // namespace wingspan
+
+namespace wingspan {
+
+void write_activation_rows(const PlanContext& c, const LayerActivations& a, const ActivationMoments& m, RowWriter& w) {
+    const std::int64_t b = a.b, s = a.s, e = a.e, heads = a.heads;
+    std::map<std::string, double> act_inputs = {
+        {"batch", double(b)}, {"seq", double(s)}, {"hidden", double(a.h)}, {"layers", double(a.L)},
+        {"intermediate", double(a.inner)}, {"heads", double(heads)}, {"bytes_per_value", double(e)},
+        {"framework_factor", a.act_factor}};
+    std::vector<std::string> tags;
+    if (a.lora_saved > 0) tags.push_back("lora");
+    if (a.ckpt && c.trains) tags.push_back("checkpointing");
+    w.shown(figure(row("activations at their largest moment", Component::Activations, "all layers", "", 0, double(e),
+                       "what forward saves for backward and one layer's backward holds, at the moment it peaks "
+                       "(the phases count its parts)",
+                       tags),
+                   std::max({m.forward, m.forward_attention, m.loss_backward, m.top, m.bottom})),
+            m.formula, act_inputs);
+    if (a.eager_ws > 0)
+        w.shown(figure(row("eager attention scores", Component::Activations, "one layer", "b·heads·s²", b * heads * s * s, double(e),
+                           "eager attention materialises the masked scores beside its fp32 softmax (profile "
+                           "attention.eager_scores_workspace)"),
+                       a.eager_ws),
+                "attention workspace (eager, forward): the masked scores b·heads·s²·" + std::to_string(e) + " B (" +
+                    std::to_string(b) + "·" + std::to_string(heads) + "·" + n(s) + "²) beside the fp32 softmax",
+                {{"batch", double(b)}, {"heads", double(heads)}, {"seq", double(s)}, {"bytes_per_value", double(e)}});
+    if (a.flash_ws > 0)
+        w.shown(figure(row("flash backward workspace", Component::Activations, "one layer", "b·s·q·4 + b·heads·s·4", 0, 0,
+                           "the flash / SDPA backward's fp32 dq accumulator (profile attention.flash_backward_workspace)"),
+                       a.flash_ws),
+                "attention workspace (flash backward): fp32 dq accumulator b·s·q_dim·4 B + b·heads·s·4 B" +
+                    std::string(a.grouped_kernel ? " + dk, dv expanded to every query head 2·b·s·q_dim·" + std::to_string(e) + " B" : ""),
+                {{"tokens", double(a.bs)}, {"q_dim", double(a.qd)}, {"heads", double(heads)}, {"kv_dim", double(a.kvd)}});
+}
+
+}  // namespace wingspan
+
+namespace wingspan {
+
+namespace {
+// A saved tensor kind alive from the end of forward to the loss's backward (the backward
+// moments' own rows count what is left of it there), scaled with its group by activation_factor.
+TensorRow saved(std::string name, std::string scope, std::string shape, std::int64_t bytes, std::string why,
+                std::vector<std::string> tags = {}, int group = 1, const std::string& freed = "loss_backward") {
+    TensorRow r = row(std::move(name), Component::Activations, std::move(scope), std::move(shape), 0, 0, std::move(why),
+                      std::move(tags));
+    r.bytes = bytes;
+    r.created = "forward_end";
+    r.freed = freed;
+    r.scale_group = group;
+    return r;
+}
+}  // namespace
+
+void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, const std::string& last_phase,
+                      RowWriter& w) {
+    // The saved tensors live until the last moment of backward; the backward moments' rows take
+    // away what each has freed by then.
+    auto kept_until = [&](std::string name, std::string scope, std::string shape, std::int64_t bytes, std::string why,
+                          std::vector<std::string> tags = {}) {
+        return saved(std::move(name), std::move(scope), std::move(shape), bytes, std::move(why), std::move(tags), 1, last_phase);
+    };
+    const std::string layers = std::to_string(a.Lsaved) + " layers";
+    if (a.ckpt) {
+        const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input : a.Lsaved * a.layer_input;
+        w.add(kept_until("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
+                    c.fw.checkpoint_offload ? "one layer input on the device; the others in host RAM (activation offload)"
+                                            : "checkpointing keeps each layer's input and recomputes the layer in backward",
+                    {"checkpointing"}));
+        if (c.fw.checkpoint_offload) {
+            TensorRow host = saved("checkpointed layer inputs in host RAM", layers, "b·s·h per layer", a.Lsaved * a.layer_input,
+                                   "offloaded checkpoints (Unsloth \"unsloth\" checkpointing, torchtune OffloadActivations)",
+                                   {"checkpointing", "technique"}, 0, last_phase);
+            host.on_host = true;
+            w.add(std::move(host));
+        }
+        w.add(kept_until("checkpoint state", layers, "per layer", a.Lsaved * a.ckpt_state, "the checkpoint function's own state (RNG)",
+                    {"checkpointing"}));
+        w.add(kept_until("causal mask kept by checkpointed attention", "global", "s²", a.ckpt_mask,
+                    "eager attention's additive mask is a checkpoint argument", {"checkpointing"}));
+    } else {
+        w.add(kept_until("norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd, b·s·h output …)", a.Lsaved * 2 * a.norm_saved,
+                    a.norm_desc));
+        w.add(kept_until("attention's saved tensors", layers, "q, k, v, out + softmax or logsumexp", a.Lsaved * a.attn_saved, a.attn_desc));
+        w.add(kept_until("MLP's saved tensors", layers, "b·s·i per kept tensor", a.Lsaved * a.mlp_saved,
+                    "the MLP's projections and activation kept for backward"));
+        w.add(kept_until("LoRA intermediates", layers, "b·s·r per adapted linear (+ b·s·d_in and a mask with dropout, b·s·d_out with DoRA)",
+                    a.Lsaved * a.lora_saved, "each adapter's A output (r wide) is B's input, kept for B's gradient", {"lora"}));
+        w.add(kept_until("4-bit linears' inputs", layers, "b·s·(2h + q + i)", a.Lsaved * a.quant_inputs_saved,
+                    "bitsandbytes ≤ 0.43.1 MatMul4Bit keeps its input (profile qlora.keeps_linear_inputs)", {"qlora"}));
+        w.add(kept_until("inputs no 4-bit linear keeps", layers, "b·s·h, b·s·q, b·s·i", -a.Lsaved * a.unkept_inputs,
+                    "the 4-bit linear keeps no input (profile qlora.quantized_linear_keeps_no_input)", {"qlora"}));
+        w.add(kept_until("first adapted layer before its first adapter", "layer 0", "", a.first_layer_saved - a.layer_saved,
+                    "a frozen embedding's output needs no gradient: the first layer keeps only what follows its first adapter",
+                    {"lora"}));
+    }
+    w.add(kept_until("final norm's saved tensors", "global", "b·s·h …", a.final_norm, "the norm before the head"));
+    w.add(kept_until("token ids, labels, rotary tables", "global", "b·s·16 + 2·rows·head_dim", a.inputs,
+                "int64 ids and labels; cos/sin per row (or once: profile model.rotary_table_once)"));
+    if (a.keeps_quant_inputs && c.fw.quantizes_head)
+        w.add(kept_until("4-bit head's input", "global", "b·s·h", a.bs * a.h * a.e, "the quantized head keeps its input", {"qlora"}));
+    if (forward_attention) {
+        // The last layer's attention in forward: its scores workspace; its MLP block and the final
+        // norm not yet run (or, checkpointed, the recomputed softmax).
+        TensorRow ws = saved("eager scores workspace (last layer, forward)", "one layer", "b·heads·s²", a.eager_ws,
+                             "profile attention.eager_scores_workspace");
+        ws.created = ws.freed = "forward_attention";
+        w.add(std::move(ws));
+        TensorRow delta = saved(a.ckpt ? "softmax of the last layer (forward)" : "the last layer's MLP block and final norm not yet run",
+                                "one layer", "", a.ckpt ? a.scores * a.score_bytes : -(a.mlp_saved - a.unkept_product + a.lora_mlp + a.norm_saved),
+                                "what the forward holds at the last layer's attention");
+        delta.created = delta.freed = "forward_attention";
+        w.add(std::move(delta));
+    }
+    TensorRow grad = saved("gradient of the final hidden state", "global", "b·s·h", a.G, "the loss's backward hands it to the last layer", {}, 2);
+    grad.created = grad.freed = "loss_backward";
+    w.add(std::move(grad));
+}
+
+void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w) {
+    static const std::map<std::string, std::string> kWhat = {
+        {"backward_down_gradient", "the top layer's down projection backward: its input's gradient beside the saved tensors"},
+        {"backward", "the top layer's MLP backward: its output's gradient and the MLP's inner gradients (a checkpointed "
+                     "layer recomputed); the final norm freed"},
+        {"backward_attention", "the top layer's attention backward: the softmax's or flash kernel's gradients; its MLP block freed"},
+        {"backward_end", "the first layer's MLP backward: the layers above it freed"},
+        {"backward_end_attention", "the first layer's attention backward: the layers above it freed"},
+        {"embedding_backward", "the embedding's backward: only the inputs and the first layer's input gradient left"},
+    };
+    TensorRow r = row("held at " + phase + " beyond the saved tensors", Component::Activations, "one layer", "", 0, 0,
+                      kWhat.count(phase) ? kWhat.at(phase) : phase);
+    r.bytes = moment_raw - m.raw.forward;
+    r.created = r.freed = phase;
+    r.scale_group = 1;
+    w.add(std::move(r));
+}
+
+}  // namespace wingspan

@@ -1,0 +1,161 @@
+// The phases of a step, in order, with the rows alive only in one of them.
+#include <algorithm>
+
+#include "phases.hpp"
+
+namespace wingspan {
+
+void write_serving_phase(const PhaseInputs& in, RowWriter& w) {
+    const auto& a = in.a;
+    // ZeRO-3/FSDP gathers one layer's parameters (and prefetches the next).
+    const std::int64_t gathered = in.c.param_div > 1 ? 2 * in.t.layer_param_elems * in.c.frozen_bytes : 0;
+    // Serving dequantizes one weight at a time for its matmul.
+    const std::int64_t dequant = in.c.quant != Quantization::None ? in.t.largest_quantized * a.e : 0;
+    w.begin_phase("decode");
+    w.moment("decode", Component::KvCache, in.kv_cache, "KV cache", "keys and values of every token of every sequence");
+    w.moment("decode", Component::Activations, in.m.forward + gathered + dequant, "prefill workspace",
+             "one layer's prefill workspace (+ a gathered layer's parameters, a dequantized weight)");
+    w.moment("decode", Component::LogitsLoss, in.logits_forward, "logits", "the logits of the last positions");
+}
+
+namespace {
+
+// Gradient bytes alive at each moment of backward.
+struct GradientsAt {
+    const PhaseInputs& in;
+    std::int64_t carried;   // held across steps with accumulation
+    // Gradients as backward makes them (all of them throughout with accumulation): the head's
+    // first, then layer by layer from the last. DDP's all-reduce buckets (ZeRO-1's wire buffer)
+    // and ZeRO-2's shard and bucket are allocated once and held throughout (forward too); ZeRO-2
+    // has in backward no more whole gradients than backward has made so far.
+    std::int64_t at(std::int64_t bytes) const {
+        const auto& d = in.d;
+        if (d.in_bwd) return std::min(d.grads, bytes);
+        if (d.zero2_bucket > 0) return d.grads + d.zero2_bucket + std::min(d.zero2_in_flight, bytes);
+        return std::max(carried, bytes / in.c.grad_div) + d.sync_buffers;
+    }
+    // Inside a layer's backward (its MLP's or attention's peak), ZeRO-2 holds no whole weight
+    // gradient of that layer: the down (or output) projection's is copied into the bucket and
+    // freed as its linear's backward returns, before the inner gradients of the activation
+    // (or the softmax) that make the peak exist; only a tied embedding's is still held.
+    std::int64_t in_layer(std::int64_t bytes) const {
+        const auto& d = in.d;
+        if (d.zero2_bucket > 0) return d.grads + d.zero2_bucket + std::min(d.zero2_tied, bytes);
+        return at(bytes);
+    }
+    std::int64_t held() const {
+        const auto& d = in.d;
+        return d.in_bwd ? 0 : d.zero2_bucket > 0 ? d.grads + d.zero2_bucket : carried + d.sync_buffers;
+    }
+};
+
+// The optimizer step's temporaries (per tensor in backward, or the whole step's).
+std::int64_t step_temporaries(const PhaseInputs& in) {
+    const auto& c = in.c;
+    const auto& d = in.d;
+    const auto& setup = c.setup;
+    const std::int64_t largest = in.t.largest_trainable;
+    const bool adam_like = setup.optimizer == Optimizer::AdamW || setup.optimizer == Optimizer::Adafactor;
+    const bool mixed = in.t.master > 0;
+    if (d.in_bwd && d.all_trainable > 0) {
+        // One parameter's step at a time: per-tensor temporaries unless the step is fused.
+        if (c.fw.optimizer_step != "fused" && (adam_like || mixed)) return 4 * largest * (adam_like && mixed ? 2 : 1);
+        return 0;
+    }
+    if (d.offload || d.all_trainable <= 0) return 0;
+    if (adam_like) {
+        if (c.fw.optimizer_step == "foreach") return 4 * d.all_trainable / c.opt_div;
+        if (c.fw.optimizer_step == "per_tensor") return 4 * largest * (mixed ? 2 : 1);
+        return 0;
+    }
+    return mixed && c.fw.optimizer_step != "fused" ? 4 * largest : 0;
+}
+
+// One phase: its gradients, step state (optimizer), activations and logits beyond the whole-step rows.
+void moment(RowWriter& w, const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t acts,
+            std::int64_t logits = 0) {
+    w.begin_phase(phase);
+    w.moment(phase, Component::Gradients, grads, "gradients alive", "gradients made so far (and the buffers that carry them)");
+    w.moment(phase, Component::OptimizerState, step, "optimizer step state", "one step's temporaries and paged-back state");
+    w.moment(phase, Component::Activations, acts, "activations alive", "saved tensors not yet freed + this moment's backward");
+    w.moment(phase, Component::LogitsLoss, logits, "logits and loss buffers", "the loss's logits (loss_memory.cpp)");
+}
+
+}  // namespace
+
+void write_training_phases(const PhaseInputs& in, RowWriter& w) {
+    const auto& c = in.c;
+    const auto& t = in.t;
+    const auto& d = in.d;
+    const auto& a = in.a;
+    const auto& m = in.m;
+    const std::int64_t gathered = c.param_div > 1 ? 2 * t.layer_param_elems * c.frozen_bytes : 0;
+    const GradientsAt g{in, c.setup.grad_accum > 1 ? d.grads : 0};
+    const std::int64_t held_grads = g.held();
+    const std::int64_t g_layer = t.g_down + t.g_mlp + t.g_o + t.g_qkv;
+    const std::int64_t g_all_but_embed = t.grads - t.g_embed;
+    const std::int64_t step_temp = step_temporaries(in);
+    // With the step in backward, each backward moment also holds one step's temporaries and the
+    // paged state of the tensor being stepped.
+    const std::int64_t step_in_bwd = d.in_bwd ? step_temp + d.paged_resident : 0;
+    const bool tied_trains = c.arch.tied_embeddings && t.g_head > 0 && (c.setup.method == Method::Full || c.setup.train_embeddings);
+    const bool embedding_phase = tied_trains && !c.fw.tied_grad_in_place;
+    const std::string last = embedding_phase ? "embedding_backward"
+                              : a.L > 1      ? (m.bottom_attn > 0 ? "backward_end_attention" : "backward_end")
+                                             : (m.top_attn > 0 ? "backward_attention" : "backward");
+    // The saved activations are rows by kind (write_saved_rows), alive from the end of forward to
+    // the last backward moment; each backward moment adds its own row (write_backward_row). Here
+    // only what a sharded model gathers.
+    moment(w, "forward_end", held_grads, 0, gathered, in.logits_forward);
+    if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
+    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, in.logits_backward);
+    write_saved_rows(c, a, m.forward_attention > 0, last, w);
+    auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
+        moment(w, phase, grads, step, gathered);
+        write_backward_row(phase, raw, m, w);
+    };
+    // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
+    // bucket, while the layer's saved tensors and its input's gradient are alive.
+    if (d.zero2_bucket > 0 && d.zero2_in_flight > d.zero2_tied)
+        backward("backward_down_gradient", g.at(t.g_head + t.g_down), 0, m.raw.top_down);
+    backward("backward", g.in_layer(t.g_head + t.g_down), step_in_bwd, m.raw.top_mlp);
+    if (m.top_attn > 0) backward("backward_attention", g.in_layer(t.g_head + t.g_down + t.g_mlp + t.g_o), step_in_bwd, m.raw.top_attn);
+    if (a.L > 1) {
+        backward("backward_end", g.in_layer(g_all_but_embed - g_layer + t.g_down), step_in_bwd, m.raw.bottom_mlp);
+        if (m.bottom_attn > 0) backward("backward_end_attention", g.in_layer(g_all_but_embed - t.g_qkv), step_in_bwd, m.raw.bottom_attn);
+    }
+    // A tied embedding's dense gradient beside the head's, before autograd adds them: both wait in
+    // the AccumulateGrad node's input buffer (torch/csrc/autograd/input_buffer.cpp InputBuffer::add),
+    // and the head's weight gradient is a transposed view of its product, so the sum is a third
+    // vocab × hidden tensor (aten::add, out of place; measured on torch 2.15 by
+    // tests/frameworks/profile_terms.py: 3 × 113 MB alive for a 49,152 × 576 embedding).
+    if (embedding_phase) {
+        const std::int64_t dense = 2 * a.V * a.h * c.st.grad_of(c.st.weight) / c.grad_div;
+        w.shown(figure(row("tied embedding's dense gradients", Component::Gradients, "global", "2·v·h", 2 * a.V * a.h,
+                           c.st.grad_of(c.st.weight),
+                           "autograd adds the embedding's and the head's gradients out of place "
+                           "(torch/csrc/autograd/input_buffer.cpp InputBuffer::add)"),
+                       dense),
+                "tied embedding: its dense vocab × hidden gradient and their sum beside the head's (2 × vocab × "
+                "hidden, autograd adds the two out of place)",
+                {{"vocab", double(a.V)}, {"hidden", double(a.h)}});
+        moment(w, "embedding_backward", d.grads + d.sync_buffers + d.zero2_bucket + dense, step_in_bwd, 0);
+        write_backward_row("embedding_backward", a.inputs + a.G, m, w);
+    }
+    if (step_temp > 0)
+        w.shown(figure(row("optimizer step temporaries", Component::OptimizerState, "one step", "", 0, 4,
+                           "what the framework's optimizer step (" + c.fw.optimizer_step + ") allocates beside the state"),
+                       step_temp),
+                "optimizer step temporaries (" + c.fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
+    if (!d.in_bwd) moment(w, "optimizer_step", d.grads + d.sync_buffers + d.zero2_bucket, step_temp + d.paged_resident, 0);
+    std::vector<MemoryTerm> objective_terms;
+    for (auto& [name, extra] : objective_phases(in.objective, {held_grads, m.forward, in.logits_forward}, objective_terms)) {
+        w.begin_phase(name);
+        for (const auto& [component, bytes] : extra)
+            w.moment(name, component, bytes, "objective's " + std::string(component_name(component)),
+                     "the objective's own phase (objective_terms.cpp)", {"objective"});
+    }
+    w.adopt_terms(objective_terms, "the objective's own term (objective_terms.cpp)");
+}
+
+}  // namespace wingspan

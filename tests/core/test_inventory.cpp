@@ -1,0 +1,133 @@
+// The planner as a tensor inventory (issue 25): the rows, their lifetime walk, and the question
+// "where is LoRA's memory?" answered by the rows tagged lora.
+#include <QtTest>
+
+#include <numeric>
+
+#include "cli_result.hpp"
+#include "test_support.hpp"
+
+using namespace wingspan;
+
+namespace {
+std::int64_t tagged_bytes(const MemoryEstimate& e, const std::string& tag, Component c) {
+    std::int64_t sum = 0;
+    for (const auto* r : e.inventory.tagged(tag))
+        if (r->component == c && r->counted && !r->on_host) sum += r->bytes;
+    return sum;
+}
+const TensorRow* row_named(const MemoryEstimate& e, const std::string& name) {
+    for (const auto& r : e.inventory.rows)
+        if (r.name == name) return &r;
+    return nullptr;
+}
+// Llama 3.2 1B (16 layers, hidden 2048, kv_dim 512), LoRA rank 16 on q and v, bf16, no checkpointing.
+TrainingSetup lora_qv() {
+    TrainingSetup s{.method = Method::Lora, .precision = Precision::Bf16, .seq_len = 1024, .micro_batch = 2,
+                    .grad_checkpointing = false};
+    s.lora_rank = 16;
+    s.lora_targets = {LinearRole::Q, LinearRole::V};
+    return s;
+}
+}  // namespace
+
+class TestInventory : public QObject {
+    Q_OBJECT
+private slots:
+    // The walk: a row is alive from its created phase through its freed phase; rows of one scale
+    // group are summed and then scaled once (rounded once), host rows count on no device.
+    void lifetimeWalkCountsAliveRowsAndScalesGroupsOnce() {
+        TensorInventory inv;
+        inv.phases = {"forward_end", "loss_backward", "backward", "optimizer_step"};
+        inv.activation_factor = 1.5;
+        auto add = [&](Component c, std::int64_t bytes, std::string from, std::string to, int group = 0, bool host = false) {
+            TensorRow r;
+            r.component = c;
+            r.bytes = bytes;
+            r.created = std::move(from);
+            r.freed = std::move(to);
+            r.scale_group = group;
+            r.on_host = host;
+            inv.rows.push_back(r);
+        };
+        add(Component::FrozenWeights, 1000, "", "");
+        add(Component::Activations, 3, "forward_end", "loss_backward", 1);
+        add(Component::Activations, 4, "forward_end", "loss_backward", 1);   // 1.5 × 7 = 10.5 → 11, not 5 + 6
+        add(Component::Activations, 5, "loss_backward", "loss_backward", 2);  // 7.5 → 8
+        add(Component::Gradients, 200, "backward", "");
+        add(Component::OptimizerState, 999, "", "", 0, true);
+        QCOMPARE(inv.phase_bytes(0), (std::map<Component, std::int64_t>{{Component::FrozenWeights, 1000}, {Component::Activations, 11}}));
+        QCOMPARE(inv.phase_bytes(1), (std::map<Component, std::int64_t>{{Component::FrozenWeights, 1000}, {Component::Activations, 19}}));
+        QCOMPARE(inv.phase_bytes(2), (std::map<Component, std::int64_t>{{Component::FrozenWeights, 1000}, {Component::Gradients, 200}}));
+        QCOMPARE(inv.phase_bytes(3), inv.phase_bytes(2));
+    }
+
+    // Every phase of an estimate is its inventory's walk, and every term a shown row.
+    void estimatePhasesAreTheWalkOfItsRows() {
+        const auto& lib = test::library();
+        const auto e = estimate_memory(lib.model("llama-3.2-1b").arch, lora_qv(), lib.framework("hf-transformers"));
+        QCOMPARE(e.phases.size(), e.inventory.phases.size());
+        for (std::size_t p = 0; p < e.phases.size(); ++p) QCOMPARE(e.phases[p].bytes, e.inventory.phase_bytes(p));
+        const auto shown = std::count_if(e.inventory.rows.begin(), e.inventory.rows.end(), [](const TensorRow& r) { return r.shown && r.bytes > 0; });
+        QCOMPARE(std::size_t(shown) + 1, e.terms.size());   // + the framework's overhead
+    }
+
+    // "Where is LoRA's memory?": the rows tagged lora. Rank 16 on q (2048 → 2048) and v (2048 → 512)
+    // in 16 layers: adapters 16 × 16 × (2048 + 2048 + 2048 + 512) params in fp32 (PEFT keeps the
+    // adapters fp32 under bf16: the hf-transformers profile's dtypes); at the end of forward each
+    // adapter keeps its r-wide intermediate, b·s·r·2 B (2 × 1024 × 16 × 2 = 65,536 B), 2 per layer.
+    void loraRowsHoldTheAdaptersAndTheirIntermediates() {
+        const auto& lib = test::library();
+        const auto& arch = lib.model("llama-3.2-1b").arch;
+        const auto& fw = lib.framework("hf-transformers");
+        const auto e = estimate_memory(arch, lora_qv(), fw);
+        const std::int64_t adapter_params = 16LL * 16 * (2048 + 2048 + 2048 + 512);
+        QCOMPARE(tagged_bytes(e, "lora", Component::Adapters), adapter_params * 4);
+        const TensorRow* inter = row_named(e, "LoRA intermediates");
+        QVERIFY(inter && inter->has_tag("lora"));
+        QCOMPARE(inter->bytes, 16LL * 2 * (2 * 1024 * 16 * 2));
+        QCOMPARE(inter->created, std::string("forward_end"));
+        // With dropout 0.05 each adapter also keeps its dropped input (b·s·d_in·2 B) and the mask
+        // (1 B each): only the LoRA row grows, by 16 layers × 2 adapters × 2048 × 2048 × 3 B.
+        TrainingSetup drop = lora_qv();
+        drop.lora_dropout = 0.05;
+        const auto d = estimate_memory(arch, drop, fw);
+        QCOMPARE(row_named(d, "LoRA intermediates")->bytes - inter->bytes, 16LL * 2 * 2048 * 2048 * 3);
+        QCOMPARE(row_named(d, "MLP's saved tensors")->bytes, row_named(e, "MLP's saved tensors")->bytes);
+        // A full fine-tune has no lora rows at all.
+        TrainingSetup full = lora_qv();
+        full.method = Method::Full;
+        QVERIFY(estimate_memory(arch, full, fw).inventory.tagged("lora").empty());
+    }
+
+    // Activation offload moves the checkpointed inputs to a host row: the device keeps one.
+    void activationOffloadIsAHostRow() {
+        const auto& lib = test::library();
+        TrainingSetup s = lora_qv();
+        s.grad_checkpointing = true;
+        s.activation_offload = true;
+        const auto e = estimate_memory(lib.model("llama-3.2-1b").arch, s, lib.framework("torchtune"));
+        const std::int64_t layer_input = 2 * 1024 * 2048 * 2;
+        QCOMPARE(row_named(e, "checkpointed layer inputs")->bytes, layer_input);
+        const TensorRow* host = row_named(e, "checkpointed layer inputs in host RAM");
+        QVERIFY(host && host->on_host);
+        QCOMPARE(host->bytes, 16 * layer_input);
+    }
+
+    void cliPrintsTheRowsWithTheirPhases() {
+        const auto r = test::run_cli({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--targets", "q,v", "--rank", "16",
+                                      "--seq", "1024", "--batch", "2", "--framework", "hf-transformers", "--precision", "bf16",
+                                      "--grad-checkpointing", "off", "--rows"});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.find("LoRA intermediates | activations | 16 layers") != std::string::npos);
+        QVERIFY(r.out.find("<- peak") != std::string::npos);
+        const auto j = test::run_cli({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--rows", "--json"});
+        QCOMPARE(j.code, 0);
+        const auto parsed = nlohmann::json::parse(j.out);
+        QVERIFY(parsed.at("rows").size() > 5);
+        QVERIFY(parsed.at("rows").at(0).contains("freed"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestInventory)
+#include "test_inventory.moc"
