@@ -369,6 +369,9 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         Fields f(*d, where);
         (void)f.boolean("reference_before_policy", false);
         (void)f.boolean("fused_logprob_head", false);
+        (void)f.boolean("logprob_labelled_only", false);   // the fused head's tile sizes (loss_memory.cpp)
+        (void)f.bytes("logprob_tile_tokens", 4096);
+        (void)f.bytes("logprob_tile_vocab", 32768);
     }
 }
 
@@ -393,7 +396,8 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
                      "norm_recomputes_normalized", "unfused_model_types"}},
         {"attention", {"eager_scores_workspace", "flash_backward_workspace", "sdpa_runs_math", "sdpa_grouped_kv"}},
         {"model", {"unties_embeddings", "rotary_table_once"}},
-        {"objective", {"reference_before_policy", "fused_logprob_head"}},
+        {"objective", {"reference_before_policy", "fused_logprob_head", "logprob_labelled_only", "logprob_tile_tokens",
+                       "logprob_tile_vocab"}},
     };
     return keys;
 }
