@@ -102,6 +102,16 @@ const std::vector<BehaviourKey>& behaviour_keys() {
             "objective", "fused_logprob_head",
             "beyond SFT the framework takes per-token log-probs through a fused head that keeps the final hidden states "
             "for backward, even with a frozen head (TRL 1.16)"),
+        flag<&B::objective, &B::Objective::logprob_labelled_only>(
+            "objective", "logprob_labelled_only",
+            "the fused log-prob head projects only the labelled positions and folds its tile in place (TRL 1.16 with "
+            "Triton on CUDA/XPU, trl/trainer/utils.py `compact = _use_triton`) rather than every position with the torch "
+            "fold's fp32 temporaries (the CPU)"),
+        {"objective", "logprob_tile_tokens", "integer", "4096",
+         "the fused log-prob head's tile: at most this many tokens projected at once (TRL 1.16 trl/kernels/chunked_logprob.py)"},
+        {"objective", "logprob_tile_vocab", "integer", "32768",
+         "the fused log-prob head's tile width in vocabulary entries, allocated whole even for a smaller vocabulary (TRL "
+         "1.16 trl/trainer/utils.py: chunk 32,768)"},
         flag<&B::kernels, &B::Kernels::norm_saves_input_only>(
             "kernels", "norm_saves_input_only",
             "the framework's fused RMSNorm keeps its 16-bit input and rstd (Unsloth `Fast_RMS_Layernorm`)"),

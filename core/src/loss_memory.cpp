@@ -16,6 +16,88 @@ bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char*
     return it != fw.behaviour.end() && it->is_object() && it->value(key, false);
 }
 
+bool fused_logprob_head(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    // TRL 1.16 patches the fused head in DPOTrainer, KTOTrainer and GRPOTrainer only (dpo_trainer.py
+    // line 960, kto_trainer.py line 967, grpo_trainer.py line 1068); ORPO and CPO (SimPO) keep full logits.
+    const Objective o = setup.objective.kind;
+    return (o == Objective::Dpo || o == Objective::Kto || o == Objective::Grpo) &&
+           behaviour_flag(fw, "objective", "fused_logprob_head");
+}
+
+namespace {
+
+std::int64_t objective_number(const FrameworkProfile& fw, const char* key, std::int64_t fallback) {
+    const auto it = fw.behaviour.find("objective");
+    return it != fw.behaviour.end() && it->is_object() ? it->value(key, fallback) : fallback;
+}
+
+// trl/kernels/chunked_logprob.py (TRL 1.16.0) ChunkedLogProbFunction, called by trl/trainer/utils.py
+// add_fused_lm_head._fused_forward (lines 1599-1660) on the final hidden states:
+//   forward  (lines 340-391): seven fp32 per-token statistics and mm_buf, one [min(N, 4096), 32,768]
+//            tile in the compute dtype (its full width even for a smaller vocabulary), reused for every
+//            [tokens, vocab] block; autograd saves the hidden states, the int64 targets and the fp32
+//            log-sum-exp (and the entropy where asked), never logits;
+//   backward (lines 398-453): recomputes every tile into a second mm_buf, turns it into the logits'
+//            gradient in place and accumulates the hidden states' gradient in fp32 [N, hidden] (and the
+//            head's, fp32 [vocab, hidden], only where the head trains).
+// N: with Triton (CUDA, XPU: profile objective.logprob_labelled_only) only the labelled positions (the
+// completions: utils.py line 1641 `compact`), the tile folded in place by a kernel; without it (the CPU)
+// every position of the shifted rows, folded by torch ops whose fp32 temporaries are as large as the
+// tile's valid [n, vocab] block (_forward_tile, lines 235-254: three at its peak; _backward_tile, lines
+// 276-296: seven and the bool target mask; measured on torch 2.11 by tests/frameworks/check_trl_*_terms.py).
+// The hidden states the function saves are counted with the activations (memory_model.cpp, final norm).
+LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup& setup, const LossShape& shape) {
+    const std::int64_t V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const std::int64_t tile_tokens = objective_number(fw, "logprob_tile_tokens", 4096);
+    const std::int64_t tile_width = objective_number(fw, "logprob_tile_vocab", 32768);
+    const bool labelled_only = behaviour_flag(fw, "objective", "logprob_labelled_only");
+    const std::int64_t shifted = shape.batch * std::max<std::int64_t>(setup.seq_len - 1, 1);
+    const std::int64_t N = labelled_only ? std::min(shape.tokens, shifted) : shifted;
+    const std::int64_t T = std::min(N, tile_tokens), block = T * std::min(V, tile_width);
+    std::int64_t tile = T * tile_width * e;
+    // An fp32 head under 16-bit autocast (a mixed-precision full fine-tune's, QLoRA's upcast one) is cast
+    // per block: weight[start:end].to(compute_dtype), a [min(vocab, 32,768), hidden] copy (lines 356, 423).
+    const bool mixed = setup.precision == Precision::Bf16Mixed || setup.precision == Precision::Fp16Mixed;
+    const bool head_fp32 = e < 4 && mixed &&
+                           (setup.method == Method::Full || (setup.method == Method::Qlora && fw.qlora_upcast_non_quantized));
+    const std::int64_t head_cast = head_fp32 ? std::min(V, tile_width) * h * e : 0;
+    tile += head_cast;
+    // Per-token outputs besides the log-probs each objective asks for (fp32; is_top1 a bool):
+    // DPO entropy, mean_logits, is_top1 (dpo_trainer.py line 958); KTO entropy, mean_logits
+    // (kto_trainer.py line 969); GRPO entropy (grpo_trainer.py line 1072).
+    const Objective o = setup.objective.kind;
+    const bool entropy = true, top1 = o == Objective::Dpo;
+    // Forward: the int64 targets (made before the call, saved), the seven statistics, log_z, the
+    // log-probs and the fold's per-token reductions: 12 fp32 per token at the fold's peak.
+    const std::int64_t per_token_fwd = 8 + 12 * 4;
+    const std::int64_t cpu_fwd = labelled_only ? 0 : 3 * block * 4 + (top1 ? block : 0);
+    const std::int64_t forward = tile + cpu_fwd + N * per_token_fwd;
+    // Backward: the saved targets, log_z and entropy, the log-probs' fp32 gradient, the fp32
+    // accumulator of the hidden states' gradient (and its copy in the compute dtype as it returns),
+    // the head's fp32 gradient where it trains.
+    const bool head_trains = setup.method == Method::Full || setup.train_embeddings;
+    const std::int64_t saved = N * (8 + 4 + (entropy ? 4 : 0));
+    const std::int64_t cpu_bwd = labelled_only ? 0 : 7 * block * 4 + block;
+    const std::int64_t hidden_grad = N * h * 4 + (e < 4 ? N * h * e : 0);
+    const std::int64_t head_grad = head_trains ? V * h * 4 : 0;
+    const std::int64_t backward = saved + N * 4 + tile + cpu_bwd + hidden_grad + head_grad;
+    // Under no_grad (a reference's log-probs): the forward's tile, statistics and outputs, nothing saved.
+    const std::int64_t no_grad = tile + cpu_fwd + N * per_token_fwd;
+    std::string formula =
+        "TRL fused log-prob head (no logits kept): " + n(N) + (labelled_only ? " labelled" : "") +
+        " positions in tiles of " + n(T) + " × " + n(tile_width) + " × " + std::to_string(e) + " B (" + n(T * tile_width * e) +
+        " B; trl/kernels/chunked_logprob.py mm_buf) + " + std::to_string(per_token_fwd) +
+        " B per position in forward (int64 targets, fp32 statistics and outputs)" +
+        (labelled_only ? "" : " + the torch fold's fp32 temporaries of the tile's " + n(T) + " × " + n(std::min(V, tile_width)) + " block (3 in forward, 7 and a mask in backward)") +
+        "; in backward the recomputed tile, the fp32 hidden-state gradient " + n(N) + " × " + n(h) + " × 4 B" +
+        (e < 4 ? " and its " + std::to_string(e) + "-byte copy" : "") +
+        (head_grad ? " and the head's fp32 gradient " + n(V) + " × " + n(h) + " × 4 B" : "") +
+        (head_cast ? "; the fp32 head cast to the compute dtype block by block (" + n(head_cast) + " B)" : "");
+    return {forward, backward, N, formula, no_grad};
+}
+
+}  // namespace
+
 bool compiled_loss(const FrameworkProfile& fw) {
     return behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "fuses_loss_upcast");
 }
@@ -44,6 +126,7 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
     chunks = (bs + chunk - 1) / chunk;
     std::int64_t logits_forward = 0, logits_backward = 0;
     std::string logits_formula;
+    if (trains && fused_logprob_head(fw, setup)) return fused_logprob_memory(fw, setup, shape);
     if (!trains) {
         logits_forward = logits_backward = b * V * 4;
         logits_formula = "last-token logits: b·vocab·4 B";

@@ -23,6 +23,9 @@ struct LossMemory {
     std::int64_t backward = 0;       // live during the loss's backward
     std::int64_t tokens = 0;         // tokens one chunk covers
     std::string formula;
+    // The same head run under no_grad for a reference model's log-probs (its forward transient,
+    // nothing kept for backward); -1 where the framework materializes full logits for it.
+    std::int64_t no_grad = -1;
 };
 
 // A boolean of one of the profile's behaviour sections as read ("compile", "enabled"); false
@@ -33,6 +36,10 @@ bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char*
 // True when the framework runs torch.compile (compile.enabled) and its compiled loss fuses the
 // fp32 upcast (compile.fuses_loss_upcast).
 bool compiled_loss(const FrameworkProfile& fw);
+
+// TRL 1.16's fused log-prob head (profile objective.fused_logprob_head) beyond SFT: per-token
+// log-probs from [tokens, 32,768] tiles, never the full logits (loss_memory.cpp fused_logprob_memory).
+bool fused_logprob_head(const FrameworkProfile& fw, const TrainingSetup& setup);
 
 LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, const LossShape& shape);
 

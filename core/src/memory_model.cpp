@@ -90,12 +90,13 @@ namespace {
 // and in the loss's backward, and the KV cache.
 struct LogitsAndCache {
     std::int64_t forward = 0, backward = 0, kv_cache = 0;
+    std::int64_t no_grad = -1;   // the head under no_grad (a reference's log-probs); -1: full logits
 };
 LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActivations& a, RowWriter& w) {
     const std::int64_t b = a.b, s = a.s, e = a.e, L = a.L, V = a.V, kvd = a.kvd;
     const LossMemory loss =
         loss_memory(c.fw, c.setup, LossShape{b, b * c.objective.logit_positions, V, a.h, e, c.quant != Quantization::None});
-    LogitsAndCache out{loss.forward, loss.backward, 0};
+    LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad};
     w.shown(figure(row("logits and loss buffers", Component::LogitsLoss, "global", "b·s·v (per chunk where chunked)",
                        loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
                    std::max(loss.forward, loss.backward)),
@@ -165,8 +166,10 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const LogitsAndCache logits = write_logits_and_cache_rows(c, a, w);
 
     // The reference model's weights (DPO, KTO, GRPO with a KL term), held the whole step.
-    const ObjectiveInputs objective_in{arch, asked, c.objective, d.frozen + d.packed + d.constants + d.trainable, a.e, a.inner,
-                                       fw.traits.objective.reference_before_policy};
+    ObjectiveInputs objective_in{arch, asked, c.objective, d.frozen + d.packed + d.constants + d.trainable, a.e, a.inner,
+                                 fw.traits.objective.reference_before_policy};
+    // A reference scored through the framework's own fused head (TRL 1.16) holds its tile, not full logits.
+    objective_in.reference_logprobs = logits.no_grad;
     std::vector<MemoryTerm> reference_terms;
     const std::int64_t reference = reference_weights(objective_in, reference_terms);
     w.adopt_terms(reference_terms, "the objective's reference model (objective_terms.cpp)");

@@ -17,8 +17,8 @@
 //                                own forward, so its transient does not stack on the saved graph.
 //   trl/trainer/orpo_trainer.py, cpo_trainer.py (SimPO is loss_type="simpo"): concatenated
 //                                chosen + rejected, no reference model.
-//   trl/trainer/grpo_config.py   num_generations 8, max_prompt_length 512,
-//                                max_completion_length 256, beta 0.0 ("the reference model is not
+//   trl/trainer/grpo_config.py   num_generations 8, max_completion_length 512 (1.16.0, line 494; no
+//                                max_prompt_length: the planner assumes 512), beta 0.0 ("the reference model is not
 //                                loaded"; releases before it defaulted to 0.04 — this follows the
 //                                current default), vllm_gpu_memory_utilization for colocate mode,
 //                                ds3_gather_for_generation True (ZeRO-3 gathers the whole policy
@@ -144,10 +144,15 @@ std::vector<ExtraPhase> objective_phases(const ObjectiveInputs& in, const Policy
     const std::string who = ref == Reference::Copy ? "the reference copy" : "the base with the adapter disabled";
     // The reference's logits for every position it scores, in the compute dtype, and one row's
     // log-softmax beside them (TRL's selective_log_softmax goes row by row for 16-bit logits).
-    const std::int64_t ref_logits = (sh.rows + 1) * sh.logit_positions * V * e;
+    // (TRL 1.16 scores the reference through its fused head too: in.reference_logprobs.)
+    const bool fused_reference = in.reference_logprobs >= 0;
+    const std::int64_t ref_logits = fused_reference ? in.reference_logprobs : (sh.rows + 1) * sh.logit_positions * V * e;
     const std::string ref_logits_formula =
-        "reference log-probs (" + who + ", no_grad): (rows " + n(sh.rows) + " + 1 row's log-softmax) × " +
-        n(sh.logit_positions) + " positions × " + n(V) + " vocab × " + std::to_string(e) + " B";
+        fused_reference
+            ? "reference log-probs (" + who + ", no_grad) through the fused head: one tile and per-token statistics (" +
+                  n(ref_logits) + " B, trl/kernels/chunked_logprob.py)"
+            : "reference log-probs (" + who + ", no_grad): (rows " + n(sh.rows) + " + 1 row's log-softmax) × " +
+                  n(sh.logit_positions) + " positions × " + n(V) + " vocab × " + std::to_string(e) + " B";
     const std::map<std::string, double> ref_inputs = {
         {"rows", double(sh.rows)}, {"positions", double(sh.logit_positions)}, {"vocab", double(V)}, {"bytes_per_value", double(e)}};
 

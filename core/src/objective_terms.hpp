@@ -17,9 +17,10 @@
 
 namespace wingspan {
 
-// TRL's GRPOConfig defaults (trl/trainer/grpo_config.py): max_prompt_length, max_completion_length.
+// TRL 1.16 GRPOConfig: max_completion_length 512 (trl/trainer/grpo_config.py line 494). TRL 1.16 has no
+// max_prompt_length (prompts are not cut): the prompt length the planner assumes when none is given.
 inline constexpr std::int64_t kTrlGrpoPromptLength = 512;
-inline constexpr std::int64_t kTrlGrpoCompletionLength = 256;
+inline constexpr std::int64_t kTrlGrpoCompletionLength = 512;
 
 struct ObjectiveShape {
     std::int64_t rows = 1;              // sequences one forward of the policy runs
@@ -53,6 +54,10 @@ struct ObjectiveInputs {
     // The reference scores a micro-batch before the policy's forward (framework profile
     // objective.reference_before_policy: wingspan-train), not beside its graph as TRL does.
     bool reference_before_policy = false;
+    // The reference's log-probs through the framework's own head under no_grad (loss_memory's
+    // LossMemory::no_grad: TRL 1.16's fused head, one tile and per-token statistics); -1: the full
+    // logits of every scored position (the default until memory_model.cpp passes loss.no_grad).
+    std::int64_t reference_logprobs = -1;
 };
 
 // The reference model's bytes, held throughout (0 unless it is a copy); its term goes to terms.

@@ -151,6 +151,38 @@ private slots:
         QCOMPARE(in_phase(kl, "reference_logps", Component::LogitsLoss), (8 + 1) * 512 * a.vocab * 2);
     }
 
+    // TRL 1.16's fused log-prob head (hf-transformers objective.fused_logprob_head): the 8B QLoRA
+    // GRPO command keeps no logits, only one [4,096 × 32,768] bf16 tile, the fp32 head's bf16 block, and
+    // per-token statistics; on a device without Triton every shifted position is projected, with the torch
+    // fold's fp32 temporaries (the profile's logprob_labelled_only).
+    void trlFusedHeadKeepsOneTileNotTheLogits() {
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.precision = Precision::Bf16Mixed;
+        s.micro_batch = 1;
+        s = with_objective(s, Objective::Grpo);
+        s.objective.generations = 8;
+        s.objective.completion_len = 512;
+        const FrameworkProfile& fw = test::library().framework("hf-transformers");
+        const Architecture& a = llama8b();
+        const MemoryEstimate e = estimate_memory(a, s, fw);
+        const std::int64_t N = 8 * 512, tile = 4096LL * 32768 * 2, head_block = 32768LL * a.hidden * 2;
+        QCOMPARE(in_phase(e, "forward_end", Component::LogitsLoss), tile + head_block + N * (8 + 12 * 4));
+        QCOMPARE(in_phase(e, "loss_backward", Component::LogitsLoss),
+                 N * 16 + N * 4 + tile + head_block + N * a.hidden * (4 + 2));
+        QVERIFY(e.term(Component::LogitsLoss)->bytes < 700'000'000);   // was 7.35 GB of full logits
+        // The CPU's head: every one of 8 × 1,023 shifted positions, a 4,096-token tile, fp32 temporaries.
+        FrameworkProfile cpu = fw;
+        cpu.behaviour["objective"]["logprob_labelled_only"] = false;
+        const std::int64_t Nc = 8 * 1023, block = 4096LL * 32768 * 4;
+        QCOMPARE(in_phase(estimate_memory(a, s, cpu), "forward_end", Component::LogitsLoss),
+                 tile + head_block + 3 * block + Nc * (8 + 12 * 4));
+        // ORPO keeps TRL's full logits (no fused head in ORPOTrainer).
+        TrainingSetup orpo = with_objective(s, Objective::Orpo);
+        orpo.seq_len = 1024;
+        QVERIFY(in_phase(estimate_memory(a, orpo, fw), "forward_end", Component::LogitsLoss) > 2 * 1024 * a.vocab * 4);
+    }
+
     // A colocated vLLM takes its fraction of the device's whole memory on top of training, and
     // then generation leaves no KV cache in the trainer.
     void grpoVllmShareTakesItsFraction() {
@@ -198,7 +230,7 @@ private slots:
         const Solution sol = solve(SolveFor::Seq, llama8b(), s, m, fw);
         QVERIFY(sol.completion_length);
         QVERIFY(!sol.unbounded);
-        QVERIFY(sol.value > 256);   // TRL's default completion fits at batch 1
+        QVERIFY(sol.value > 512);   // TRL 1.16's default completion (512) fits at batch 1
         s.objective.completion_len = sol.value;
         QVERIFY(evaluate(llama8b(), s, m, fw).fit != Fit::No);
         s.objective.completion_len = sol.value + 1;

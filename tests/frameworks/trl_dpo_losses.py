@@ -3,18 +3,20 @@
 DPO (issue 31) is compared with. Run with the frameworks venv's Python (scripts/venv.sh frameworks).
 
   trl_dpo_losses.py MODEL_DIR DATA.jsonl [--method lora|full] [--rank 16] [--alpha 32] [--lr 5e-3]
-                    [--steps 24] [--batch 4] [--max-length 64] [--beta 0.1] [--seed 0]
+                    [--steps 24] [--batch 4] [--max-length 64] [--beta 0.1] [--seed 0] [--min-lr-ratio R]
 
 Prints one JSON object per optimizer step: {"step", "loss", "reward_margin", "reward_accuracy"}
 (TRL's logged loss, rewards/margins and rewards/accuracies), then {"done": true, "steps": N}.
 
 Chosen to make the comparison like for like: fp32 on the CPU, the rows in file order (no shuffling:
-TRL's sampler is replaced by a sequential one), AdamW at a constant learning rate without warmup,
+TRL's sampler is replaced by a sequential one), AdamW at a constant learning rate without warmup (or, with --min-lr-ratio R, wingspan-train's schedule:
+cosine from the peak at step 1 down to R × peak at the last step, trainer/src/run_steps.cpp lr_at),
 no weight decay, no dropout, gradient checkpointing off, TRL's sigmoid loss. DATA holds
 {"prompt", "chosen", "rejected"} rows (text, TRL's standard layout).
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -34,6 +36,7 @@ def main():
     ap.add_argument("--max-length", type=int, default=64)
     ap.add_argument("--beta", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--min-lr-ratio", type=float, default=None)
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -65,6 +68,16 @@ def main():
     class Sequential(DPOTrainer):
         def _get_train_sampler(self, *args, **kwargs):
             return SequentialSampler(self.train_dataset)
+
+        def create_scheduler(self, num_training_steps, optimizer=None):
+            if a.min_lr_ratio is None:
+                return super().create_scheduler(num_training_steps, optimizer)
+            # LambdaLR's factor k is the (k+1)-th update's: wingspan-train's lr_at(step = k + 1) without warmup.
+            r, total = a.min_lr_ratio, num_training_steps
+            self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                optimizer or self.optimizer,
+                lambda k: r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(k + 1, total) / total)))
+            return self.lr_scheduler
 
     class Print(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):

@@ -78,8 +78,11 @@ def instrument(trainer, m, shape_of):
     trainer.compute_loss = compute_loss
 
 
-def train_profiled(trainer, vocab):
-    """trainer.train() under torch.profiler; the largest allocation as wide as the vocabulary, in bytes."""
+def train_profiled(trainer, m):
+    """trainer.train() under torch.profiler (memory on). Sets m["tile_alloc"], the largest allocation as wide
+    as the fused head's tile (mm_buf), and m["head_forward"] / m["head_backward"]: the largest rise of the
+    allocated bytes inside ChunkedLogProbFunction's forward / backward over what was allocated as it began
+    (the chrome trace's [memory] events carry the allocator's running total)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
@@ -89,12 +92,26 @@ def train_profiled(trainer, vocab):
         if e.name not in ("aten::empty", "aten::empty_strided"):
             continue
         for arg in getattr(e, "concrete_inputs", []) or []:   # empty()'s size argument
-            if isinstance(arg, list) and len(arg) >= 2 and arg[-1] == vocab and all(isinstance(x, int) for x in arg):
-                n = 1
-                for x in arg:
-                    n *= x
-                sizes.append(n * 4)
-    return max(sizes) if sizes else None
+            if isinstance(arg, list) and len(arg) == 2 and arg[-1] == FUSED_HEAD_VOCAB and all(isinstance(x, int) for x in arg):
+                sizes.append(arg[0] * arg[1] * 4)
+    m["tile_alloc"] = max(sizes) if sizes else None
+    trace = os.path.join(tempfile.mkdtemp(prefix="wingspan-trace-"), "trace.json")
+    prof.export_chrome_trace(trace)
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    shutil.rmtree(os.path.dirname(trace), ignore_errors=True)
+    memory = sorted((e["ts"], e["args"]["Total Allocated"]) for e in events if e.get("name") == "[memory]")
+    for key, name in (("head_forward", "ChunkedLogProbFunction"), ("head_backward", "ChunkedLogProbFunctionBackward")):
+        rises = []
+        for e in events:
+            if e.get("name") != name or e.get("ph") != "X":
+                continue
+            start, end = e["ts"], e["ts"] + e["dur"]
+            before = [total for ts, total in memory if ts < start]
+            inside = [total for ts, total in memory if start <= ts <= end]
+            if before and inside:
+                rises.append(max(inside) - before[-1])
+        m[key] = max(rises) if rises else None
 
 
 def split_saved(m, vocab):
@@ -103,7 +120,28 @@ def split_saved(m, vocab):
     return wide, sum(b for b, _, _ in m["saved"].values()) - wide
 
 
+def cpu_profiles(work):
+    """The bundled profiles with hf-transformers' fused head as TRL runs it on the CPU: no Triton, so every
+    shifted position is projected and the torch fold makes its fp32 temporaries
+    (trl/trainer/utils.py line 1641: compact = _use_triton(device)). Plans use it through WINGSPAN_PROFILES."""
+    source = os.environ.get("WINGSPAN_PROFILES") or os.path.join(os.path.dirname(__file__), "..", "..", "profiles")
+    target = os.path.join(work, "profiles-cpu")
+    shutil.copytree(source, target)
+    path = os.path.join(target, "frameworks", "hf-transformers.json")
+    with open(path) as f:
+        profile = json.load(f)
+    profile["objective"]["logprob_labelled_only"] = False
+    with open(path, "w") as f:
+        json.dump(profile, f, indent=2)
+    os.environ["WINGSPAN_GPU_PROFILES"] = source
+    os.environ["WINGSPAN_PROFILES"] = target
+
+
+last_plan = {}
+
+
 def plan(wingspan, model_dir, method, flags):
+    last_plan["args"] = (wingspan, model_dir, method, flags)
     lora = ["--rank", "16", "--alpha", "32", "--targets", "all"] if method == "lora" else []
     r = subprocess.run([wingspan, "plan", "--model-dir", model_dir, "--method", method, *lora, *flags,
                         "--precision", "fp32", "--grad-checkpointing", "off", "--attention", "sdpa",
@@ -111,14 +149,27 @@ def plan(wingspan, model_dir, method, flags):
     return json.loads(r.stdout)
 
 
+def plan_gpu(p):
+    """The last plan again with the bundled (CUDA) profile: the fused head's forward and backward logits_loss."""
+    if "args" not in last_plan or "WINGSPAN_GPU_PROFILES" not in os.environ:
+        return None
+    cpu = os.environ["WINGSPAN_PROFILES"]
+    os.environ["WINGSPAN_PROFILES"] = os.environ["WINGSPAN_GPU_PROFILES"]
+    try:
+        g = plan(*last_plan["args"])
+    finally:
+        os.environ["WINGSPAN_PROFILES"] = cpu
+    return phase(g, "forward_end").get("logits_loss", 0), phase(g, "loss_backward").get("logits_loss", 0)
+
+
 def phase(p, name):
     return next(ph for ph in p["phases"] if ph["name"] == name)["components"]
 
 
 def check_common(m, p, method, vocab, rows, seq, scored):
-    """Parameters and reference exact; logits none kept; the head's tile exact, and the plan's logits
-    at least the tile a GPU allocates (`scored` positions: with Triton the fused head projects only
-    the positions whose label is not -100; without it, on this CPU, every position)."""
+    """Parameters and reference exact; logits none kept; the fused head's tile exact and its forward and
+    backward peaks against the plan's logits_loss (planned with the CPU's head: cpu_profiles). `scored`:
+    the positions a GPU's head would project (labels not -100), reported beside the CUDA profile's plan."""
     comp = p["components"]
     if method == "lora":
         report("frozen_weights", m["frozen"], comp.get("frozen_weights", 0), 0, "fp32 base weights, counted from the config")
@@ -130,31 +181,41 @@ def check_common(m, p, method, vocab, rows, seq, scored):
     wide, _ = split_saved(m, vocab)
     report("logits kept for backward (TRL 1.16: none)", wide, 0, 0,
            "fused_lm_head=True: per-token log-probs without materialized logits")
-    planned = phase(p, "forward_end").get("logits_loss", 0)
-    print(json.dumps({"term": "logits_loss (planned, forward end)", "planned_bytes": planned, "measured_bytes": wide,
-                      "note": "the plan keeps logits the run does not: an over-estimate"}))
-    if m.get("vocab_wide_alloc") is not None:
-        tile = min(rows * (seq - 1), FUSED_HEAD_TOKENS) * min(vocab, FUSED_HEAD_VOCAB) * 4
-        report("largest vocab-wide allocation (fused head tile)", m["vocab_wide_alloc"], tile, 0,
-               "trl/kernels/chunked_logprob.py: mm_buf [min(N, 4096), min(V, 32768)] in the compute dtype")
-        gpu_tile = min(scored, FUSED_HEAD_TOKENS) * min(vocab, FUSED_HEAD_VOCAB) * 4
-        print(json.dumps({"term": "fused head tile on a GPU (scored positions only)", "bytes": gpu_tile,
-                          "planned_logits_bytes": planned, "ok": planned >= gpu_tile}))
-        if planned < gpu_tile:
-            failures.append("logits below the fused head's tile")
+    # The head's tile: mm_buf [min(N, 4096), 32768] in the compute dtype, N every shifted position on the CPU.
+    n = rows * (seq - 1)
+    report("fused head tile (mm_buf)", m["tile_alloc"], min(n, FUSED_HEAD_TOKENS) * FUSED_HEAD_VOCAB * 4, 0,
+           "trl/kernels/chunked_logprob.py lines 347, 413: full 32,768 wide even for a smaller vocabulary")
+    # What the plan's logits_loss holds besides the head's own rise: forward, the int64 targets made before the
+    # call (saved); backward, what the forward saved ([N] int64 targets, fp32 log-sum-exp and entropy) and
+    # the log-probs' fp32 gradient arriving, all allocated as the backward begins. Exact: the tile, the torch
+    # fold's fp32 temporaries of the tile's [N, vocab] block and its per-token vectors (loss_memory.cpp).
+    saved_n = sum(b for b, shape, _ in m["saved"].values() if shape == (n,))
+    report("logits_loss in forward (the fused head's peak)", m["head_forward"] + n * 8,
+           phase(p, "forward_end").get("logits_loss", 0), 0,
+           "the allocator's rise inside ChunkedLogProbFunction.forward + the int64 targets")
+    report("logits_loss in backward (the fused head's peak)", m["head_backward"] + saved_n + n * 4,
+           phase(p, "loss_backward").get("logits_loss", 0), 0,
+           "the rise inside its backward + what it saved + the incoming fp32 gradient")
+    gpu = plan_gpu(p)
+    if gpu is not None:
+        print(json.dumps({"term": "the same head on a GPU (Triton: labelled positions, folded in place), planned",
+                          "tokens": scored, "forward_bytes": gpu[0], "backward_bytes": gpu[1]}))
 
 
-def check_activations(m, p, tolerance):
-    """What the policy's forward saved (not vocabulary-wide) against the plan's forward-end activations."""
+def check_activations(m, p, tolerance, unplanned=0, why=""):
+    """What the policy's forward saved (not vocabulary-wide) against the plan's forward-end activations, less
+    `unplanned` bytes the plan counts and the run provably did not save (why says which)."""
     _, activations = split_saved(m, m["vocab"])
-    report("activations (saved by the policy's forward)", activations, phase(p, "forward_end").get("activations", 0),
-           tolerance, "saved-tensor hooks, unique storages, parameters excluded")
+    report("activations (saved by the policy's forward)", activations,
+           phase(p, "forward_end").get("activations", 0) - unplanned, tolerance,
+           "saved-tensor hooks, unique storages, parameters excluded" + why)
 
 
 def start(name, source):
     """A work folder (offline Hugging Face caches in it) and the tiny model."""
     work = tempfile.mkdtemp(prefix="wingspan-" + name + "-")
     offline(work)
+    cpu_profiles(work)
     torch.manual_seed(0)
     return work, make_model(source, work)
 

@@ -50,7 +50,7 @@ if framework == "hf-transformers":
         expect("GRPOConfig.num_generations", cfg["num_generations"], o["generations"])
         expect("GRPOConfig.per_device_train_batch_size counts completions", cfg["per_device_train_batch_size"],
                setup["micro_batch"] * o["generations"])
-        expect("GRPOConfig.max_completion_length", cfg["max_completion_length"], o["completion_len"] or 256)
+        expect("GRPOConfig.max_completion_length", cfg["max_completion_length"], o["completion_len"] or 512)   # TRL 1.16 GRPOConfig (grpo_config.py line 494), the plan's default
         expect("GRPOConfig.beta", cfg["beta"], o["beta"])
         expect("GRPOConfig.use_vllm", cfg.get("use_vllm", False), o["vllm_share"] > 0)
         if o["vllm_share"] > 0:

@@ -119,7 +119,7 @@ void shuffle_indices(std::vector<size_t>& v, std::uint64_t seed);
 std::vector<bool> held_out_items(size_t n, double fraction, std::uint64_t seed);
 
 // The bundled sample data set: $WINGSPAN_SAMPLE_DATA, next to the executable, or the source tree.
-// `name`: chat.jsonl (SFT) or preferences.jsonl (DPO/ORPO pairs).
+// `name`: chat.jsonl (SFT) or preference.jsonl (DPO/ORPO pairs, the recipes' sample too).
 std::filesystem::path default_sample_data(const std::filesystem::path& executable, const char* name = "chat.jsonl");
 
 }  // namespace wingspan::train

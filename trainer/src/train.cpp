@@ -207,7 +207,7 @@ void Run::load_inputs() {
 
     // Data.
     data_path_ = opt_.data_file.empty()
-                     ? default_sample_data(argv0_, opt_.preference() ? "preferences.jsonl" : "chat.jsonl")
+                     ? default_sample_data(argv0_, opt_.preference() ? "preference.jsonl" : "chat.jsonl")
                      : fs::path(opt_.data_file);
     try {
         chat_ = chat_format_for_model(*tok_, opt_.model_dir, opt_.chat_format);

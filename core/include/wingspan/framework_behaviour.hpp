@@ -44,6 +44,7 @@ struct FrameworkBehaviour {
     struct Objective {
         bool reference_before_policy = false;
         bool fused_logprob_head = false;
+        bool logprob_labelled_only = false;   // the fused head's tile over labelled positions only
     } objective;
 
     // Whether the fused kernels cover this model_type (kernels.unfused_model_types leaves it out).

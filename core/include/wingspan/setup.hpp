@@ -53,8 +53,8 @@ std::set<LinearRole> parse_targets(const std::string&);
 std::string targets_to_string(const std::set<LinearRole>&);
 
 // The objective and the knobs of it that change memory. Lengths of 0 take the framework's
-// defaults (GRPO: TRL's max_prompt_length 512, max_completion_length 256; the others: seq_len
-// covers prompt and completion).
+// defaults (GRPO: a 512-token prompt, as TRL 1.16 has no max_prompt_length, and its
+// max_completion_length 512; the others: seq_len covers prompt and completion).
 struct ObjectiveSetup {
     Objective kind = Objective::Sft;
     Reference reference = Reference::Auto;
