@@ -785,6 +785,10 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         // (or the softmax) that make the peak exist; only a tied embedding's is still held.
         auto grads_in_layer = [&](std::int64_t bytes) {
             if (zero2_bucket > 0) return grads_dev + zero2_bucket + std::min(zero2_tied, bytes);
+            // The step in backward likewise steps and frees it as its linear's backward returns
+            // (AccumulateGrad nodes have the highest sequence number and run first: torch/csrc/
+            // autograd/functions/accumulate_grad.cpp, Node(UINT64_MAX)); only a tied embedding's is held.
+            if (in_bwd) return std::min(tied_in_bwd, bytes);
             return grads_at(bytes);
         };
         const std::int64_t held_grads = in_bwd            ? 0
@@ -825,8 +829,9 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                                 {Component::LogitsLoss, logits_backward}});
         // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
         // bucket, while the layer's saved tensors and its input's gradient are alive.
-        if (zero2_bucket > 0 && zero2_in_flight > zero2_tied)
+        if ((zero2_bucket > 0 && zero2_in_flight > zero2_tied) || (in_bwd && grads_dev > tied_in_bwd))
             phase("backward_down_gradient", {{Component::Gradients, grads_at(g_head + g_down)},
+                                             {Component::OptimizerState, step_in_bwd},
                                              {Component::Activations, act_top_down + gathered}});
         phase("backward", {{Component::Gradients, grads_in_layer(g_head + g_down)},
                            {Component::OptimizerState, step_in_bwd},
