@@ -228,7 +228,8 @@ private slots:
     // gradient is complete and the gradient freed, so one gradient is alive at a time (here the
     // tied embedding's, held from the head's backward until the embedding adds its rows) and
     // there is no optimizer phase. Full fp32 and bf16-mixed, LoRA, with and without
-    // checkpointing: the static parts (gradients included) to the byte, the peak within 0.5 %.
+    // checkpointing: the static parts (gradients included) to the byte, the peak within 0.25 %
+    // (measured +0.03 .. +0.14 %: 16-33 KB of activations, which the same runs without the flag miss too).
     void optimizer_in_backward_data() {
         QTest::addColumn<QString>("method");
         QTest::addColumn<QString>("precision");
@@ -262,7 +263,7 @@ private slots:
                      qPrintable(QString("%1: %2 %").arg(QString::fromStdString(std::string(component_name(c)))).arg(err, 0, 'f', 2)));
         }
         const RunSummary sum = r.record.summary();
-        QVERIFY2(std::fabs(sum.peak_error_percent()) <= 0.5,
+        QVERIFY2(std::fabs(sum.peak_error_percent()) <= 0.25,
                  qPrintable(QString("peak: predicted %1, measured %2 (%3 %)")
                                 .arg(sum.predicted_peak)
                                 .arg(sum.measured_peak)
