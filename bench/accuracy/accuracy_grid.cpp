@@ -20,7 +20,8 @@ std::string GridPoint::label() const {
            (grad_checkpointing ? " ckpt" : "") + (attention != "eager" ? " " + attention : "") +
            (targets.empty() ? "" : " targets " + targets) + (precision != "fp32" ? " " + precision : "") +
            (processes > 1 ? " × " + std::to_string(processes) + " ranks " + sharding : "") +
-           (cpu_bf16.empty() ? "" : " bf16 " + cpu_bf16) + (objective.empty() ? "" : " " + objective);
+           (cpu_bf16.empty() ? "" : " bf16 " + cpu_bf16) + (objective.empty() ? "" : " " + objective) +
+           (optimizer_in_backward ? " optimizer-in-backward" : "");
 }
 
 fs::path write_135m_config(const fs::path& dir) {
@@ -152,6 +153,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
     if (!p.model_dir.empty()) cmd += " --model " + quote(p.model_dir.string());
     if (!p.objective.empty()) cmd += " --objective " + p.objective;
     if (!p.data.empty()) cmd += " --data " + quote(p.data.string());
+    if (p.optimizer_in_backward) cmd += " --optimizer-in-backward";
     cmd += " 2>" + quote((scratch / "stderr.txt").string());
     const auto start = std::chrono::steady_clock::now();
     FILE* pipe = popen(cmd.c_str(), "r");
@@ -190,6 +192,7 @@ std::vector<PointResult> run_point_ranks(const fs::path& trainer, const GridPoin
                                        (p.attention != "eager" ? "-" + p.attention : "") +
                                        (p.targets.empty() ? "" : "-" + p.targets) +
                                        (p.precision != "fp32" ? "-" + p.precision : "") + (p.objective.empty() ? "" : "-" + p.objective) +
+                                       (p.optimizer_in_backward ? "-in-bwd" : "") +
                                        (ranks > 1 ? "-" + p.sharding + "-rank" + std::to_string(r.rank) : ""));
             for (const auto& l : lines[r.rank]) RunStore::append_line(dir, l);
             RunStore::write_result(dir, r.record);

@@ -26,6 +26,7 @@ struct GridPoint {
     std::string cpu_bf16;             // WINGSPAN_CPU_BF16 (hardware | emulated); empty: the trainer's choice
     std::string objective;            // --objective dpo | orpo (issue 31); empty: SFT
     std::filesystem::path data;       // --data (preference pairs for dpo/orpo); empty: the bundled sample
+    bool optimizer_in_backward = false;   // --optimizer-in-backward (issue 25)
     std::string label() const;
 };
 

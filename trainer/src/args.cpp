@@ -51,6 +51,26 @@ std::int64_t to_bytes(const std::string& flag, const std::string& v) {
     return static_cast<std::int64_t>(x * mul);
 }
 
+// --optimizer-in-backward steps each parameter as soon as its gradient is ready, so nothing that
+// needs all the gradients first can run; torchtune refuses clipping and accumulation with it the
+// same way (pytorch/torchtune recipes/full_finetune_single_device.py,
+// FullFinetuneRecipeSingleDevice.__init__: "Gradient clipping is not supported with optimizer in
+// bwd", "Gradient accumulation is not supported with optimizer in bwd").
+void check_optimizer_in_backward(Options& o) {
+    const std::string flag = "--optimizer-in-backward";
+    if (o.max_grad_norm_given && o.max_grad_norm > 0)
+        throw ArgError(flag + " steps each parameter before the gradient norm over all of them exists, so "
+                              "--max-grad-norm cannot clip: leave --max-grad-norm out or set it to 0");
+    o.max_grad_norm = 0;   // the default clipping (1.0) is off with the step in backward
+    if (o.grad_accum > 1)
+        throw ArgError(flag + " steps each gradient as it is made: it cannot accumulate over --grad-accum " +
+                       std::to_string(o.grad_accum) + " micro-batches (use --grad-accum 1)");
+    if (o.nproc > 1) throw ArgError(flag + " trains on one process: leave --nproc out");
+    if (!o.precision_auto && o.precision == Precision::Fp16Mixed)
+        throw ArgError(flag + " cannot skip a step whose fp16 gradients overflowed (fp16-mixed's loss scaling "
+                              "decides that after all gradients exist): use --precision bf16-mixed or fp32");
+}
+
 }  // namespace
 
 std::string method_name(Method m) {
@@ -100,7 +120,7 @@ std::string usage() {
     return "usage: wingspan-train [--model DIR] [--data FILE] --method full|lora|qlora [--rank R]\n"
            "         [--alpha A] [--dropout P] [--targets q,k,v,o,gate,up,down|all]\n"
            "         [--precision auto|fp32|bf16-mixed|bf16|fp16-mixed] [--seq N] [--batch N] [--grad-accum N]\n"
-           "         [--steps N|--epochs N] [--lr X] [--grad-checkpointing] [--out DIR]\n"
+           "         [--steps N|--epochs N] [--lr X] [--grad-checkpointing] [--optimizer-in-backward] [--out DIR]\n"
            "         [--resume DIR] [--memory-limit BYTES] [--threads N]\n"
            "       more: [--tokenizer FILE] [--seed N] [--weight-decay X] [--max-grad-norm X]\n"
            "         [--warmup-steps N] [--eval-every N] [--eval-fraction X] [--eval-batches N]\n"
@@ -175,10 +195,13 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.weight_decay = to_double(f, need_value(a, i));
         } else if (f == "--max-grad-norm") {
             o.max_grad_norm = to_double(f, need_value(a, i));
+            o.max_grad_norm_given = true;
         } else if (f == "--warmup-steps") {
             o.warmup_steps = to_int(f, need_value(a, i), 0);
         } else if (f == "--grad-checkpointing") {
             o.grad_checkpointing = true;
+        } else if (f == "--optimizer-in-backward") {
+            o.optimizer_in_backward = true;
         } else if (f == "--no-packing") {
             o.packing = false;
         } else if (f == "--out") {
@@ -251,6 +274,7 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
     if (o.objective != Objective::Sft && o.nproc > 1)
         throw ArgError("--objective " + std::string(to_string(o.objective)) + " trains on one process: leave --nproc out");
     if (o.method != Method::Full && o.rank > 4096) throw ArgError("--rank is implausibly large");
+    if (o.optimizer_in_backward) check_optimizer_in_backward(o);
     return o;
 }
 

@@ -35,9 +35,13 @@ struct Options {
     std::optional<double> lr;       // default depends on method and on pretrained weights
     double weight_decay = 0.0;
     double max_grad_norm = 1.0;
+    bool max_grad_norm_given = false;
     std::int64_t warmup_steps = -1; // -1: 10 % of the steps
     double min_lr_ratio = 0.1;
     bool grad_checkpointing = false;
+    // Each parameter's AdamW step runs in backward as soon as its gradient is ready (issue 25;
+    // optimizer_in_backward.hpp): no clipping, no accumulation, one process.
+    bool optimizer_in_backward = false;
     bool packing = true;
     std::string out_dir;
     std::string resume_dir;

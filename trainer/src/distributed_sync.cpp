@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include "emit.hpp"
@@ -84,20 +83,10 @@ GradientSync::GradientSync(Group& group, Sharding sharding, std::vector<at::Tens
             wire_buffer_ = at::zeros({largest}, wire);
         }
     }
-    // A post hook on each parameter's AccumulateGrad node runs once its gradient is in .grad,
-    // whatever order the engine runs the nodes in (the way torch's own DDP reducer hooks in).
-    // The tensor holds its accumulator weakly and makes a new one, without our hook, once the
-    // graph that held it is freed: keeping it here keeps the hook for every backward.
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-        AccumulatorRef acc = torch::autograd::impl::grad_accumulator(params_[i]);
-        if (!acc) throw std::invalid_argument("data parallel training needs leaf parameters that require grad");
-        acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-            [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
-                on_accumulated(i);
-                return outputs;
-            }));
-        accumulators_.push_back(std::move(acc));
-    }
+    // Each parameter's AccumulateGrad node tells when its gradient is in .grad (grad_hooks.hpp).
+    for (std::size_t i = 0; i < params_.size(); ++i)
+        accumulators_.push_back(
+            hook_gradient_accumulated(params_[i], [this, i] { on_accumulated(i); }, "data parallel training"));
 }
 
 at::Tensor GradientSync::param_piece(const Piece& p) const {

@@ -39,6 +39,7 @@
 
 #include "data.hpp"
 #include "distributed.hpp"
+#include "grad_hooks.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/setup.hpp"
 
@@ -118,9 +119,6 @@ private:
     at::Tensor wire_buffer_;              // zero1: the largest gradient in the wire dtype, held throughout
     std::int64_t buffer_fill_ = 0;        // zero2: elements of the buffer in use
     std::vector<std::pair<std::size_t, std::int64_t>> buffer_entries_;   // zero2: (parameter, offset) in it
-    // A parameter's AccumulateGrad node, as torch hands it out: a std::shared_ptr in 1.13, a
-    // c10::intrusive_ptr in 2.x (torch/csrc/autograd/variable.h, impl::grad_accumulator).
-    using AccumulatorRef = decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
     std::vector<AccumulatorRef> accumulators_;   // kept alive with their hooks
     bool armed_ = false;
     int gradients_waiting_ = 0;           // this backward's gradients not yet accumulated

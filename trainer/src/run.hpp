@@ -25,6 +25,7 @@
 #include "model.hpp"
 #include "objective_preference.hpp"
 #include "optimizer.hpp"
+#include "optimizer_in_backward.hpp"
 #include "precision_choice.hpp"
 #include "preference_data.hpp"
 #include "stop_signals.hpp"
@@ -73,6 +74,8 @@ private:
     void check_resume_settings();
     void train_loop();
     double train_step(std::int64_t step);
+    // --optimizer-in-backward: state i's AdamW step from its complete gradient, which it frees.
+    void step_now(std::size_t state);
     double evaluate();
     void emit_eval(std::int64_t step, double loss);
     const Batch& next_batch();
@@ -122,6 +125,9 @@ private:
     std::unique_ptr<Model> model_;
     std::vector<ParamState> states_;
     LossScaler scaler_;                // fp16-mixed only
+    std::unique_ptr<StepInBackward> step_in_backward_;   // --optimizer-in-backward only
+    std::int64_t backward_step_ = 0;   // the step and learning rate its hooks apply
+    double backward_lr_ = 0;
     double last_loss_scale_ = 1.0;     // the scale of the last step's backward
     bool last_step_skipped_ = false;   // its gradients overflowed: no update
     double lr_ = 0;

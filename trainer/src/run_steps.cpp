@@ -82,12 +82,20 @@ double Run::train_step(std::int64_t step) {
         if (opt_.grad_accum > 1) loss = loss / static_cast<double>(opt_.grad_accum);
         if (scaler_.enabled) loss = loss * scaler_.scale;
         if (sync_) sync_->begin_backward(micro + 1 == opt_.grad_accum);
+        if (step_in_backward_) {
+            backward_step_ = step;
+            backward_lr_ = lr_at(step, total_steps_, warmup_, lr_, opt_.min_lr_ratio);
+            step_in_backward_->begin_backward();
+        }
         // Every rank runs backward, one without trained tokens too (its loss is 0, so are its
         // gradients): the gradient hooks, and so the collectives they launch, come in the same
         // order on every rank.
         torch::autograd::backward({loss});
         if (sync_) sync_->end_backward();
+        if (step_in_backward_) step_in_backward_->end_backward();
     }
+    // Every parameter was stepped, and its gradient freed, in backward: no optimizer phase.
+    if (step_in_backward_) return loss_sum;
     mem::set_phase(mem::Phase::Optimizer);
     stops::fault_point("optimizer");
     {
@@ -119,6 +127,21 @@ double Run::train_step(std::int64_t step) {
         if (sync_) sync_->after_update();
     }
     return loss_sum / static_cast<double>(opt_.grad_accum);
+}
+
+void Run::step_now(std::size_t state) {
+    at::NoGradGuard no_grad;
+    // The step's temporaries (none in the CPU kernels) are the optimizer's, as in the planner.
+    mem::Scope scope(Component::OptimizerState);
+    ParamState& s = states_[state];
+    {
+        const at::Tensor g = s.param.grad();
+        if (!g.defined()) return;
+        // Unclipped and unscaled (both refused with the flag): the same update as train_step's
+        // with gscale 1, bit for bit.
+        adamw_step(s, g, backward_step_, backward_lr_, opt_.weight_decay, 1.0);
+    }
+    s.param.mutable_grad() = at::Tensor();   // freed once the engine drops its input reference
 }
 
 double Run::evaluate() {

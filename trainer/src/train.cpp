@@ -38,6 +38,7 @@
 #include "memory.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "optimizer_in_backward.hpp"
 #include "out_lock.hpp"
 #include "tokenizer.hpp"
 #include "chat_format.hpp"
@@ -192,6 +193,7 @@ void Run::load_inputs() {
     setup_.micro_batch = opt_.batch;
     setup_.grad_accum = opt_.grad_accum;
     setup_.grad_checkpointing = opt_.grad_checkpointing;
+    setup_.optimizer_in_backward = opt_.optimizer_in_backward;
     setup_.loss_chunk_tokens = 0;
     setup_.lora_rank = opt_.rank;
     setup_.lora_alpha = opt_.alpha;
@@ -407,6 +409,11 @@ void Run::build_optimizer() {
         }
         states_.push_back(std::move(s));
     }
+    if (opt_.optimizer_in_backward) {
+        std::vector<at::Tensor> params;
+        for (const auto& st : states_) params.push_back(st.param);
+        step_in_backward_ = std::make_unique<StepInBackward>(std::move(params), [this](std::size_t i) { step_now(i); });
+    }
 }
 
 void Run::refuse_if_beyond_machine() const {
@@ -478,6 +485,10 @@ int Run::execute() {
     if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
         throw RunError("bad_argument", why);
     choose_precision();
+    if (opt_.optimizer_in_backward && opt_.precision == Precision::Fp16Mixed)
+        throw RunError("bad_argument", "--precision auto chose fp16-mixed (" + precision_.reason +
+                                           "), whose overflowed steps cannot be skipped with --optimizer-in-backward: "
+                                           "add --precision fp32 or bf16-mixed");
     mem::set_phase(mem::Phase::Setup);
     // Before any work: an unwritable --out must not cost a whole training run, nor may a
     // folder another run is using (rank 0 holds the lock until this returns).
@@ -593,6 +604,9 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         if (job.world_size > 1 && opt.nproc > 1)
             throw ArgError("--nproc starts its own ranks, but this process is already rank " + std::to_string(job.rank) +
                            " of " + std::to_string(job.world_size) + " (RANK/WORLD_SIZE): leave --nproc out");
+        if (job.world_size > 1 && opt.optimizer_in_backward)
+            throw ArgError("--optimizer-in-backward trains on one process, but this is rank " + std::to_string(job.rank) +
+                           " of " + std::to_string(job.world_size) + " (RANK/WORLD_SIZE)");
     } catch (const ArgError& e) {
         emit_minimal_hello();
         emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});

@@ -23,6 +23,7 @@ void write_gradient_rows(const PlanContext& c, const StateTotals& t, RowWriter& 
     // backward until the embedding completes it, since the hook fires only once it is accumulated.
     d.in_bwd = setup.optimizer_in_backward && c.trains;
     const std::int64_t tied_in_bwd = d.in_bwd && tied_trains ? arch.vocab * arch.hidden * c.st.grad_of(c.st.weight) : 0;
+    d.tied_in_bwd = tied_in_bwd;
     const std::int64_t one_grad = tied_in_bwd > 0 ? t.largest_grad_untied : t.largest_grad;
     if (d.in_bwd)
         d.grads = w.shown(figure(row("gradient being stepped", Component::Gradients, "one tensor", "the largest trainable tensor",

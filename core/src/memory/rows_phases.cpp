@@ -41,6 +41,10 @@ struct GradientsAt {
     std::int64_t in_layer(std::int64_t bytes) const {
         const auto& d = in.d;
         if (d.zero2_bucket > 0) return d.grads + d.zero2_bucket + std::min(d.zero2_tied, bytes);
+        // The step in backward likewise steps and frees it as its linear's backward returns
+        // (AccumulateGrad nodes have the highest sequence number and run first: torch/csrc/
+        // autograd/functions/accumulate_grad.cpp, Node(UINT64_MAX)); only a tied embedding's is held.
+        if (d.in_bwd) return std::min(d.tied_in_bwd, bytes);
         return at(bytes);
     }
     std::int64_t held() const {
@@ -116,8 +120,11 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     };
     // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
     // bucket, while the layer's saved tensors and its input's gradient are alive.
+    // The same moment with the step in backward: the down projection's gradient whole, just before its step.
     if (d.zero2_bucket > 0 && d.zero2_in_flight > d.zero2_tied)
         backward("backward_down_gradient", g.at(t.g_head + t.g_down), 0, m.raw.top_down);
+    else if (d.in_bwd && d.grads > d.tied_in_bwd)
+        backward("backward_down_gradient", g.at(t.g_head + t.g_down), step_in_bwd, m.raw.top_down);
     backward("backward", g.in_layer(t.g_head + t.g_down), step_in_bwd, m.raw.top_mlp);
     if (m.top_attn > 0) backward("backward_attention", g.in_layer(t.g_head + t.g_down + t.g_mlp + t.g_o), step_in_bwd, m.raw.top_attn);
     if (a.L > 1) {

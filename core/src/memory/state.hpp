@@ -33,6 +33,7 @@ struct StateOnDevice {
     std::int64_t frozen = 0, packed = 0, constants = 0, embedding_copies = 0, adapters = 0, trainable = 0;
     std::int64_t all_trainable = 0;        // trainable elements when the setup trains
     bool in_bwd = false;                   // optimizer in backward
+    std::int64_t tied_in_bwd = 0;          // ... a tied embedding's gradient, held until complete
     std::int64_t grads = 0;                // the gradients' term
     std::int64_t sync_buffers = 0;         // DDP's buckets or ZeRO-1's wire buffer, held throughout
     std::int64_t zero2_bucket = 0, zero2_in_flight = 0, zero2_tied = 0;
