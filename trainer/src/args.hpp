@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wingspan/architecture.hpp"
+#include "wingspan/data_lengths.hpp"
 #include "wingspan/setup.hpp"
 
 namespace wingspan::train {
@@ -38,7 +39,10 @@ struct Options {
     std::int64_t warmup_steps = -1; // -1: 10 % of the steps
     double min_lr_ratio = 0.1;
     bool grad_checkpointing = false;
-    bool packing = true;
+    // How examples become rows (wingspan/data_lengths.hpp): packed (the default), dynamic (each
+    // micro-batch padded to its longest row) or max (every row padded to --seq).
+    Padding padding = Padding::Packed;
+    bool packing() const { return padding == Padding::Packed; }
     std::string out_dir;
     std::string resume_dir;
     std::int64_t memory_limit = 0;  // bytes, 0: none; else at least kMinMemoryLimit
