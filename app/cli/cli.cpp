@@ -398,8 +398,8 @@ PlanData plan_data(const Options& o, const TrainingSetup& asked, std::ostream& e
         if (d.padding) throw InputError("--padding shapes the batches of --data FILE; give the data set too");
         return d;
     }
-    const auto folder = tokenizer_folder(o.get("--model-dir"), o.get("--hf"), o.get("--revision").value_or("main"));
-    d.lengths = read_data_lengths(*file, folder, err);
+    const auto folder = train::tokenizer_folder(o.get("--model-dir"), o.get("--hf"), o.get("--revision").value_or("main"));
+    d.lengths = train::read_data_lengths(*file, folder, err);
     return d;
 }
 

@@ -196,6 +196,44 @@ nlohmann::json DataSummary::to_json() const {
             {"tokens_per_epoch", tokens_per_epoch}};
 }
 
+// wingspan-train's defaults (trainer/src/args.hpp: --seed 42, --eval-fraction 0.05): the planner
+// replays its order with them.
+constexpr std::uint64_t kTrainerSeed = 42;
+constexpr double kTrainerEvalFraction = 0.05;
+
+DataSummary summarize_for_framework(const std::vector<std::int64_t>& lengths, const TrainingSetup& setup,
+                                    const std::string& framework_id, const std::optional<Padding>& padding,
+                                    std::int64_t epochs) {
+    Batching b;
+    b.cap = setup.seq_len;
+    b.micro_batch = setup.micro_batch;
+    b.devices = setup.devices;
+    b.padding = padding.value_or(default_padding(framework_id));
+    b.multiple = padding_multiple(framework_id);
+    b.last_token_only_label = is_native_trainer(framework_id);
+    if (!is_native_trainer(framework_id)) return summarize_lengths(lengths, b);
+    // wingspan-train holds out 5 % for evaluation and shuffles the rest by its seed: the same
+    // functions pick the same examples and the same order here.
+    const std::vector<bool> held = held_out_items(lengths.size(), kTrainerEvalFraction, kTrainerSeed);
+    std::vector<std::int64_t> train;
+    for (size_t i = 0; i < lengths.size(); ++i)
+        if (!held[i]) train.push_back(lengths[i]);
+    const std::int64_t rows = b.micro_batch * std::max<std::int64_t>(1, b.devices);
+    const std::int64_t per_epoch = static_cast<std::int64_t>(train.size()) / rows;
+    b.order = Batching::Order{kTrainerSeed, per_epoch * std::max<std::int64_t>(1, epochs)};
+    DataSummary s = summarize_lengths(train, b);
+    // The data set is all of it; only the batches come from the training part.
+    const DataSummary all = summarize_lengths(lengths, Batching{b.cap, b.micro_batch, b.devices, Padding::Max, 1,
+                                                                   b.last_token_only_label, std::nullopt});
+    s.examples = all.examples;
+    s.tokens_total = all.tokens_total;
+    s.truncated_examples = b.padding == Padding::Packed ? 0 : all.truncated_examples;
+    s.longest = all.longest;
+    s.shortest = all.shortest;
+    s.histogram = all.histogram;
+    return s;
+}
+
 TrainingSetup at_peak_batch(TrainingSetup s, const PeakBatch& peak) {
     if (peak.cols > 0) s.seq_len = peak.cols;
     return s;

@@ -98,6 +98,14 @@ struct DataSummary {
 };
 DataSummary summarize_lengths(const std::vector<std::int64_t>& lengths, const Batching& b);
 
+// The batches `framework_id` forms of these lengths under `setup` (its seq_len cap, micro batch and
+// devices), with `padding` or the framework's default, over `epochs` epochs. wingspan-train's own
+// order is replayed (its defaults: seed 42, 5 % held out); other frameworks shuffle at random, so
+// their peak is the worst case.
+DataSummary summarize_for_framework(const std::vector<std::int64_t>& lengths, const TrainingSetup& setup,
+                                    const std::string& framework_id, const std::optional<Padding>& padding,
+                                    std::int64_t epochs);
+
 // The setup the memory is planned at: the sequence the peak batch's rows really have.
 TrainingSetup at_peak_batch(TrainingSetup s, const PeakBatch& peak);
 
