@@ -738,6 +738,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         const std::string& cmd = args[0];
         if (o.has("--from") && (cmd == "plan" || cmd == "fit" || cmd == "explain-oom"))
             return run_from_config(lib, args, out, err);
+        if ((o.has("--data") || o.has("--padding")) && cmd != "plan")
+            throw InputError("--data and --padding are read by `wingspan plan` (not yet by " + cmd + ")");
         if (cmd == "plan" && wants_llama_cpp_serve(args)) return run_serve_gguf(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);

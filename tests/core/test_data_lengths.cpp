@@ -262,6 +262,9 @@ private slots:
         const auto r = run_cli({"plan", "--padding", "dynamic"});
         QCOMPARE(r.code, 2);
         QVERIFY(r.err.find("--padding shapes the batches of --data") != std::string::npos);
+        const auto fit = run_cli({"fit", "--data", data_.string(), "--model-dir", model_.string()});
+        QCOMPARE(fit.code, 2);
+        QVERIFY(fit.err.find("read by `wingspan plan`") != std::string::npos);
     }
 
 private:
