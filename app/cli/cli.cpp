@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "data_cmd.hpp"
 #include "download_cmd.hpp"
 #include "explain_oom_cmd.hpp"
 #include "from_config_cmd.hpp"
@@ -82,6 +83,11 @@ plan / fit options:
   --machine ID [--machine ID ...]   precision, quantization, checkpointing and LoRA layers
   not given on the command line follow the framework's defaults
   --examples N --tokens-per-example N --epochs N   (data set for time and cost)
+  --data FILE.jsonl|FOLDER [--padding dynamic|packed|max]   the data set itself (rows: messages,
+                        instruction/input/output, prompt/completion, text), counted with the model's
+                        tokenizer and chat template (--model-dir or a downloaded --hf): its length
+                        histogram, the examples --seq cuts, and memory at the longest batch it forms
+                        (padding: the framework's default when absent)
   --unit GB|GiB   --json
 serving with llama.cpp (plan --method serve):
   --gguf FILE.gguf | --model ID --quant q4_k_m|q5_k_m|q6_k|q8_0|q4_0|f16|bf16
@@ -122,7 +128,7 @@ const std::set<std::string> kValueOptions = {
     "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
-    "--generations", "--beta", "--vllm-share", "--from", "--from-format",
+    "--generations", "--beta", "--vllm-share", "--from", "--from-format", "--data", "--padding",
     "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora",
                                             "--optimizer-in-backward", "--activation-offload", "--compile",
@@ -397,6 +403,22 @@ int print_rows(const MemoryEstimate& est, bool as_json, std::ostream& out) {
     return 0;
 }
 
+// --data FILE|FOLDER read with the model's tokenizer (--model-dir, or --hf in the cache).
+PlanData plan_data(const Options& o, const TrainingSetup& asked, std::ostream& err) {
+    PlanData d;
+    d.asked = asked;
+    d.epochs = parse_int(o, "--epochs", 1);
+    if (auto p = o.get("--padding")) d.padding = parse_padding(*p);
+    auto file = o.get("--data");
+    if (!file) {
+        if (d.padding) throw InputError("--padding shapes the batches of --data FILE; give the data set too");
+        return d;
+    }
+    const auto folder = train::tokenizer_folder(o.get("--model-dir"), o.get("--hf"), o.get("--revision").value_or("main"));
+    d.lengths = train::read_data_lengths(*file, folder, err);
+    return d;
+}
+
 int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     const ModelChoice model = choose_model(lib, o, err);
     const TrainingSetup asked = build_setup(o, model.arch);
@@ -420,13 +442,20 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     setup.validate(model.arch);
     const MemoryEstimate est = estimate_memory(model.arch, setup, top_fw);
     if (o.has("--rows")) return print_rows(est, o.has("--json"), out);
+}
+
+    // --data: each framework's batches of the real examples; memory at the peak batch, time from its tokens.
+    const PlanData data = plan_data(o, asked, err);
+    const MemoryEstimate est = estimate_memory(model.arch, data.at_peak(setup, top_fw.id), top_fw);
     const ByteUnit unit = parse_unit(o);
-    const double tokens = dataset_tokens(o);
+    const double tokens = data.tokens(top_fw.id, dataset_tokens(o));
     const bool serving = !setup.trains();
     std::vector<MachineVerdict> verdicts;
+    std::vector<double> machine_tokens;
     for (const auto* m : machines) {
         const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
-        verdicts.push_back(evaluate(model.arch, apply_framework_defaults(asked, fw, chosen), *m, fw));
+        verdicts.push_back(evaluate(model.arch, data.at_peak(apply_framework_defaults(asked, fw, chosen), fw.id), *m, fw));
+        machine_tokens.push_back(data.tokens(fw.id, tokens));
     }
 
     if (o.has("--json")) {
@@ -443,12 +472,14 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
             j["flops_per_token"] = training_flops_per_token(model.arch, setup);
             j["dataset_tokens"] = tokens;
         }
+        if (data.lengths) j["data"] = data.to_json(top_fw.id);
         json machines_json = json::array();
-        for (const auto& v : verdicts) {
+        for (size_t i = 0; i < verdicts.size(); ++i) {
+            const auto& v = verdicts[i];
             json m = v.to_json();
             m["framework"] = v.framework ? v.framework->id : top_fw.id;
             if (!serving) {
-                const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+                const RunCost cost = estimate_run(v.speed, *v.machine, machine_tokens[i]);
                 m["run_seconds"] = cost.seconds;
                 // The spread of measured/predicted on bench_throughput's held-back cases.
                 m["run_seconds_likely"] = {cost.seconds * kTimeLow, cost.seconds * kTimeHigh};
@@ -467,6 +498,7 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
         << format_count(p.trainable) << " trainable";
     if (p.total > 0) out << " (" << std::fixed << std::setprecision(2) << 100.0 * double(p.trainable) / double(p.total) << " %)";
     out << "\n" << describe_setup(setup, top_fw) << "\n";
+    if (data.lengths) print_data_summary(*data.lengths, data.summary(top_fw.id), setup.seq_len, out);
     for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
     out << "Framework for the totals below: " << top_fw.name << " [" << top_fw.id << "]\n"
         << "Precision in force: " << precision_in_force(setup, top_fw)
@@ -507,13 +539,14 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     if (!serving) out << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("likely", 14, true) << pad("cost", 9, true);
     else out << pad("decode tok/s", 13, true);
     out << "\n";
-    for (const auto& v : verdicts) {
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+        const auto& v = verdicts[i];
         out << pad(v.machine->name.substr(0, 33), 34) << pad(format_bytes(double(v.usable_bytes), unit), 10, true)
             << pad(format_bytes(double(v.needed_bytes), unit), 10, true)
             << pad(format_bytes(double(v.margin_bytes), unit), 10, true) << "  " << pad(to_string(v.fit), 8)
             << pad(v.framework ? v.framework->id : top_fw.id, 17);
         if (!serving) {
-            const RunCost cost = estimate_run(v.speed, *v.machine, tokens);
+            const RunCost cost = estimate_run(v.speed, *v.machine, machine_tokens[i]);
             char tps[32], dollars[32] = "—";
             std::snprintf(tps, sizeof tps, "%.0f", v.speed.tokens_per_s);
             if (cost.dollars) std::snprintf(dollars, sizeof dollars, "$%.2f", *cost.dollars);
@@ -533,7 +566,8 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
             << "GB = 10^9 bytes, GiB = 2^30.\n";
     else
         out << "\nTime and cost for " << format_count(std::int64_t(tokens))
-            << " training tokens (--examples × --tokens-per-example × --epochs); \"likely\": the 10th–90th percentile of "
+            << " training tokens (" << (data.lengths ? "--data's batches × --epochs" : "--examples × --tokens-per-example × --epochs")
+            << "); \"likely\": the 10th–90th percentile of "
                "measured/predicted on the held-back cases of bench_throughput (bench/results/throughput.md). "
                "GB = 10^9 bytes, GiB = 2^30.\n";
     return kExitOk;
@@ -724,6 +758,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         const std::string& cmd = args[0];
         if (o.has("--from") && (cmd == "plan" || cmd == "fit" || cmd == "explain-oom"))
             return run_from_config(lib, args, out, err);
+        if ((o.has("--data") || o.has("--padding")) && cmd != "plan")
+            throw InputError("--data and --padding are read by `wingspan plan` (not yet by " + cmd + ")");
         if (cmd == "plan" && wants_llama_cpp_serve(args)) return run_serve_gguf(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);

@@ -341,7 +341,7 @@ private Q_SLOTS:
         // Each example's ids (4 B) and flags (1 B) at their size, plus the Example itself.
         QCOMPARE(d.held_bytes, 5 * d.tokens + per_example * lines);
         QVERIFY2(d.held_bytes < 8 * file_bytes, qPrintable(QString::number(d.held_bytes)));
-        const EpochBatches batches(d.train, 64, 2, true, f.pad, 1, 0, true, true);
+        const EpochBatches batches(d.train, 64, 2, Padding::Packed, f.pad, 1, 0, true, true);
         QVERIFY(batches.held_bytes() <= 12 * std::int64_t(d.train.capacity()) + 64);
         // Refused while read, naming the line it reached, before the data set can take the machine's memory.
         try {
@@ -371,9 +371,9 @@ private Q_SLOTS:
             for (bool shuffle : {true, false})
                 for (bool drop_last : {true, false}) {
                     const std::int64_t seq = 16, batch = 3;
-                    const EpochBatches got(ex, seq, batch, packing, -7, 5, 2, shuffle, drop_last);
+                    const EpochBatches got(ex, seq, batch, packing ? Padding::Packed : Padding::Max, -7, 5, 2, shuffle, drop_last);
                     // The reference: every row of the epoch, made up front.
-                    const EpochBatches order_only(ex, 1, 1, false, 0, 5, 2, shuffle, false);
+                    const EpochBatches order_only(ex, 1, 1, Padding::Max, 0, 5, 2, shuffle, false);
                     std::vector<std::vector<std::int64_t>> in_rows, lab_rows;
                     std::vector<std::int32_t> ids;
                     std::vector<std::uint8_t> trained;

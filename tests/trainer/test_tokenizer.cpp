@@ -328,6 +328,46 @@ private slots:
         QVERIFY(e3.trained.back());
     }
 
+    // An alpaca row is the conversation LLaMA-Factory makes of it: instruction and input as one
+    // user turn, the output the trained answer.
+    void alpacaRowsAreConversations() {
+        auto t = Tokenizer::byte_level();
+        const ChatFormat f = chat_format_for(*t);
+        Example e;
+        std::string format;
+        QVERIFY(example_from_line(R"({"instruction": "Add", "input": "2 2", "output": "4"})", *t, f, 1, e, format));
+        QCOMPARE(format, std::string("alpaca"));
+        QCOMPARE(t->decode(e.ids), std::string("<|im_start|>user\nAdd\n2 2<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"));
+        QVERIFY(!example_from_line("  \r", *t, f, 2, e, format));   // blank
+        QVERIFY_THROWS_EXCEPTION(DataError, example_from_line(R"({"instruction": "no output"})", *t, f, 3, e, format));
+        QVERIFY_THROWS_EXCEPTION(DataError, example_from_line(R"({"instruction": 5, "output": "x"})", *t, f, 4, e, format));
+    }
+
+    // --padding dynamic: each micro-batch is as wide as its longest row (length - 1 inputs, capped
+    // at --seq), its other rows padded with -100 labels; max pads every row to --seq.
+    void dynamicPaddingBatches() {
+        std::vector<Example> ex;
+        for (int n : {5, 9, 3, 40}) {
+            Example e;
+            for (int i = 0; i < n; ++i) e.ids.push_back(10 + i), e.trained.push_back(1);
+            ex.push_back(e);
+        }
+        const EpochBatches dyn(ex, 32, 2, Padding::Dynamic, 0, 42, 0, false, true);
+        QCOMPARE(dyn.size(), size_t(2));
+        const Batch b0 = dyn[0], b1 = dyn[1];
+        QCOMPARE(b0.rows, std::int64_t(2));
+        QCOMPARE(b0.cols, std::int64_t(8));    // rows of 4 and 8 inputs
+        QCOMPARE(b1.cols, std::int64_t(32));   // 39 inputs cut at --seq 32
+        QCOMPARE(b0.input[0], std::int64_t(10));
+        QCOMPARE(b0.input[4], std::int64_t(0));        // padding after the 4 inputs
+        QCOMPARE(b0.labels[3], std::int64_t(14));      // the last label: the example's last id
+        QCOMPARE(b0.labels[4], std::int64_t(-100));
+        QCOMPARE(b0.target_tokens, std::int64_t(4 + 8));
+        const EpochBatches max(ex, 32, 2, Padding::Max, 0, 42, 0, false, true);
+        QCOMPARE(max[0].cols, std::int64_t(32));
+        QCOMPARE(max[0].target_tokens, std::int64_t(4 + 8));
+    }
+
     void tokenizeCommandMatchesLibrary() {
         QTemporaryDir dir;
         const QString file = dir.filePath("tokenizer.json");

@@ -1,5 +1,7 @@
 #include "args.hpp"
 
+#include "wingspan/errors.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -124,7 +126,8 @@ std::string usage() {
            "         [--resume DIR] [--memory-limit BYTES] [--threads N]\n"
            "       more: [--tokenizer FILE] [--seed N] [--weight-decay X] [--max-grad-norm X]\n"
            "         [--warmup-steps N] [--eval-every N] [--eval-fraction X] [--eval-batches N]\n"
-           "         [--save-every N] [--sample-tokens N] [--sample-every-ms N] [--no-packing]\n"
+           "         [--save-every N] [--sample-tokens N] [--sample-every-ms N]\n"
+           "         [--padding packed|dynamic|max]   (--no-packing: --padding max)\n"
            "         [--attention eager|sdpa] [--device auto|cpu|cuda|cuda:N|mps]\n"
            "         [--initial-loss-scale X] [--loss-scale-growth N]   (fp16-mixed)\n"
            "       preference tuning: [--objective sft|dpo|orpo] [--beta X]   (data rows: prompt/chosen/rejected)\n"
@@ -203,7 +206,13 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
         } else if (f == "--optimizer-in-backward") {
             o.optimizer_in_backward = true;
         } else if (f == "--no-packing") {
-            o.packing = false;
+            o.padding = Padding::Max;   // its meaning before --padding: one example per row, padded to --seq
+        } else if (f == "--padding") {
+            try {
+                o.padding = parse_padding(need_value(a, i));
+            } catch (const InputError& e) {
+                throw ArgError(e.what());
+            }
         } else if (f == "--out") {
             o.out_dir = need_value(a, i);
         } else if (f == "--resume") {

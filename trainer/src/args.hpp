@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wingspan/architecture.hpp"
+#include "wingspan/data_lengths.hpp"
 #include "wingspan/setup.hpp"
 
 namespace wingspan::train {
@@ -42,7 +43,10 @@ struct Options {
     // Each parameter's AdamW step runs in backward as soon as its gradient is ready (issue 25;
     // optimizer_in_backward.hpp): no clipping, no accumulation, one process.
     bool optimizer_in_backward = false;
-    bool packing = true;
+    // How examples become rows (wingspan/data_lengths.hpp): packed (the default), dynamic (each
+    // micro-batch padded to its longest row) or max (every row padded to --seq).
+    Padding padding = Padding::Packed;
+    bool packing() const { return padding == Padding::Packed; }
     std::string out_dir;
     std::string resume_dir;
     std::int64_t memory_limit = 0;  // bytes, 0: none; else at least kMinMemoryLimit

@@ -56,7 +56,7 @@ void Run::check_preference_setup() const {
         throw RunError("bad_argument", what + " trains on one process (the pairs of a micro-batch are not split across ranks)");
     if (cfg_.final_softcap > 0)
         throw RunError("bad_argument", what + " is not implemented for a soft-capped head (Gemma 2's final_logit_softcapping)");
-    if (!opt_.packing) log_info(what + ": preference rows are never packed (one pair side per row)");
+    if (!opt_.packing()) log_info(what + ": preference rows are never packed (one pair side per row)");
 }
 
 void Run::load_preference_data() {

@@ -179,7 +179,7 @@ std::vector<Batch> make_pair_batches(const std::vector<PreferencePair>& pairs, s
         for (size_t k = 0; k < count; ++k) rows.push_back(pairs[order[start + k]].chosen);
         for (size_t k = 0; k < count; ++k) rows.push_back(pairs[order[start + k]].rejected);
         // One padded row per example, in this order: the chosen half, then the rejected half.
-        const EpochBatches one(rows, seq, static_cast<std::int64_t>(rows.size()), false, pad_id, 0, 0, false, false);
+        const EpochBatches one(rows, seq, static_cast<std::int64_t>(rows.size()), Padding::Max, pad_id, 0, 0, false, false);
         out.push_back(one[0]);
     }
     if (out.empty())

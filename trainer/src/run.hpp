@@ -117,6 +117,12 @@ private:
     ModelConfig cfg_;
     Architecture arch_;
     TrainingSetup setup_;
+    // The micro-batch that sets the memory peak (wingspan/data_lengths.hpp): --batch × --seq, or with
+    // --padding dynamic the longest padded batch this run takes, found by the planner's own rule.
+    PeakBatch peak_batch_;
+    std::int64_t step_tokens_ = 0;     // tokens (padding included) of the last step's micro-batches
+    void find_peak_batch();
+    TrainingSetup setup_at_peak() const { return at_peak_batch(setup_, peak_batch_); }
     std::shared_ptr<Tokenizer> tok_;
     ChatFormat chat_;
     Dataset data_;

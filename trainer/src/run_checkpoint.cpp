@@ -57,7 +57,8 @@ json Run::state_settings() const {
             {"weight_decay", opt_.weight_decay},
             {"max_grad_norm", opt_.max_grad_norm},
             {"min_lr_ratio", opt_.min_lr_ratio},
-            {"packing", opt_.packing},
+            {"packing", opt_.packing()},
+            {"padding", to_string(opt_.padding)},
             {"model_config", fingerprint(hf_config_.dump())},
             {"tokenizer_vocab", tok_->vocab_size()},
             {"data_lines", data_.lines},
@@ -80,7 +81,7 @@ void Run::check_resume_settings() {
         {"method", "--method"}, {"precision", "--precision"}, {"rank", "--rank"}, {"alpha", "--alpha"},
         {"dropout", "--dropout"}, {"targets", "--targets"}, {"seq", "--seq"}, {"batch", "--batch × ranks"},
         {"grad_accum", "--grad-accum"}, {"seed", "--seed"}, {"lr", "--lr"}, {"weight_decay", "--weight-decay"},
-        {"max_grad_norm", "--max-grad-norm"}, {"min_lr_ratio", "--min-lr-ratio"}, {"packing", "packing (--no-packing)"},
+        {"max_grad_norm", "--max-grad-norm"}, {"min_lr_ratio", "--min-lr-ratio"}, {"packing", "packing (--no-packing)"}, {"padding", "--padding"},
         {"model_config", "the model's config.json (fingerprint)"}, {"tokenizer_vocab", "a tokenizer of vocabulary size"},
         {"data_lines", "data lines"}, {"data_tokens", "data tokens"}, {"objective", "--objective"}, {"beta", "--beta"}};
     const json now = state_settings();

@@ -81,9 +81,10 @@ FrameworkProfile Run::framework_profile() const {
 void Run::fit_precision_to_memory(const FrameworkProfile& fw) {
     if (!precision_.automatic || precision_.precision != Precision::Fp32) return;
     try {
-        TrainingSetup mixed = setup_;
+        const TrainingSetup at_peak = setup_at_peak();   // the batch that sets the peak
+        TrainingSetup mixed = at_peak;
         mixed.precision = Precision::Bf16Mixed;
-        const MemoryEstimate fp32 = estimate_memory(arch_, setup_, fw);
+        const MemoryEstimate fp32 = estimate_memory(arch_, at_peak, fw);
         const MemoryEstimate bf16 = estimate_memory(arch_, mixed, fw);
         // --memory-limit caps allocated tensors (the counting allocator refuses beyond it); without
         // it the process as a whole meets the device's memory.

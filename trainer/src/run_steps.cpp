@@ -43,7 +43,7 @@ const Batch& Run::next_batch() {
         epoch_batches_ = opt_.preference()
                              ? EpochBatches(make_pair_batches(pairs_.train, opt_.seq, opt_.batch, chat_.pad >= 0 ? chat_.pad : 0,
                                                               opt_.seed, epoch, true, true))
-                             : EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed,
+                             : EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.padding, chat_.pad, opt_.seed,
                                             epoch, true, true);
         cached_epoch_ = epoch;
     }
@@ -55,8 +55,10 @@ const Batch& Run::next_batch() {
 double Run::train_step(std::int64_t step) {
     double loss_sum = 0;
     step_metrics_ = PreferenceMetrics{};
+    step_tokens_ = 0;
     for (std::int64_t micro = 0; micro < opt_.grad_accum; ++micro) {
         const Batch& global = next_batch();
+        step_tokens_ += global.rows * global.cols;   // padded dynamically, a batch's cols vary
         Batch mine;
         const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
         mem::set_phase(mem::Phase::Forward);
@@ -182,8 +184,8 @@ void Run::train_loop() {
         step_ = step;
         losses_.push_back(loss);
         mem::set_phase(mem::Phase::Idle);
-        // A preference micro-batch of B pairs is 2·B rows.
-        const std::int64_t tokens = opt_.batch * world() * opt_.seq * opt_.grad_accum * (opt_.preference() ? 2 : 1);
+        // The rows × cols of every rank's micro-batches (a preference micro-batch of B pairs is 2·B rows).
+        const std::int64_t tokens = step_tokens_;
         json fields = {{"step", step},
                        {"total_steps", total_steps_},
                        {"loss", loss},

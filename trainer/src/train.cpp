@@ -224,11 +224,11 @@ void Run::load_inputs() {
         } else {
             data_ = load_jsonl(data_path_, *tok_, chat_, opt_.eval_fraction, opt_.seed, data_ram_budget());
             // Each rank takes its rows of the global batch (rank r: rows r·batch ... (r+1)·batch - 1).
-            epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.packing, chat_.pad, opt_.seed, 0,
+            epoch_batches_ = EpochBatches(data_.train, opt_.seq, opt_.batch * world(), opt_.padding, chat_.pad, opt_.seed, 0,
                                           true, true);
             if (!data_.eval.empty()) {
                 try {
-                    eval_batches_ = EpochBatches(data_.eval, opt_.seq, opt_.batch, opt_.packing, chat_.pad, opt_.seed, 0,
+                    eval_batches_ = EpochBatches(data_.eval, opt_.seq, opt_.batch, opt_.padding, chat_.pad, opt_.seed, 0,
                                                  false, false);
                 } catch (const DataError&) {
                     eval_batches_.clear();   // too little held-out text for one row: no eval
@@ -248,10 +248,28 @@ void Run::load_inputs() {
     batches_per_epoch_ = static_cast<std::int64_t>(epoch_batches_.size());
     const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, batches_per_epoch_ / opt_.grad_accum);
     total_steps_ = opt_.steps > 0 ? opt_.steps : opt_.epochs > 0 ? opt_.epochs * steps_per_epoch : 100;
+    find_peak_batch();
     warmup_ = opt_.warmup_steps >= 0 ? opt_.warmup_steps : total_steps_ / 10;
     const bool pretrained = weights_.has_value();
     lr_ = opt_.lr ? *opt_.lr
                   : opt_.method == Method::Full ? (pretrained ? 2e-5 : 1e-3) : (pretrained ? 2e-4 : 3e-3);
+}
+
+void Run::find_peak_batch() {
+    peak_batch_ = PeakBatch{opt_.batch, opt_.seq, false, -1, -1};
+    if (opt_.preference() || opt_.padding != Padding::Dynamic || data_.train.empty()) return;
+    std::vector<std::int64_t> lengths;
+    lengths.reserve(data_.train.size());
+    for (const Example& e : data_.train) lengths.push_back(static_cast<std::int64_t>(e.ids.size()));
+    Batching b = epoch_batches_.batching();
+    b.micro_batch = opt_.batch;
+    b.devices = world();
+    b.order = Batching::Order{opt_.seed, total_steps_ * opt_.grad_accum};   // every micro-batch next_batch() hands out
+    try {
+        peak_batch_ = peak_batch(lengths, b);
+    } catch (const InputError& e) {
+        log_warning(std::string("the peak batch was not found (") + e.what() + "); predicting at --seq");
+    }
 }
 
 void Run::announce() {
@@ -293,7 +311,7 @@ void Run::announce() {
     log_info("precision " + precision_name(precision_.precision) + ": " + precision_.reason);
 
     try {
-        const MemoryEstimate est = estimate_memory(arch_, setup_, fw);
+        const MemoryEstimate est = estimate_memory(arch_, setup_at_peak(), fw);
         predicted_total_ = est.total_bytes;
         std::int64_t largest = -1;
         for (const auto& [c, b] : est.components)
@@ -304,6 +322,9 @@ void Run::announce() {
                                     {"total_bytes", est.total_bytes},
                                     {"peak_phase", est.peak_phase},
                                     {"framework", fw.id},
+                                    // the micro-batch the prediction is made at (data_lengths.hpp)
+                                    {"batch", {{"rows", peak_batch_.rows}, {"cols", peak_batch_.cols},
+                                               {"padding", to_string(opt_.padding)}, {"tokens", peak_batch_.tokens()}}},
                                     {"precision", precision_.to_json()}};
         if (device_.is_cpu()) predicted["cpu"] = dev::cpu_bf16_json();
         emit(EventType::Predicted, predicted);

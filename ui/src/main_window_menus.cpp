@@ -1,5 +1,6 @@
 // The window's menus and the page shown when the profiles cannot be loaded.
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/data_dialog.hpp"
 #include "wingspan/ui/gguf_export_dialog.hpp"
 #include "wingspan/ui/recipe_dialog.hpp"
 #include "wingspan/run_record.hpp"
@@ -141,6 +142,7 @@ void MainWindow::buildMenus() {
     machines->addSeparator();
     add(machines, "&Calibrate from my runs…", QKeySequence(), &MainWindow::calibrateDialog);
     add(machines, "E&xplain an out-of-memory message…", QKeySequence(), &MainWindow::explainOomDialog);
+    add(machines, "Plan from a &data file…", QKeySequence(), [this] { DataDialog(plan(), this).exec(); });
 
     QMenu* help = menuBar()->addMenu("&Help");
     // Read from the menus themselves, so the list cannot drift from what the keys do.

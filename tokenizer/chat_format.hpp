@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data.hpp"
+#include "examples.hpp"
 
 namespace wingspan::train {
 
