@@ -22,6 +22,7 @@
 #include "wingspan/ui/model_download_dialog.hpp"
 #include "wingspan/ui/run_panel.hpp"
 #include "wingspan/ui/screenshot.hpp"
+#include "wingspan/ui/serve_gguf_panel.hpp"
 
 using namespace wingspan;
 using namespace wingspan::ui;
@@ -146,6 +147,24 @@ private slots:
             QVERIFY(!scroll->horizontalScrollBar()->isVisible());
             child<QAbstractButton>(panel, "runSettingsToggle")->click();
         }
+    }
+
+    // Serve mode adds llama.cpp's view under the Machines chart (issue 30): the window still fits
+    // the screen and the chart keeps its labels apart.
+    void serveModeFitsTheScreen() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w, true));
+        Plan serve = Plan::lesson_default();
+        serve.setup.method = Method::Serve;
+        serve.setup.seq_len = 8192;
+        w.setPlan(serve);
+        QApplication::processEvents();
+        QTest::qWait(30);
+        QVERIFY(w.serveGgufPanel()->isVisible());
+        QVERIFY2(w.width() <= 1280 && w.minimumSizeHint().width() <= 1280,
+                 qPrintable(QString("%1 px, needs %2").arg(w.width()).arg(w.minimumSizeHint().width())));
+        const QStringList over = overlapping_chart_texts(*w.machineChartWidget()->memoryChart());
+        QVERIFY2(over.isEmpty(), qPrintable(over.join("; ")));
     }
 
     // Item 8: the download dialog at this screen: its text and the Hub's answer (here an error
