@@ -74,7 +74,7 @@ void compare(ServeGgufPanel* panel, const json& j, const QString& what) {
     auto* machines = panel->findChild<QTableWidget*>("serveMachines");
     for (size_t i = 0; i < fits.size(); ++i) {
         const json& m = j["machines"][i];
-        const ServeMachineFit& f = fits[i];
+        const llama_cpp::MachineFit& f = fits[i];
         const QString at = what + ", " + QString::fromStdString(m["id"].get<std::string>());
         QCOMPARE(QString::fromStdString(f.machine->id), QString::fromStdString(m["id"].get<std::string>()));
         QVERIFY2(f.fits == (m["verdict"] == "fits"), qPrintable(at));

@@ -15,7 +15,6 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <climits>
 
 #include "wingspan/errors.hpp"
 #include "wingspan/gguf_file.hpp"
@@ -28,11 +27,6 @@ namespace lc = llama_cpp;
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-// Host RAM bandwidth for layers left on the CPU of a GPU machine, as app/cli/serve_gguf_cmd.cpp
-// takes it (profiles do not carry it): dual-channel DDR5-6400 peaks at 102 GB/s; llama.cpp's
-// CPU decode reaches about half.
-constexpr double kHostBandwidthGbS = 50.0;
 
 // A cell showing `bytes` in the window's unit; the exact bytes in its tooltip and data.
 QTableWidgetItem* bytes_cell(std::uint64_t bytes, ByteUnit unit) {
@@ -63,28 +57,6 @@ QTableWidget* table(const char* name, const QStringList& headers) {
 }
 
 }  // namespace
-
-// Two budgets on a GPU box (its memory and host RAM), one pool on unified memory and a CPU,
-// as `wingspan plan --method serve` judges them (app/cli/serve_gguf_cmd.cpp, machine_json).
-ServeMachineFit serve_machine_fit(const MachineProfile& m, const lc::ServeModel& model, lc::ServeOptions o) {
-    ServeMachineFit f;
-    f.machine = &m;
-    const bool gpu = m.kind == MachineKind::Gpu;
-    if (m.kind == MachineKind::Cpu) o.n_gpu_layers = 0;
-    f.device_usable = static_cast<std::uint64_t>(m.usable_bytes > 0 ? m.usable_bytes : m.memory_bytes);
-    f.host_available = static_cast<std::uint64_t>(gpu ? m.host_memory_bytes : 0);
-    const lc::ServePlan p = lc::plan(model, o);
-    f.device_needed = gpu ? p.gpu_total() : p.gpu_total() + p.host_total();
-    f.host_needed = gpu ? p.host_total() : 0;
-    f.fits = f.device_needed <= f.device_usable && (!gpu || f.host_available == 0 || f.host_needed <= f.host_available);
-    if (gpu) f.most_gpu_layers = lc::most_gpu_layers(model, o, f.device_usable);
-    f.longest_context = lc::longest_context(model, o, f.device_usable, f.host_available > 0 ? f.host_available : UINT64_MAX, !gpu);
-    const double on_gpu = double(p.weights_gpu + p.kv_gpu), on_host = double(p.weights_host + p.kv_host);
-    const double seconds = gpu ? on_gpu / (m.bandwidth_gb_s * 1e9) + on_host / (kHostBandwidthGbS * 1e9)
-                               : (on_gpu + on_host) / (m.bandwidth_gb_s * 1e9);
-    if (m.bandwidth_gb_s > 0 && seconds > 0) f.decode_tokens_per_s_ceiling = 1.0 / seconds;
-    return f;
-}
 
 ServeGgufPanel::ServeGgufPanel(QWidget* parent) : QWidget(parent) {
     setObjectName("serveGgufPanel");
@@ -220,7 +192,7 @@ void ServeGgufPanel::recompute() {
         else if (arch_) model = lc::model_from_architecture(*arch_, quant_->currentData().toString().toStdString());
         if (!model) return;
         plan_ = lc::plan(*model, o);
-        for (const MachineProfile* m : machines_) fits_.push_back(serve_machine_fit(*m, *model, o));
+        for (const MachineProfile* m : machines_) fits_.push_back(lc::machine_fit(*m, *model, o));
     } catch (const std::exception& e) {
         summary_->setText("This serve plan cannot be computed: " + QString::fromUtf8(e.what()));
         emit changed();
@@ -253,7 +225,7 @@ void ServeGgufPanel::recompute() {
     }
     machines_table_->setRowCount(int(fits_.size()));
     for (int r = 0; r < int(fits_.size()); ++r) {
-        const ServeMachineFit& f = fits_[size_t(r)];
+        const lc::MachineFit& f = fits_[size_t(r)];
         machines_table_->setItem(r, 0, text_cell(qs(short_machine_name(*f.machine))));
         machines_table_->item(r, 0)->setToolTip(qs(f.machine->name));
         machines_table_->setItem(r, 1, text_cell(f.fits ? "✓ fits" : "✗ does not fit"));

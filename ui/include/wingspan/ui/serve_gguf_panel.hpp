@@ -4,13 +4,14 @@
 // GPU layers, flash attention). Shows what `wingspan plan --method serve --gguf FILE` / `--quant`
 // prints: frozen_weights, kv_cache and compute_buffer, each split between the GPU and host RAM,
 // the layers on the GPU, and per machine the verdict, the most GPU layers and the longest
-// context that fit. Every number comes from core's llama_cpp terms.
+// context that fit. Every number comes from core's llama_cpp terms and machine_fit, as the CLI's.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <QWidget>
 
+#include "wingspan/llama_cpp_fit.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/units.hpp"
@@ -22,18 +23,6 @@ class QSpinBox;
 class QTableWidget;
 
 namespace wingspan::ui {
-
-// One machine serving the plan, as `wingspan plan --method serve --json` lists it.
-struct ServeMachineFit {
-    const MachineProfile* machine = nullptr;
-    bool fits = false;
-    std::uint64_t device_needed = 0, device_usable = 0;
-    std::uint64_t host_needed = 0, host_available = 0;   // a GPU box's RAM (0: not known)
-    std::optional<std::int64_t> most_gpu_layers;          // GPUs only
-    std::int64_t longest_context = -1;
-    std::optional<double> decode_tokens_per_s_ceiling;
-};
-ServeMachineFit serve_machine_fit(const MachineProfile& m, const llama_cpp::ServeModel& model, llama_cpp::ServeOptions o);
 
 class ServeGgufPanel : public QWidget {
     Q_OBJECT
@@ -48,7 +37,7 @@ public:
 
     llama_cpp::ServeOptions options() const;
     const std::optional<llama_cpp::ServePlan>& servePlan() const { return plan_; }
-    const std::vector<ServeMachineFit>& machineFits() const { return fits_; }
+    const std::vector<llama_cpp::MachineFit>& machineFits() const { return fits_; }
     QString errorText() const;
 
 signals:
@@ -65,7 +54,7 @@ private:
     std::optional<llama_cpp::ServeModel> file_model_;
     QString file_;
     std::optional<llama_cpp::ServePlan> plan_;
-    std::vector<ServeMachineFit> fits_;
+    std::vector<llama_cpp::MachineFit> fits_;
 
     QComboBox* quant_ = nullptr;
     QLabel* file_label_ = nullptr;
