@@ -7,7 +7,6 @@
 #include <vector>
 
 #include <QApplication>
-#include <QBuffer>
 #include <QGuiApplication>
 #include <QTextStream>
 #include <QTimer>
@@ -17,6 +16,7 @@
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/screenshot.hpp"
 #include "wingspan/ui/widgets.hpp"
 
 namespace {
@@ -104,13 +104,16 @@ int main(int argc, char** argv) {
     wingspan::ui::apply_theme(wingspan::ui::Theme::System);
 
     // What is left after Qt took its own options: a plan file to open, or --screenshot.
-    QString plan_file, screenshot;
+    QString plan_file, screenshot, screenshot_dialog;
     int tab = 0;
     bool train = false;   // --train: start a run of the plan right away (as "Train ▶" does)
     const QStringList qargs = app.arguments();
     for (int i = 1; i < qargs.size(); ++i) {
         const QString& a = qargs[i];
         if (a == "--screenshot" && i + 1 < qargs.size()) {
+            screenshot = qargs[++i];
+        } else if (a == "--screenshot-dialog" && i + 2 < qargs.size()) {
+            screenshot_dialog = qargs[++i];   // a menu item or button, as dialog_trigger_name spells it
             screenshot = qargs[++i];
         } else if (a == "--tab" && i + 1 < qargs.size()) {
             tab = qargs[++i].toInt();
@@ -136,18 +139,6 @@ int main(int argc, char** argv) {
     window.show();
     if (train) QTimer::singleShot(300, &window, [&window] { window.requestTrain(); });
 
-    if (!screenshot.isEmpty()) {
-        // The window photographs itself once it has been laid out and painted.
-        QTimer::singleShot(1200, &window, [&window, screenshot] {
-            QByteArray png;
-            QBuffer buffer(&png);
-            QString error;
-            const bool ok = buffer.open(QIODevice::WriteOnly) && window.grab().save(&buffer, "PNG") &&
-                            wingspan::ui::write_export_file(screenshot, png, &error);   // atomic, checked
-            std::cerr << (ok ? "wrote " : "cannot write ") << screenshot.toStdString()
-                      << (error.isEmpty() ? "" : ": " + error.toStdString()) << "\n";
-            QApplication::exit(ok ? 0 : 1);
-        });
-    }
+    if (!screenshot.isEmpty()) wingspan::ui::screenshot_later(window, screenshot, screenshot_dialog);
     return app.exec();
 }

@@ -41,9 +41,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: wingspan [command] [options]
 
 With no command, starts the planner window:
-  wingspan [PLAN.wingspan.json] [--train] [--tab N] [--screenshot FILE.png]
+  wingspan [PLAN.wingspan.json] [--train] [--tab N] [--screenshot FILE.png | --screenshot-dialog NAME FILE.png]
   --train opens the Run tab and starts wingspan-train on the plan (as "Train ▶" does);
-  --screenshot saves the window as a PNG and exits.
+  --screenshot saves the window as a PNG and exits; --screenshot-dialog NAME opens the dialog of the menu
+  item or button NAME (its text in lower case, words joined by '-', e.g. add-model-from-the-hub) and saves that.
 
 Commands:
   plan      memory, verdicts, speed and cost for one training or serving run

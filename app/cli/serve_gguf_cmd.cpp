@@ -11,6 +11,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/gguf_file.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/llama_cpp_fit.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 #include "wingspan/units.hpp"
 
@@ -20,10 +21,6 @@ namespace {
 
 using nlohmann::json;
 namespace lc = llama_cpp;
-
-// Host RAM bandwidth for layers left on the CPU of a GPU machine (profiles do not carry it):
-// dual-channel DDR5-6400 peaks at 102 GB/s; llama.cpp's CPU decode reaches about half.
-constexpr double kHostBandwidthGbS = 50.0;
 
 const std::set<std::string> kServeFlags = {"--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
 
@@ -97,30 +94,18 @@ Model choose_model(const ProfileLibrary& lib, const Args& a) {
     return {id, "profile + " + quant, lc::model_from_architecture(lib.model(id).arch, quant)};
 }
 
-json machine_json(const MachineProfile& m, const lc::ServeModel& model, lc::ServeOptions o) {
-    const bool gpu = m.kind == MachineKind::Gpu;
-    if (m.kind == MachineKind::Cpu) o.n_gpu_layers = 0;
-    const auto pool = static_cast<std::uint64_t>(m.usable_bytes > 0 ? m.usable_bytes : m.memory_bytes);
-    const auto host_pool = static_cast<std::uint64_t>(gpu ? m.host_memory_bytes : 0);
-    const lc::ServePlan p = lc::plan(model, o);
-    // A GPU's memory and host RAM are two budgets; unified memory and a CPU have one pool.
-    const std::uint64_t device_need = gpu ? p.gpu_total() : p.gpu_total() + p.host_total();
-    const std::uint64_t host_need = gpu ? p.host_total() : 0;
-    const bool fits = device_need <= pool && (!gpu || host_pool == 0 || host_need <= host_pool);
-    json j = {{"id", m.id}, {"name", m.name}, {"verdict", fits ? "fits" : "does not fit"},
-              {"device_bytes_needed", device_need}, {"device_bytes_usable", pool}};
-    if (gpu) {
-        j["host_bytes_needed"] = host_need;
-        j["host_bytes_available"] = host_pool > 0 ? json(host_pool) : json(nullptr);
-        j["most_gpu_layers"] = lc::most_gpu_layers(model, o, pool);
+// One machine's verdict and solvers (core's llama_cpp::machine_fit, as the window's serve view).
+json machine_json(const MachineProfile& m, const lc::ServeModel& model, const lc::ServeOptions& o) {
+    const lc::MachineFit f = lc::machine_fit(m, model, o);
+    json j = {{"id", m.id}, {"name", m.name}, {"verdict", f.fits ? "fits" : "does not fit"},
+              {"device_bytes_needed", f.device_needed}, {"device_bytes_usable", f.device_usable}};
+    if (f.gpu) {
+        j["host_bytes_needed"] = f.host_needed;
+        j["host_bytes_available"] = f.host_available > 0 ? json(f.host_available) : json(nullptr);
+        j["most_gpu_layers"] = *f.most_gpu_layers;
     }
-    j["longest_context"] = lc::longest_context(model, o, pool, host_pool > 0 ? host_pool : UINT64_MAX, !gpu);
-    // Decode reads every weight and the KV cache once per token (bandwidth-bound): GPU bytes at the
-    // GPU's bandwidth, host bytes at host RAM's.
-    const double gpu_bytes = double(p.weights_gpu + p.kv_gpu), host_bytes = double(p.weights_host + p.kv_host);
-    const double seconds = gpu ? gpu_bytes / (m.bandwidth_gb_s * 1e9) + host_bytes / (kHostBandwidthGbS * 1e9)
-                               : (gpu_bytes + host_bytes) / (m.bandwidth_gb_s * 1e9);
-    j["decode_tokens_per_s_ceiling"] = m.bandwidth_gb_s > 0 && seconds > 0 ? json(1.0 / seconds) : json(nullptr);
+    j["longest_context"] = f.longest_context;
+    j["decode_tokens_per_s_ceiling"] = f.decode_tokens_per_s_ceiling ? json(*f.decode_tokens_per_s_ceiling) : json(nullptr);
     return j;
 }
 

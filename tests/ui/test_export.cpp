@@ -175,6 +175,17 @@ private slots:
                 ++charts;
                 const QStringList cut = chart_cut_texts(c, ImageOptions{});
                 QVERIFY2(cut.isEmpty(), qPrintable(QString::fromStdString(id) + " / " + name + ": cut: " + cut.join(" | ")));
+                // Item 7: no text over another ("24.3 GB" over the "RTX 4090" ceiling's name), at the
+                // default size and the course pack's 800×450.
+                ImageOptions pack;
+                pack.width = 800;
+                pack.height = 450;
+                pack.dpi = 96;   // as the course pack writes them
+                for (const ImageOptions& o : {ImageOptions{}, pack}) {
+                    const QStringList over = chart_overlapping_texts(c, o);
+                    QVERIFY2(over.isEmpty(), qPrintable(QString::fromStdString(id) + " / " + name + " at " +
+                                                        QString::number(o.width) + " px: " + over.join("; ")));
+                }
                 QVERIFY2(!c.subtitle.contains("View ▸") && !c.footnote.contains("View ▸"), qPrintable(name));
                 // A serving chart's footer speaks of serving, not of a training step.
                 if (c.subtitle.contains(" · Serve")) {

@@ -166,6 +166,15 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
             host.formula = "optimizer state and master weights moved to host RAM, which on this machine is the same pool";
             b.segments.push_back(host);
             b.total = v.needed_bytes;
+        } else if (v.estimate.host_bytes > 0) {
+            // A separate host RAM: its part is not on the device bar; the caption names it and
+            // the verdict checks it (core's host_fits).
+            b.host_bytes = v.estimate.host_bytes;
+            b.host_capacity = v.machine->host_memory_bytes;
+            b.host_fits = v.host_fits;
+            const QString host = (v.host_fits ? "+ " : "✗ ") + qs(format_bytes(double(b.host_bytes), unit)) + " host RAM" +
+                                 (b.host_capacity > 0 ? " of " + qs(format_bytes(double(b.host_capacity), unit)) : QString());
+            b.note = b.note.isEmpty() ? host : host + "; " + b.note;
         }
         b.ceiling = v.usable_bytes;
         b.fit = v.fit;
@@ -174,6 +183,10 @@ ChartData machines_chart(const Evaluation& eval, ByteUnit unit) {
         QString details = "<b>" + html_escape(qs(v.machine->name)) + "</b><br>" + html_escape(qs(v.framework->name)) +
                           "<br>needs " + bytes_exact(v.needed_bytes, unit) + "<br>usable " +
                           bytes_exact(v.usable_bytes, unit) + "<br><b>" + html_escape(b.verdict) + "</b>";
+        if (b.host_bytes > 0)
+            details += "<br>host RAM: " + bytes_exact(b.host_bytes, unit) + " offloaded" +
+                       (b.host_capacity > 0 ? " of " + bytes_exact(b.host_capacity, unit) : QString()) +
+                       (b.host_fits ? QString() : " — <b>does not fit</b>");
         if (eval.setup.precision_auto)
             details += "<br>" + html_escape(qs(v.precision_reason));
         else if (v.setup.precision != eval.setup.precision)

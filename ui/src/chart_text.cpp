@@ -170,6 +170,7 @@ void ChartText::setBrush(const QColor& c) {
 }
 
 void ChartText::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
+    if (background_.isValid()) p->fillRect(boundingRect(), background_);
     p->setPen(colour_);
     for (int i = 0; i < layout_.lineCount() && i < int(widths_.size()); ++i) {
         const double x = centred_ ? (size_.width() - widths_[size_t(i)]) / 2 : 0;

@@ -26,6 +26,8 @@ public:
     int lineCount() const { return int(widths_.size()); }
     double lineHeight() const { return line_height_; }
     void setBrush(const QColor& c);
+    // Filled behind the text: a dashed line under a ceiling's name does not strike it through.
+    void setBackground(const QColor& c) { background_ = c; }
     QFont font() const { return font_; }
 
     QRectF boundingRect() const override { return QRectF(QPointF(0, 0), size_); }
@@ -38,6 +40,7 @@ private:
     bool laid_out_ = false;
     QFont font_;
     QColor colour_;
+    QColor background_;   // invalid: none
     QSizeF size_;
     double line_height_ = 0;
     bool centred_ = false;

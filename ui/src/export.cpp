@@ -101,6 +101,11 @@ QStringList chart_cut_texts(const ChartData& d, const ImageOptions& o) {
     return cut_chart_texts(QSizeF(std::max(1, o.width) / s, std::max(1, o.height) / s), d, style_for(o));
 }
 
+QStringList chart_overlapping_texts(const ChartData& d, const ImageOptions& o) {
+    const double s = o.dpi / 96.0;
+    return overlapping_chart_texts(QSizeF(std::max(1, o.width) / s, std::max(1, o.height) / s), d, style_for(o));
+}
+
 QImage render_chart(const ChartData& d, const ImageOptions& o) {
     QImage img(std::max(1, o.width), std::max(1, o.height), QImage::Format_ARGB32_Premultiplied);
     const int dpm = int(std::lround(o.dpi / 0.0254));

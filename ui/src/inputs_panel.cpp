@@ -1,5 +1,7 @@
 #include "wingspan/ui/inputs_panel.hpp"
 
+#include "inputs_panel_items.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -41,17 +43,6 @@ int seq_position(std::int64_t seq) {
 
 constexpr LinearRole kTargetRoles[7] = {LinearRole::Q,    LinearRole::K,  LinearRole::V,   LinearRole::O,
                                         LinearRole::Gate, LinearRole::Up, LinearRole::Down};
-
-template <typename E>
-void add_enum_items(QComboBox* combo, std::initializer_list<std::pair<E, const char*>> items) {
-    for (const auto& [value, label] : items) combo->addItem(label, QString(to_string(value)));
-}
-
-template <typename E>
-void select_enum(QComboBox* combo, E value) {
-    const int i = combo->findData(QString(to_string(value)));
-    if (i >= 0) combo->setCurrentIndex(i);
-}
 
 }  // namespace
 
@@ -289,102 +280,6 @@ QWidget* InputsPanel::buildBatchBox() {
     return run_box;
 }
 
-QWidget* InputsPanel::buildAdvancedBox() {
-    advanced_toggle_ = new QToolButton;
-    advanced_toggle_->setObjectName("advancedToggle");
-    advanced_toggle_->setText("Precision, optimizer, devices…");
-    advanced_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    advanced_toggle_->setArrowType(Qt::RightArrow);
-    advanced_toggle_->setCheckable(true);
-    advanced_toggle_->setAutoRaise(true);
-    advanced_box_ = new QGroupBox;
-    auto* af = new QFormLayout(advanced_box_);
-    precision_ = new QComboBox;
-    precision_->setObjectName("precision");
-    precision_->addItem("auto (each machine's fastest exact one)", QString("auto"));
-    add_enum_items<Precision>(precision_, {{Precision::Bf16Mixed, "bf16 mixed (fp32 master weights)"},
-                                           {Precision::Fp16Mixed, "fp16 mixed (for GPUs without bf16)"},
-                                           {Precision::Bf16, "pure bf16"},
-                                           {Precision::Fp32, "fp32"}});
-    precision_->setToolTip("Bytes per weight and activation. Mixed precision keeps 16-bit weights plus an fp32 master copy\n"
-                           "of what trains (4 more bytes per trainable parameter); fp32 doubles weights and activations.\n"
-                           "Machines without bf16 (T4, P100) run fp16 mixed instead.\n"
-                           "auto: bf16 mixed where a machine computes in bf16, fp16 mixed on GPUs without it, fp32 on\n"
-                           "CPUs and Macs without it (as wingspan-train's --precision auto), bf16 mixed where only it fits.");
-    af->addRow("&Precision:", precision_);
-    optimizer_ = new QComboBox;
-    optimizer_->setObjectName("optimizer");
-    add_enum_items<Optimizer>(optimizer_, {{Optimizer::AdamW, "AdamW (two fp32 moments, 8 B/param)"},
-                                           {Optimizer::AdamW8bit, "8-bit AdamW (2 B/param)"},
-                                           {Optimizer::PagedAdamW8bit, "Paged 8-bit AdamW"},
-                                           {Optimizer::PagedAdamW, "Paged AdamW (fp32 moments, paged to host RAM)"},
-                                           {Optimizer::Sgd, "SGD with momentum (4 B/param)"},
-                                           {Optimizer::Adafactor, "Adafactor (factored, tiny)"}});
-    optimizer_->setToolTip("Optimizer state per trainable parameter: AdamW keeps two fp32 moments (8 bytes), 8-bit AdamW\n"
-                           "2 bytes, SGD with momentum 4 bytes, Adafactor a few bytes per row and column.");
-    af->addRow("&Optimizer:", optimizer_);
-    attention_ = new QComboBox;
-    attention_->setObjectName("attention");
-    add_enum_items<Attention>(attention_, {{Attention::Sdpa, "SDPA (memory-efficient)"},
-                                           {Attention::Flash, "FlashAttention"},
-                                           {Attention::Eager, "Eager (materialises scores)"}});
-    attention_->setToolTip("Eager attention stores the heads × seq × seq score matrix per layer for the backward pass;\n"
-                           "SDPA and FlashAttention never materialise it, so activations stay linear in the sequence.");
-    af->addRow("A&ttention:", attention_);
-    loss_chunk_ = new QSpinBox;
-    loss_chunk_->setObjectName("lossChunk");
-    loss_chunk_->setRange(0, 1 << 20);
-    loss_chunk_->setSingleStep(256);
-    loss_chunk_->setSpecialValueText("off (whole batch)");
-    loss_chunk_->setToolTip("Compute the cross-entropy over this many tokens at a time: the fp32 logits buffer\n"
-                            "(tokens × vocabulary × 4 bytes) shrinks to one chunk.");
-    af->addRow("&Loss chunk:", loss_chunk_);
-    train_embeddings_ = new QCheckBox("Train embeddings and head too");
-    train_embeddings_->setObjectName("trainEmbeddings");
-    train_embeddings_->setToolTip("LoRA/QLoRA: the embedding and output head train fully (new tokens, chat templates):\n"
-                                  "their gradients, master copy and optimizer state are added.");
-    af->addRow(train_embeddings_);
-    devices_ = new QSpinBox;
-    devices_->setObjectName("devices");
-    devices_->setRange(1, 1024);
-    devices_->setToolTip("GPUs training together. With DDP every device holds everything; ZeRO and FSDP split\n"
-                         "optimizer state (1), gradients (2) and weights (3/FSDP) across them.");
-    af->addRow("&Devices:", devices_);
-    sharding_ = new QComboBox;
-    sharding_->setObjectName("sharding");
-    add_enum_items<Sharding>(sharding_, {{Sharding::None, "None (one device)"},
-                                         {Sharding::Ddp, "DDP (replicate)"},
-                                         {Sharding::Zero1, "ZeRO-1 (shard optimizer)"},
-                                         {Sharding::Zero2, "ZeRO-2 (+ gradients)"},
-                                         {Sharding::Zero3, "ZeRO-3 (+ weights)"},
-                                         {Sharding::Fsdp, "FSDP (full shard)"}});
-    sharding_->setToolTip(devices_->toolTip());
-    af->addRow("S&harding:", sharding_);
-    offload_ = new QCheckBox("Offload optimizer to host RAM");
-    offload_->setObjectName("offload");
-    offload_->setToolTip("Optimizer state and fp32 master weights move to system RAM: the GPU holds less, the step\n"
-                         "is slower. On unified memory it is the same pool, so nothing is saved.");
-    af->addRow(offload_);
-    framework_ = new QComboBox;
-    framework_->setObjectName("framework");
-    framework_->addItem("Each machine's own", QString());
-    for (const auto& f : lib_->frameworks()) framework_->addItem(qs(f.name), qs(f.id));
-    framework_->setToolTip("The framework's fixed costs: runtime context, kernel workspaces and allocator slack (the\n"
-                           "hatched segment), and its speed. By default each machine uses its own (CUDA, MLX, CPU).");
-    af->addRow("&Framework:", framework_);
-    advanced_box_->setVisible(false);
-    connect(advanced_toggle_, &QToolButton::toggled, this, [this](bool on) {
-        advanced_box_->setVisible(on);
-        advanced_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-    });
-    for (QComboBox* c : {precision_, optimizer_, attention_, sharding_, framework_})
-        connect(c, &QComboBox::currentIndexChanged, this, &InputsPanel::edited);
-    for (QSpinBox* s : {loss_chunk_, devices_}) connect(s, &QSpinBox::valueChanged, this, &InputsPanel::edited);
-    for (QCheckBox* c : {offload_, train_embeddings_}) connect(c, &QCheckBox::toggled, this, &InputsPanel::edited);
-
-    return advanced_box_;
-}
-
 // ---------------------------------------------------------------------- models ----
 
 void InputsPanel::populateModels() {
@@ -504,6 +399,7 @@ void InputsPanel::enableForMethod(const TrainingSetup& s) {
     ckpt_->setEnabled(s.trains());
     optimizer_->setEnabled(s.trains());
     offload_->setEnabled(s.trains());
+    for (QCheckBox* c : {optimizer_in_backward_, activation_offload_, compile_}) c->setEnabled(s.trains());
     train_embeddings_->setEnabled(lora);
 }
 
@@ -537,6 +433,9 @@ void InputsPanel::showPlan(const Plan& plan) {
     devices_->setValue(int(s.devices));
     select_enum(sharding_, s.sharding);
     offload_->setChecked(s.offload);
+    optimizer_in_backward_->setChecked(s.optimizer_in_backward);
+    activation_offload_->setChecked(s.activation_offload);
+    compile_->setChecked(s.compile);
     framework_->setCurrentIndex(std::max(0, framework_->findData(qs(plan.framework))));
     enableForMethod(s);
     syncing_ = was;
@@ -573,6 +472,9 @@ void InputsPanel::readInto(Plan& plan) {
     }
     s.sharding = sh;
     s.offload = offload_->isChecked();
+    s.optimizer_in_backward = optimizer_in_backward_->isChecked();
+    s.activation_offload = activation_offload_->isChecked();
+    s.compile = compile_->isChecked();
     plan.framework = framework_->currentData().toString().toStdString();
     enableForMethod(s);
     syncing_ = was;

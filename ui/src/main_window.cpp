@@ -1,4 +1,5 @@
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/serve_gguf_panel.hpp"
 
 #include <algorithm>
 
@@ -133,7 +134,19 @@ void MainWindow::buildUi() {
     machine_chart_->setWhatsThis("One stacked bar per machine: each colour is a component of memory at the peak of a "
                                  "training step. The dashed line is what the machine can use. Hover a segment for "
                                  "its bytes and formula; with the keyboard, use the arrow keys.");
-    tabs_->addTab(machine_chart_, "&Machines");
+    // Serve mode adds llama.cpp's serving view under the chart (issue 30): the GGUF components
+    // split between GPU and host RAM, as `wingspan plan --method serve --quant/--gguf` gives them.
+    serve_gguf_ = new ServeGgufPanel;
+    serve_gguf_->setVisible(false);
+    auto* machines_page = new QSplitter(Qt::Vertical);
+    machines_page->setObjectName("machinesPage");
+    machines_page->setChildrenCollapsible(false);
+    machines_page->addWidget(machine_chart_);
+    machine_chart_->setMinimumHeight(260);   // below that its labels overprint each other
+    machines_page->addWidget(serve_gguf_);
+    machines_page->setStretchFactor(0, 1);
+    machines_page->setStretchFactor(1, 1);
+    tabs_->addTab(machines_page, "&Machines");
     methods_chart_ = new MemoryChartWidget;
     methods_chart_->setObjectName("methodsChart");
     table_models_[TableMethods] = new TableModel(this);
@@ -339,6 +352,21 @@ ChartData MainWindow::methodsChart() const { return methods_chart(*lib_, plan_, 
 
 void MainWindow::updateSidePanels() {
     machines_->showVerdicts(eval_, unit_);
+    const bool serving = eval_.ok() && eval_.setup.method == Method::Serve;
+    if (serving && !serve_gguf_->isVisibleTo(this)) {
+        // Shown: about half the page for the chart, the rest for llama.cpp's tables.
+        if (auto* page = qobject_cast<QSplitter*>(serve_gguf_->parentWidget())) {
+            const int h = std::max(page->height(), 560);
+            const int chart = std::max(280, h * 9 / 20);   // its bars and labels still readable
+            page->setSizes({chart, h - chart});
+        }
+    }
+    serve_gguf_->setVisible(serving);
+    if (serving) {
+        std::vector<const MachineProfile*> machines;
+        for (const auto& v : eval_.verdicts) machines.push_back(v.machine);
+        serve_gguf_->setContext(eval_.model.arch, eval_.model.name, machines, eval_.setup.seq_len, unit_);
+    }
     updateSummary();
 }
 

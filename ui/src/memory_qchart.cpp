@@ -1,6 +1,7 @@
 #include "wingspan/ui/memory_qchart.hpp"
 
 #include "chart_text.hpp"
+#include "memory_qchart_decor.hpp"
 
 #include <algorithm>
 #include <array>
@@ -26,8 +27,6 @@ namespace wingspan::ui {
 
 namespace {
 
-constexpr double kBarWidth = 0.62;      // of a category
-constexpr double kCeilingHalf = 0.40;   // the dashed ceiling spans a bit more than the bar
 constexpr double kDecorZ = 1000;
 
 QFont font_px(const ChartStyle& st, double px, bool bold = false) {
@@ -66,20 +65,7 @@ QString unbroken_amounts(QString s) {
 
 }  // namespace
 
-struct MemoryQChart::Decor {
-    ChartText* title = nullptr;
-    ChartText* subtitle = nullptr;
-    ChartText* notice = nullptr;   // hidden segments of cut bars
-    ChartText* footnote = nullptr;
-    ChartText* empty = nullptr;
-    std::vector<ChartText*> totals, verdicts;
-    std::vector<std::array<ChartText*, 3>> captions;   // per bar: label, sublabel, note
-    std::vector<std::pair<ChartText*, std::pair<int, int>>> groups;   // label, first..last bar
-    std::vector<ChartText*> line_labels;
-    std::vector<std::pair<QGraphicsRectItem*, ChartText*>> legend;   // swatch, name (per set, then the ceiling)
-    std::vector<QLineF> ceilings;   // per bar, where its dashed ceiling is drawn (chart coordinates)
-    double line_height = 14;
-};
+
 
 MemoryQChart::MemoryQChart(QGraphicsItem* parent) : QChart(parent), decor_(std::make_unique<Decor>()) {
     setAnimationOptions(QChart::NoAnimation);
@@ -360,7 +346,10 @@ void MemoryQChart::buildDecorations() {
         else
             d.groups.back().second.second = int(i);
     }
-    for (size_t i = 0; i < data_.lines.size(); ++i) d.line_labels.push_back(text(small, style_.muted));
+    for (size_t i = 0; i < data_.lines.size(); ++i) {
+        d.line_labels.push_back(text(small, style_.muted));
+        d.line_labels.back()->setBackground(style_.background);   // close lines may pass under a name
+    }
     if (data_.bars.empty()) return;
     auto add_key = [&](const QString& name, const QBrush& brush, const QPen& pen) {
         auto* swatch = new QGraphicsRectItem(this);
@@ -487,47 +476,9 @@ void MemoryQChart::layoutDecorations() {
             const double cat = category_of_bar_[i];
             d.ceilings[i] = QLineF(toChart(cat - kCeilingHalf, double(*c)), toChart(cat + kCeilingHalf, double(*c)));
         }
-    int cut_run = 0;   // neighbouring cut bars stagger their totals so they never overlap
+    placeBarLabels(plot, slot);
     for (size_t i = 0; i < data_.bars.size(); ++i) {
-        const ChartBar& b = data_.bars[i];
         const double cx = toChart(category_of_bar_[i], 0).x();
-        const bool cut = !axis_.log && double(b.total) > axis_.max_bytes;
-        cut_run = cut ? cut_run + 1 : 0;
-        ChartText* total = d.totals[i];
-        ChartText* verdict = d.verdicts[i];
-        if (verdict->isVisible()) verdict->setFitted(chart_verdict_text(b, axis_), std::max(slot - 4, 40.0), 2);
-        const QRectF tb = total->boundingRect();
-        const QRectF vb = verdict->isVisible() ? verdict->boundingRect() : QRectF();
-        if (cut) {
-            const double ty = plot.top() + 2 + double((cut_run + 1) % 2) * d.line_height * 1.1;
-            total->setPos(cx - tb.width() / 2, ty);
-            verdict->setPos(cx - vb.width() / 2, ty + tb.height());
-        } else {
-            // Total over the bar, verdict over the total; lifted above any dashed ceiling the
-            // pair would sit on, so no label is crossed by a line.
-            // Only the ceilings under the labels' width are looked at: bars sit left to right in
-            // bar order, so they are the neighbours found walking out from this bar (looking at
-            // every ceiling for every bar made long machine lists quadratic).
-            const double half = std::max(tb.width(), vb.width()) / 2;
-            size_t lo = i, hi = i;
-            while (lo > 0 && toChart(category_of_bar_[lo - 1] + kCeilingHalf, 0).x() >= cx - half) --lo;
-            while (hi + 1 < data_.bars.size() && toChart(category_of_bar_[hi + 1] - kCeilingHalf, 0).x() <= cx + half) ++hi;
-            double stack_bottom = toChart(category_of_bar_[i], double(b.total)).y() - 2;
-            for (bool moved = true; moved;) {
-                moved = false;
-                const double stack_top = stack_bottom - tb.height() - vb.height();
-                for (size_t j = lo; j <= hi; ++j) {
-                    const QLineF& c = d.ceilings[j];
-                    if (c.isNull() || c.x2() < cx - half || c.x1() > cx + half) continue;
-                    if (c.y1() + 2 >= stack_top && c.y1() - 2 <= stack_bottom) {
-                        stack_bottom = c.y1() - 3;
-                        moved = true;
-                    }
-                }
-            }
-            total->setPos(cx - tb.width() / 2, stack_bottom - tb.height());
-            verdict->setPos(cx - vb.width() / 2, stack_bottom - tb.height() - vb.height());
-        }
         double cy = plot.bottom() + 4;
         for (size_t k = 0; k < 3; ++k) {
             ChartText* t = d.captions[i][k];
@@ -542,14 +493,7 @@ void MemoryQChart::layoutDecorations() {
         const QRectF gb = label->boundingRect();
         label->setPos((x0 + x1) / 2 - gb.width() / 2, plot.bottom() + 6 + captions_height);
     }
-    for (size_t i = 0; i < d.line_labels.size(); ++i) {
-        ChartText* t = d.line_labels[i];
-        t->setFitted(data_.lines[i].label, plot.width() / 2);
-        const QRectF lb = t->boundingRect();
-        const double ly = toChart(0, double(data_.lines[i].bytes)).y();
-        // Stagger labels of nearby lines so they stay readable.
-        t->setPos(plot.right() - lb.width() - 4 - double(i % 2) * (lb.width() + 10), ly - lb.height());
-    }
+    placeLineLabels(plot);
 }
 
 QRectF MemoryQChart::totalRect(int bar) const {
@@ -625,47 +569,6 @@ std::optional<ChartHit> MemoryQChart::hitAt(const QPointF& pos) const {
             return ChartHit{i, -1, false, true};
     }
     return std::nullopt;
-}
-
-// ---------------------------------------------------------------------- offscreen ----
-
-namespace {
-
-// The chart laid out at `logical` size in `scene` as a file gets it.
-MemoryQChart* lay_out_for_file(QGraphicsScene& scene, const QSizeF& logical, const ChartData& data, const ChartStyle& style) {
-    auto* chart = new MemoryQChart;
-    chart->setForScreen(false);
-    scene.addItem(chart);
-    const QRectF area(QPointF(0, 0), logical);
-    scene.setSceneRect(area);
-    chart->setGeometry(area);
-    chart->setContent(data, style);
-    // Twice: the first pass may move the legend beside the plot, the second places the labels.
-    for (int pass = 0; pass < 2; ++pass) {
-        chart->layout()->invalidate();
-        chart->layout()->activate();
-        chart->layoutDecorations();
-    }
-    return chart;
-}
-
-}  // namespace
-
-void render_memory_chart(QPainter& painter, const QRectF& target, const QSizeF& logical, const ChartData& data,
-                         const ChartStyle& style) {
-    QGraphicsScene scene;
-    lay_out_for_file(scene, logical, data, style);
-    scene.render(&painter, target, QRectF(QPointF(0, 0), logical), Qt::IgnoreAspectRatio);
-}
-
-QStringList cut_chart_texts(const QSizeF& logical, const ChartData& data, const ChartStyle& style) {
-    QGraphicsScene scene;
-    lay_out_for_file(scene, logical, data, style);
-    QStringList cut;
-    for (QGraphicsItem* item : scene.items())
-        if (auto* t = dynamic_cast<ChartText*>(item); t && t->isVisible() && !t->toolTip().isEmpty())
-            cut << t->toolTip();   // a ChartText keeps the full text as tooltip only when it cut it
-    return cut;
 }
 
 }  // namespace wingspan::ui

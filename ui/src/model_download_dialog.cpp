@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "wingspan/ui/widgets.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan::ui {
@@ -89,6 +90,7 @@ ModelDownloadDialog::ModelDownloadDialog(const QString& repo, const QString& nam
     buttons->addWidget(cancel_button_);
     v->addLayout(buttons);
     resize(620, sizeHint().height());
+    grow_to_text(this);
 }
 
 ModelDownloadDialog::~ModelDownloadDialog() { stopWorker(); }
@@ -142,6 +144,7 @@ void ModelDownloadDialog::onListed(std::optional<hub::DownloadListing> listing, 
         size_->setText("Could not ask the Hub what " + repo_ + " holds.");
         status_->setText(error + "\nYou can download it later with `wingspan download " + repo_ +
                          "`, or train random weights or the built-in demo now.");
+        grow_to_text(this);
         emit listed();
         return;
     }
@@ -164,6 +167,7 @@ void ModelDownloadDialog::onListed(std::optional<hub::DownloadListing> listing, 
     status_->setText("A broken or cancelled download resumes where it stopped the next time.");
     download_->setEnabled(true);
     download_->setFocus();
+    grow_to_text(this);
     emit listed();
 }
 
@@ -214,6 +218,7 @@ void ModelDownloadDialog::onProgress(const hub::DownloadProgress& p) {
     if (p.bytes_per_second > 0) text += " · " + qs(format_bytes(p.bytes_per_second, ByteUnit::GB, 1)) + "/s";
     if (p.eta_seconds) text += " · " + eta_text(*p.eta_seconds) + " left";
     status_->setText(text);
+    grow_to_text(this);   // a long file name may take a second line
 }
 
 void ModelDownloadDialog::onDownloaded(QString snapshot, QString error, bool cancelled) {
@@ -229,6 +234,7 @@ void ModelDownloadDialog::onDownloaded(QString snapshot, QString error, bool can
         download_->setText(cancelled ? "Resume download" : "Try again");
         random_->setEnabled(true);
         builtin_->setEnabled(true);
+        grow_to_text(this);
         emit downloadFinished(false);
         return;
     }

@@ -39,6 +39,7 @@
 #include "wingspan/ui/run_panel.hpp"
 #include "wingspan/ui/widgets.hpp"
 
+#include "pair_grid.hpp"
 #include "run_panel_text.hpp"
 
 namespace fs = std::filesystem;
@@ -51,12 +52,15 @@ using namespace run_text;
 // ------------------------------------------------------------------ the form ----
 
 QWidget* RunPanel::buildForm() {
-    auto* w = new QWidget;
-    w->setObjectName("runForm");
-    auto* g = new QGridLayout(w);
-    g->setContentsMargins(4, 0, 4, 0);
-    g->setHorizontalSpacing(8);
-    g->setVerticalSpacing(4);
+    // Four pairs a row where the tab is wide, two or one where it is not (PairGrid).
+    auto* g = new PairGrid;
+    g->setObjectName("runForm");
+    auto boxed = [](QLayout* l) {
+        auto* box = new QWidget;
+        l->setContentsMargins(0, 0, 0, 0);
+        box->setLayout(l);
+        return box;
+    };
     auto label = [](const QString& text, QWidget* buddy) {
         auto* l = new QLabel(text);
         l->setBuddy(buddy);
@@ -87,15 +91,14 @@ QWidget* RunPanel::buildForm() {
     auto* model_row = new QHBoxLayout;
     model_row->addWidget(model_, 1);
     model_row->addWidget(model_browse_);
-    g->addWidget(label("Model", model_), 0, 0);
-    g->addLayout(model_row, 0, 1, 1, 7);
+    g->addWholeRow(label("Model", model_), boxed(model_row));
     model_note_ = new QLabel;
     model_note_->setObjectName("modelNote");
     model_note_->setWordWrap(true);
     QPalette muted = model_note_->palette();
     muted.setColor(QPalette::WindowText, muted.color(QPalette::PlaceholderText));
     model_note_->setPalette(muted);
-    g->addWidget(model_note_, 1, 1, 1, 7);
+    g->addWholeRow(new QLabel, model_note_);
 
     // Rows 2-3: the setup (from the plan).
     method_ = new QComboBox;
@@ -125,12 +128,11 @@ QWidget* RunPanel::buildForm() {
     const std::vector<std::pair<int, std::vector<std::pair<const char*, QWidget*>>>> fields = {
         {2, {{"Method", method_}, {"Rank", rank_}, {"Sequence", seq_}, {"Batch", batch_}}},
         {3, {{"Precision", precision_}, {"Accum.", accum_}, {"Steps", steps_}}}};
-    for (const auto& [row, pairs] : fields)
-        for (size_t i = 0; i < pairs.size(); ++i) {
-            g->addWidget(label(pairs[i].first, pairs[i].second), row, int(2 * i));
-            g->addWidget(pairs[i].second, row, int(2 * i + 1));
-        }
-    g->addWidget(ckpt_, 3, 6, 1, 2);
+    for (const auto& [row, pairs] : fields) {
+        for (const auto& [text, field] : pairs) g->addPair(label(text, field), field);
+        if (row == 3) g->addPair(nullptr, ckpt_);
+        g->endRow();
+    }
 
     // Row 4: data and output. Row 5: the ceiling drawn and the memory cap.
     data_ = new QLineEdit;
@@ -156,10 +158,9 @@ QWidget* RunPanel::buildForm() {
     auto* out_row = new QHBoxLayout;
     out_row->addWidget(out_, 1);
     out_row->addWidget(out_browse);
-    g->addWidget(label("Data", data_), 4, 0);
-    g->addLayout(data_row, 4, 1, 1, 3);
-    g->addWidget(label("Output", out_), 4, 4);
-    g->addLayout(out_row, 4, 5, 1, 3);
+    g->addPair(label("Data", data_), boxed(data_row), 2);
+    g->addPair(label("Output", out_), boxed(out_row), 2);
+    g->endRow();
 
     machine_ = new QComboBox;
     machine_->setObjectName("runMachine");
@@ -196,12 +197,10 @@ QWidget* RunPanel::buildForm() {
         updateFormEnabled();
         updateRunHeader();
     });
-    g->addWidget(label("Device", device_), 5, 0);
-    g->addWidget(device_, 5, 1);
-    g->addWidget(label("Ceiling", machine_), 5, 2);
-    g->addWidget(machine_, 5, 3);
-    g->addWidget(label("Memory cap", cap_mode_), 5, 4);
-    g->addLayout(cap_row, 5, 5, 1, 3);
+    g->addPair(label("Device", device_), device_);
+    g->addPair(label("Ceiling", machine_), machine_);
+    g->addPair(label("Memory cap", cap_mode_), boxed(cap_row), 2);
+    g->endRow();
 
     // Row 6: data-parallel ranks on this machine (wingspan-train --nproc / --sharding).
     processes_ = spin("runProcesses", 1, 64,
@@ -213,18 +212,17 @@ QWidget* RunPanel::buildForm() {
     sharding_->addItem("DDP (everything replicated)", int(Sharding::Ddp));
     sharding_->addItem("ZeRO-1 (optimizer state sharded)", int(Sharding::Zero1));
     sharding_->addItem("ZeRO-2 (optimizer state and gradients sharded)", int(Sharding::Zero2));
+    sharding_->setMinimumContentsLength(20);   // the list shows each name whole
+    sharding_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     sharding_->setToolTip("--sharding: what each rank holds. The trainer predicts each rank's memory for this sharding\n"
                           "(one device's share, from the planner's model) and the chart shows every rank against it.");
-    g->addWidget(label("Processes", processes_), 6, 0);
-    g->addWidget(processes_, 6, 1);
-    g->addWidget(label("Sharding", sharding_), 6, 2);
-    g->addWidget(sharding_, 6, 3, 1, 3);
+    g->addPair(label("Processes", processes_), processes_);
+    g->addPair(label("Sharding", sharding_), sharding_, 2);
     connect(processes_, &QSpinBox::valueChanged, this, [this] {
         updateFormEnabled();
         updateRunHeader();
     });
     connect(sharding_, &QComboBox::currentIndexChanged, this, [this] { updateRunHeader(); });
-    for (int c : {1, 3, 5, 7}) g->setColumnStretch(c, 1);
 
     if (!lib_) machine_->addItem("—");
     // The user's edits stop the form from following the planner (code filling it does not).
@@ -240,7 +238,7 @@ QWidget* RunPanel::buildForm() {
         QSettings().setValue("run/modelChoice", int(*model_choice_));
         updateRunHeader();
     });
-    return w;
+    return g;
 }
 
 

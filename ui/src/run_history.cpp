@@ -84,7 +84,7 @@ QWidget* RunPanel::buildHistoryTab() {
         if (!openRun(fs::path(item->data(0, Qt::UserRole).toString().toStdString()), &error))
             QMessageBox::warning(this, "Open run", error);
     });
-    auto* hb = new QHBoxLayout;
+    auto* hb = new QGridLayout;
     auto selected = [this]() -> std::optional<fs::path> {
         auto items = history_->selectedItems();
         if (items.isEmpty()) return std::nullopt;
@@ -136,9 +136,11 @@ QWidget* RunPanel::buildHistoryTab() {
     });
     auto* reload = new QPushButton("Refresh");
     connect(reload, &QPushButton::clicked, this, &RunPanel::refreshHistory);
-    for (QWidget* b : {open, compare, uncompare, folder, remove}) hb->addWidget(b);
-    hb->addStretch(1);
-    hb->addWidget(reload);
+    // Two rows of three: six buttons in one row made the Run tab 630 px wide, wider than it is
+    // at 1280×720.
+    QPushButton* const buttons[] = {open, compare, uncompare, folder, remove, reload};
+    for (int k = 0; k < 6; ++k) hb->addWidget(buttons[k], k / 3, k % 3);
+    hb->setColumnStretch(3, 1);
     hv->addWidget(history_, 1);
     hv->addLayout(hb);
     return hist;

@@ -15,12 +15,23 @@
 #include <QSpinBox>
 #include <QPainter>
 #include <QProxyStyle>
+#include <QScreen>
 #include <QStyleFactory>
 #include <QStyleOption>
 
 static void wingspan_init_qrc() { Q_INIT_RESOURCE(wingspan); }
 
 namespace wingspan::ui {
+
+void grow_to_text(QWidget* dialog) {
+    QLayout* l = dialog->layout();
+    if (!l) return;
+    l->activate();
+    const int width = std::max(dialog->width(), l->totalMinimumSize().width());
+    int height = l->hasHeightForWidth() ? l->totalHeightForWidth(width) : l->totalSizeHint().height();
+    if (const QScreen* screen = dialog->screen()) height = std::min(height, screen->availableGeometry().height() - 40);
+    if (height > dialog->height() || width > dialog->width()) dialog->resize(width, std::max(height, dialog->height()));
+}
 
 void init_resources() {
     static bool done = false;

@@ -38,6 +38,11 @@ struct ChartBar {
     std::int64_t margin = 0;               // ceiling - needed
     QString verdict;                       // "fits · 4.0 GB free"
     QString details;                       // tooltip text for the bar as a whole (HTML)
+    // Offloaded state in a separate host RAM (a GPU box: optimizer offload, activation offload,
+    // paged optimizer state), shown apart from the device bar and checked against that RAM.
+    std::int64_t host_bytes = 0;
+    std::int64_t host_capacity = 0;        // the machine's host RAM (0: not known)
+    bool host_fits = true;
 };
 
 // A horizontal reference line across the whole chart (a machine's ceiling in the method and

@@ -39,6 +39,8 @@ bool write_export_file(const QString& path, const QByteArray& bytes, QString* er
 QImage render_chart(const ChartData& data, const ImageOptions& options);
 // What render_chart would cut (elide) at these options; empty when every text shows whole.
 QStringList chart_cut_texts(const ChartData& data, const ImageOptions& options);
+// The texts such an image draws over each other, as "a | b" pairs: none on a slide.
+QStringList chart_overlapping_texts(const ChartData& data, const ImageOptions& options);
 // Format from the suffix: .png, .svg, .pdf. Returns false with a message on failure.
 bool export_chart(const ChartData& data, const QString& path, const ImageOptions& options, QString* error = nullptr);
 // A widget as drawn on screen (the which-machine grid) to .png, .svg or .pdf; PNG at

@@ -88,6 +88,9 @@ private:
     QSpinBox* devices_ = nullptr;
     QComboBox* sharding_ = nullptr;
     QCheckBox* offload_ = nullptr;
+    QCheckBox* optimizer_in_backward_ = nullptr;
+    QCheckBox* activation_offload_ = nullptr;
+    QCheckBox* compile_ = nullptr;
     QSpinBox* loss_chunk_ = nullptr;
     QCheckBox* train_embeddings_ = nullptr;
     QComboBox* framework_ = nullptr;

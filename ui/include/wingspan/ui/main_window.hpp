@@ -27,6 +27,8 @@ class QWidget;
 
 namespace wingspan::ui {
 
+class ServeGgufPanel;
+
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -84,6 +86,7 @@ public:
     int addRunTab(QWidget* widget, const QString& title);
     QTabWidget* tabs() const { return tabs_; }
     MemoryChartWidget* machineChartWidget() const { return machine_chart_; }
+    ServeGgufPanel* serveGgufPanel() const { return serve_gguf_; }
 
     // Recomputes the plan and redraws the main chart now; the tables follow lazily.
     void recompute();
@@ -173,6 +176,7 @@ private:
     QStackedWidget* stack_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     MemoryChartWidget* machine_chart_ = nullptr;
+    ServeGgufPanel* serve_gguf_ = nullptr;   // serve mode: llama.cpp's view under the chart
     MemoryChartWidget* methods_chart_ = nullptr;
     MemoryChartWidget* sizes_chart_ = nullptr;
     QPushButton* train_ = nullptr;

@@ -29,6 +29,11 @@ QPalette dark_palette();
 // Fusion style with the chosen palette on the whole application.
 void apply_theme(Theme t);
 
+// A dialog whose word-wrapped text just changed: as tall as that text needs at its width (its
+// layout's height for width), within the screen. A dialog sized once from sizeHint() cut a
+// third line of text off (issue 32, item 8).
+void grow_to_text(QWidget* dialog);
+
 // A read-only view of a core Table: the rounded text, the exact value in the tooltip,
 // verdict cells coloured.
 class TableModel : public QAbstractTableModel {

@@ -1,0 +1,238 @@
+// Issue 32, items 7 and 8, on a 1280×720 screen with real widgets, offscreen: no chart text is
+// drawn over another (a bar's total over a ceiling's name, two ceilings' names over each other)
+// in the Machines, Methods and Sizes charts at any scale; the Run tab fits the window without a
+// horizontal scrollbar; every dialog the menus and buttons open fits the screen and shows its
+// text whole (the download dialog's long URL included); `--screenshot-dialog` finds them by name.
+#include <QtTest>
+
+#include <QAbstractButton>
+#include <QApplication>
+#include <QComboBox>
+#include <QDialog>
+#include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTabWidget>
+#include <QTimer>
+
+#include "window_test_support.hpp"
+#include "wingspan/ui/chart_view.hpp"
+#include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/memory_qchart.hpp"
+#include "wingspan/ui/model_download_dialog.hpp"
+#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/screenshot.hpp"
+#include "wingspan/ui/serve_gguf_panel.hpp"
+
+using namespace wingspan;
+using namespace wingspan::ui;
+
+namespace {
+
+using ui_test::child;
+
+const char* const kCharts[] = {"machineChart", "methodsChart", "sizesChart"};
+
+void show_tab_of(MainWindow& w, QWidget* page) {
+    QTabWidget* tabs = w.tabs();
+    for (int i = 0; i < tabs->count(); ++i)
+        if (tabs->widget(i) == page || tabs->widget(i)->isAncestorOf(page)) tabs->setCurrentIndex(i);
+    QApplication::processEvents();
+    QTest::qWait(30);
+}
+
+// A label whose text needs more room than it has: cut at its right or bottom edge.
+QString clipped_label(QWidget* dialog) {
+    for (QLabel* l : dialog->findChildren<QLabel*>()) {
+        if (!l->isVisible() || l->text().isEmpty() || !l->pixmap().isNull()) continue;
+        const QSize need = l->wordWrap() ? QSize(l->minimumSizeHint().width(), l->heightForWidth(l->width()))
+                                         : l->sizeHint();
+        if (need.width() > l->width() + 1 || need.height() > l->height() + 1)
+            return QString("'%1' needs %2×%3 px, has %4×%5")
+                .arg(l->text().left(60)).arg(need.width()).arg(need.height()).arg(l->width()).arg(l->height());
+        if (!dialog->rect().contains(l->mapTo(dialog, l->rect().bottomRight())))
+            return "'" + l->text().left(60) + "' reaches past the dialog";
+    }
+    return {};
+}
+
+// The window filling the 1280×720 screen, shown, with the run panel when `run_panel`.
+bool shown(MainWindow& w, bool run_panel = false) {
+    if (!w.hasLibrary()) return false;
+    if (run_panel) install_run_panel(w, QString());
+    w.resize(1280, 720);
+    w.show();
+    return QTest::qWaitForWindowExposed(&w);
+}
+
+}  // namespace
+
+class WindowFitsTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { QVERIFY2(ui_test::start_window_test("WingspanWindowFits", {1280, 720}), "a 1280×720 screen"); }
+
+    // Items 7 and 8: the lessons' plan, one at batch 64 (bars past the top) and one at seq
+    // 131,072 (terabytes), at each scale: no text over another in any of the three charts.
+    void noChartTextOverAnother() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w));
+        Plan batch64 = Plan::lesson_default();
+        batch64.setup.micro_batch = 64;
+        Plan long_seq = Plan::lesson_default();
+        long_seq.setup.seq_len = 131072;
+        auto* scale = child<QComboBox>(&w, "chartScale");
+        int charts_checked = 0;
+        for (const auto& [plan, what] : {std::pair{Plan::lesson_default(), "lesson"}, std::pair{batch64, "batch 64"},
+                                         std::pair{long_seq, "seq 131,072"}}) {
+            w.setPlan(plan);
+            for (int s = 0; s < scale->count(); ++s) {
+                scale->setCurrentIndex(s);
+                for (const char* name : kCharts) {
+                    auto* view = child<MemoryChartWidget>(&w, name);
+                    show_tab_of(w, view);
+                    const MemoryQChart& c = *view->memoryChart();
+                    const QStringList over = overlapping_chart_texts(c);
+                    QVERIFY2(over.isEmpty(), qPrintable(QString("%1, %2, %3: %4").arg(what, scale->currentText(), name)
+                                                            .arg(over.join("; "))));
+                    // Each ceiling's name is on its line (just above or under it), inside the plot.
+                    for (int i = 0; i < int(c.content().lines.size()); ++i) {
+                        const QRectF r = c.lineLabelRect(i);
+                        QVERIFY2(c.plotArea().contains(r), qPrintable(c.content().lines[size_t(i)].label));
+                    }
+                    ++charts_checked;
+                }
+            }
+        }
+        QCOMPARE(charts_checked, 3 * 3 * 3);
+        scale->setCurrentIndex(0);
+    }
+
+    // Item 8: the lessons' Methods chart names its four ceilings (this machine, RTX 4090, T4,
+    // the CPU laptop; the first two 0.4 GB apart) each on its own line, none over a total.
+    void closeCeilingsKeepTheirNamesApart() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w));
+        auto* view = child<MemoryChartWidget>(&w, "methodsChart");
+        show_tab_of(w, view);
+        const MemoryQChart& c = *view->memoryChart();
+        const auto& lines = c.content().lines;
+        QVERIFY(lines.size() >= 3);
+        for (size_t i = 0; i < lines.size(); ++i) {
+            const QRectF r = c.lineLabelRect(int(i));
+            for (size_t j = i + 1; j < lines.size(); ++j)
+                QVERIFY2(!r.intersects(c.lineLabelRect(int(j))), qPrintable(lines[i].label + " / " + lines[j].label));
+            for (int b = 0; b < int(c.content().bars.size()); ++b) QVERIFY(!r.intersects(c.totalRect(b)));
+        }
+    }
+
+    // Item 8: the Run tab inside the window at 1280×720: no horizontal scrollbar, with the
+    // settings open and closed.
+    void runTabHasNoHorizontalScrollbar() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w, true));
+        auto* panel = w.findChild<RunPanel*>();
+        QVERIFY(panel);
+        auto* scroll = child<QScrollArea>(&w, "runTabScroll");
+        show_tab_of(w, scroll);
+        QVERIFY(scroll->isVisible());
+        QVERIFY2(w.width() <= 1280, qPrintable(QString::number(w.width())));
+        for (int round = 0; round < 2; ++round) {
+            QApplication::processEvents();
+            QTest::qWait(30);
+            const int need = panel->minimumSizeHint().width();
+            QVERIFY2(need <= scroll->viewport()->width(),
+                     qPrintable(QString("the run panel needs %1 px, the tab has %2").arg(need).arg(scroll->viewport()->width())));
+            QVERIFY(!scroll->horizontalScrollBar()->isVisible());
+            child<QAbstractButton>(panel, "runSettingsToggle")->click();
+        }
+    }
+
+    // Serve mode adds llama.cpp's view under the Machines chart (issue 30): the window still fits
+    // the screen and the chart keeps its labels apart.
+    void serveModeFitsTheScreen() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w, true));
+        Plan serve = Plan::lesson_default();
+        serve.setup.method = Method::Serve;
+        serve.setup.seq_len = 8192;
+        w.setPlan(serve);
+        QApplication::processEvents();
+        QTest::qWait(30);
+        QVERIFY(w.serveGgufPanel()->isVisible());
+        QVERIFY2(w.width() <= 1280 && w.minimumSizeHint().width() <= 1280,
+                 qPrintable(QString("%1 px, needs %2").arg(w.width()).arg(w.minimumSizeHint().width())));
+        const QStringList over = overlapping_chart_texts(*w.machineChartWidget()->memoryChart());
+        QVERIFY2(over.isEmpty(), qPrintable(over.join("; ")));
+    }
+
+    // Item 8: the download dialog at this screen: its text and the Hub's answer (here an error
+    // naming a long URL) whole, the dialog inside the screen.
+    void downloadDialogShowsItsTextWhole() {
+        ModelDownloadDialog d("meta-llama/Llama-3.1-8B", "Llama 3.1 8B", true);
+        hub::DownloadOptions o;
+        o.hub.endpoint = "http://127.0.0.1:9";   // nothing listens: the listing fails at once with the URL
+        o.hub.cache_dir.clear();
+        o.hub.offline = false;
+        o.hub_cache = QDir::temp().filePath("wingspan-fits-cache").toStdString();
+        d.setOptions(o);
+        QSignalSpy listed(&d, &ModelDownloadDialog::listed);
+        d.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&d));
+        QTRY_VERIFY_WITH_TIMEOUT(listed.count() > 0, 20000);   // it may come while the window is being exposed
+        QApplication::processEvents();
+        QTest::qWait(50);
+        QVERIFY2(d.statusText().contains("127.0.0.1") || d.sizeText().contains("127.0.0.1"),
+                 qPrintable(d.statusText() + " / " + d.sizeText()));
+        const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+        QVERIFY2(d.width() <= screen.width() && d.height() <= screen.height(),
+                 qPrintable(QString("%1×%2").arg(d.width()).arg(d.height())));
+        const QString clipped = clipped_label(&d);
+        QVERIFY2(clipped.isEmpty(), qPrintable(clipped));
+    }
+
+    // --screenshot-dialog's names: each dialog the menus open, by its item's text; every one
+    // opened this way fits the screen with its text whole.
+    void everyMenuDialogFitsTheScreen() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w, true));
+        QCOMPARE(dialog_trigger_name("Add model from the &Hub…"), QString("add-model-from-the-hub"));
+        QCOMPARE(dialog_trigger_name("Train ▶"), QString("train"));
+        const QStringList names = dialog_trigger_names(w);
+        const QStringList dialogs = {"add-model-from-the-hub", "export-recipe", "run-a-recipe", "export-gguf-llama-cpp-ollama",
+                                     "calibrate-from-my-runs", "explain-an-out-of-memory-message", "keyboard-shortcuts",
+                                     "units-and-verdicts", "about-wingspan", "add-your-machine", "export-chart",
+                                     "export-table"};
+        const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+        for (const QString& name : dialogs) {
+            QVERIFY2(names.contains(name), qPrintable(name + " is not among " + names.join(", ")));
+            QString seen;
+            QTimer::singleShot(400, &w, [&] {
+                QWidget* d = open_dialog(w);
+                if (!d) return;
+                seen = QString("%1×%2").arg(d->frameGeometry().width()).arg(d->frameGeometry().height());
+                if (d->frameGeometry().width() > screen.width() || d->frameGeometry().height() > screen.height())
+                    seen += " larger than the screen";
+                else if (const QString c = clipped_label(d); !c.isEmpty())
+                    seen += " " + c;
+                else
+                    seen += " ok";
+                if (auto* dlg = qobject_cast<QDialog*>(d)) dlg->reject();
+                else d->close();
+            });
+            QVERIFY(press_named_trigger(w, name));
+            QTRY_VERIFY2_WITH_TIMEOUT(!seen.isEmpty(), qPrintable(name + " opened no dialog"), 5000);
+            QVERIFY2(seen.endsWith(" ok"), qPrintable(name + ": " + seen));
+        }
+    }
+};
+
+int main(int argc, char** argv) {
+    return ui_test::exec_on_screen(argc, argv, {1280, 720}, [&] {
+        WindowFitsTest t;
+        return QTest::qExec(&t, argc, argv);
+    });
+}
+
+#include "test_window_fits.moc"

@@ -1,0 +1,198 @@
+// Issue 30, the window's part: the planner's serve mode shows llama.cpp's serving components
+// (frozen_weights, kv_cache, compute_buffer, each split between the GPU and host RAM, and the
+// layers on the GPU) for the plan's model in a GGUF format or for a GGUF file, with llama.cpp's
+// options (context, KV cache type, GPU layers, flash attention) as controls; every number the
+// view shows, and each machine's verdict, most GPU layers and longest context, equal
+// `wingspan plan --method serve --quant/--gguf ... --json`'s. Offscreen, real widgets, the real
+// wingspan binary.
+#include <QtTest>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QProcess>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf_test_file.hpp"
+#include "wingspan/ui/main_window.hpp"
+#include "wingspan/ui/serve_gguf_panel.hpp"
+
+using namespace wingspan;
+using namespace wingspan::ui;
+using nlohmann::json;
+
+namespace {
+
+const QString kWingspan = QString(WINGSPAN_TEST_BIN_DIR) + "/wingspan";
+const char* const kMachines[] = {"rtx-4090", "t4", "mac-studio-m3-ultra-96gb", "cpu-laptop-8gb"};
+
+json cli_plan(const QStringList& flags) {
+    QStringList args = {"plan", "--method", "serve", "--json"};
+    for (const char* m : kMachines) args << "--machine" << m;
+    QProcess p;
+    p.start(kWingspan, args + flags);
+    if (!p.waitForFinished(60000) || p.exitCode() != 0)
+        qFatal("wingspan %s failed: %s", qPrintable((args + flags).join(' ')), p.readAllStandardError().constData());
+    return json::parse(p.readAllStandardOutput().toStdString());
+}
+
+std::uint64_t cell_bytes(QTableWidget* t, int row, int column) {
+    const QTableWidgetItem* item = t->item(row, column);
+    if (!item) qFatal("no cell %d,%d", row, column);
+    return item->data(Qt::UserRole).toULongLong();
+}
+
+// The view against the CLI's JSON: the components table as shown, the layers, every machine.
+void compare(ServeGgufPanel* panel, const json& j, const QString& what) {
+    auto* table = panel->findChild<QTableWidget*>("serveComponents");
+    QVERIFY(table);
+    QCOMPARE(table->rowCount(), 4);
+    const char* names[] = {"frozen_weights", "kv_cache", "compute_buffer"};
+    for (int r = 0; r < 3; ++r) {
+        QCOMPARE(table->item(r, 0)->text(), QString(names[r]));
+        const json& c = j["components"][names[r]];
+        QVERIFY2(cell_bytes(table, r, 1) == c["gpu_bytes"].get<std::uint64_t>(), qPrintable(what + " " + names[r] + " GPU"));
+        QVERIFY2(cell_bytes(table, r, 2) == c["host_bytes"].get<std::uint64_t>(), qPrintable(what + " " + names[r] + " host"));
+        QVERIFY2(cell_bytes(table, r, 3) == c["bytes"].get<std::uint64_t>(), qPrintable(what + " " + names[r]));
+    }
+    QCOMPARE(cell_bytes(table, 3, 1), j["gpu_layers"]["gpu_bytes"].get<std::uint64_t>());
+    QCOMPARE(cell_bytes(table, 3, 2), j["gpu_layers"]["host_bytes"].get<std::uint64_t>());
+    QVERIFY(panel->servePlan());
+    QCOMPARE(panel->servePlan()->gpu_layers, j["gpu_layers"]["count"].get<std::int64_t>());
+    auto* summary = panel->findChild<QLabel*>("serveSummary");
+    QVERIFY2(summary->text().contains(QString("%1 of %2 layers on the GPU").arg(panel->servePlan()->gpu_layers)
+                                          .arg(j["gpu_layers"]["of"].get<std::int64_t>())),
+             qPrintable(summary->text()));
+    const auto& fits = panel->machineFits();
+    QCOMPARE(int(fits.size()), int(j["machines"].size()));
+    auto* machines = panel->findChild<QTableWidget*>("serveMachines");
+    for (size_t i = 0; i < fits.size(); ++i) {
+        const json& m = j["machines"][i];
+        const llama_cpp::MachineFit& f = fits[i];
+        const QString at = what + ", " + QString::fromStdString(m["id"].get<std::string>());
+        QCOMPARE(QString::fromStdString(f.machine->id), QString::fromStdString(m["id"].get<std::string>()));
+        QVERIFY2(f.fits == (m["verdict"] == "fits"), qPrintable(at));
+        QVERIFY2(machines->item(int(i), 1)->text().contains(f.fits ? "fits" : "does not fit"), qPrintable(at));
+        QCOMPARE(f.device_needed, m["device_bytes_needed"].get<std::uint64_t>());
+        QCOMPARE(cell_bytes(machines, int(i), 2), f.device_needed);
+        QCOMPARE(f.device_usable, m["device_bytes_usable"].get<std::uint64_t>());
+        QCOMPARE(f.longest_context, m["longest_context"].get<std::int64_t>());
+        QCOMPARE(f.most_gpu_layers.has_value(), m.contains("most_gpu_layers"));
+        if (f.most_gpu_layers) {
+            QCOMPARE(*f.most_gpu_layers, m["most_gpu_layers"].get<std::int64_t>());
+            QCOMPARE(f.host_needed, m["host_bytes_needed"].get<std::uint64_t>());
+        }
+    }
+}
+
+template <typename T>
+T* child(QWidget* w, const char* name) {
+    T* c = w->findChild<T*>(name);
+    if (!c) qFatal("no child %s", name);
+    return c;
+}
+
+}  // namespace
+
+class WindowServeGgufTest : public QObject {
+    Q_OBJECT
+
+    Plan servePlan() {
+        Plan p = Plan::lesson_default();
+        p.model.model_id = "llama-3.1-8b";
+        p.setup.method = Method::Serve;
+        p.machines.clear();
+        for (const char* m : kMachines) p.machines.push_back(m);
+        return p;
+    }
+
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void servingComponentsEqualTheCli() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY2(w.hasLibrary(), qPrintable(w.loadError()));
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        ServeGgufPanel* panel = w.serveGgufPanel();
+        QVERIFY(panel);
+        QVERIFY(!panel->isVisible());   // training: not shown
+        w.setPlan(servePlan());
+        QApplication::processEvents();
+        QVERIFY(panel->isVisible());
+        // The context is the plan's sequence length.
+        QCOMPARE(child<QSpinBox>(panel, "serveCtx")->value(), int(servePlan().setup.seq_len));
+        compare(panel, cli_plan({"--model", "llama-3.1-8b", "--quant", "q4_k_m", "--ctx", QString::number(servePlan().setup.seq_len)}),
+                "defaults");
+        Plan longer = servePlan();
+        longer.setup.seq_len = 8192;
+        w.setPlan(longer);
+        QApplication::processEvents();
+        QCOMPARE(child<QSpinBox>(panel, "serveCtx")->value(), 8192);
+        compare(panel, cli_plan({"--model", "llama-3.1-8b", "--quant", "q4_k_m", "--ctx", "8192"}), "seq 8,192");
+
+        auto* quant = child<QComboBox>(panel, "serveQuant");
+        auto* ctx = child<QSpinBox>(panel, "serveCtx");
+        auto* kv = child<QComboBox>(panel, "serveKvType");
+        auto* layers = child<QSpinBox>(panel, "serveGpuLayers");
+        auto* flash = child<QCheckBox>(panel, "serveFlashAttn");
+        struct Case {
+            const char* quant;
+            int ctx;
+            const char* kv;
+            int layers;   // -1: all
+            bool flash;
+        };
+        for (const Case& c : {Case{"q8_0", 32768, "f16", -1, false}, Case{"q4_k_m", 131072, "q8_0", 20, true},
+                              Case{"f16", 8192, "q4_0", 0, true}, Case{"q6_k", 16384, "f16", 33, true}}) {
+            quant->setCurrentIndex(quant->findData(QString(c.quant)));
+            ctx->setValue(c.ctx);
+            kv->setCurrentIndex(kv->findData(QString(c.kv)));
+            layers->setValue(c.layers);
+            if (flash->isEnabled()) flash->setChecked(c.flash);
+            QApplication::processEvents();
+            QStringList flags = {"--model", "llama-3.1-8b", "--quant", c.quant, "--ctx", QString::number(c.ctx), "--kv-type",
+                                 c.kv, "--n-gpu-layers", c.layers < 0 ? QString("all") : QString::number(c.layers)};
+            if (c.flash) flags << "--flash-attn" << "on";
+            compare(panel, cli_plan(flags), QString("%1 ctx %2 kv %3 ngl %4").arg(c.quant).arg(c.ctx).arg(c.kv).arg(c.layers));
+        }
+
+        // A GGUF file: sizes from its own tensors, as --gguf reads them.
+        QTemporaryDir dir;
+        const QString file = dir.filePath("tiny.gguf");
+        ui_test::write_gguf(file.toStdString());
+        QString error;
+        QVERIFY2(panel->setGgufFile(file, &error), qPrintable(error));
+        QVERIFY(!quant->isEnabled());
+        compare(panel, cli_plan({"--gguf", file, "--ctx", QString::number(ctx->value()), "--kv-type", kv->currentText(),
+                                 "--n-gpu-layers", layers->value() < 0 ? QString("all") : QString::number(layers->value()),
+                                 "--flash-attn", flash->isChecked() ? "on" : "off"}),
+                "tiny.gguf");
+        // A file that is not GGUF: a clear error, the view keeps what it showed.
+        const QString bad = dir.filePath("bad.gguf");
+        {
+            QFile f(bad);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("not a gguf file");
+        }
+        QVERIFY(!panel->setGgufFile(bad, &error));
+        QVERIFY(!error.isEmpty());
+
+        // Back to training: the view goes.
+        Plan lora = servePlan();
+        lora.setup.method = Method::Lora;
+        w.setPlan(lora);
+        QApplication::processEvents();
+        QVERIFY(!panel->isVisible());
+    }
+};
+
+QTEST_MAIN(WindowServeGgufTest)
+#include "test_window_serve_gguf.moc"

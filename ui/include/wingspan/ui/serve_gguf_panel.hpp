@@ -1,0 +1,70 @@
+#pragma once
+// The planner's serve mode, served by llama.cpp (issue 30): the plan's model in a GGUF weight
+// format (q4_k_m, q8_0, ...) or a GGUF file, with llama.cpp's options (context, KV cache type,
+// GPU layers, flash attention). Shows what `wingspan plan --method serve --gguf FILE` / `--quant`
+// prints: frozen_weights, kv_cache and compute_buffer, each split between the GPU and host RAM,
+// the layers on the GPU, and per machine the verdict, the most GPU layers and the longest
+// context that fit. Every number comes from core's llama_cpp terms and machine_fit, as the CLI's.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <QWidget>
+
+#include "wingspan/llama_cpp_fit.hpp"
+#include "wingspan/llama_cpp_terms.hpp"
+#include "wingspan/profiles.hpp"
+#include "wingspan/units.hpp"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSpinBox;
+class QTableWidget;
+
+namespace wingspan::ui {
+
+class ServeGgufPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ServeGgufPanel(QWidget* parent = nullptr);
+
+    // The plan's model, machines and context (its sequence length); recomputes.
+    void setContext(const Architecture& arch, const std::string& model_name, std::vector<const MachineProfile*> machines,
+                    std::int64_t n_ctx, ByteUnit unit);
+    // A GGUF file instead of the plan's model in a chosen format (empty: back to the format).
+    bool setGgufFile(const QString& path, QString* error = nullptr);
+
+    llama_cpp::ServeOptions options() const;
+    const std::optional<llama_cpp::ServePlan>& servePlan() const { return plan_; }
+    const std::vector<llama_cpp::MachineFit>& machineFits() const { return fits_; }
+    QString errorText() const;
+
+signals:
+    void changed();
+
+private:
+    void recompute();
+    void chooseFile();
+
+    std::optional<Architecture> arch_;
+    std::string model_name_;
+    std::vector<const MachineProfile*> machines_;
+    ByteUnit unit_ = ByteUnit::GB;
+    std::optional<llama_cpp::ServeModel> file_model_;
+    QString file_;
+    std::optional<llama_cpp::ServePlan> plan_;
+    std::vector<llama_cpp::MachineFit> fits_;
+
+    QComboBox* quant_ = nullptr;
+    QLabel* file_label_ = nullptr;
+    QSpinBox* ctx_ = nullptr;
+    QComboBox* kv_type_ = nullptr;
+    QSpinBox* gpu_layers_ = nullptr;
+    QCheckBox* flash_attn_ = nullptr;
+    QLabel* summary_ = nullptr;
+    QTableWidget* components_ = nullptr;
+    QTableWidget* machines_table_ = nullptr;
+};
+
+}  // namespace wingspan::ui
