@@ -196,6 +196,9 @@ MachineProfile parse_machine_profile(const json& j, const std::string& file) {
     m.tflops_fp32 = f.num("tflops_fp32", 0.0);
     if (m.tflops_bf16 <= 0 && m.tflops_fp16 <= 0 && m.tflops_fp32 <= 0)
         throw ProfileError(file, "tflops_fp32", "at least one of tflops_bf16, tflops_fp16, tflops_fp32 must be positive");
+    m.tflops_matmul_measured = f.num("tflops_matmul_measured", 0.0);
+    if (m.tflops_matmul_measured < 0 || !std::isfinite(m.tflops_matmul_measured))
+        throw ProfileError(file, "tflops_matmul_measured", "must be finite and not negative");
     m.bf16 = f.boolean("bf16", m.tflops_bf16 > 0);
     m.power_w = f.num("power_w", 0.0);
     if (j.contains("price_per_hour") && !j["price_per_hour"].is_null())
@@ -224,6 +227,7 @@ json machine_profile_to_json(const MachineProfile& m) {
               {"price_per_hour", m.price_per_hour ? json(*m.price_per_hour) : json(nullptr)},
               {"default_framework", m.default_framework},
               {"sources", m.sources}};
+    if (m.tflops_matmul_measured > 0) j["tflops_matmul_measured"] = m.tflops_matmul_measured;
     if (m.user_defined) j["user_defined"] = true;
     return j;
 }

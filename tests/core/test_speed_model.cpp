@@ -109,7 +109,10 @@ private slots:
             return training_step(a, e, m, f, k).attention_s - training_step(a, fl, m, f, k).attention_s;
         };
         QVERIFY(extra(1024) > 0);
-        QVERIFY2(std::fabs(extra(2048) / extra(1024) - 4.0) < 1e-9, qPrintable(QString::number(extra(2048) / extra(1024))));
+        // Both parts of the difference (the s² scores eager attention writes, and the score recompute
+        // fused kernels do in backward) grow with s² at one sequence per batch; the GEMM fill of
+        // 1024 vs 2048 rows moves the ratio by a fraction of a percent.
+        QVERIFY2(std::fabs(extra(2048) / extra(1024) - 4.0) < 0.02, qPrintable(QString::number(extra(2048) / extra(1024))));
     }
 
     void aGpuHidesItsDispatchBehindLargeSteps() {

@@ -36,6 +36,10 @@ struct MachineProfile {
     double tflops_bf16 = 0;                // dense, fp32 accumulate
     double tflops_fp16 = 0;
     double tflops_fp32 = 0;
+    // Measured: the TFLOPS a large 16-bit torch.matmul reaches (0 = not measured). Datacenter
+    // cards reach 80-87 % of their datasheet peak, GeForce cards about all of it (their clocks
+    // boost past the datasheet's); the speed model counts matmuls against this when known.
+    double tflops_matmul_measured = 0;
     bool bf16 = true;
     double power_w = 0;
     std::optional<double> price_per_hour;  // USD, rental, where known

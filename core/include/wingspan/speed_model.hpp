@@ -15,9 +15,10 @@ namespace wingspan {
 
 // The factors a device class (and framework) reaches; everything else is counted.
 struct SpeedFactors {
-    double matmul_efficiency = 0.5;     // fraction of dense peak a large GEMM reaches
+    double matmul_efficiency = 0.5;     // fraction of the matmul rate (measured, else the datasheet's peak) a large GEMM reaches
     double rows_half = 256;             // GEMM rows (tokens per micro-batch) at which it reaches half
     double width_half = 256;            // GEMM inner width (hidden size) at which it reaches half
+    double attention_efficiency = 1.0;  // attention kernels' rate as a fraction of the GEMMs' at the same shape
     double bandwidth_efficiency = 0.7;  // fraction of peak memory bandwidth a streaming kernel reaches
     double launch_s = 8e-6;             // seconds per kernel launch / op dispatch
     double elementwise_scale = 1.0;     // framework: fused kernels move fewer bytes
