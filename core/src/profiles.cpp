@@ -381,7 +381,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
 const std::map<std::string, std::vector<std::string>>& framework_profile_keys() {
     static const std::map<std::string, std::vector<std::string>> keys = {
         {"", {"id", "name", "context_bytes", "workspace_bytes", "allocator_slack", "allocator_slack_of",
-              "activation_factor", "mfu", "quantized_speed_factor", "working_set_fraction", "optimizer_step",
+              "activation_factor", "mfu", "quantized_speed_factor", "speed_scale", "working_set_fraction", "optimizer_step",
               "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
               "dataset_bytes_per_token", "dataset_bytes_per_example",
@@ -415,6 +415,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.activation_factor = f.num("activation_factor", 1.0);
     p.mfu = f.num("mfu", 0.3);
     p.quantized_speed_factor = f.num("quantized_speed_factor", 0.7);
+    p.speed_scale = f.num("speed_scale", 1.0);
     p.working_set_fraction = f.num("working_set_fraction", 1.0);
     p.optimizer_step = f.str("optimizer_step", std::string("foreach"));
     p.fused_loss = f.boolean("fused_loss", false);
@@ -439,6 +440,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     in_range(p.activation_factor, 0.01, 10, "activation_factor");
     in_range(p.mfu, 0.001, 1, "mfu");
     in_range(p.quantized_speed_factor, 0.01, 1, "quantized_speed_factor");
+    in_range(p.speed_scale, 0.01, 100, "speed_scale");
     in_range(p.working_set_fraction, 0.01, 1, "working_set_fraction");
     if (p.allocator_slack_of != "peak" && p.allocator_slack_of != "transient")
         throw ProfileError(file, "allocator_slack_of", "expected \"peak\" or \"transient\"");

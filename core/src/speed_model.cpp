@@ -113,6 +113,8 @@ SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
     // Flash Attention 2): its fused Triton kernels and manual backward, applied as one factor
     // to the whole step — no Unsloth training run is among the measured cases.
     if (f.id == "unsloth") s.framework_speedup = 2.0;
+    // This machine's calibration (`wingspan calibrate`: measured ÷ predicted tokens/s of its runs).
+    if (f.speed_scale > 0) s.framework_speedup *= f.speed_scale;
     // Serving is assumed to run in a serving engine (vLLM, llama.cpp, MLX): a few fused kernels
     // per layer. Decoding op by op in eager PyTorch (transformers' generate) is the bench's
     // eager_generate cases.

@@ -62,6 +62,9 @@ struct FrameworkProfile {
     double activation_factor = 1.0;        // relative to the reference implementation
     double mfu = 0.3;                      // fraction of dense peak FLOPs achieved in training
     double quantized_speed_factor = 0.7;   // QLoRA throughput relative to 16-bit LoRA
+    // Measured ÷ predicted tokens/s of finished runs on this machine (`wingspan calibrate`); the
+    // speed model scales its step time by 1 / speed_scale. 1 for bundled profiles.
+    double speed_scale = 1.0;
     double working_set_fraction = 1.0;     // unified memory: share the GPU may use
     std::string optimizer_step = "foreach";// "foreach" | "per_tensor" | "fused": step temporaries
     bool fused_loss = false;               // chunked cross-entropy that never holds full logits
