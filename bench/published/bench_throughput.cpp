@@ -247,6 +247,21 @@ int main(int argc, char** argv) {
         std::map<std::string, int> machines;
         for (const auto& c : cases) ++machines[c.machine.id];
         std::printf("%zu cases (%zu held back) on %zu machines\n", cases.size(), bh.n, machines.size());
+        std::printf("held back (every third case, index %% 3 == 1):");
+        for (const auto& c : cases)
+            if (c.held_back) std::printf(" [%s]", c.id.c_str());
+        std::printf("\n");
+        // wingspan-train on this CPU (issue 29: within 15 % for full, LoRA and QLoRA on two sizes).
+        int cpu_cells = 0, cpu_within = 0;
+        for (const auto& c : cases) {
+            if (c.machine.kind != MachineKind::Cpu || c.kind != "train") continue;
+            const double err = 100 * (predict(c, bundled) / c.measured - 1);
+            ++cpu_cells;
+            cpu_within += std::fabs(err) <= 15.0;
+            std::printf("  cpu %-44s measured %9.1f tok/s, predicted %9.1f (%+.1f %%)%s\n", c.id.c_str(), c.measured,
+                        predict(c, bundled), err, c.held_back ? " [held back]" : "");
+        }
+        if (cpu_cells) std::printf("cpu cells within 15 %%: %d of %d\n", cpu_within, cpu_cells);
         std::printf("bundled factors:  held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",
                     bh.median, bh.worst, bt.median, bt.worst);
         std::printf("refitted factors: held-back median |error| %.1f %%, worst %.1f %% (fitting cases: median %.1f %%, worst %.1f %%)\n",
