@@ -55,7 +55,7 @@ Commands:
   frameworks, scenarios   the other bundled profiles
   export    charts and tables to PNG/SVG/PDF/CSV without a display (GUI build)
   runs      the run history (runs launched from the window)
-  calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads from finished runs
+  calibrate RUN_DIR... [--framework ID]   fit a framework's fixed overheads and this machine's speed from finished runs
   download  OWNER/NAME [--revision R] [--include GLOB] [--offline]   a model into the HF cache (download --help)
   recipe    --framework ID --out DIR [plan flags]   the plan as a recipe for a training framework
   watch     [--plan predicted.json] -- COMMAND...   run a command and record it in the run history
@@ -688,7 +688,10 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std:
         out << json{{"framework", cal.profile.id}, {"file", file.string()}, {"runs", cal.runs},
                     {"context_bytes", cal.profile.context_bytes}, {"allocator_slack", cal.profile.allocator_slack},
                     {"allocator_slack_of", cal.profile.allocator_slack_of},
-                    {"error_before_percent", cal.error_before_percent}, {"error_after_percent", cal.error_after_percent}}
+                    {"error_before_percent", cal.error_before_percent}, {"error_after_percent", cal.error_after_percent},
+                    {"speed_runs", cal.speed_runs}, {"speed_scale", cal.profile.speed_scale},
+                    {"speed_error_before_percent", cal.speed_error_before_percent},
+                    {"speed_error_after_percent", cal.speed_error_after_percent}}
                    .dump(2)
             << "\n";
         return kExitOk;
@@ -700,7 +703,18 @@ int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std:
                   base.id.c_str(), cal.runs, format_bytes(double(cal.profile.context_bytes)).c_str(),
                   100 * cal.profile.allocator_slack, slack_base_name(cal.profile).c_str(), cal.error_before_percent,
                   cal.error_after_percent);
-    out << line << "saved as framework '" << cal.profile.id << "' in " << file.string()
+    out << line;
+    if (cal.speed_runs > 0) {
+        std::snprintf(line, sizeof line,
+                      "speed from %zu runs: measured / predicted tokens/s %.2f; mean error of the predicted tokens/s: "
+                      "%.1f %% before, %.1f %% after\n",
+                      cal.speed_runs, cal.profile.speed_scale, cal.speed_error_before_percent,
+                      cal.speed_error_after_percent);
+        out << line;
+    } else {
+        out << "speed: no run had a predicted and a measured tokens/s (the trainer predicts its speed on the CPU only)\n";
+    }
+    out << "saved as framework '" << cal.profile.id << "' in " << file.string()
         << " (use it with --framework " << cal.profile.id << ")\n";
     return kExitOk;
 }

@@ -196,6 +196,9 @@ MachineProfile parse_machine_profile(const json& j, const std::string& file) {
     m.tflops_fp32 = f.num("tflops_fp32", 0.0);
     if (m.tflops_bf16 <= 0 && m.tflops_fp16 <= 0 && m.tflops_fp32 <= 0)
         throw ProfileError(file, "tflops_fp32", "at least one of tflops_bf16, tflops_fp16, tflops_fp32 must be positive");
+    m.tflops_matmul_measured = f.num("tflops_matmul_measured", 0.0);
+    if (m.tflops_matmul_measured < 0 || !std::isfinite(m.tflops_matmul_measured))
+        throw ProfileError(file, "tflops_matmul_measured", "must be finite and not negative");
     m.bf16 = f.boolean("bf16", m.tflops_bf16 > 0);
     m.power_w = f.num("power_w", 0.0);
     if (j.contains("price_per_hour") && !j["price_per_hour"].is_null())
@@ -224,6 +227,7 @@ json machine_profile_to_json(const MachineProfile& m) {
               {"price_per_hour", m.price_per_hour ? json(*m.price_per_hour) : json(nullptr)},
               {"default_framework", m.default_framework},
               {"sources", m.sources}};
+    if (m.tflops_matmul_measured > 0) j["tflops_matmul_measured"] = m.tflops_matmul_measured;
     if (m.user_defined) j["user_defined"] = true;
     return j;
 }
@@ -331,7 +335,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
 const std::map<std::string, std::vector<std::string>>& framework_profile_keys() {
     static std::map<std::string, std::vector<std::string>> keys = {
         {"", {"id", "name", "context_bytes", "workspace_bytes", "allocator_slack", "allocator_slack_of",
-              "activation_factor", "mfu", "quantized_speed_factor", "working_set_fraction", "optimizer_step",
+              "activation_factor", "mfu", "quantized_speed_factor", "speed_scale", "working_set_fraction", "optimizer_step",
               "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
               "dataset_bytes_per_token", "dataset_bytes_per_example",
@@ -361,6 +365,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.activation_factor = f.num("activation_factor", 1.0);
     p.mfu = f.num("mfu", 0.3);
     p.quantized_speed_factor = f.num("quantized_speed_factor", 0.7);
+    p.speed_scale = f.num("speed_scale", 1.0);
     p.working_set_fraction = f.num("working_set_fraction", 1.0);
     p.optimizer_step = f.str("optimizer_step", std::string("foreach"));
     p.fused_loss = f.boolean("fused_loss", false);
@@ -385,6 +390,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     in_range(p.activation_factor, 0.01, 10, "activation_factor");
     in_range(p.mfu, 0.001, 1, "mfu");
     in_range(p.quantized_speed_factor, 0.01, 1, "quantized_speed_factor");
+    in_range(p.speed_scale, 0.01, 100, "speed_scale");
     in_range(p.working_set_fraction, 0.01, 1, "working_set_fraction");
     if (p.allocator_slack_of != "peak" && p.allocator_slack_of != "transient")
         throw ProfileError(file, "allocator_slack_of", "expected \"peak\" or \"transient\"");

@@ -121,6 +121,9 @@ void RunRecord::ingest(const protocol::Event& e) {
                 for (const auto& [name, v] : it->items())
                     if (auto c = component_from_name(name); c && v.is_number()) predicted_maxima_[*c] = v.get<std::int64_t>();
             if (predicted_maxima_.empty()) predicted_maxima_ = predicted_;
+            predicted_tokens_per_s_ = std::max(0.0, e.number_field("tokens_per_s"));
+            predicted_step_time_s_ = std::max(0.0, e.number_field("step_time_s"));
+            predicted_speed_scale_ = e.number_field("speed_scale") > 0 ? e.number_field("speed_scale") : 1.0;
             break;
         }
         case EventType::Memory: {
@@ -141,7 +144,7 @@ void RunRecord::ingest(const protocol::Event& e) {
         }
         case EventType::Step: {
             StepSample s{e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"), e.number_field("lr"),
-                         e.number_field("tokens_per_s")};
+                         e.number_field("tokens_per_s"), e.number_field("step_time_s")};
             if (auto p = e.body.find("preference"); p != e.body.end() && p->is_object()) {
                 if (auto m = p->find("reward_margin"); m != p->end() && m->is_number()) s.reward_margin = m->get<double>();
                 if (auto a = p->find("reward_accuracy"); a != p->end() && a->is_number()) s.reward_accuracy = a->get<double>();
@@ -168,6 +171,22 @@ void RunRecord::ingest(const protocol::Event& e) {
             break;
     }
 }
+
+namespace {
+// The median of a step field over the run's steps, the first (warm-up: allocation, oneDNN's
+// first-call setup) left out when there are more; 0 without a positive value.
+double median_of_steps(const std::vector<StepSample>& steps, double StepSample::*field) {
+    std::vector<double> v;
+    for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i)
+        if (steps[i].*field > 0 && std::isfinite(steps[i].*field)) v.push_back(steps[i].*field);
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+}  // namespace
+
+double RunRecord::measured_tokens_per_s() const { return median_of_steps(steps_, &StepSample::tokens_per_s); }
+double RunRecord::measured_step_time_s() const { return median_of_steps(steps_, &StepSample::step_time_s); }
 
 void RunRecord::finish(int exit_code, int signal) {
     exit_code_ = exit_code;
@@ -336,6 +355,38 @@ RunRecord RunStore::load(const fs::path& run) {
 
 // ---- calibration ----
 
+namespace {
+// This machine's speed: the median of measured ÷ predicted tokens/s, each prediction taken back
+// to scale 1 (a run predicted with an earlier calibration carries its scale in `predicted`). The
+// median, not the mean: a run slowed by a busy machine should not drag the scale down.
+void fit_speed_scale(const FrameworkProfile& base, const std::vector<RunRecord>& runs, Calibration& cal) {
+    std::vector<double> ratios;
+    std::vector<std::pair<double, double>> points;   // (unscaled prediction, measured)
+    for (const auto& r : runs) {
+        const double predicted = r.predicted_tokens_per_s(), measured = r.measured_tokens_per_s();
+        if (predicted <= 0 || measured <= 0) continue;
+        const double unscaled = predicted / r.predicted_speed_scale();
+        points.emplace_back(unscaled, measured);
+        ratios.push_back(measured / unscaled);
+    }
+    cal.speed_runs = points.size();
+    if (points.empty()) return;
+    std::sort(ratios.begin(), ratios.end());
+    const size_t n = ratios.size();
+    const double scale = n % 2 ? ratios[n / 2] : std::sqrt(ratios[n / 2 - 1] * ratios[n / 2]);
+    cal.profile.speed_scale = std::clamp(scale, 0.01, 100.0);
+    cal.profile.sources["speed_scale"] =
+        "calibrated: median of measured / predicted tokens/s over " + std::to_string(n) + " runs on this machine";
+    double before = 0, after = 0;
+    for (const auto& [unscaled, measured] : points) {
+        before += std::fabs(unscaled * base.speed_scale - measured) / measured;
+        after += std::fabs(unscaled * cal.profile.speed_scale - measured) / measured;
+    }
+    cal.speed_error_before_percent = 100.0 * before / double(n);
+    cal.speed_error_after_percent = 100.0 * after / double(n);
+}
+}  // namespace
+
 Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>& runs) {
     Calibration cal;
     cal.profile = base;
@@ -397,6 +448,7 @@ Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>
     }
     cal.error_before_percent = 100.0 * before;
     cal.error_after_percent = 100.0 * after / double(points.size());
+    fit_speed_scale(base, runs, cal);
     return cal;
 }
 
@@ -410,6 +462,7 @@ json framework_profile_to_json(const FrameworkProfile& f) {
             {"activation_factor", f.activation_factor},
             {"mfu", f.mfu},
             {"quantized_speed_factor", f.quantized_speed_factor},
+            {"speed_scale", f.speed_scale},
             {"working_set_fraction", f.working_set_fraction},
             {"optimizer_step", f.optimizer_step},
             {"fused_loss", f.fused_loss},

@@ -241,6 +241,59 @@ private slots:
         base.allocator_slack_of = "peak";
         QVERIFY(calibrate(base, runs).error_after_percent > 3);
     }
+
+    // Issue 29: the trainer's `predicted` event carries the planner's tokens/s; calibrate fits this
+    // machine's speed scale as the median of measured / predicted, each prediction taken back to
+    // scale 1 (a run predicted with an earlier calibration says its scale).
+    void calibrationFitsThisMachinesSpeed() {
+        FrameworkProfile base = test::bare_framework();
+        base.id = "libtorch-cpu";
+        struct Shape {
+            double predicted, scale_used;
+            std::vector<double> steps;   // tokens/s per step; the first is a warm-up
+        };
+        const std::vector<Shape> shapes = {
+            {1000, 1.0, {90, 1480, 1500, 1530}},     // 1.5× the prediction
+            {400, 1.0, {30, 610, 600, 590}},         // 1.5×
+            {3000, 2.0, {100, 2100, 2100}},          // predicted with scale 2: 1500 unscaled → 1.4×
+            {200, 1.0, {10, 400, 400}},              // 2.0×: a quiet stretch; the median ignores it
+        };
+        std::vector<RunRecord> runs;
+        for (const Shape& s : shapes) {
+            RunRecord r = synthetic_run(1000, 1000, 2000, 1500);
+            r.ingest_line(encode(EventType::Predicted, 0,
+                                 {{"components", components_to_json({{Component::FrozenWeights, 1000}})},
+                                  {"peak_bytes", 1000},
+                                  {"total_bytes", 1500},
+                                  {"tokens_per_s", s.predicted},
+                                  {"step_time_s", 512 / s.predicted},
+                                  {"speed_scale", s.scale_used}}));
+            for (size_t i = 0; i < s.steps.size(); ++i)
+                r.ingest_line(encode(EventType::Step, 0.5 + double(i),
+                                     {{"step", i + 1}, {"loss", 2.0}, {"tokens_per_s", s.steps[i]},
+                                      {"step_time_s", 512 / s.steps[i]}}));
+            runs.push_back(std::move(r));
+        }
+        QCOMPARE(runs[0].measured_tokens_per_s(), 1500.0);          // median of 1480, 1500, 1530
+        QCOMPARE(runs[2].predicted_speed_scale(), 2.0);
+        QVERIFY(std::fabs(runs[0].measured_step_time_s() - 512 / 1500.0) < 1e-12);
+        const Calibration cal = calibrate(base, runs);
+        QCOMPARE(cal.speed_runs, size_t(4));
+        // Ratios 1.4, 1.5, 1.5, 2.0: the median of an even count is the geometric mean of the middle two.
+        QVERIFY2(std::fabs(cal.profile.speed_scale - 1.5) < 1e-12, qPrintable(QString::number(cal.profile.speed_scale)));
+        // Before: |1 - 1.5|/1.5, twice; |1 - 1.4|/1.4; |1 - 2|/2 → mean 35.5 %; after: 0, 0, 0.1/1.4, 0.5/2 → 8.0 %.
+        QVERIFY(std::fabs(cal.speed_error_before_percent - 100 * (1.0 / 3 + 1.0 / 3 + 0.4 / 1.4 + 0.5) / 4) < 1e-9);
+        QVERIFY(std::fabs(cal.speed_error_after_percent - 100 * (0.1 / 1.4 + 0.5 / 2) / 4) < 1e-9);
+        // The scale travels with the saved profile and is read back.
+        const FrameworkProfile back =
+            parse_framework_profile(framework_profile_to_json(cal.profile), "libtorch-cpu-calibrated.json");
+        QCOMPARE(back.speed_scale, cal.profile.speed_scale);
+
+        // Runs without a predicted speed (a GPU run) leave the scale alone.
+        const Calibration none = calibrate(base, {synthetic_run(1000, 1000, 2000, 1500)});
+        QCOMPARE(none.speed_runs, size_t(0));
+        QCOMPARE(none.profile.speed_scale, 1.0);
+    }
 };
 
 QTEST_APPLESS_MAIN(RunRecordTest)

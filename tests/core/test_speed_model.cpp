@@ -109,7 +109,10 @@ private slots:
             return training_step(a, e, m, f, k).attention_s - training_step(a, fl, m, f, k).attention_s;
         };
         QVERIFY(extra(1024) > 0);
-        QVERIFY2(std::fabs(extra(2048) / extra(1024) - 4.0) < 1e-9, qPrintable(QString::number(extra(2048) / extra(1024))));
+        // Both parts of the difference (the s² scores eager attention writes, and the score recompute
+        // fused kernels do in backward) grow with s² at one sequence per batch; the GEMM fill of
+        // 1024 vs 2048 rows moves the ratio by a fraction of a percent.
+        QVERIFY2(std::fabs(extra(2048) / extra(1024) - 4.0) < 0.02, qPrintable(QString::number(extra(2048) / extra(1024))));
     }
 
     void aGpuHidesItsDispatchBehindLargeSteps() {
@@ -147,6 +150,39 @@ private slots:
         const double hf = estimate_speed(a, lora(true), m, lib.framework("hf-transformers")).tokens_per_s;
         const double un = estimate_speed(a, lora(true), m, lib.framework("unsloth")).tokens_per_s;
         QVERIFY2(std::fabs(un / hf - 2.0) < 0.15, qPrintable(QString::number(un / hf)));   // the factor, less loss differences
+    }
+
+    // 16-bit products on a GPU count against the measured matmul rate where the profile has one,
+    // else against 0.80 of the datasheet peak (the median measured/datasheet of the bundled GPUs).
+    void matmulsRunAtTheMeasuredRate() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.1-8b").arch;
+        MachineProfile m = lib.machine("a100-80gb");
+        QCOMPARE(m.tflops_matmul_measured, 264.5);
+        const FrameworkProfile& f = lib.framework_for(m);
+        const StepTime measured = training_step(a, lora(true), m, f, speed_factors(m, f));
+        QCOMPARE(measured.peak_tflops, 264.5);
+        m.tflops_matmul_measured = 0;
+        const StepTime datasheet = training_step(a, lora(true), m, f, speed_factors(m, f));
+        QVERIFY(std::fabs(datasheet.peak_tflops - 0.80 * 312) < 1e-9);
+        // The matmul part is compute-bound here: its time follows the rate.
+        QVERIFY(std::fabs(datasheet.matmul_s / measured.matmul_s - 264.5 / (0.80 * 312)) < 1e-9);
+        // fp32 keeps the datasheet's fp32 rate (no measured figure for it).
+        TrainingSetup fp32 = lora(true);
+        fp32.precision = Precision::Fp32;
+        QCOMPARE(training_step(a, fp32, m, f, speed_factors(m, f)).peak_tflops, 19.5);
+    }
+
+    // `wingspan calibrate` saves this machine's measured / predicted tokens/s as speed_scale; the
+    // planner's steps on that profile are that much faster.
+    void aCalibratedSpeedScaleScalesTheStep() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("smollm2-135m").arch;
+        const MachineProfile m = lib.machine("cpu-laptop-8gb");
+        FrameworkProfile f = lib.framework("libtorch-cpu");
+        const double before = estimate_speed(a, lora(false), m, f).tokens_per_s;
+        f.speed_scale = 1.6;
+        QVERIFY(std::fabs(estimate_speed(a, lora(false), m, f).tokens_per_s / before - 1.6) < 1e-9);
     }
 
     void aMachineWithoutBandwidthStaysFinite() {

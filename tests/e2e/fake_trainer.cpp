@@ -74,7 +74,10 @@ void hello() {
     out(head("predicted") +
         ",\"components\":{\"frozen_weights\":4000000,\"adapters\":400000,\"gradients\":400000,"
         "\"optimizer_state\":800000,\"activations\":3000000,\"logits_loss\":1000000,\"framework_overhead\":50000000},"
-        "\"peak_bytes\":9600000,\"total_bytes\":60000000}");
+        "\"peak_bytes\":9600000,\"total_bytes\":60000000,"
+        // The planner's speed on the CPU: 1024 tokens/s, 128 tokens per step in 0.125 s (the steps
+        // below take 0.1 s).
+        "\"tokens_per_s\":1024.0,\"step_time_s\":0.125,\"speed_scale\":1.0}");
 }
 
 void memory(long step, double wave) {

@@ -275,6 +275,17 @@ private slots:
         QCOMPARE(t.rows[0][3].text, std::string("+0.0 %"));   // 4,000,000 predicted and measured
         QVERIFY(panel->statusText().contains("Completed"));
         QVERIFY(panel->logText().contains("fake: mode ok"));
+        // Issue 29: the throughput chart compares the planner's step time with the measured one, as
+        // the memory chart does its peak: 0.125 s predicted against the fake's 0.1 s steps.
+        QCOMPARE(r.predicted_tokens_per_s(), 1024.0);
+        QCOMPARE(r.measured_step_time_s(), 0.1);
+        const TimeChartData& speed = panel->throughputChart();
+        bool predicted_line = false;
+        for (const auto& m : speed.markers) predicted_line |= m.label.startsWith("Predicted") && m.value == 1024.0;
+        QVERIFY(predicted_line);
+        QVERIFY2(speed.subtitle.contains(QString("step %1 measured, %2 predicted (+25.0 %)")
+                                             .arg(QLocale().toString(0.1, 'f', 3) + " s", QLocale().toString(0.125, 'f', 3) + " s")),
+                 qPrintable(speed.subtitle));
     }
 
     void crashKeepsChartsAndSavesFailed() {

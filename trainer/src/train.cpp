@@ -50,6 +50,7 @@
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/protocol.hpp"
+#include "wingspan/verdict.hpp"
 
 #ifndef WINGSPAN_VERSION
 #define WINGSPAN_VERSION "0.0.0"
@@ -326,7 +327,15 @@ void Run::announce() {
                                     {"batch", {{"rows", peak_batch_.rows}, {"cols", peak_batch_.cols},
                                                {"padding", to_string(opt_.padding)}, {"tokens", peak_batch_.tokens()}}},
                                     {"precision", precision_.to_json()}};
-        if (device_.is_cpu()) predicted["cpu"] = dev::cpu_bf16_json();
+        if (device_.is_cpu()) {
+            predicted["cpu"] = dev::cpu_bf16_json();
+            // The planner's speed on this machine (a GPU has no machine profile here): what the run
+            // panel and `wingspan calibrate` compare the step events with.
+            const SpeedEstimate speed = estimate_speed(arch_, setup_, detect_this_machine(), fw);
+            predicted["tokens_per_s"] = speed.tokens_per_s;
+            predicted["step_time_s"] = speed.step_seconds * double(std::max<std::int64_t>(1, setup_.grad_accum));
+            predicted["speed_scale"] = fw.speed_scale;
+        }
         emit(EventType::Predicted, predicted);
     } catch (const std::exception& e) {
         log_warning(std::string("the planner could not predict this run: ") + e.what());

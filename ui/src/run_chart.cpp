@@ -327,6 +327,17 @@ TimeChartData run_loss_chart(const RunChartInputs& in) {
     return d;
 }
 
+// " · step 0.100 s measured, 0.125 s predicted (+25.0 %)": the error is the prediction's, as the
+// memory summary's (predicted − measured) / measured.
+static QString step_time_comparison(const RunRecord& r) {
+    const double measured = r.measured_step_time_s(), predicted = r.predicted_step_time_s();
+    if (measured <= 0 || predicted <= 0) return {};
+    auto secs = [](double s) { return QLocale().toString(s, 'f', s < 10 ? 3 : 1) + " s"; };
+    return QString(" · step %1 measured, %2 predicted (%3%4 %)")
+        .arg(secs(measured), secs(predicted), predicted >= measured ? "+" : "−")
+        .arg(std::fabs(100.0 * (predicted - measured) / measured), 0, 'f', 1);
+}
+
 TimeChartData run_throughput_chart(const RunChartInputs& in) {
     TimeChartData d;
     d.title = "Throughput";
@@ -351,12 +362,21 @@ TimeChartData run_throughput_chart(const RunChartInputs& in) {
         o.points = step_series(in.overlay->steps(), in.max_points, &StepSample::tokens_per_s);
         if (!o.points.empty()) d.series.push_back(std::move(o));
     }
+    // The planner's speed for this run (the trainer's `predicted` event), as the memory chart
+    // draws the predicted peak: a line to read the measured steps against.
+    if (r.predicted_tokens_per_s() > 0)
+        d.markers.push_back({"Predicted " + QLocale().toString(r.predicted_tokens_per_s(), 'f', 0) + " tokens/s",
+                             r.predicted_tokens_per_s(), QColor(), Qt::DashDotLine, true});
     if (!r.steps().empty()) {
         std::vector<double> v;
         for (const auto& s : r.steps()) v.push_back(s.tokens_per_s);
         std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
         d.subtitle = QString("median %1 tokens/s").arg(QLocale().toString(v[v.size() / 2], 'f', 0));
+        d.subtitle += step_time_comparison(r);
     }
+    if (r.predicted_step_time_s() > 0)
+        d.footnote = "Predicted: the trainer's `predicted` event (core's speed model for this machine). Measured: the median "
+                     "step after the first (warm-up) step.";
     return d;
 }
 

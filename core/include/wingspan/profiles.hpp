@@ -37,6 +37,10 @@ struct MachineProfile {
     double tflops_bf16 = 0;                // dense, fp32 accumulate
     double tflops_fp16 = 0;
     double tflops_fp32 = 0;
+    // Measured: the TFLOPS a large 16-bit torch.matmul reaches (0 = not measured). Datacenter
+    // cards reach 80-87 % of their datasheet peak, GeForce cards about all of it (their clocks
+    // boost past the datasheet's); the speed model counts matmuls against this when known.
+    double tflops_matmul_measured = 0;
     bool bf16 = true;
     double power_w = 0;
     std::optional<double> price_per_hour;  // USD, rental, where known
@@ -59,6 +63,9 @@ struct FrameworkProfile {
     double activation_factor = 1.0;        // relative to the reference implementation
     double mfu = 0.3;                      // fraction of dense peak FLOPs achieved in training
     double quantized_speed_factor = 0.7;   // QLoRA throughput relative to 16-bit LoRA
+    // Measured ÷ predicted tokens/s of finished runs on this machine (`wingspan calibrate`); the
+    // speed model scales its step time by 1 / speed_scale. 1 for bundled profiles.
+    double speed_scale = 1.0;
     double working_set_fraction = 1.0;     // unified memory: share the GPU may use
     std::string optimizer_step = "foreach";// "foreach" | "per_tensor" | "fused": step temporaries
     bool fused_loss = false;               // chunked cross-entropy that never holds full logits

@@ -37,6 +37,7 @@ struct StepSample {
     double loss = 0;
     double lr = 0;
     double tokens_per_s = 0;
+    double step_time_s = 0;   // the optimizer step's wall time (0 when the trainer did not say)
     // DPO/ORPO steps (the step's `preference` object, docs/protocol.md); NaN for SFT.
     double reward_margin = std::numeric_limits<double>::quiet_NaN();
     double reward_accuracy = std::numeric_limits<double>::quiet_NaN();
@@ -83,6 +84,16 @@ public:
     const std::map<Component, std::int64_t>& predicted_maxima() const { return predicted_maxima_; }
     std::int64_t predicted_peak() const { return predicted_peak_; }
     std::int64_t predicted_total() const { return predicted_total_; }
+    // The planner's speed for this run (the `predicted` event's tokens_per_s and step_time_s; 0 when
+    // the trainer could not predict it, e.g. on a GPU without a machine profile) and the speed_scale
+    // of the framework profile it used.
+    double predicted_tokens_per_s() const { return predicted_tokens_per_s_; }
+    double predicted_step_time_s() const { return predicted_step_time_s_; }
+    double predicted_speed_scale() const { return predicted_speed_scale_; }
+    // The measured speed: the median over step events, the first (warm-up) step left out when
+    // there are more; 0 before the first step.
+    double measured_tokens_per_s() const;
+    double measured_step_time_s() const;
     const std::vector<MemorySample>& memory() const { return memory_; }
     const std::vector<StepSample>& steps() const { return steps_; }
     const std::vector<std::pair<std::int64_t, double>>& evals() const { return evals_; }
@@ -127,6 +138,7 @@ private:
     nlohmann::json plan_, hello_;
     std::map<Component, std::int64_t> predicted_, predicted_maxima_, measured_maxima_;
     std::int64_t predicted_peak_ = 0, predicted_total_ = 0, measured_peak_ = 0, rss_peak_ = 0;
+    double predicted_tokens_per_s_ = 0, predicted_step_time_s_ = 0, predicted_speed_scale_ = 1.0;
     std::vector<MemorySample> memory_;
     std::vector<StepSample> steps_;
     std::vector<std::pair<std::int64_t, double>> evals_;
@@ -209,12 +221,17 @@ private:
 
 // Fits a framework's fixed costs from finished runs on this machine: total = context +
 // (1 + slack) × peak allocated, by least squares of the relative error over (measured peak,
-// measured RSS peak).
+// measured RSS peak). Runs whose trainer predicted their speed also fit this machine's speed:
+// speed_scale = the median of measured ÷ predicted tokens/s (the prediction taken without the
+// scale it was made with).
 struct Calibration {
-    FrameworkProfile profile;       // the base profile with the fitted context and slack
+    FrameworkProfile profile;       // the base profile with the fitted context, slack and speed scale
     size_t runs = 0;
     double error_before_percent = 0;   // mean |predicted total − measured RSS| / measured
     double error_after_percent = 0;
+    size_t speed_runs = 0;             // runs with a predicted and a measured tokens/s
+    double speed_error_before_percent = 0;   // mean |predicted − measured tokens/s| / measured, base profile's scale
+    double speed_error_after_percent = 0;    // the same with the fitted scale
 };
 Calibration calibrate(const FrameworkProfile& base, const std::vector<RunRecord>& runs);
 nlohmann::json framework_profile_to_json(const FrameworkProfile& f);

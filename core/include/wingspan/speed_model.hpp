@@ -15,9 +15,10 @@ namespace wingspan {
 
 // The factors a device class (and framework) reaches; everything else is counted.
 struct SpeedFactors {
-    double matmul_efficiency = 0.5;     // fraction of dense peak a large GEMM reaches
+    double matmul_efficiency = 0.5;     // fraction of the matmul rate (measured, else the datasheet's peak) a large GEMM reaches
     double rows_half = 256;             // GEMM rows (tokens per micro-batch) at which it reaches half
     double width_half = 256;            // GEMM inner width (hidden size) at which it reaches half
+    double attention_efficiency = 1.0;  // attention kernels' rate as a fraction of the GEMMs' at the same shape
     double bandwidth_efficiency = 0.7;  // fraction of peak memory bandwidth a streaming kernel reaches
     double launch_s = 8e-6;             // seconds per kernel launch / op dispatch
     double elementwise_scale = 1.0;     // framework: fused kernels move fewer bytes
@@ -74,8 +75,10 @@ struct ServeSpeed {
 ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
                          const SpeedFactors& factors, double weight_bits = 0);
 
-// The spread of measured/predicted time on the held-back cases of bench_throughput (its 10th and
-// 90th percentile, printed by the bench): a predicted duration t is likely kTimeLow·t – kTimeHigh·t.
+// The spread of measured/predicted time on the held-back cases of bench_throughput: a predicted
+// duration t is likely kTimeLow·t – kTimeHigh·t. The bench prints the held-back 10th–90th
+// percentile (0.53–1.25 with the 46 cases of bench/results/throughput.md); these keep the
+// wider range fitted to the first 26 cases, which contains it.
 inline constexpr double kTimeLow = 0.45;
 inline constexpr double kTimeHigh = 1.35;
 std::string likely_span(double seconds);    // "1.8–3.2 h" (one unit for both ends)
