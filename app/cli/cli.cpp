@@ -441,13 +441,10 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
         precision_reason = "auto: bf16-mixed for these totals (a GPU with bf16); each machine below takes its own";
     }
     setup.validate(model.arch);
-    const MemoryEstimate est = estimate_memory(model.arch, setup, top_fw);
-    if (o.has("--rows")) return print_rows(est, o.has("--json"), out);
-}
-
     // --data: each framework's batches of the real examples; memory at the peak batch, time from its tokens.
     const PlanData data = plan_data(o, asked, err);
     const MemoryEstimate est = estimate_memory(model.arch, data.at_peak(setup, top_fw.id), top_fw);
+    if (o.has("--rows")) return print_rows(est, o.has("--json"), out);
     const ByteUnit unit = parse_unit(o);
     const double tokens = data.tokens(top_fw.id, dataset_tokens(o));
     const bool serving = !setup.trains();
