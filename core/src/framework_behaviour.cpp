@@ -72,6 +72,10 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "share a scale and a bias)"},
         {"quantization", "group", "integer", "64", "affine group size"},
         {"quantization", "constant_bytes", "integer", "4", "affine: bytes of constants per group (scale + bias in bf16: 4)"},
+        {"quantization", "dequantize_bytes_per_weight", "number", "0 (one compute-dtype copy)",
+         "bytes per element alive while a quantized weight is dequantized for its matmul, where the framework does it in "
+         "several unfused ops (torchao's NF4Tensor.get_original_weight: 14.03); not with `compile.enabled`, whose "
+         "generated kernel fuses the chain"},
         {"quantization", "embeddings", "bool", "false", "the token embedding is quantized too (MLX)"},
         {"quantization", "head", "bool", "false", "the LM head is quantized too (MLX; LitGPT via Fabric)"},
         {"loss", "logits_held", "bool", "true", "the model returns the full logits and they live until backward"},

@@ -306,6 +306,9 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.quant_group = f.bytes("group", 64);
         if (p.quant_group < 1) throw ProfileError(file, "quantization.group", "must be positive");
         p.quant_constant_bytes = static_cast<int>(f.bytes("constant_bytes", 4));
+        p.quant_dequantize_bytes = f.num("dequantize_bytes_per_weight", 0.0);
+        if (p.quant_dequantize_bytes < 0 || p.quant_dequantize_bytes > 64)
+            throw ProfileError(file, "quantization.dequantize_bytes_per_weight", "expected 0 .. 64 bytes per weight");
         p.quantizes_embeddings = f.boolean("embeddings", false);
         p.quantizes_head = f.boolean("head", false);
     }

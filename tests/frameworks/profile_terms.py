@@ -303,7 +303,6 @@ EXPLAINED = {
     ("torchtune", "full", "peak_allocated_bytes"): "norm.release_0_6_1",
     ("torchtune", "lora", "peak_allocated_bytes"): "norm.release_0_6_1",
     ("torchtune", "qlora", "frozen_weights"): "quantization.nf4_tensor_constants",
-    ("torchtune", "qlora", "peak_allocated_bytes"): "quantization.dequantize_transient",
 }
 
 TOLERANCE = {"frozen_weights": 0.0, "adapters": 0.0, "trainable_weights": 0.0, "gradients": 0.0,

@@ -110,6 +110,9 @@ struct FrameworkProfile {
     std::string quant_format = "nf4";
     std::int64_t quant_group = 64;
     int quant_constant_bytes = 4;          // affine: bytes of constants per group (scale + bias)
+    // Bytes per element alive while one quantized weight is dequantized for its matmul (torchao's
+    // NF4Tensor: 14.03); 0: one copy in the compute dtype (bitsandbytes' fused dequantize_4bit).
+    double quant_dequantize_bytes = 0;
     bool quantizes_embeddings = false;     // the token embedding is quantized too (MLX)
     bool quantizes_head = false;           // the LM head is quantized too (MLX, LitGPT via Fabric)
     // Loss: the full logits kept until backward (model output), the loss upcast to fp32, fused

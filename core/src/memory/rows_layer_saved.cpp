@@ -1,5 +1,6 @@
 // What one decoder layer keeps for backward under a framework: its norms, attention, MLP, LoRA
 // and 4-bit linears, from each framework's own kernels and behaviour (profiles/frameworks).
+#include <cmath>
 #include <algorithm>
 
 #include "activations.hpp"
@@ -334,7 +335,12 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // down projection's r-wide input already freed.
     const std::int64_t G = bs * h * e;   // gradient of a layer's output, and of the final hidden state
     const std::int64_t inner_grad = bs * inner * e;
-    const std::int64_t dequant_down = quant != Quantization::None && fw.quant_format != "affine" ? down_quantized * e : 0;
+    // (torchao dequantizes in unfused ops that hold 14 B per weight at once: quantization.dequantize_bytes_per_weight.)
+    const bool unfused_dequant = fw.quant_dequantize_bytes > 0 && !fw.traits.compile.enabled;
+    const std::int64_t dequant_down =
+        quant == Quantization::None || fw.quant_format == "affine" ? 0
+        : unfused_dequant ? static_cast<std::int64_t>(std::llround(double(down_quantized) * fw.quant_dequantize_bytes))
+                          : down_quantized * e;
     // DoRA composes W + s·B·A (fp32) of an adapted linear to take its column norms, forward and backward.
     const std::int64_t dora_compose = setup.dora ? 4 * largest_adapted : 0;
     // (A product down's input never kept was not there to be freed: one more inner tensor alive.)
