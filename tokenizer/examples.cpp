@@ -15,47 +15,32 @@ namespace {
 
 using nlohmann::json;
 
-void append(Example& e, const std::vector<std::int32_t>& ids, bool trained) {
-    e.ids.insert(e.ids.end(), ids.begin(), ids.end());
-    e.trained.insert(e.trained.end(), ids.size(), trained ? 1 : 0);
-}
-
-void append_id(Example& e, std::int32_t id, bool trained) {
-    if (id < 0) return;
-    e.ids.push_back(id);
-    e.trained.push_back(trained ? 1 : 0);
-}
-
-[[noreturn]] void bad(std::int64_t line, const std::string& why) {
-    throw DataError("line " + std::to_string(line) + ": " + why, line);
-}
-
 std::string need_string(const json& obj, const char* key, std::int64_t line) {
     const auto& v = obj.at(key);
-    if (!v.is_string()) bad(line, std::string("\"") + key + "\" must be a string");
+    if (!v.is_string()) DataError::at(line, std::string("\"") + key + "\" must be a string");
     return v.get<std::string>();
 }
 
 Example chat_example(const json& ms, const Tokenizer& tok, const ChatFormat& f, std::int64_t n) {
-    if (!ms.is_array() || ms.empty()) bad(n, "\"messages\" must be a non-empty array");
+    if (!ms.is_array() || ms.empty()) DataError::at(n, "\"messages\" must be a non-empty array");
     std::vector<Message> msgs;
     bool has_answer = false;
     for (const auto& m : ms) {
         if (!m.is_object() || !m.contains("role") || !m.contains("content"))
-            bad(n, "each message needs \"role\" and \"content\"");
+            DataError::at(n, "each message needs \"role\" and \"content\"");
         Message msg{need_string(m, "role", n), need_string(m, "content", n)};
         if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-            bad(n, "unknown role \"" + msg.role + "\"");
+            DataError::at(n, "unknown role \"" + msg.role + "\"");
         has_answer |= msg.role == "assistant";
         msgs.push_back(std::move(msg));
     }
-    if (!has_answer) bad(n, "no assistant message to learn from");
+    if (!has_answer) DataError::at(n, "no assistant message to learn from");
     return render_chat(msgs, tok, f);
 }
 
 Example alpaca_example(const json& j, const Tokenizer& tok, const ChatFormat& f, std::int64_t n) {
     if (!j.contains("instruction") || !j.contains("output"))
-        bad(n, "an alpaca row needs \"instruction\" and \"output\" (\"input\" is optional)");
+        DataError::at(n, "an alpaca row needs \"instruction\" and \"output\" (\"input\" is optional)");
     std::string prompt = need_string(j, "instruction", n);
     if (j.contains("input") && !j["input"].is_null()) {
         const std::string input = need_string(j, "input", n);
@@ -109,28 +94,28 @@ Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, 
                     bool add_generation_prompt) {
     if (f.is_template()) return render_template_chat(messages, tok, f, add_generation_prompt);
     Example e;
-    append_id(e, f.bos, false);
+    e.append(f.bos, false);
     for (const auto& m : messages) {
         const bool answer = m.role == "assistant";
         switch (f.kind) {
             case ChatFormat::ChatML:
-                append(e, tok.encode("<|im_start|>" + m.role + "\n"), false);
-                append(e, tok.encode(m.content), answer);
-                append(e, tok.encode("<|im_end|>"), answer);
-                append(e, tok.encode("\n"), false);
+                e.append(tok.encode("<|im_start|>" + m.role + "\n"), false);
+                e.append(tok.encode(m.content), answer);
+                e.append(tok.encode("<|im_end|>"), answer);
+                e.append(tok.encode("\n"), false);
                 break;
             case ChatFormat::Llama3:
-                append(e, tok.encode("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n"), false);
-                append(e, tok.encode(m.content), answer);
-                append(e, tok.encode("<|eot_id|>"), answer);
+                e.append(tok.encode("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n"), false);
+                e.append(tok.encode(m.content), answer);
+                e.append(tok.encode("<|eot_id|>"), answer);
                 break;
             case ChatFormat::Plain: {
                 std::string label = m.role;
                 if (!label.empty()) label[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(label[0])));
-                append(e, tok.encode(label + ": "), false);
-                append(e, tok.encode(m.content), answer);
-                if (answer) append_id(e, f.eos, true);
-                append(e, tok.encode("\n"), false);
+                e.append(tok.encode(label + ": "), false);
+                e.append(tok.encode(m.content), answer);
+                if (answer) e.append(f.eos, true);
+                e.append(tok.encode("\n"), false);
                 break;
             }
             default: break;   // the template kinds were rendered above
@@ -138,11 +123,11 @@ Example render_chat(const std::vector<Message>& messages, const Tokenizer& tok, 
     }
     if (add_generation_prompt) {
         switch (f.kind) {
-            case ChatFormat::ChatML: append(e, tok.encode("<|im_start|>assistant\n"), false); break;
+            case ChatFormat::ChatML: e.append(tok.encode("<|im_start|>assistant\n"), false); break;
             case ChatFormat::Llama3:
-                append(e, tok.encode("<|start_header_id|>assistant<|end_header_id|>\n\n"), false);
+                e.append(tok.encode("<|start_header_id|>assistant<|end_header_id|>\n\n"), false);
                 break;
-            case ChatFormat::Plain: append(e, tok.encode("Assistant: "), false); break;
+            case ChatFormat::Plain: e.append(tok.encode("Assistant: "), false); break;
             default: break;
         }
     }
@@ -169,34 +154,34 @@ bool read_bounded_line(std::istream& in, std::string& line, size_t max_bytes, bo
 }
 
 Example example_from_row(const json& j, const Tokenizer& tok, const ChatFormat& f, std::int64_t n, std::string& format) {
-    if (!j.is_object()) bad(n, "not a JSON object");
+    if (!j.is_object()) DataError::at(n, "not a JSON object");
     Example e;
     try {
         if (j.contains("messages")) {
             e = chat_example(j["messages"], tok, f, n);
             format = "messages";
         } else if (j.contains("prompt") || j.contains("completion")) {
-            if (!j.contains("prompt") || !j.contains("completion")) bad(n, "\"prompt\" and \"completion\" go together");
-            append_id(e, f.bos, false);
-            append(e, tok.encode(need_string(j, "prompt", n)), false);
-            append(e, tok.encode(need_string(j, "completion", n)), true);
-            append_id(e, f.eos, true);
+            if (!j.contains("prompt") || !j.contains("completion")) DataError::at(n, "\"prompt\" and \"completion\" go together");
+            e.append(f.bos, false);
+            e.append(tok.encode(need_string(j, "prompt", n)), false);
+            e.append(tok.encode(need_string(j, "completion", n)), true);
+            e.append(f.eos, true);
             format = "prompt/completion";
         } else if (j.contains("text")) {
-            append_id(e, f.bos, false);
-            append(e, tok.encode(need_string(j, "text", n)), true);
-            append_id(e, f.eos, true);
+            e.append(f.bos, false);
+            e.append(tok.encode(need_string(j, "text", n)), true);
+            e.append(f.eos, true);
             format = "text";
         } else if (j.contains("instruction") || j.contains("output")) {
             e = alpaca_example(j, tok, f, n);
             format = "alpaca";
         } else {
-            bad(n, "needs \"text\", \"prompt\"/\"completion\", \"instruction\"/\"output\" or \"messages\"");
+            DataError::at(n, "needs \"text\", \"prompt\"/\"completion\", \"instruction\"/\"output\" or \"messages\"");
         }
     } catch (const json::exception& ex) {
-        bad(n, ex.what());
+        DataError::at(n, ex.what());
     } catch (const InputError& ex) {   // the tokenizer refused this text (a split pattern's bounds)
-        bad(n, ex.what());
+        DataError::at(n, ex.what());
     }
     return e;
 }
@@ -208,7 +193,7 @@ bool example_from_line(const std::string& text, const Tokenizer& tok, const Chat
     if (line.find_first_not_of(" \t") == std::string_view::npos) return false;
     std::string why;
     auto parsed = try_parse_untrusted_json(line, &why);
-    if (!parsed) bad(n, why);
+    if (!parsed) DataError::at(n, why);
     out = example_from_row(*parsed, tok, f, n, format);
     return true;
 }

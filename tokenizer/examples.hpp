@@ -18,6 +18,18 @@ namespace wingspan::train {
 struct Example {
     std::vector<std::int32_t> ids;
     std::vector<std::uint8_t> trained;   // trained[i]: the loss predicts ids[i]
+
+    // Tokens the loss predicts (trained) or only reads; a negative id (a format without that
+    // BOS/EOS) adds nothing.
+    void append(const std::vector<std::int32_t>& tokens, bool is_trained) {
+        ids.insert(ids.end(), tokens.begin(), tokens.end());
+        trained.insert(trained.end(), tokens.size(), is_trained ? 1 : 0);
+    }
+    void append(std::int32_t id, bool is_trained) {
+        if (id < 0) return;
+        ids.push_back(id);
+        trained.push_back(is_trained ? 1 : 0);
+    }
 };
 
 // How conversations become tokens; chosen from the tokenizer's special tokens.
@@ -50,6 +62,10 @@ inline constexpr size_t kMaxDataLineBytes = 16u << 20;
 struct DataError : std::runtime_error {
     DataError(const std::string& msg, std::int64_t line_) : std::runtime_error(msg), line(line_) {}
     std::int64_t line;
+    // "line N: why", naming line N.
+    [[noreturn]] static void at(std::int64_t line, const std::string& why) {
+        throw DataError("line " + std::to_string(line) + ": " + why, line);
+    }
 };
 
 // One line of a data file into `line` (without the newline), at most max_bytes: a longer one sets

@@ -18,31 +18,16 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void bad(std::int64_t line, const std::string& why) {
-    throw DataError("line " + std::to_string(line) + ": " + why, line);
-}
-
-void append(Example& e, const std::vector<std::int32_t>& ids, bool trained) {
-    e.ids.insert(e.ids.end(), ids.begin(), ids.end());
-    e.trained.insert(e.trained.end(), ids.size(), trained ? 1 : 0);
-}
-
-void append_id(Example& e, std::int32_t id, bool trained) {
-    if (id < 0) return;
-    e.ids.push_back(id);
-    e.trained.push_back(trained ? 1 : 0);
-}
-
 std::vector<Message> messages_of(const json& v, const char* key, std::int64_t line) {
-    if (!v.is_array() || v.empty()) bad(line, std::string("\"") + key + "\" must be a string or a non-empty array of messages");
+    if (!v.is_array() || v.empty()) DataError::at(line, std::string("\"") + key + "\" must be a string or a non-empty array of messages");
     std::vector<Message> out;
     for (const auto& m : v) {
         if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
             !m["content"].is_string())
-            bad(line, std::string("each message of \"") + key + "\" needs string \"role\" and \"content\"");
+            DataError::at(line, std::string("each message of \"") + key + "\" needs string \"role\" and \"content\"");
         Message msg{m["role"].get<std::string>(), m["content"].get<std::string>()};
         if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-            bad(line, std::string("\"") + key + "\": unknown role \"" + msg.role + "\"");
+            DataError::at(line, std::string("\"") + key + "\": unknown role \"" + msg.role + "\"");
         out.push_back(std::move(msg));
     }
     return out;
@@ -79,7 +64,7 @@ std::int64_t trained_within(const Example& e, std::int64_t seq) {
 PreferencePair parse_pair(const json& j, const Tokenizer& tok, const ChatFormat& f, std::int64_t line,
                           std::map<std::string, std::int64_t>& formats) {
     for (const char* key : {"prompt", "chosen", "rejected"})
-        if (!j.contains(key)) bad(line, std::string("a preference row needs \"prompt\", \"chosen\" and \"rejected\" (\"") + key + "\" is missing)");
+        if (!j.contains(key)) DataError::at(line, std::string("a preference row needs \"prompt\", \"chosen\" and \"rejected\" (\"") + key + "\" is missing)");
     const json &p = j["prompt"], &c = j["chosen"], &r = j["rejected"];
     PreferencePair pair;
     pair.line = line;
@@ -87,10 +72,10 @@ PreferencePair parse_pair(const json& j, const Tokenizer& tok, const ChatFormat&
         // As SFT's prompt/completion rows (data.cpp): BOS, the prompt, the completion and EOS trained.
         const std::vector<std::int32_t> prompt = tok.encode(p.get<std::string>());
         for (auto [side, text] : {std::pair{&pair.chosen, &c}, std::pair{&pair.rejected, &r}}) {
-            append_id(*side, f.bos, false);
-            append(*side, prompt, false);
-            append(*side, tok.encode(text->get<std::string>()), true);
-            append_id(*side, f.eos, true);
+            side->append(f.bos, false);
+            side->append(prompt, false);
+            side->append(tok.encode(text->get<std::string>()), true);
+            side->append(f.eos, true);
         }
         formats["strings"]++;
     } else if (c.is_array() && r.is_array() && (p.is_array() || p.is_string())) {
@@ -99,16 +84,16 @@ PreferencePair parse_pair(const json& j, const Tokenizer& tok, const ChatFormat&
         const std::vector<Message> chosen = messages_of(c, "chosen", line), rejected = messages_of(r, "rejected", line);
         for (const auto* side : {&chosen, &rejected})
             if (std::none_of(side->begin(), side->end(), [](const Message& m) { return m.role == "assistant"; }))
-                bad(line, std::string("\"") + (side == &chosen ? "chosen" : "rejected") + "\" has no assistant message");
+                DataError::at(line, std::string("\"") + (side == &chosen ? "chosen" : "rejected") + "\" has no assistant message");
         pair.chosen = render_pair_side(prompt, chosen, tok, f);
         pair.rejected = render_pair_side(prompt, rejected, tok, f);
         formats["messages"]++;
     } else {
-        bad(line, "\"chosen\" and \"rejected\" must both be strings (with a string \"prompt\") or both lists of "
+        DataError::at(line, "\"chosen\" and \"rejected\" must both be strings (with a string \"prompt\") or both lists of "
                   "messages");
     }
     if (trained_count(pair.chosen) == 0 || trained_count(pair.rejected) == 0)
-        bad(line, std::string("\"") + (trained_count(pair.chosen) == 0 ? "chosen" : "rejected") + "\" has no tokens to score");
+        DataError::at(line, std::string("\"") + (trained_count(pair.chosen) == 0 ? "chosen" : "rejected") + "\" has no tokens to score");
     return pair;
 }
 
@@ -128,18 +113,18 @@ PreferenceDataset load_preference_jsonl(const std::filesystem::path& file, const
     while (read_bounded_line(in, line, kMaxDataLineBytes, too_long)) {
         ++n;
         if (n % 256 == 0) stops::throw_if_requested();
-        if (too_long) bad(n, "longer than " + std::to_string(kMaxDataLineBytes) + " bytes; shorten the example");
+        if (too_long) DataError::at(n, "longer than " + std::to_string(kMaxDataLineBytes) + " bytes; shorten the example");
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.find_first_not_of(" \t") == std::string::npos) continue;
         std::string why;
         auto parsed = try_parse_untrusted_json(line, &why);
-        if (!parsed) bad(n, why);
-        if (!parsed->is_object()) bad(n, "not a JSON object");
+        if (!parsed) DataError::at(n, why);
+        if (!parsed->is_object()) DataError::at(n, "not a JSON object");
         PreferencePair pair;
         try {
             pair = parse_pair(*parsed, tok, f, n, formats);
         } catch (const InputError& ex) {   // the tokenizer refused this text
-            bad(n, ex.what());
+            DataError::at(n, ex.what());
         }
         // keep_start: a row keeps its first seq + 1 tokens (EpochBatches cuts it there).
         const auto longer = std::max(pair.chosen.ids.size(), pair.rejected.ids.size());

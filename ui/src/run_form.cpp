@@ -51,31 +51,45 @@ using namespace run_text;
 
 // ------------------------------------------------------------------ the form ----
 
+namespace {
+// A layout as one widget of the form.
+QWidget* boxed(QLayout* l) {
+    auto* box = new QWidget;
+    l->setContentsMargins(0, 0, 0, 0);
+    box->setLayout(l);
+    return box;
+}
+// A field's label, which also names the field for screen readers.
+QLabel* label(const QString& text, QWidget* buddy) {
+    auto* l = new QLabel(text);
+    l->setBuddy(buddy);
+    if (buddy->accessibleName().isEmpty()) buddy->setAccessibleName(text);
+    return l;
+}
+QSpinBox* spin(const char* name, int lo, int hi, const QString& tip) {
+    auto* s = new QSpinBox;
+    s->setObjectName(name);
+    s->setRange(lo, hi);
+    s->setToolTip(tip);
+    s->setGroupSeparatorShown(true);
+    return s;
+}
+}  // namespace
+
 QWidget* RunPanel::buildForm() {
     // Four pairs a row where the tab is wide, two or one where it is not (PairGrid).
     auto* g = new PairGrid;
     g->setObjectName("runForm");
-    auto boxed = [](QLayout* l) {
-        auto* box = new QWidget;
-        l->setContentsMargins(0, 0, 0, 0);
-        box->setLayout(l);
-        return box;
-    };
-    auto label = [](const QString& text, QWidget* buddy) {
-        auto* l = new QLabel(text);
-        l->setBuddy(buddy);
-        if (buddy->accessibleName().isEmpty()) buddy->setAccessibleName(text);
-        return l;
-    };
-    auto spin = [](const char* name, int lo, int hi, const QString& tip) {
-        auto* s = new QSpinBox;
-        s->setObjectName(name);
-        s->setRange(lo, hi);
-        s->setToolTip(tip);
-        s->setGroupSeparatorShown(true);
-        return s;
-    };
+    addModelRows(g);
+    addSetupRows(g);
+    addPathRow(g);
+    addMachineRow(g);
+    addRanksRow(g);
+    connectFormEdits();
+    return g;
+}
 
+void RunPanel::addModelRows(PairGrid* g) {
     // Row 0: the model, and what it means for the plan's model.
     model_ = new QComboBox;
     model_->setObjectName("runModel");
@@ -100,6 +114,9 @@ QWidget* RunPanel::buildForm() {
     model_note_->setPalette(muted);
     g->addWholeRow(new QLabel, model_note_);
 
+}
+
+void RunPanel::addSetupRows(PairGrid* g) {
     // Rows 2-3: the setup (from the plan).
     method_ = new QComboBox;
     method_->setObjectName("runMethod");
@@ -134,7 +151,10 @@ QWidget* RunPanel::buildForm() {
         g->endRow();
     }
 
-    // Row 4: data and output. Row 5: the ceiling drawn and the memory cap.
+}
+
+void RunPanel::addPathRow(PairGrid* g) {
+    // Row 4: data and output.
     data_ = new QLineEdit;
     data_->setObjectName("runData");
     data_->setPlaceholderText("the bundled sample (chat.jsonl)");
@@ -162,6 +182,10 @@ QWidget* RunPanel::buildForm() {
     g->addPair(label("Output", out_), boxed(out_row), 2);
     g->endRow();
 
+}
+
+// Row 5: the device, the ceiling drawn and the memory cap.
+void RunPanel::addMachineRow(PairGrid* g) {
     machine_ = new QComboBox;
     machine_->setObjectName("runMachine");
     machine_->setMinimumContentsLength(14);
@@ -202,6 +226,9 @@ QWidget* RunPanel::buildForm() {
     g->addPair(label("Memory cap", cap_mode_), boxed(cap_row), 2);
     g->endRow();
 
+}
+
+void RunPanel::addRanksRow(PairGrid* g) {
     // Row 6: data-parallel ranks on this machine (wingspan-train --nproc / --sharding).
     processes_ = spin("runProcesses", 1, 64,
                       "Data-parallel ranks on this machine (--nproc N): one process each, each training its slice of every\n"
@@ -224,6 +251,9 @@ QWidget* RunPanel::buildForm() {
     });
     connect(sharding_, &QComboBox::currentIndexChanged, this, [this] { updateRunHeader(); });
 
+}
+
+void RunPanel::connectFormEdits() {
     if (!lib_) machine_->addItem("—");
     // The user's edits stop the form from following the planner (code filling it does not).
     for (QSpinBox* sb : {rank_, seq_, batch_, accum_})
@@ -238,7 +268,6 @@ QWidget* RunPanel::buildForm() {
         QSettings().setValue("run/modelChoice", int(*model_choice_));
         updateRunHeader();
     });
-    return g;
 }
 
 

@@ -62,6 +62,7 @@ class QTreeWidget;
 namespace wingspan::ui {
 
 class MainWindow;
+class PairGrid;
 class TableModel;
 
 // ------------------------------------------------------------------ launching ----
@@ -362,6 +363,13 @@ private:
     };
     void buildUi();
     QWidget* buildForm();
+    // The form's rows (run_form.cpp), in order, and the edits that stop it following the planner.
+    void addModelRows(PairGrid* g);
+    void addSetupRows(PairGrid* g);
+    void addPathRow(PairGrid* g);
+    void addMachineRow(PairGrid* g);
+    void addRanksRow(PairGrid* g);
+    void connectFormEdits();
     QWidget* buildCharts();
     QWidget* buildBottom();        // run_results.cpp: summary, chart, log; the history tab from:
     QWidget* buildHistoryTab();    // run_history.cpp
