@@ -229,6 +229,12 @@ private Q_SLOTS:
         QTest::newRow("phi3 partial rotary") << "phi3" << R"({"partial_rotary_factor": 0.75})" << "partial_rotary_factor";
         QTest::newRow("gemma unknown activation") << "gemma" << R"({"hidden_activation": "relu2"})" << "relu2";
         QTest::newRow("gemma2 layer_types") << "gemma2" << R"({"layer_types": ["full_attention"]})" << "layer_types";
+        // The shape is read by core's parser, the planner's: its refusals name the field, and a
+        // config the planner reads as a mixture of experts is not trained as a dense model.
+        QTest::newRow("experts") << "qwen3" << R"({"num_experts": 4, "num_experts_per_tok": 2})" << "with experts";
+        QTest::newRow("kv heads") << "qwen3" << R"({"num_key_value_heads": 3})" << "num_key_value_heads";
+        QTest::newRow("fractional size") << "gemma" << R"({"hidden_size": 64.5})" << "hidden_size";
+        QTest::newRow("unknown family") << "qwen3" << R"({"model_type": "mamba"})" << "mamba";
     }
     void unsupportedVariantsAreRefused() {
         QFETCH(QString, arch);

@@ -23,46 +23,36 @@ using torch::autograd::variable_list;
 // ---------------------------------------------------------------------------------------
 // Configuration
 
-namespace {
+ModelConfig ModelConfig::from_hf(const nlohmann::json& j) { return from_architecture(Architecture::from_hf_config(j), j); }
 
-std::int64_t need_int(const nlohmann::json& j, const char* key) {
-    if (!j.contains(key) || !j[key].is_number_integer())
-        throw InputError(std::string("config.json: \"") + key + "\" is missing or not an integer");
-    const auto v = j[key].get<std::int64_t>();
-    if (v <= 0) throw InputError(std::string("config.json: \"") + key + "\" must be positive");
-    return v;
-}
-
-}  // namespace
-
-ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
-    if (!j.is_object()) throw InputError("config.json is not a JSON object");
+// The shape (sizes, biases, tying, the families' defaults) comes from core's reader, the one
+// config.json parser the planner uses too, so the trainer cannot build a different model than the
+// one planned. Read here: only what the forward needs beyond the shape (norm epsilon, RoPE
+// scaling, the Gemma/Phi-3 variants) and the families this trainer implements.
+ModelConfig ModelConfig::from_architecture(const Architecture& a, const nlohmann::json& j) {
     ModelConfig c;
-    c.model_type = j.value("model_type", "llama");
+    c.model_type = a.model_type;
     static const std::set<std::string> supported = {"llama", "mistral", "qwen2", "qwen3", "smollm", "smollm2",
                                                     "gemma", "gemma2", "phi3"};
-    if (!supported.count(c.model_type))
+    if (!supported.count(c.model_type) || a.is_moe())
         throw InputError("config.json: model_type \"" + c.model_type +
-                         "\" is not supported by wingspan-train (llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)");
-    c.hidden = need_int(j, "hidden_size");
-    c.layers = need_int(j, "num_hidden_layers");
-    c.heads = need_int(j, "num_attention_heads");
-    c.kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
-                     ? need_int(j, "num_key_value_heads")
-                     : c.heads;
-    c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? need_int(j, "head_dim") : c.hidden / c.heads;
-    c.intermediate = need_int(j, "intermediate_size");
-    c.vocab = need_int(j, "vocab_size");
-    if (j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer())
-        c.max_positions = j["max_position_embeddings"].get<std::int64_t>();
-    c.tied = j.value("tie_word_embeddings", false);
-    const bool attention_bias = j.value("attention_bias", false);
-    c.qkv_bias = c.model_type == "qwen2" || attention_bias;
-    c.o_bias = attention_bias;
-    c.mlp_bias = j.value("mlp_bias", false);
-    c.qk_norm = c.model_type == "qwen3";
+                         (a.is_moe() ? "\" with experts" : "\"") +
+                         " is not supported by wingspan-train (llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)");
+    c.hidden = a.hidden;
+    c.layers = a.layers;
+    c.heads = a.heads;
+    c.kv_heads = a.kv_heads;
+    c.head_dim = a.head_dim;
+    c.intermediate = a.intermediate;
+    c.vocab = a.vocab;
+    if (a.max_positions > 0) c.max_positions = a.max_positions;
+    c.tied = a.tied_embeddings;
+    c.qkv_bias = a.qkv_bias;
+    c.o_bias = a.o_bias;
+    c.mlp_bias = a.mlp_bias;
+    c.qk_norm = a.qk_norm;
+    c.rope_theta = a.rope_theta;
     if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.rms_eps = j["rms_norm_eps"].get<double>();
-    if (j.contains("rope_theta") && j["rope_theta"].is_number()) c.rope_theta = j["rope_theta"].get<double>();
     if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
         const auto& r = j["rope_scaling"];
         c.rope_type = r.value("rope_type", r.value("type", std::string("default")));
@@ -76,8 +66,6 @@ ModelConfig ModelConfig::from_hf(const nlohmann::json& j) {
             c.rope_type = "default";
         }
     }
-    if (c.heads % c.kv_heads != 0)
-        throw InputError("config.json: num_attention_heads is not a multiple of num_key_value_heads");
     if (c.head_dim % 2 != 0) throw InputError("config.json: head_dim must be even for RoPE");
     read_variant_config(j, c);   // activation, Gemma and Phi-3 fields
     return c;

@@ -49,6 +49,8 @@ struct ModelConfig {
 
     // Reads a Hugging Face config.json; throws InputError naming a missing or bad field.
     static ModelConfig from_hf(const nlohmann::json& config);
+    // The same from the shape core already read from `config` (Architecture::from_hf_config).
+    static ModelConfig from_architecture(const Architecture& shape, const nlohmann::json& config);
     std::vector<double> inv_freq() const;  // RoPE frequencies after scaling
 };
 

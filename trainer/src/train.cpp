@@ -158,18 +158,14 @@ void Run::load_inputs() {
     }
     if (hf_config_.is_null()) hf_config_ = default_model_config(tok_->vocab_size());
     try {
-        cfg_ = ModelConfig::from_hf(hf_config_);
+        arch_ = Architecture::from_hf_config(hf_config_);   // what the planner reads: one parser
+        cfg_ = ModelConfig::from_architecture(arch_, hf_config_);
     } catch (const InputError& e) {
         throw RunError("bad_model", e.what());
     }
     if (tok_->vocab_size() > cfg_.vocab)
         throw RunError("bad_model", "the tokenizer has " + std::to_string(tok_->vocab_size()) +
                                         " tokens but the model's vocab_size is " + std::to_string(cfg_.vocab));
-    try {
-        arch_ = Architecture::from_hf_config(hf_config_);
-    } catch (const std::exception& e) {
-        throw RunError("bad_model", std::string("config.json: ") + e.what());
-    }
     if (!opt_.model_dir.empty()) {
         try {
             weights_ = WeightReader::open_dir(opt_.model_dir);
