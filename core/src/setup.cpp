@@ -121,6 +121,15 @@ std::set<LinearRole> parse_targets(const std::string& text) {
             roles.insert({LinearRole::Gate, LinearRole::Up, LinearRole::Down});
             continue;
         }
+        // Phi-3's fused projections (qkv_proj, gate_up_proj, as PEFT's target_modules name them).
+        if (item == "qkv") {
+            roles.insert({LinearRole::Q, LinearRole::K, LinearRole::V});
+            continue;
+        }
+        if (item == "gate_up") {
+            roles.insert({LinearRole::Gate, LinearRole::Up});
+            continue;
+        }
         bool found = false;
         for (const auto& [n, r] : kRoles)
             if (item == n) {

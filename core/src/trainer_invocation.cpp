@@ -1,12 +1,13 @@
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 
 #include "wingspan/errors.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
-namespace wingspan::train {
+namespace wingspan {
 
 namespace {
 
@@ -58,7 +59,7 @@ std::int64_t to_bytes(const std::string& flag, const std::string& v) {
 // same way (pytorch/torchtune recipes/full_finetune_single_device.py,
 // FullFinetuneRecipeSingleDevice.__init__: "Gradient clipping is not supported with optimizer in
 // bwd", "Gradient accumulation is not supported with optimizer in bwd").
-void check_optimizer_in_backward(Options& o) {
+void check_optimizer_in_backward(TrainerInvocation& o) {
     const std::string flag = "--optimizer-in-backward";
     if (o.max_grad_norm_given && o.max_grad_norm > 0)
         throw ArgError(flag + " steps each parameter before the gradient norm over all of them exists, so "
@@ -75,50 +76,7 @@ void check_optimizer_in_backward(Options& o) {
 
 }  // namespace
 
-std::string method_name(Method m) {
-    switch (m) {
-        case Method::Full: return "full";
-        case Method::Lora: return "lora";
-        case Method::Qlora: return "qlora";
-        default: return "serve";
-    }
-}
-
-std::string precision_name(Precision p) {
-    switch (p) {
-        case Precision::Fp32: return "fp32";
-        case Precision::Bf16Mixed: return "bf16-mixed";
-        case Precision::Bf16: return "bf16";
-        default: return "fp16-mixed";
-    }
-}
-
-std::set<LinearRole> parse_target_list(const std::string& text) {
-    std::set<LinearRole> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (item == "all") {
-            out.insert({LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                        LinearRole::Up, LinearRole::Down});
-        } else if (item == "q" || item == "q_proj") out.insert(LinearRole::Q);
-        else if (item == "k" || item == "k_proj") out.insert(LinearRole::K);
-        else if (item == "v" || item == "v_proj") out.insert(LinearRole::V);
-        else if (item == "o" || item == "o_proj") out.insert(LinearRole::O);
-        else if (item == "gate" || item == "gate_proj") out.insert(LinearRole::Gate);
-        else if (item == "up" || item == "up_proj") out.insert(LinearRole::Up);
-        else if (item == "down" || item == "down_proj") out.insert(LinearRole::Down);
-        else if (item == "qkv_proj") out.insert({LinearRole::Q, LinearRole::K, LinearRole::V});   // Phi-3's fused
-        else if (item == "gate_up_proj") out.insert({LinearRole::Gate, LinearRole::Up});
-        else
-            throw ArgError("--targets: unknown module \"" + item +
-                           "\" (use q,k,v,o,gate,up,down or all)");
-    }
-    if (out.empty()) throw ArgError("--targets names no module");
-    return out;
-}
-
-std::string usage() {
+std::string trainer_usage() {
     return "usage: wingspan-train [--model DIR] [--data FILE] --method full|lora|qlora [--rank R]\n"
            "         [--alpha A] [--dropout P] [--targets q,k,v,o,gate,up,down|all]\n"
            "         [--precision auto|fp32|bf16-mixed|bf16|fp16-mixed] [--seq N] [--batch N] [--grad-accum N]\n"
@@ -141,8 +99,8 @@ std::string usage() {
            "stdout carries run-protocol JSON lines only (docs/protocol.md).\n";
 }
 
-Options parse_options(const std::vector<std::string>& a, bool& help) {
-    Options o;
+TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a, bool& help) {
+    TrainerInvocation o;
     help = false;
     for (size_t i = 0; i < a.size(); ++i) {
         const std::string& f = a[i];
@@ -171,7 +129,11 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
             o.dropout = to_double(f, need_value(a, i));
             if (o.dropout < 0 || o.dropout >= 1) throw ArgError("--dropout must be in [0, 1)");
         } else if (f == "--targets") {
-            o.targets = parse_target_list(need_value(a, i));
+            try {
+                o.targets = parse_targets(need_value(a, i));
+            } catch (const InputError& e) {
+                throw ArgError("--targets: " + std::string(e.what()));
+            }
         } else if (f == "--precision") {
             const std::string v = need_value(a, i);
             o.precision_auto = v == "auto";
@@ -287,4 +249,78 @@ Options parse_options(const std::vector<std::string>& a, bool& help) {
     return o;
 }
 
-}  // namespace wingspan::train
+namespace {
+
+// The shortest text that reads back as the same double (to_chars' round-trip guarantee).
+std::string exact(double x) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, x);
+    return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+std::vector<std::string> TrainerInvocation::to_args() const {
+    const TrainerInvocation d;   // the defaults, which from_args() starts from
+    std::vector<std::string> a;
+    auto flag = [&](const char* f, const std::string& v) {
+        a.push_back(f);
+        a.push_back(v);
+    };
+    auto text = [&](const char* f, const std::string& v, const std::string& fallback) {
+        if (v != fallback) flag(f, v);
+    };
+    auto number = [&](const char* f, auto v, auto fallback) {
+        if (v != fallback) flag(f, std::to_string(v));
+    };
+    auto real = [&](const char* f, double v, double fallback) {
+        if (v != fallback) flag(f, exact(v));
+    };
+    text("--model", model_dir, d.model_dir);
+    text("--data", data_file, d.data_file);
+    text("--tokenizer", tokenizer_file, d.tokenizer_file);
+    text("--chat-format", chat_format, d.chat_format);
+    flag("--method", to_string(method));
+    if (objective != d.objective) flag("--objective", to_string(objective));
+    if (beta) flag("--beta", exact(*beta));
+    if (method != Method::Full) {
+        flag("--rank", std::to_string(rank));
+        flag("--alpha", exact(alpha));
+    }
+    real("--dropout", dropout, d.dropout);
+    if (targets != d.targets) flag("--targets", targets_to_string(targets));
+    flag("--precision", precision_auto ? "auto" : to_string(precision));
+    flag("--seq", std::to_string(seq));
+    flag("--batch", std::to_string(batch));
+    number("--grad-accum", grad_accum, d.grad_accum);
+    number("--steps", steps, d.steps);
+    number("--epochs", epochs, d.epochs);
+    if (lr) flag("--lr", exact(*lr));
+    real("--weight-decay", weight_decay, d.weight_decay);
+    if (max_grad_norm_given) flag("--max-grad-norm", exact(max_grad_norm));
+    number("--warmup-steps", warmup_steps, d.warmup_steps);
+    if (grad_checkpointing) a.push_back("--grad-checkpointing");
+    if (optimizer_in_backward) a.push_back("--optimizer-in-backward");
+    if (padding != d.padding) flag("--padding", to_string(padding));
+    text("--out", out_dir, d.out_dir);
+    text("--resume", resume_dir, d.resume_dir);
+    number("--memory-limit", memory_limit, d.memory_limit);
+    number("--threads", threads, d.threads);
+    number("--seed", seed, d.seed);
+    number("--eval-every", eval_every, d.eval_every);
+    real("--eval-fraction", eval_fraction, d.eval_fraction);
+    number("--eval-batches", eval_batches, d.eval_batches);
+    number("--save-every", save_every, d.save_every);
+    number("--sample-tokens", sample_tokens, d.sample_tokens);
+    number("--sample-every-ms", sample_every_ms, d.sample_every_ms);
+    text("--attention", attention, d.attention);
+    real("--initial-loss-scale", initial_loss_scale, d.initial_loss_scale);
+    number("--loss-scale-growth", loss_scale_growth, d.loss_scale_growth);
+    text("--device", device, d.device);
+    number("--nproc", nproc, d.nproc);
+    if (nproc > 1 || sharding != d.sharding) flag("--sharding", to_string(sharding));
+    number("--dist-timeout", dist_timeout_s, d.dist_timeout_s);
+    return a;
+}
+
+}  // namespace wingspan

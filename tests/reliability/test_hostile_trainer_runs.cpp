@@ -197,7 +197,7 @@ private slots:
         QVERIFY2(r.exit_code == 0, qPrintable(r.err));
         const json good = json::parse(slurp(run / "adapter_config.json"));
         const std::vector<std::pair<json, std::string>> members = {
-            {20'000'000, "\"r\" must be an integer"}, {16, "but r 16"}, {-1, "\"r\""}, {"8", "\"r\""}};
+            {20'000'000, "\"r\" must be an integer"}, {12, "but r 12"}, {-1, "\"r\""}, {"8", "\"r\""}};
         for (const auto& [rank, expect] : members) {
             json c = good;
             c["r"] = rank;
@@ -256,8 +256,8 @@ private slots:
         r = train(QStringList{"--resume", q(ckpt), "--out", q(root / "again")} + three);
         QVERIFY2(r.exit_code == 0, qPrintable(r.err));
         const std::vector<std::pair<QStringList, std::string>> members = {
-            {{"--targets", "q,v"}, "--targets"},       {{"--alpha", "999"}, "--alpha 16"},
-            {{"--rank", "4"}, "--rank 8"},             {{"--dropout", "0.1"}, "--dropout"},
+            {{"--targets", "q,v"}, "--targets"},       {{"--alpha", "999"}, "--alpha 32"},
+            {{"--rank", "4"}, "--rank 16"},             {{"--dropout", "0.1"}, "--dropout"},
             {{"--lr", "0.5"}, "--lr"},                 {{"--seed", "7"}, "--seed 42"},
             {{"--weight-decay", "0.1"}, "--weight-decay"}, {{"--grad-accum", "2"}, "--grad-accum"},
             {{"--data", q(root / "other.jsonl")}, "data"}, {{"--no-packing"}, "packing"}};

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "model.hpp"
 #include "model_source.hpp"
 #include "trainer_process.hpp"
@@ -120,7 +120,7 @@ at::Tensor logits_of(const fs::path& dir, const std::vector<std::int64_t>& ids, 
         mo.alpha = ac.at("lora_alpha");
         std::string targets;
         for (const auto& t : ac.at("target_modules")) targets += (targets.empty() ? "" : ",") + t.get<std::string>();
-        mo.targets = parse_target_list(targets);
+        mo.targets = parse_targets(targets);
         adapter = load_safetensors(adir / "adapter_model.safetensors");
     }
     at::NoGradGuard no_grad;

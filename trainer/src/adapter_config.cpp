@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "model_source.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/safetensors.hpp"
@@ -58,8 +58,8 @@ AdapterConfig read_adapter_config(const fs::path& adir, const BaseShape& base_sh
         list += (list.empty() ? "" : ",") + t.get<std::string>();
     }
     try {
-        c.targets = parse_target_list(list);
-    } catch (const ArgError& e) {
+        c.targets = parse_targets(list);
+    } catch (const InputError& e) {
         throw InputError(where + "target_modules: " + e.what());
     }
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adapter_config.hpp"
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "chat_format.hpp"
 #include "model.hpp"
 #include "model_source.hpp"

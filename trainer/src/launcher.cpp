@@ -19,7 +19,7 @@
 #include <iostream>
 #include <thread>
 
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "emit.hpp"
 #include "stop_signals.hpp"
 #include "train.hpp"
@@ -100,10 +100,10 @@ bool wants_launcher(const std::vector<std::string>& args) {
 }
 
 int run_launcher(const std::vector<std::string>& args, const std::string& argv0) {
-    Options opt;
+    TrainerInvocation opt;
     bool help = false;
     try {
-        opt = parse_options(args, help);
+        opt = TrainerInvocation::from_args(args, help);
     } catch (const ArgError&) {
         return run_train(args, argv0);   // the one place that reports bad arguments
     }

@@ -1,15 +1,15 @@
 #include "precision_choice.hpp"
 
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 
 namespace wingspan::train {
 
 nlohmann::json PrecisionChoice::to_json() const {
-    return {{"precision", precision_name(precision)}, {"auto", automatic}, {"reason", reason}};
+    return {{"precision", std::string(to_string(precision))}, {"auto", automatic}, {"reason", reason}};
 }
 
 PrecisionChoice asked_precision(Precision p) {
-    return {p, false, "--precision " + precision_name(p) + " was asked for"};
+    return {p, false, "--precision " + std::string(to_string(p)) + " was asked for"};
 }
 
 PrecisionChoice auto_precision(DeviceKind kind, bool bf16_fast, const std::string& device_name) {
@@ -40,7 +40,7 @@ PrecisionChoice auto_precision(DeviceKind kind, bool bf16_fast, const std::strin
 }
 
 PrecisionChoice resumed_precision(Precision saved, const std::string& checkpoint) {
-    return {saved, true, "resumed from " + checkpoint + ", which was trained in " + precision_name(saved)};
+    return {saved, true, "resumed from " + checkpoint + ", which was trained in " + std::string(to_string(saved))};
 }
 
 PrecisionChoice fit_precision(const PrecisionChoice& chosen, const MemoryNeed& n) {

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "chat_format.hpp"
 #include "data.hpp"
 #include "device_memory.hpp"
@@ -56,7 +56,7 @@ json read_json_file(const fs::path& p, const char* code_if_bad);
 // One training run, from the arguments to its `done` event.
 class Run {
 public:
-    Run(Options o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
+    Run(TrainerInvocation o, std::string argv0, dist::JobEnv job) : opt_(std::move(o)), argv0_(std::move(argv0)), job_(std::move(job)) {}
     int execute();
     // Ends the memory sampler's thread: after a run that ended in an error, before its `done`, so no
     // sample can follow the last line (the sampler thread raced the error path's `done`).
@@ -108,7 +108,7 @@ private:
     std::int64_t memory_capacity() const;   // the device's memory (RAM for the CPU); 0: unknown
     FrameworkProfile framework_profile() const;
 
-    Options opt_;
+    TrainerInvocation opt_;
     PrecisionChoice precision_;        // what opt_.precision is and why
     std::string argv0_;
     dist::JobEnv job_;

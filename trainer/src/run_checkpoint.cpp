@@ -43,8 +43,8 @@ std::string shown(const json& v) {
 json Run::state_settings() const {
     json targets = json::array();
     for (LinearRole r : opt_.targets) targets.push_back(linear_role_name(r));
-    return {{"method", method_name(opt_.method)},
-            {"precision", precision_name(opt_.precision)},
+    return {{"method", std::string(to_string(opt_.method))},
+            {"precision", std::string(to_string(opt_.precision))},
             {"rank", opt_.rank},
             {"alpha", opt_.alpha},
             {"dropout", opt_.dropout},

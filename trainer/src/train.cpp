@@ -25,7 +25,7 @@
 #include <sstream>
 #include <thread>
 
-#include "args.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "checkpoint.hpp"
 #include "data.hpp"
 #include "device.hpp"
@@ -305,7 +305,7 @@ void Run::announce() {
           {"objective", {{"kind", to_string(opt_.objective)},
                          {"beta", opt_.preference() ? json(opt_.beta_or_default()) : json(nullptr)},
                          {"reference", opt_.objective != Objective::Dpo ? "none" : opt_.method == Method::Full ? "copy" : "adapter-off"}}}});
-    log_info("precision " + precision_name(precision_.precision) + ": " + precision_.reason);
+    log_info("precision " + std::string(to_string(precision_.precision)) + ": " + precision_.reason);
 
     try {
         const MemoryEstimate est = estimate_memory(arch_, setup_at_peak(), fw);
@@ -616,7 +616,7 @@ int Run::execute() {
 }  // namespace detail
 
 int run_train(const std::vector<std::string>& args, const std::string& argv0) {
-    Options opt;
+    TrainerInvocation opt;
     bool help = false;
     dist::JobEnv job;
     try {
@@ -626,7 +626,7 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
             throw ArgError(std::string("torchrun environment: ") + e.what());
         }
         set_rank(job.rank, job.world_size);
-        opt = parse_options(args, help);
+        opt = TrainerInvocation::from_args(args, help);
         if (job.world_size > 1 && opt.nproc > 1)
             throw ArgError("--nproc starts its own ranks, but this process is already rank " + std::to_string(job.rank) +
                            " of " + std::to_string(job.world_size) + " (RANK/WORLD_SIZE): leave --nproc out");
@@ -637,11 +637,11 @@ int run_train(const std::vector<std::string>& args, const std::string& argv0) {
         emit_minimal_hello();
         emit(EventType::Error, {{"code", "bad_argument"}, {"message", valid_utf8(e.what())}});
         emit(EventType::Done, {{"reason", "error"}, {"peak_bytes", mem::peak()}, {"rss_peak_bytes", mem::read_rss().hwm}});
-        std::cerr << "wingspan-train: " << e.what() << "\n" << usage();
+        std::cerr << "wingspan-train: " << e.what() << "\n" << trainer_usage();
         return 2;
     }
     if (help) {
-        std::cerr << usage();
+        std::cerr << trainer_usage();
         return 0;
     }
     Run run(opt, argv0, job);

@@ -20,6 +20,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/safe_file.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace fs = std::filesystem;
@@ -33,16 +34,6 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // The stop grace as the status line states it ("SIGKILL in 60 s"): whole seconds when whole.
 QString grace_text(int ms) { return ms % 1000 == 0 ? QString::number(ms / 1000) : QString::number(ms / 1000.0, 'f', 1); }
-
-const char* trainer_precision(Precision p) {
-    switch (p) {
-        case Precision::Fp32: return "fp32";
-        case Precision::Bf16Mixed: return "bf16-mixed";
-        case Precision::Bf16: return "bf16";
-        case Precision::Fp16Mixed: return "bf16-mixed";
-    }
-    return "fp32";
-}
 
 QString how_to_build() {
     return "Build it with `./dev.sh run` in the Wingspan source folder (it installs libtorch and builds "
@@ -183,29 +174,31 @@ RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib) {
 
 QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, const QString& data_file,
                               const QString& out_dir) {
-    QStringList a;
-    if (!model_dir.isEmpty()) a << "--model" << model_dir;
-    if (!data_file.isEmpty()) a << "--data" << data_file;
-    a << "--method" << to_string(o.method == Method::Serve ? Method::Lora : o.method);
-    if (o.objective != Objective::Sft) a << "--objective" << to_string(o.objective);
-    if (o.method != Method::Full) {
-        a << "--rank" << QString::number(o.rank);
-        a << "--alpha" << QString::number(o.alpha, 'g', 6);
-    }
-    a << "--precision" << (o.precision_auto ? "auto" : trainer_precision(o.precision));
-    a << "--seq" << QString::number(o.seq) << "--batch" << QString::number(o.batch);
-    if (o.grad_accum > 1) a << "--grad-accum" << QString::number(o.grad_accum);
-    a << "--steps" << QString::number(std::max<std::int64_t>(1, o.steps));
-    if (o.grad_checkpointing) a << "--grad-checkpointing";
-    if (!out_dir.isEmpty()) a << "--out" << out_dir;
-    if (o.memory_limit > 0) a << "--memory-limit" << QString::number(o.memory_limit);
-    if (o.threads > 0) a << "--threads" << QString::number(o.threads);
-    if (!o.device.isEmpty()) a << "--device" << o.device;
+    TrainerInvocation t;   // wingspan-train's own defaults for everything the window does not set
+    t.model_dir = model_dir.toStdString();
+    t.data_file = data_file.toStdString();
+    t.method = o.method == Method::Serve ? Method::Lora : o.method;
+    t.objective = o.objective;
+    t.rank = o.rank;
+    t.alpha = o.alpha;
+    t.precision_auto = o.precision_auto;
+    t.precision = o.precision == Precision::Fp16Mixed ? Precision::Bf16Mixed : o.precision;
+    t.seq = o.seq;
+    t.batch = o.batch;
+    t.grad_accum = o.grad_accum;
+    t.steps = std::max<std::int64_t>(1, o.steps);
+    t.grad_checkpointing = o.grad_checkpointing;
+    t.out_dir = out_dir.toStdString();
+    t.memory_limit = o.memory_limit;
+    t.threads = o.threads;
+    if (!o.device.isEmpty()) t.device = o.device.toStdString();
     if (o.processes > 1) {
         // The launcher starts the ranks and relays their lines; SIGTERM to it reaches them all.
-        a << "--nproc" << QString::number(o.processes);
-        a << "--sharding" << to_string(o.sharding == Sharding::None ? Sharding::Ddp : o.sharding);
+        t.nproc = static_cast<int>(o.processes);
+        t.sharding = o.sharding == Sharding::None ? Sharding::Ddp : o.sharding;
     }
+    QStringList a;
+    for (const std::string& arg : t.to_args()) a << QString::fromStdString(arg);
     a << o.extra_args;
     return a;
 }

@@ -28,6 +28,11 @@ enum class Objective { Sft, Dpo, Orpo, Simpo, Kto, Grpo };
 // framework does it (TRL: the base with the adapter disabled for a PEFT policy, else a copy).
 enum class Reference { Auto, Copy, AdapterOff, Precomputed, None };
 
+// LoRA's rank and alpha when nothing says otherwise: the planner's, wingspan-train's and the
+// window's one default (PEFT's LoraConfig defaults to r 8, alpha 8; most recipes use 16 / 32).
+inline constexpr std::int64_t kDefaultLoraRank = 16;
+inline constexpr double kDefaultLoraAlpha = 32;
+
 const char* to_string(Method);
 const char* to_string(Precision);
 const char* to_string(Optimizer);
@@ -81,8 +86,8 @@ struct TrainingSetup {
     // Cross-entropy over this many tokens at a time (0: the whole micro-batch at once).
     std::int64_t loss_chunk_tokens = 0;
     // LoRA
-    std::int64_t lora_rank = 16;
-    double lora_alpha = 32;
+    std::int64_t lora_rank = kDefaultLoraRank;
+    double lora_alpha = kDefaultLoraAlpha;
     double lora_dropout = 0.0;
     std::set<LinearRole> lora_targets = {LinearRole::Q, LinearRole::K, LinearRole::V,
                                          LinearRole::O, LinearRole::Gate, LinearRole::Up,

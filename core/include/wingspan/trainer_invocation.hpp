@@ -1,5 +1,7 @@
 #pragma once
-// wingspan-train's command line (issue 3 is the contract for the flag names).
+// One training run as wingspan-train runs it: its command line (issue 3 is the contract for the
+// flag names) as one type with one set of defaults. The trainer parses its argv with from_args();
+// the window, the CLI and anything else that starts a run fills one in and calls to_args().
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -10,19 +12,19 @@
 #include "wingspan/data_lengths.hpp"
 #include "wingspan/setup.hpp"
 
-namespace wingspan::train {
+namespace wingspan {
 
 inline constexpr std::int64_t kMinMemoryLimit = 1 << 20;   // 1 MiB: below it nothing can run
 
-struct Options {
+struct TrainerInvocation {
     std::string model_dir;          // empty: the built-in default architecture
     std::string data_file;          // empty: the bundled sample data
     std::string tokenizer_file;     // empty: <model>/tokenizer.json, else byte-level
     std::string chat_format;        // empty: from the model's chat template (chat_format.hpp)
     Method method = Method::Lora;
     bool method_given = false;
-    std::int64_t rank = 8;
-    double alpha = 16;
+    std::int64_t rank = kDefaultLoraRank;
+    double alpha = kDefaultLoraAlpha;
     double dropout = 0.0;
     std::set<LinearRole> targets = {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O,
                                     LinearRole::Gate, LinearRole::Up, LinearRole::Down};
@@ -73,6 +75,15 @@ struct Options {
     std::optional<double> beta;
     double beta_or_default() const { return beta.value_or(0.1); }
     bool preference() const { return objective != Objective::Sft; }
+
+    // Parses wingspan-train's arguments (argv without the program). Throws ArgError naming the
+    // flag; `help` is set for --help (then nothing is checked).
+    static TrainerInvocation from_args(const std::vector<std::string>& args, bool& help);
+    // The arguments that give this run back through from_args(): the method, precision, sequence,
+    // batch and length always (a run folder's recorded command states its setup even if a default
+    // changes), every other option only where it differs from the default.
+    std::vector<std::string> to_args() const;
+    bool operator==(const TrainerInvocation&) const = default;
 };
 
 // Thrown for a bad command line; the message names the flag.
@@ -80,11 +91,6 @@ struct ArgError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// Parses argv[first..argc). Throws ArgError. `help` is set for --help.
-Options parse_options(const std::vector<std::string>& args, bool& help);
-std::string usage();
-std::set<LinearRole> parse_target_list(const std::string& text);
-std::string method_name(Method m);
-std::string precision_name(Precision p);
+std::string trainer_usage();
 
-}  // namespace wingspan::train
+}  // namespace wingspan

@@ -81,8 +81,8 @@ struct RunOptions {
     QString data_file;                 // empty: the bundled sample data
     Method method = Method::Lora;
     Objective objective = Objective::Sft;   // sft, dpo or orpo: what wingspan-train trains (issue 31)
-    std::int64_t rank = 16;
-    double alpha = 32;
+    std::int64_t rank = kDefaultLoraRank;
+    double alpha = kDefaultLoraAlpha;
     Precision precision = Precision::Fp32;
     bool precision_auto = true;        // --precision auto: the trainer picks (issue 35); `precision` unused
     std::int64_t seq = 128;
