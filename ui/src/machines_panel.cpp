@@ -272,13 +272,7 @@ void MachinesPanel::showVerdicts(const Evaluation& eval, ByteUnit unit) {
             if (!item->toolTip(1).isEmpty()) item->setToolTip(1, {});
             continue;
         }
-        const double margin = double(v->margin_bytes);
-        QString text;
-        switch (v->fit) {
-            case Fit::Fits: text = "✓ " + qs(format_bytes(margin, unit)) + " free"; break;
-            case Fit::Tight: text = "! tight, " + qs(format_bytes(margin, unit)) + " free"; break;
-            case Fit::No: text = margin < 0 ? "✗ short " + qs(format_bytes(-margin, unit)) : "✗ host RAM"; break;
-        }
+        const QString text = qs(verdict_mark_text(*v, unit));
         if (item->text(1) != text) item->setText(1, text);
         const QColor colour = v->fit == Fit::Fits ? fits : v->fit == Fit::Tight ? tight : no;
         if (item->foreground(1).color() != colour) item->setForeground(1, colour);

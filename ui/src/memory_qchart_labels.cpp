@@ -89,8 +89,9 @@ void MemoryQChart::placeBarLabels(const QRectF& plot, double slot) {
     }
 }
 
-// Each reference line's name on its line, where it covers no total, verdict or other name.
-void MemoryQChart::placeLineLabels(const QRectF& plot) {
+// Each reference line's name on its line, where it covers no total, verdict, bar or other
+// name; a name with no such spot goes to the key under the legend (see Decor::in_key).
+bool MemoryQChart::placeLineLabels(const QRectF& plot) {
     Decor& d = *decor_;
     LabelObstacles obstacles;
     for (size_t i = 0; i < data_.bars.size(); ++i) {
@@ -108,17 +109,26 @@ void MemoryQChart::placeLineLabels(const QRectF& plot) {
     std::vector<size_t> order(d.line_labels.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return line_y[a] < line_y[b]; });
+    bool key_grew = false;
     for (size_t i : order) {
         ChartText* t = d.line_labels[i];
         t->setFitted(data_.lines[i].label, plot.width() / 2);
-        const QRectF spot = place_line_label(t->boundingRect().size(), line_y[i], plot, obstacles);
+        LabelCover cover = LabelCover::Nothing;
+        const QRectF spot = d.in_key[i] ? QRectF() : place_line_label(t->boundingRect().size(), line_y[i], plot, obstacles, &cover);
+        if (!d.in_key[i] && cover >= LabelCover::Bar && !t->text().isEmpty()) {
+            d.in_key[i] = true;
+            key_grew = true;
+        }
+        t->setVisible(!d.in_key[i]);
+        if (d.in_key[i]) continue;
         t->setPos(spot.topLeft());
         obstacles.texts.push_back(spot);
     }
+    return key_grew;
 }
 
 QRectF MemoryQChart::lineLabelRect(int line) const {
-    if (line < 0 || line >= int(decor_->line_labels.size())) return {};
+    if (line < 0 || line >= int(decor_->line_labels.size()) || lineInKey(line)) return {};
     const ChartText* t = decor_->line_labels[size_t(line)];
     return t->mapRectToParent(t->boundingRect());
 }
@@ -136,11 +146,14 @@ MemoryQChart* lay_out_for_file(QGraphicsScene& scene, const QSizeF& logical, con
     scene.setSceneRect(area);
     chart->setGeometry(area);
     chart->setContent(data, style);
-    // Twice: the first pass may move the legend beside the plot, the second places the labels.
-    for (int pass = 0; pass < 2; ++pass) {
+    // Until the plot stops moving: the first pass may move the legend beside the plot, a line
+    // sent to the key takes room at the top; the second and later passes place the labels.
+    for (int pass = 0; pass < 2 + int(data.lines.size()); ++pass) {
+        const QRectF before = chart->plotArea();
         chart->layout()->invalidate();
         chart->layout()->activate();
         chart->layoutDecorations();
+        if (pass >= 1 && chart->plotArea() == before) break;
     }
     return chart;
 }

@@ -362,6 +362,16 @@ std::string verdict_text(const MachineVerdict& v, ByteUnit unit) {
     return std::string(v.fit == Fit::Tight ? "tight" : "fits") + " · " + format_bytes(margin, unit) + " free";
 }
 
+std::string verdict_mark_text(const MachineVerdict& v, ByteUnit unit) {
+    const double margin = double(v.margin_bytes);
+    switch (v.fit) {
+        case Fit::Fits: return "✓ " + format_bytes(margin, unit) + " free";
+        case Fit::Tight: return "! tight, " + format_bytes(margin, unit) + " free";
+        case Fit::No: break;
+    }
+    return margin < 0 ? "✗ short " + format_bytes(-margin, unit) : "✗ host RAM";
+}
+
 std::vector<std::pair<std::string, TrainingSetup>> method_variants(const TrainingSetup& base) {
     std::vector<std::pair<std::string, TrainingSetup>> out;
     TrainingSetup full = base, lora = base, qlora = base;
@@ -468,7 +478,7 @@ Table method_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation
         for (const auto& v : eval.verdicts) {
             const FrameworkProfile& fw = framework_for(lib, plan, *v.machine);
             const MachineVerdict mv = evaluate(eval.model.arch, setup_on(r.setup, fw, plan), *v.machine, fw);
-            row.push_back({verdict_text(mv, unit), double(mv.margin_bytes), mv.fit});
+            row.push_back({verdict_mark_text(mv, unit), double(mv.margin_bytes), mv.fit});
         }
         t.rows.push_back(std::move(row));
     }

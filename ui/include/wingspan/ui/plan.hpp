@@ -144,6 +144,8 @@ std::string short_machine_name(const MachineProfile& m);   // "RTX 4090", "Mac S
 std::string describe_setup(const TrainingSetup& s);         // "LoRA r16 · seq 1,024 × batch 1 · ..."
 std::string method_label(Method m);                         // "Full fine-tune", "LoRA", ...
 std::string verdict_text(const MachineVerdict& v, ByteUnit unit);   // "fits · 4.0 GB free"
+// The short form the Machines list and the Methods table show: "✓ 4.0 GB free", "✗ short 2.1 GB".
+std::string verdict_mark_text(const MachineVerdict& v, ByteUnit unit);
 std::string format_duration(double seconds);
 std::string unit_name(ByteUnit u);                          // "GB" / "GiB"
 double unit_bytes(ByteUnit u);                              // 1e9 / 2^30
