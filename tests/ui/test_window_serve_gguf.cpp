@@ -192,6 +192,80 @@ private slots:
         QApplication::processEvents();
         QVERIFY(!panel->isVisible());
     }
+
+    // Issue 30, item 3: llama.cpp's settings are the plan's: the context is its sequence, and
+    // the format, KV type, GPU layers, flash attention, parallel sequences and ubatch are saved
+    // by File ▸ Save and come back when the plan is opened, with the CLI's numbers for them.
+    void servingSettingsAreSavedWithThePlan() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("serve.wingspan.json");
+        QStringList flags = {"--model", "llama-3.1-8b", "--quant", "q8_0", "--ctx", "16384", "--kv-type", "q8_0",
+                             "--n-gpu-layers", "20", "--parallel", "4", "--ubatch", "1024", "--flash-attn", "on"};
+        const json want = cli_plan(flags);
+        {
+            MainWindow w(QString(), MainWindow::Options{false, false});
+            QVERIFY2(w.hasLibrary(), qPrintable(w.loadError()));
+            w.resize(1600, 1000);
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            w.setPlan(servePlan());
+            QApplication::processEvents();
+            ServeGgufPanel* panel = w.serveGgufPanel();
+            QVERIFY(panel->isVisible());
+            child<QComboBox>(panel, "serveQuant")->setCurrentIndex(child<QComboBox>(panel, "serveQuant")->findData("q8_0"));
+            child<QSpinBox>(panel, "serveCtx")->setValue(16384);
+            child<QComboBox>(panel, "serveKvType")->setCurrentIndex(child<QComboBox>(panel, "serveKvType")->findData("q8_0"));
+            child<QSpinBox>(panel, "serveGpuLayers")->setValue(20);
+            child<QSpinBox>(panel, "serveParallel")->setValue(4);
+            child<QSpinBox>(panel, "serveUbatch")->setValue(1024);
+            QApplication::processEvents();
+            compare(panel, want, "edited in the panel");
+            QCOMPARE(want["settings"]["n_parallel"].get<int>(), 4);
+            // Written back into the plan: its sequence is the context, the rest its llama_cpp.
+            QCOMPARE(w.plan().setup.seq_len, std::int64_t(16384));
+            const LlamaCppChoice& c = w.plan().llama_cpp;
+            QCOMPARE(QString::fromStdString(c.quant), QString("q8_0"));
+            QCOMPARE(QString::fromStdString(c.kv_type), QString("q8_0"));
+            QCOMPARE(c.n_gpu_layers, std::int64_t(20));
+            QCOMPARE(c.n_parallel, std::int64_t(4));
+            QCOMPARE(c.n_ubatch, std::int64_t(1024));
+            QVERIFY(c.flash_attn);   // a quantized V cache needs it, as the CLI turns it on
+            QString error;
+            QVERIFY2(w.savePlan(path, &error), qPrintable(error));
+        }
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const json saved = json::parse(f.readAll().toStdString());
+        QCOMPARE(saved["llama_cpp"]["n_parallel"].get<int>(), 4);
+        QCOMPARE(saved["setup"]["seq_len"].get<int>(), 16384);
+        // Reopened in a new window: the same controls, the same numbers.
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QString error;
+        QVERIFY2(w.openPlan(path, &error), qPrintable(error));
+        QApplication::processEvents();
+        ServeGgufPanel* panel = w.serveGgufPanel();
+        QVERIFY(panel->isVisible());
+        QCOMPARE(child<QSpinBox>(panel, "serveParallel")->value(), 4);
+        QCOMPARE(child<QSpinBox>(panel, "serveUbatch")->value(), 1024);
+        QCOMPARE(child<QSpinBox>(panel, "serveGpuLayers")->value(), 20);
+        QCOMPARE(child<QSpinBox>(panel, "serveCtx")->value(), 16384);
+        QCOMPARE(child<QComboBox>(panel, "serveKvType")->currentData().toString(), QString("q8_0"));
+        compare(panel, want, "reopened");
+        // A hostile llama_cpp section: a clear error naming the field, the plan left as it was.
+        json bad = saved;
+        bad["llama_cpp"]["n_parallel"] = 0;
+        const QString bad_path = dir.filePath("bad.wingspan.json");
+        QFile b(bad_path);
+        QVERIFY(b.open(QIODevice::WriteOnly));
+        b.write(QByteArray::fromStdString(bad.dump()));
+        b.close();
+        QVERIFY(!w.openPlan(bad_path, &error));
+        QVERIFY2(error.contains("n_parallel"), qPrintable(error));
+        QCOMPARE(w.plan().llama_cpp.n_parallel, std::int64_t(4));
+    }
 };
 
 QTEST_MAIN(WindowServeGgufTest)

@@ -269,6 +269,13 @@ void MainWindow::connectParts() {
     connect(machines_, &MachinesPanel::editRequested, this, &MainWindow::editMachineDialog);
     connect(machines_, &MachinesPanel::removeRequested, this, &MainWindow::removeUserMachine);
     connect(which_, &WhichMachinePage::datasetEdited, this, &MainWindow::readControls);
+    // llama.cpp's settings belong to the plan (saved, reopened); its context is the plan's sequence.
+    connect(serve_gguf_, &ServeGgufPanel::edited, this, [this] {
+        Plan p = plan_;
+        p.llama_cpp = serve_gguf_->choice();
+        p.setup.seq_len = serve_gguf_->context();
+        setPlan(p);
+    });
     connect(which_, &WhichMachinePage::cellChosen, this, &MainWindow::loadGridCell);
     connect(which_, &WhichMachinePage::comparedChanged, this, [this] {
         dirty_[TableMachines] = true;
@@ -386,6 +393,7 @@ void MainWindow::updateSidePanels() {
     if (serving) {
         std::vector<const MachineProfile*> machines;
         for (const auto& v : eval_.verdicts) machines.push_back(v.machine);
+        serve_gguf_->setChoice(plan_.llama_cpp);
         serve_gguf_->setContext(eval_.model.arch, eval_.model.name, machines, eval_.setup.seq_len, unit_);
     }
     updateSummary();

@@ -14,6 +14,7 @@
 #include "wingspan/llama_cpp_fit.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/ui/plan.hpp"
 #include "wingspan/units.hpp"
 
 class QCheckBox;
@@ -35,6 +36,12 @@ public:
     // A GGUF file instead of the plan's model in a chosen format (empty: back to the format).
     bool setGgufFile(const QString& path, QString* error = nullptr);
 
+    // The plan's llama.cpp settings shown in the controls (no edited() signal); a GGUF file
+    // that cannot be read leaves the format and says why in the summary.
+    void setChoice(const LlamaCppChoice& choice);
+    LlamaCppChoice choice() const;
+    std::int64_t context() const;
+
     llama_cpp::ServeOptions options() const;
     const std::optional<llama_cpp::ServePlan>& servePlan() const { return plan_; }
     const std::vector<llama_cpp::MachineFit>& machineFits() const { return fits_; }
@@ -42,6 +49,8 @@ public:
 
 signals:
     void changed();
+    // The user changed a setting (the plan keeps it: saved plans and File ▸ Save reopen it).
+    void edited();
 
 private:
     void recompute();
@@ -61,6 +70,8 @@ private:
     QSpinBox* ctx_ = nullptr;
     QComboBox* kv_type_ = nullptr;
     QSpinBox* gpu_layers_ = nullptr;
+    QSpinBox* parallel_ = nullptr;
+    QSpinBox* ubatch_ = nullptr;
     QCheckBox* flash_attn_ = nullptr;
     QLabel* summary_ = nullptr;
     QTableWidget* components_ = nullptr;
