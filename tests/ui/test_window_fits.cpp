@@ -12,7 +12,10 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QChartView>
+#include <QRegularExpression>
 #include <QTabWidget>
+#include <QTextDocumentFragment>
 #include <QTableView>
 #include <QTimer>
 
@@ -217,6 +220,19 @@ private slots:
             QVERIFY2(need <= scroll->viewport()->width(),
                      qPrintable(QString("the run panel needs %1 px, the tab has %2").arg(need).arg(scroll->viewport()->width())));
             QVERIFY(!scroll->horizontalScrollBar()->isVisible());
+            // The run charts' titles and their "no run yet" text: each line as wide as its card
+            // at most (Qt Charts elides a wider one: "…the me…").
+            for (QChartView* view : panel->findChildren<QChartView*>()) {
+                if (!view->isVisible()) continue;
+                const QFontMetricsF fm(view->chart()->titleFont());
+                for (QString line : view->chart()->title().split("<br>")) {
+                    line.remove(QRegularExpression("<[^>]*>"));
+                    line = QTextDocumentFragment::fromHtml(line).toPlainText();
+                    QVERIFY2(fm.horizontalAdvance(line) <= view->chart()->size().width() - 8,
+                             qPrintable(QString("'%1' needs %2 px, the chart has %3").arg(line).arg(fm.horizontalAdvance(line))
+                                            .arg(view->chart()->size().width())));
+                }
+            }
             child<QAbstractButton>(panel, "runSettingsToggle")->click();
         }
     }
