@@ -56,12 +56,6 @@ QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
     return QBrush(component_qcolor(*c));
 }
 
-// "96 GB" stays on one line when a caption breaks: the space between a number and its unit
-// becomes a no-break space (captions break at plain spaces only).
-QString unbroken_amounts(QString s) {
-    static const QRegularExpression amount(QStringLiteral("(\\d) (GB|GiB|TB|TiB)\\b"));
-    return s.replace(amount, QStringLiteral("\\1\u00A0\\2"));
-}
 
 }  // namespace
 
@@ -545,50 +539,6 @@ void MemoryQChart::layoutDecorations() {
     }
     // A line newly sent to the key takes room at the top: lay out once more (the set only grows).
     if (placeLineLabels(plot)) layoutDecorations();
-}
-
-// The lines named in the key, highest first, each with its value in the axis's unit.
-QString MemoryQChart::lineKeyText() const {
-    const Decor& d = *decor_;
-    std::vector<size_t> keyed;
-    for (size_t i = 0; i < data_.lines.size() && i < d.in_key.size(); ++i)
-        if (d.in_key[i]) keyed.push_back(i);
-    if (keyed.empty()) return {};
-    std::stable_sort(keyed.begin(), keyed.end(), [&](size_t a, size_t b) { return data_.lines[a].bytes > data_.lines[b].bytes; });
-    QStringList names;
-    for (size_t i : keyed)
-        names << unbroken_amounts(data_.lines[i].label + " at " + axis_value_text(double(data_.lines[i].bytes), axis_));
-    const bool some_on_plot = keyed.size() < data_.lines.size();
-    return QString(some_on_plot ? "Other dashed lines" : "Dashed lines") + ", top to bottom: " + names.join(" · ");
-}
-
-bool MemoryQChart::lineInKey(int line) const {
-    return line >= 0 && line < int(decor_->in_key.size()) && decor_->in_key[size_t(line)];
-}
-
-QString MemoryQChart::keyText() const { return decor_->line_key && decor_->line_key->isVisible() ? decor_->line_key->text() : QString(); }
-
-bool MemoryQChart::captionsTurned() const { return decor_->captions_turned; }
-
-QRectF MemoryQChart::totalRect(int bar) const {
-    if (bar < 0 || bar >= int(decor_->totals.size())) return {};
-    const ChartText* t = decor_->totals[size_t(bar)];
-    return t->mapRectToParent(t->boundingRect());
-}
-
-QRectF MemoryQChart::verdictRect(int bar) const {
-    if (bar < 0 || bar >= int(decor_->verdicts.size()) || !decor_->verdicts[size_t(bar)]->isVisible()) return {};
-    const ChartText* t = decor_->verdicts[size_t(bar)];
-    return t->mapRectToParent(t->boundingRect());
-}
-
-QLineF MemoryQChart::ceilingLine(int bar) const {
-    return bar >= 0 && bar < int(decor_->ceilings.size()) ? decor_->ceilings[size_t(bar)] : QLineF();
-}
-
-QString MemoryQChart::captionShown(int bar, int row) const {
-    if (bar < 0 || bar >= int(decor_->captions.size()) || row < 0 || row > 2) return {};
-    return decor_->captions[size_t(bar)][size_t(row)]->text();
 }
 
 // ------------------------------------------------------------------------- geometry ----

@@ -7,6 +7,7 @@
 
 #include <QGraphicsRectItem>
 #include <QLineF>
+#include <QRegularExpression>
 
 #include "chart_text.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
@@ -16,6 +17,13 @@ namespace wingspan::ui {
 constexpr double kBarWidth = 0.62;      // of a category
 constexpr double kCeilingHalf = 0.40;   // the dashed ceiling spans a bit more than the bar
 constexpr double kTurnedCaptionWidth = 120;   // px a turned bar name may take under the plot
+
+// "96 GB" stays on one line when a caption breaks: the space between a number and its unit
+// becomes a no-break space (captions break at plain spaces only).
+inline QString unbroken_amounts(QString s) {
+    static const QRegularExpression amount(QStringLiteral("(\\d) (GB|GiB|TB|TiB)\\b"));
+    return s.replace(amount, QStringLiteral("\\1\u00A0\\2"));
+}
 
 struct MemoryQChart::Decor {
     ChartText* title = nullptr;
