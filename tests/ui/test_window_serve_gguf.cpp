@@ -193,6 +193,48 @@ private slots:
         QVERIFY(!panel->isVisible());
     }
 
+    // Issue 32: the chart serves the 16-bit model with each machine's framework, the table
+    // serves a GGUF with llama.cpp; at seq 8,192 the T4 is short in the chart and fits in the
+    // table. The panel says which engine each answers, and for every machine its sentence gives
+    // the chart's verdict (the chart bar's) and the table's verdict (the table's cell), so the
+    // two never read as one claim contradicting itself.
+    void chartAndTableSayWhichEngineEachAnswers() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY2(w.hasLibrary(), qPrintable(w.loadError()));
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        Plan p = servePlan();
+        p.setup.seq_len = 8192;
+        w.setPlan(p);
+        QApplication::processEvents();
+        ServeGgufPanel* panel = w.serveGgufPanel();
+        auto* engines = child<QLabel>(panel, "serveEngines");
+        const QString text = engines->text();
+        QVERIFY2(engines->isVisible() && text.contains("llama.cpp") && text.contains("q4_k_m") &&
+                     text.contains("16-bit") && text.contains("Hugging Face transformers"),
+                 qPrintable(text));
+        auto* table = child<QTableWidget>(panel, "serveMachines");
+        QCOMPARE(table->horizontalHeaderItem(1)->text(), QString("llama.cpp"));
+        const ChartData& chart = w.machineChart();
+        int differ = 0;
+        for (int r = 0; r < table->rowCount(); ++r) {
+            const llama_cpp::MachineFit& f = panel->machineFits()[size_t(r)];
+            const ChartBar* bar = chart.bar(QString::fromStdString(f.machine->id));
+            QVERIFY2(bar && bar->fit, qPrintable(QString::fromStdString(f.machine->id)));
+            const bool chart_fits = *bar->fit != Fit::No;
+            const bool table_fits = table->item(r, 1)->text().startsWith("✓");
+            QCOMPARE(table_fits, f.fits);
+            const QString name = QString::fromStdString(short_machine_name(*f.machine));
+            const QString said = name + " (chart " + (chart_fits ? "✓" : "✗") + ", llama.cpp " + (table_fits ? "✓" : "✗") + ")";
+            // A machine where they differ is named with both verdicts; one where they agree is not.
+            QVERIFY2(text.contains(said) == (chart_fits != table_fits), qPrintable(said + " in: " + text));
+            differ += chart_fits != table_fits;
+        }
+        QVERIFY2(differ >= 1, "the T4 is short in the chart and fits with llama.cpp's q4_k_m at 8,192 tokens");
+        QVERIFY(text.contains(QString("Their verdicts differ on ")));
+    }
+
     // Issue 30, item 3: llama.cpp's settings are the plan's: the context is its sequence, and
     // the format, KV type, GPU layers, flash attention, parallel sequences and ubatch are saved
     // by File ▸ Save and come back when the plan is opened, with the CLI's numbers for them.

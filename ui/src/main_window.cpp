@@ -393,6 +393,14 @@ void MainWindow::updateSidePanels() {
     if (serving) {
         std::vector<const MachineProfile*> machines;
         for (const auto& v : eval_.verdicts) machines.push_back(v.machine);
+        std::vector<ServeGgufPanel::ChartAnswer> answers;
+        for (const auto& v : eval_.verdicts) {
+            const std::string& fw = v.framework->name;
+            const std::string engine = fw.substr(0, std::min(fw.find(" ("), fw.find(" +")));
+            answers.push_back({v.machine, qs(engine), v.fit != Fit::No});
+        }
+        const Quantization q = eval_.setup.effective_quantization();
+        serve_gguf_->setChartAnswers(q == Quantization::None ? QString("16-bit") : qs(to_string(q)), std::move(answers));
         serve_gguf_->setChoice(plan_.llama_cpp);
         serve_gguf_->setContext(eval_.model.arch, eval_.model.name, machines, eval_.setup.seq_len, unit_);
     }

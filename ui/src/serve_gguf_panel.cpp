@@ -123,6 +123,10 @@ ServeGgufPanel::ServeGgufPanel(QWidget* parent) : QWidget(parent) {
     summary_->setObjectName("serveSummary");
     summary_->setWordWrap(true);
     v->addWidget(summary_);
+    engines_ = new QLabel;
+    engines_->setObjectName("serveEngines");
+    engines_->setWordWrap(true);
+    v->addWidget(engines_);
     components_ = table("serveComponents", {"Component", "GPU", "Host RAM", "Total"});
     // Its four rows whole; the machines' table takes the rest of the height.
     components_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -130,7 +134,7 @@ ServeGgufPanel::ServeGgufPanel(QWidget* parent) : QWidget(parent) {
     components_->setFixedHeight(components_->horizontalHeader()->sizeHint().height() +
                                 4 * components_->verticalHeader()->defaultSectionSize() + 2 * components_->frameWidth());
     v->addWidget(components_);
-    machines_table_ = table("serveMachines", {"Machine", "Verdict", "GPU needs", "GPU usable", "Host needs", "Host RAM",
+    machines_table_ = table("serveMachines", {"Machine", "llama.cpp", "GPU needs", "GPU usable", "Host needs", "Host RAM",
                                               "Most GPU layers", "Longest context", "Decode ≤ tok/s"});
     v->addWidget(machines_table_, 1);
     // A person's edit: recomputed, and the plan told (setChoice and setContext block these).
@@ -176,6 +180,36 @@ LlamaCppChoice ServeGgufPanel::choice() const {
 }
 
 std::int64_t ServeGgufPanel::context() const { return ctx_->value(); }
+
+void ServeGgufPanel::setChartAnswers(const QString& weights, std::vector<ChartAnswer> answers) {
+    chart_weights_ = weights;
+    chart_answers_ = std::move(answers);
+    writeEnginesText();
+}
+
+QString ServeGgufPanel::enginesText() const { return engines_->text(); }
+
+void ServeGgufPanel::writeEnginesText() {
+    if (chart_answers_.empty() || !plan_) {
+        engines_->clear();
+        return;
+    }
+    QStringList engines;
+    for (const ChartAnswer& a : chart_answers_)
+        if (!engines.contains(a.engine)) engines << a.engine;
+    const QString weights = file_.isEmpty() ? quant_->currentText() : QFileInfo(file_).fileName();
+    QString text = QString("Two engines: the chart above serves the %1 model with %2; this table serves %3 with llama.cpp.")
+                       .arg(chart_weights_, engines.join(" or "), weights);
+    QStringList differ;
+    for (const ChartAnswer& a : chart_answers_)
+        for (const lc::MachineFit& f : fits_)
+            if (f.machine == a.machine && f.fits != a.fits)
+                differ << qs(short_machine_name(*a.machine)) + " (chart " + (a.fits ? "✓" : "✗") + ", llama.cpp " +
+                              (f.fits ? "✓" : "✗") + ")";
+    text += differ.isEmpty() ? " Both give the same verdict on every machine."
+                             : " Their verdicts differ on " + differ.join(", ") + ".";
+    engines_->setText(text);
+}
 
 void ServeGgufPanel::setContext(const Architecture& arch, const std::string& model_name,
                                 std::vector<const MachineProfile*> machines, std::int64_t n_ctx, ByteUnit unit) {
@@ -242,6 +276,7 @@ void ServeGgufPanel::recompute() {
     fits_.clear();
     components_->setRowCount(0);
     machines_table_->setRowCount(0);
+    engines_->clear();
     std::optional<lc::ServeModel> model;
     try {
         if (file_model_) model = file_model_;
@@ -298,6 +333,7 @@ void ServeGgufPanel::recompute() {
         machines_table_->setItem(
             r, 8, text_cell(f.decode_tokens_per_s_ceiling ? QString::number(*f.decode_tokens_per_s_ceiling, 'f', 0) : "—"));
     }
+    writeEnginesText();
     emit changed();
 }
 

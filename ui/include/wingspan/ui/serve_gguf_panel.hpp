@@ -42,6 +42,18 @@ public:
     LlamaCppChoice choice() const;
     std::int64_t context() const;
 
+    // What the chart above answers for each machine: it serves the plan's model with that
+    // machine's framework (PyTorch's transformers, MLX, ...) in `weights`, not with llama.cpp. The
+    // panel says so above its table and names each machine where the two verdicts differ
+    // (issue 32: "T4 ✗ short 4.0 GB" beside "T4 ✓ fits" read as a contradiction).
+    struct ChartAnswer {
+        const MachineProfile* machine = nullptr;
+        QString engine;   // the framework's short name
+        bool fits = false;
+    };
+    void setChartAnswers(const QString& weights, std::vector<ChartAnswer> answers);
+    QString enginesText() const;
+
     llama_cpp::ServeOptions options() const;
     const std::optional<llama_cpp::ServePlan>& servePlan() const { return plan_; }
     const std::vector<llama_cpp::MachineFit>& machineFits() const { return fits_; }
@@ -54,6 +66,7 @@ signals:
 
 private:
     void recompute();
+    void writeEnginesText();
     void chooseFile();
 
     std::optional<Architecture> arch_;
@@ -64,6 +77,8 @@ private:
     QString file_;
     std::optional<llama_cpp::ServePlan> plan_;
     std::vector<llama_cpp::MachineFit> fits_;
+    QString chart_weights_;
+    std::vector<ChartAnswer> chart_answers_;
 
     QComboBox* quant_ = nullptr;
     QLabel* file_label_ = nullptr;
@@ -74,6 +89,7 @@ private:
     QSpinBox* ubatch_ = nullptr;
     QCheckBox* flash_attn_ = nullptr;
     QLabel* summary_ = nullptr;
+    QLabel* engines_ = nullptr;
     QTableWidget* components_ = nullptr;
     QTableWidget* machines_table_ = nullptr;
 };
