@@ -18,9 +18,11 @@
 #include <QTextDocumentFragment>
 #include <QTableView>
 #include <QTimer>
+#include <QTreeWidget>
 
 #include "window_test_support.hpp"
 #include "wingspan/ui/chart_view.hpp"
+#include "wingspan/ui/machines_panel.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 #include "wingspan/ui/model_download_dialog.hpp"
@@ -235,6 +237,44 @@ private slots:
             }
             child<QAbstractButton>(panel, "runSettingsToggle")->click();
         }
+    }
+
+    // Issue 32: the Machines panel shows every machine's name whole at 1280×720 ("Mac Studi…tra
+    // 96 GB" did not say which one): a name wider than its column wraps, and its row is tall
+    // enough for the wrapped lines.
+    void machinesPanelShowsWholeNames() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w));
+        QApplication::processEvents();
+        QTest::qWait(30);
+        auto* panel = w.findChild<MachinesPanel*>();
+        QVERIFY(panel);
+        QTreeWidget* list = panel->list();
+        QVERIFY(list->isVisible());
+        int wrapped = 0;
+        for (int i = 0; i < list->topLevelItemCount(); ++i) {
+            QTreeWidgetItem* item = list->topLevelItem(i);
+            const QModelIndex index = list->indexFromItem(item, 0);
+            const QRect cell = list->visualRect(index);
+            QStyleOptionViewItem o;
+            o.initFrom(list);
+            o.rect = cell;
+            o.features = QStyleOptionViewItem::HasCheckIndicator | QStyleOptionViewItem::HasDisplay |
+                         QStyleOptionViewItem::WrapText;
+            o.text = item->text(0);
+            const int margin = list->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, list) + 1;
+            const QRect room = list->style()->subElementRect(QStyle::SE_ItemViewItemText, &o, list).adjusted(margin, 0, -margin, 0);
+            const QFontMetrics fm(list->font());
+            const QRect need = fm.boundingRect(QRect(0, 0, room.width(), 1 << 16), Qt::TextWordWrap, item->text(0));
+            for (const QString& word : item->text(0).split(' '))
+                QVERIFY2(fm.horizontalAdvance(word) <= room.width(),
+                         qPrintable(QString("'%1' of '%2' is wider than the column").arg(word, item->text(0))));
+            QVERIFY2(need.height() <= room.height(),
+                     qPrintable(QString("'%1' needs %2 px of height, its row has %3").arg(item->text(0)).arg(need.height())
+                                    .arg(room.height())));
+            wrapped += need.height() > fm.height();
+        }
+        QVERIFY2(wrapped >= 1, "at 1280×720 the Mac Studio's name is wider than the column: it wraps");
     }
 
     // Serve mode adds llama.cpp's view under the Machines chart (issue 30): the window still fits
