@@ -62,6 +62,18 @@ QString clipped_label(QWidget* dialog) {
     return {};
 }
 
+// The first shown table under `page` that scrolls sideways (its object name), or empty.
+QString sideways_table(QWidget* page, int* shown = nullptr) {
+    int count = 0;
+    for (QTableView* table : page->findChildren<QTableView*>()) {
+        if (!table->isVisible()) continue;
+        ++count;
+        if (table->horizontalScrollBar()->isVisible()) return table->objectName() + " scrolls sideways";
+    }
+    if (shown) *shown += count;
+    return {};
+}
+
 // The window filling the 1280×720 screen, shown, with the run panel when `run_panel`.
 bool shown(MainWindow& w, bool run_panel = false) {
     if (!w.hasLibrary()) return false;
@@ -176,6 +188,7 @@ private slots:
         MainWindow w(QString(), MainWindow::Options{false, false});
         QVERIFY(shown(w, true));
         QTabWidget* tabs = w.tabs();
+        int tables = 0;
         for (int i = 0; i < tabs->count(); ++i) {
             tabs->setCurrentIndex(i);
             QApplication::processEvents();
@@ -183,12 +196,19 @@ private slots:
             const QString tab = tabs->tabText(i);
             QVERIFY2(w.frameGeometry().width() <= 1280 && w.minimumSizeHint().width() <= 1280,
                      qPrintable(QString("%1: %2 px, needs %3").arg(tab).arg(w.width()).arg(w.minimumSizeHint().width())));
-            // The Methods and Sizes tables (the which-machine tab's per-machine table, 11 figures
-            // × the machines, still scrolls sideways: see the helper's note).
-            for (QTableView* table : tabs->widget(i)->findChildren<QTableView*>())
-                if (table->isVisible() && (table->objectName() == "methodTable" || table->objectName() == "sizeTable"))
-                    QVERIFY2(!table->horizontalScrollBar()->isVisible(), qPrintable(tab + ": " + table->objectName()));
+            // Every table of every tab, the which-machine tab's per-machine table too (issue 32).
+            const QString sideways = sideways_table(tabs->widget(i), &tables);
+            QVERIFY2(sideways.isEmpty(), qPrintable(tab + ": " + sideways));
         }
+        // Methods, Sizes, the which-machine grid and its per-machine table at least.
+        QVERIFY2(tables >= 4, qPrintable(QString("%1 tables shown").arg(tables)));
+        // The per-machine table's folded columns are said on hover over the machine's name.
+        auto* per_machine = child<QTableView>(&w, "machineTable");
+        const QString tip = per_machine->model()->index(0, 0).data(Qt::ToolTipRole).toString();
+        for (const char* folded : {"Framework: ", "Usable: ", "Margin: ", "Max sequence: ", "Tokens/s: "})
+            QVERIFY2(tip.contains(folded) && per_machine->isColumnHidden(int(QStringList({"Machine", "Framework", "Needs",
+                         "Usable", "Verdict", "Margin", "Max batch", "Max sequence", "Tokens/s"}).indexOf(QString(folded).chopped(2)))),
+                     qPrintable(tip));
         auto* methods = child<QTableView>(&w, "methodTable");
         QAbstractItemView* cells = methods;   // sizeHintForColumn is public here
         tabs->setCurrentIndex(1);
@@ -293,6 +313,10 @@ private slots:
                  qPrintable(QString("%1 px, needs %2").arg(w.width()).arg(w.minimumSizeHint().width())));
         const QStringList over = overlapping_chart_texts(*w.machineChartWidget()->memoryChart());
         QVERIFY2(over.isEmpty(), qPrintable(over.join("; ")));
+        // llama.cpp's components and machines tables: nothing sideways (issue 32).
+        int tables = 0;
+        const QString sideways = sideways_table(w.serveGgufPanel(), &tables);
+        QVERIFY2(sideways.isEmpty() && tables == 2, qPrintable(sideways));
     }
 
     // Item 8: the download dialog at this screen: its text and the Hub's answer (here an error

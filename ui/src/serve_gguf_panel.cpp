@@ -134,8 +134,24 @@ ServeGgufPanel::ServeGgufPanel(QWidget* parent) : QWidget(parent) {
     components_->setFixedHeight(components_->horizontalHeader()->sizeHint().height() +
                                 4 * components_->verticalHeader()->defaultSectionSize() + 2 * components_->frameWidth());
     v->addWidget(components_);
-    machines_table_ = table("serveMachines", {"Machine", "llama.cpp", "GPU needs", "GPU usable", "Host needs", "Host RAM",
-                                              "Most GPU layers", "Longest context", "Decode ≤ tok/s"});
+    // Short headers, each said in full on hover, and the host RAM in the host column's
+    // tooltip: nine columns scrolled sideways at 1280×720 (issue 32). A long machine name wraps.
+    machines_table_ = table("serveMachines", {"Machine", "llama.cpp", "GPU need", "Usable", "Host need", "Layers", "Context",
+                                              "tok/s"});
+    const char* header_tips[] = {"The machine (its full name on hover)",
+                                 "llama.cpp's verdict: the GPU's share fits its usable memory and the host's share its RAM",
+                                 "GPU memory needed: weights, KV cache and compute buffer of the layers on the GPU",
+                                 "GPU memory usable by llama.cpp (unified memory: the share the GPU may wire)",
+                                 "Host RAM needed by the layers kept on the CPU (its RAM on hover)",
+                                 "Most GPU layers that fit (--n-gpu-layers)",
+                                 "Longest context that fits (--ctx)",
+                                 "Decode ≤ tokens/s: the memory-bandwidth ceiling of one sequence's decode"};
+    for (int c = 0; c < machines_table_->columnCount(); ++c)
+        machines_table_->horizontalHeaderItem(c)->setToolTip(header_tips[c]);
+    machines_table_->setWordWrap(true);
+    machines_table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    machines_table_->horizontalHeader()->setStretchLastSection(false);
+    machines_table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     v->addWidget(machines_table_, 1);
     // A person's edit: recomputed, and the plan told (setChoice and setContext block these).
     auto user_edit = [this] {
@@ -326,12 +342,14 @@ void ServeGgufPanel::recompute() {
         machines_table_->setItem(r, 1, text_cell(f.fits ? "✓ fits" : "✗ does not fit"));
         machines_table_->setItem(r, 2, bytes_cell(f.device_needed, unit_));
         machines_table_->setItem(r, 3, bytes_cell(f.device_usable, unit_));
-        machines_table_->setItem(r, 4, f.machine->kind == MachineKind::Gpu ? bytes_cell(f.host_needed, unit_) : text_cell("—"));
-        machines_table_->setItem(r, 5, f.host_available > 0 ? bytes_cell(f.host_available, unit_) : text_cell("—"));
-        machines_table_->setItem(r, 6, text_cell(f.most_gpu_layers ? QString::number(*f.most_gpu_layers) : "—"));
-        machines_table_->setItem(r, 7, text_cell(f.longest_context < 0 ? "none" : QLocale().toString(qlonglong(f.longest_context))));
+        QTableWidgetItem* host = f.machine->kind == MachineKind::Gpu ? bytes_cell(f.host_needed, unit_) : text_cell("—");
+        if (f.host_available > 0)
+            host->setToolTip(host->toolTip() + " of " + qs(format_bytes(double(f.host_available), unit_)) + " host RAM");
+        machines_table_->setItem(r, 4, host);
+        machines_table_->setItem(r, 5, text_cell(f.most_gpu_layers ? QString::number(*f.most_gpu_layers) : "—"));
+        machines_table_->setItem(r, 6, text_cell(f.longest_context < 0 ? "none" : QLocale().toString(qlonglong(f.longest_context))));
         machines_table_->setItem(
-            r, 8, text_cell(f.decode_tokens_per_s_ceiling ? QString::number(*f.decode_tokens_per_s_ceiling, 'f', 0) : "—"));
+            r, 7, text_cell(f.decode_tokens_per_s_ceiling ? QString::number(*f.decode_tokens_per_s_ceiling, 'f', 0) : "—"));
     }
     writeEnginesText();
     emit changed();

@@ -233,6 +233,13 @@ QVariant TableModel::data(const QModelIndex& index, int role) const {
     switch (role) {
         case Qt::DisplayRole: return QString::fromStdString(c.text);
         case Qt::ToolTipRole: {
+            if (col == 0 && !transposed_ && !hover_columns_.empty()) {
+                QString tip = QString::fromStdString(c.text);
+                for (int h : hover_columns_)
+                    if (h < int(row.size()) && h < int(table_.headers.size()))
+                        tip += "\n" + QString::fromStdString(table_.headers[size_t(h)] + ": " + row[size_t(h)].text);
+                return tip;
+            }
             if (!c.value) return QString::fromStdString(c.text);
             const double v = *c.value;
             const QString header = QString::fromStdString(table_.headers[size_t(col)]) +

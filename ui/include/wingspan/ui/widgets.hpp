@@ -50,6 +50,10 @@ public:
     // sideways (issue 32). The Table itself, and so every export, keeps its shape.
     void setTransposed(bool on);
     bool transposed() const { return transposed_; }
+    // Columns a narrow view hides (QTableView::setColumnHidden) whose values the row's first
+    // cell then says on hover ("Framework: Apple MLX"); the Table, and so every export, keeps
+    // them. The which-machine tab's 11 columns scrolled sideways at 1280×720 (issue 32).
+    void setHoverColumns(std::vector<int> columns) { hover_columns_ = std::move(columns); }
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role) const override;
@@ -62,6 +66,7 @@ private:
 
     Table table_;
     bool transposed_ = false;
+    std::vector<int> hover_columns_;
 };
 
 // File, size and DPI for a chart export; the format follows the file's suffix.
