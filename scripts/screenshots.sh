@@ -34,6 +34,9 @@ EOF
 shoot() {   # SIZE FILE ARGS...: one screenshot on a fresh screen of SIZE
   local size=$1 file=$2
   shift 2
+  # Each shot from no saved settings: the serve plan's shot would otherwise reopen as the
+  # last plan in every later shot (the 1920×1080 tabs showed serve mode).
+  rm -rf "$sample_home/.config"
   HOME=$sample_home XDG_RUNTIME_DIR=$(mktemp -d) timeout 120 \
     xvfb-run -a -s "-screen 0 ${size}x24" "$bin" "$@" --screenshot "$file" 2>&1 | grep -v '^QStandardPaths' || true
   [[ -s "$file" ]] || { echo "screenshots.sh: no $file" >&2; exit 1; }
