@@ -725,9 +725,12 @@ int cmd_models(const ProfileLibrary& lib, std::ostream& out) {
 }
 
 int cmd_machines(const ProfileLibrary& lib, std::ostream& out) {
-    out << pad("id", 26) << pad("name", 34) << pad("memory", 12, true) << pad("usable", 12, true) << "  framework\n";
+    // Names whole (issue 32, item 9: "CPU-only laptop, 8 GB RAM (4-core" was cut at 33 characters).
+    size_t name_width = 4;
+    for (const auto& m : lib.machines()) name_width = std::max(name_width, m.name.size());
+    out << pad("id", 26) << pad("name", name_width + 1) << pad("memory", 12, true) << pad("usable", 12, true) << "  framework\n";
     for (const auto& m : lib.machines())
-        out << pad(m.id, 26) << pad(m.name.substr(0, 33), 34) << pad(format_bytes(double(m.memory_bytes)), 12, true)
+        out << pad(m.id, 26) << pad(m.name, name_width + 1) << pad(format_bytes(double(m.memory_bytes)), 12, true)
             << pad(format_bytes(double(usable_bytes(m, lib.framework_for(m)))), 12, true) << "  " << m.default_framework
             << "\n";
     return kExitOk;

@@ -5,6 +5,7 @@
 
 #include "cli_result.hpp"
 #include "test_support.hpp"
+#include "wingspan/profiles.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -98,6 +99,10 @@ private slots:
         QVERIFY(models.out.find("8,030,261,248") != std::string::npos);
         const Result machines = run({"machines"});
         QVERIFY(machines.out.find("mac-studio-m3-ultra-96gb") != std::string::npos);
+        // Issue 32, item 9: every machine's name whole, never cut mid-word.
+        const auto lib = wingspan::ProfileLibrary::load(WINGSPAN_TEST_PROFILES_DIR);
+        for (const auto& m : lib.machines())
+            QVERIFY2(machines.out.find(" " + m.name + " ") != std::string::npos, m.name.c_str());
     }
 
     void badInputExitsTwo_data() {

@@ -12,11 +12,17 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QChartView>
+#include <QRegularExpression>
 #include <QTabWidget>
+#include <QTextDocumentFragment>
+#include <QTableView>
 #include <QTimer>
+#include <QTreeWidget>
 
 #include "window_test_support.hpp"
 #include "wingspan/ui/chart_view.hpp"
+#include "wingspan/ui/machines_panel.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/memory_qchart.hpp"
 #include "wingspan/ui/model_download_dialog.hpp"
@@ -53,6 +59,18 @@ QString clipped_label(QWidget* dialog) {
         if (!dialog->rect().contains(l->mapTo(dialog, l->rect().bottomRight())))
             return "'" + l->text().left(60) + "' reaches past the dialog";
     }
+    return {};
+}
+
+// The first shown table under `page` that scrolls sideways (its object name), or empty.
+QString sideways_table(QWidget* page, int* shown = nullptr) {
+    int count = 0;
+    for (QTableView* table : page->findChildren<QTableView*>()) {
+        if (!table->isVisible()) continue;
+        ++count;
+        if (table->horizontalScrollBar()->isVisible()) return table->objectName() + " scrolls sideways";
+    }
+    if (shown) *shown += count;
     return {};
 }
 
@@ -96,11 +114,26 @@ private slots:
                     const QStringList over = overlapping_chart_texts(c);
                     QVERIFY2(over.isEmpty(), qPrintable(QString("%1, %2, %3: %4").arg(what, scale->currentText(), name)
                                                             .arg(over.join("; "))));
-                    // Each ceiling's name is on its line (just above or under it), inside the plot.
+                    // Each ceiling's name is on its line (just above or under it), inside the plot and
+                    // over no bar; where its line has no such spot, the key above the plot names it.
                     for (int i = 0; i < int(c.content().lines.size()); ++i) {
+                        const QString& label = c.content().lines[size_t(i)].label;
+                        if (c.lineInKey(i)) {
+                            QVERIFY2(c.keyText().contains(QString(label).replace(" GB", "\u00A0GB")), qPrintable(label + " / " + c.keyText()));
+                            QVERIFY(c.lineLabelRect(i).isNull());
+                            continue;
+                        }
                         const QRectF r = c.lineLabelRect(i);
-                        QVERIFY2(c.plotArea().contains(r), qPrintable(c.content().lines[size_t(i)].label));
+                        QVERIFY2(c.plotArea().contains(r), qPrintable(label));
+                        for (int b = 0; b < int(c.content().bars.size()); ++b)
+                            QVERIFY2(!r.intersects(c.barRect(b).adjusted(0.5, 0.5, -0.5, -0.5)),
+                                     qPrintable(QString("%1 over bar %2 (%3, %4)").arg(label).arg(b).arg(what, name)));
                     }
+                    // Every bar's name whole (across, or turned to read upwards), never "1…".
+                    for (int b = 0; b < int(c.content().bars.size()); ++b)
+                        QVERIFY2(c.captionShown(b, 0).remove('\n').remove(QChar(0x00A0)).remove(' ') ==
+                                     QString(c.content().bars[size_t(b)].label).remove(' '),
+                                 qPrintable(c.captionShown(b, 0) + " / " + c.content().bars[size_t(b)].label));
                     ++charts_checked;
                 }
             }
@@ -127,6 +160,70 @@ private slots:
         }
     }
 
+    // The Sizes tab at 1280×720 (issue 32): its 18 bars are ~20 px apart, so the size names turn
+    // to read upwards, and the machines' lines under the bars' tops are named in the key.
+    void sizesTabNamesEveryBarAndLine() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w));
+        auto* view = child<MemoryChartWidget>(&w, "sizesChart");
+        show_tab_of(w, view);
+        const MemoryQChart& c = *view->memoryChart();
+        QCOMPARE(int(c.content().bars.size()), 18);
+        QVERIFY(c.captionsTurned());
+        QVERIFY2(c.plotArea().height() >= 150, qPrintable(QString::number(c.plotArea().height())));
+        int in_key = 0;
+        for (int i = 0; i < int(c.content().lines.size()); ++i) in_key += c.lineInKey(i) ? 1 : 0;
+        QVERIFY(in_key > 0);
+        QVERIFY2(c.keyText().contains("top to bottom"), qPrintable(c.keyText()));
+        // At 1920×1080 the same names read across.
+        w.resize(1920, 1080);
+        QApplication::processEvents();
+        QTest::qWait(50);
+        if (w.width() >= 1900) QTRY_VERIFY(!c.captionsTurned());
+    }
+
+    // Every tab at 1280×720: the window no wider than the screen, and no table scrolls sideways
+    // (the Methods table's 17 columns needed ~1,500 px; it is turned a quarter now).
+    void everyTabFitsTheScreenWidth() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w, true));
+        QTabWidget* tabs = w.tabs();
+        int tables = 0;
+        for (int i = 0; i < tabs->count(); ++i) {
+            tabs->setCurrentIndex(i);
+            QApplication::processEvents();
+            QTest::qWait(30);
+            const QString tab = tabs->tabText(i);
+            QVERIFY2(w.frameGeometry().width() <= 1280 && w.minimumSizeHint().width() <= 1280,
+                     qPrintable(QString("%1: %2 px, needs %3").arg(tab).arg(w.width()).arg(w.minimumSizeHint().width())));
+            // Every table of every tab, the which-machine tab's per-machine table too (issue 32).
+            const QString sideways = sideways_table(tabs->widget(i), &tables);
+            QVERIFY2(sideways.isEmpty(), qPrintable(tab + ": " + sideways));
+        }
+        // Methods, Sizes, the which-machine grid and its per-machine table at least.
+        QVERIFY2(tables >= 4, qPrintable(QString("%1 tables shown").arg(tables)));
+        // The per-machine table's folded columns are said on hover over the machine's name.
+        auto* per_machine = child<QTableView>(&w, "machineTable");
+        const QString tip = per_machine->model()->index(0, 0).data(Qt::ToolTipRole).toString();
+        for (const char* folded : {"Framework: ", "Usable: ", "Margin: ", "Max sequence: ", "Tokens/s: "})
+            QVERIFY2(tip.contains(folded) && per_machine->isColumnHidden(int(QStringList({"Machine", "Framework", "Needs",
+                         "Usable", "Verdict", "Margin", "Max batch", "Max sequence", "Tokens/s"}).indexOf(QString(folded).chopped(2)))),
+                     qPrintable(tip));
+        auto* methods = child<QTableView>(&w, "methodTable");
+        QAbstractItemView* cells = methods;   // sizeHintForColumn is public here
+        tabs->setCurrentIndex(1);
+        QApplication::processEvents();
+        QTest::qWait(30);
+        QVERIFY(methods->isVisible());
+        QCOMPARE(methods->model()->columnCount(), 4);   // the component, then full, LoRA and QLoRA
+        QCOMPARE(methods->model()->headerData(2, Qt::Horizontal).toString(), QString("LoRA (16-bit base)"));
+        // No cell cut: each column as wide as its widest text.
+        for (int col = 0; col < methods->model()->columnCount(); ++col)
+            QVERIFY2(cells->sizeHintForColumn(col) <= methods->columnWidth(col) + 1,
+                     qPrintable(QString("column %1 needs %2 px, has %3").arg(col).arg(cells->sizeHintForColumn(col))
+                                    .arg(methods->columnWidth(col))));
+    }
+
     // Item 8: the Run tab inside the window at 1280×720: no horizontal scrollbar, with the
     // settings open and closed.
     void runTabHasNoHorizontalScrollbar() {
@@ -145,8 +242,59 @@ private slots:
             QVERIFY2(need <= scroll->viewport()->width(),
                      qPrintable(QString("the run panel needs %1 px, the tab has %2").arg(need).arg(scroll->viewport()->width())));
             QVERIFY(!scroll->horizontalScrollBar()->isVisible());
+            // The run charts' titles and their "no run yet" text: each line as wide as its card
+            // at most (Qt Charts elides a wider one: "…the me…").
+            for (QChartView* view : panel->findChildren<QChartView*>()) {
+                if (!view->isVisible()) continue;
+                const QFontMetricsF fm(view->chart()->titleFont());
+                for (QString line : view->chart()->title().split("<br>")) {
+                    line.remove(QRegularExpression("<[^>]*>"));
+                    line = QTextDocumentFragment::fromHtml(line).toPlainText();
+                    QVERIFY2(fm.horizontalAdvance(line) <= view->chart()->size().width() - 8,
+                             qPrintable(QString("'%1' needs %2 px, the chart has %3").arg(line).arg(fm.horizontalAdvance(line))
+                                            .arg(view->chart()->size().width())));
+                }
+            }
             child<QAbstractButton>(panel, "runSettingsToggle")->click();
         }
+    }
+
+    // Issue 32: the Machines panel shows every machine's name whole at 1280×720 ("Mac Studi…tra
+    // 96 GB" did not say which one): a name wider than its column wraps, and its row is tall
+    // enough for the wrapped lines.
+    void machinesPanelShowsWholeNames() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY(shown(w));
+        QApplication::processEvents();
+        QTest::qWait(30);
+        auto* panel = w.findChild<MachinesPanel*>();
+        QVERIFY(panel);
+        QTreeWidget* list = panel->list();
+        QVERIFY(list->isVisible());
+        int wrapped = 0;
+        for (int i = 0; i < list->topLevelItemCount(); ++i) {
+            QTreeWidgetItem* item = list->topLevelItem(i);
+            const QModelIndex index = list->indexFromItem(item, 0);
+            const QRect cell = list->visualRect(index);
+            QStyleOptionViewItem o;
+            o.initFrom(list);
+            o.rect = cell;
+            o.features = QStyleOptionViewItem::HasCheckIndicator | QStyleOptionViewItem::HasDisplay |
+                         QStyleOptionViewItem::WrapText;
+            o.text = item->text(0);
+            const int margin = list->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, list) + 1;
+            const QRect room = list->style()->subElementRect(QStyle::SE_ItemViewItemText, &o, list).adjusted(margin, 0, -margin, 0);
+            const QFontMetrics fm(list->font());
+            const QRect need = fm.boundingRect(QRect(0, 0, room.width(), 1 << 16), Qt::TextWordWrap, item->text(0));
+            for (const QString& word : item->text(0).split(' '))
+                QVERIFY2(fm.horizontalAdvance(word) <= room.width(),
+                         qPrintable(QString("'%1' of '%2' is wider than the column").arg(word, item->text(0))));
+            QVERIFY2(need.height() <= room.height(),
+                     qPrintable(QString("'%1' needs %2 px of height, its row has %3").arg(item->text(0)).arg(need.height())
+                                    .arg(room.height())));
+            wrapped += need.height() > fm.height();
+        }
+        QVERIFY2(wrapped >= 1, "at 1280×720 the Mac Studio's name is wider than the column: it wraps");
     }
 
     // Serve mode adds llama.cpp's view under the Machines chart (issue 30): the window still fits
@@ -165,6 +313,10 @@ private slots:
                  qPrintable(QString("%1 px, needs %2").arg(w.width()).arg(w.minimumSizeHint().width())));
         const QStringList over = overlapping_chart_texts(*w.machineChartWidget()->memoryChart());
         QVERIFY2(over.isEmpty(), qPrintable(over.join("; ")));
+        // llama.cpp's components and machines tables: nothing sideways (issue 32).
+        int tables = 0;
+        const QString sideways = sideways_table(w.serveGgufPanel(), &tables);
+        QVERIFY2(sideways.isEmpty() && tables == 2, qPrintable(sideways));
     }
 
     // Item 8: the download dialog at this screen: its text and the Hub's answer (here an error

@@ -192,6 +192,122 @@ private slots:
         QApplication::processEvents();
         QVERIFY(!panel->isVisible());
     }
+
+    // Issue 32: the chart serves the 16-bit model with each machine's framework, the table
+    // serves a GGUF with llama.cpp; at seq 8,192 the T4 is short in the chart and fits in the
+    // table. The panel says which engine each answers, and for every machine its sentence gives
+    // the chart's verdict (the chart bar's) and the table's verdict (the table's cell), so the
+    // two never read as one claim contradicting itself.
+    void chartAndTableSayWhichEngineEachAnswers() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        QVERIFY2(w.hasLibrary(), qPrintable(w.loadError()));
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        Plan p = servePlan();
+        p.setup.seq_len = 8192;
+        w.setPlan(p);
+        QApplication::processEvents();
+        ServeGgufPanel* panel = w.serveGgufPanel();
+        auto* engines = child<QLabel>(panel, "serveEngines");
+        const QString text = engines->text();
+        QVERIFY2(engines->isVisible() && text.contains("llama.cpp") && text.contains("q4_k_m") &&
+                     text.contains("16-bit") && text.contains("Hugging Face transformers"),
+                 qPrintable(text));
+        auto* table = child<QTableWidget>(panel, "serveMachines");
+        QCOMPARE(table->horizontalHeaderItem(1)->text(), QString("llama.cpp"));
+        const ChartData& chart = w.machineChart();
+        int differ = 0;
+        for (int r = 0; r < table->rowCount(); ++r) {
+            const llama_cpp::MachineFit& f = panel->machineFits()[size_t(r)];
+            const ChartBar* bar = chart.bar(QString::fromStdString(f.machine->id));
+            QVERIFY2(bar && bar->fit, qPrintable(QString::fromStdString(f.machine->id)));
+            const bool chart_fits = *bar->fit != Fit::No;
+            const bool table_fits = table->item(r, 1)->text().startsWith("✓");
+            QCOMPARE(table_fits, f.fits);
+            const QString name = QString::fromStdString(short_machine_name(*f.machine));
+            const QString said = name + " (chart " + (chart_fits ? "✓" : "✗") + ", llama.cpp " + (table_fits ? "✓" : "✗") + ")";
+            // A machine where they differ is named with both verdicts; one where they agree is not.
+            QVERIFY2(text.contains(said) == (chart_fits != table_fits), qPrintable(said + " in: " + text));
+            differ += chart_fits != table_fits;
+        }
+        QVERIFY2(differ >= 1, "the T4 is short in the chart and fits with llama.cpp's q4_k_m at 8,192 tokens");
+        QVERIFY(text.contains(QString("Their verdicts differ on ")));
+    }
+
+    // Issue 30, item 3: llama.cpp's settings are the plan's: the context is its sequence, and
+    // the format, KV type, GPU layers, flash attention, parallel sequences and ubatch are saved
+    // by File ▸ Save and come back when the plan is opened, with the CLI's numbers for them.
+    void servingSettingsAreSavedWithThePlan() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("serve.wingspan.json");
+        QStringList flags = {"--model", "llama-3.1-8b", "--quant", "q8_0", "--ctx", "16384", "--kv-type", "q8_0",
+                             "--n-gpu-layers", "20", "--parallel", "4", "--ubatch", "1024", "--flash-attn", "on"};
+        const json want = cli_plan(flags);
+        {
+            MainWindow w(QString(), MainWindow::Options{false, false});
+            QVERIFY2(w.hasLibrary(), qPrintable(w.loadError()));
+            w.resize(1600, 1000);
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            w.setPlan(servePlan());
+            QApplication::processEvents();
+            ServeGgufPanel* panel = w.serveGgufPanel();
+            QVERIFY(panel->isVisible());
+            child<QComboBox>(panel, "serveQuant")->setCurrentIndex(child<QComboBox>(panel, "serveQuant")->findData("q8_0"));
+            child<QSpinBox>(panel, "serveCtx")->setValue(16384);
+            child<QComboBox>(panel, "serveKvType")->setCurrentIndex(child<QComboBox>(panel, "serveKvType")->findData("q8_0"));
+            child<QSpinBox>(panel, "serveGpuLayers")->setValue(20);
+            child<QSpinBox>(panel, "serveParallel")->setValue(4);
+            child<QSpinBox>(panel, "serveUbatch")->setValue(1024);
+            QApplication::processEvents();
+            compare(panel, want, "edited in the panel");
+            QCOMPARE(want["settings"]["n_parallel"].get<int>(), 4);
+            // Written back into the plan: its sequence is the context, the rest its llama_cpp.
+            QCOMPARE(w.plan().setup.seq_len, std::int64_t(16384));
+            const LlamaCppChoice& c = w.plan().llama_cpp;
+            QCOMPARE(QString::fromStdString(c.quant), QString("q8_0"));
+            QCOMPARE(QString::fromStdString(c.kv_type), QString("q8_0"));
+            QCOMPARE(c.n_gpu_layers, std::int64_t(20));
+            QCOMPARE(c.n_parallel, std::int64_t(4));
+            QCOMPARE(c.n_ubatch, std::int64_t(1024));
+            QVERIFY(c.flash_attn);   // a quantized V cache needs it, as the CLI turns it on
+            QString error;
+            QVERIFY2(w.savePlan(path, &error), qPrintable(error));
+        }
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const json saved = json::parse(f.readAll().toStdString());
+        QCOMPARE(saved["llama_cpp"]["n_parallel"].get<int>(), 4);
+        QCOMPARE(saved["setup"]["seq_len"].get<int>(), 16384);
+        // Reopened in a new window: the same controls, the same numbers.
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QString error;
+        QVERIFY2(w.openPlan(path, &error), qPrintable(error));
+        QApplication::processEvents();
+        ServeGgufPanel* panel = w.serveGgufPanel();
+        QVERIFY(panel->isVisible());
+        QCOMPARE(child<QSpinBox>(panel, "serveParallel")->value(), 4);
+        QCOMPARE(child<QSpinBox>(panel, "serveUbatch")->value(), 1024);
+        QCOMPARE(child<QSpinBox>(panel, "serveGpuLayers")->value(), 20);
+        QCOMPARE(child<QSpinBox>(panel, "serveCtx")->value(), 16384);
+        QCOMPARE(child<QComboBox>(panel, "serveKvType")->currentData().toString(), QString("q8_0"));
+        compare(panel, want, "reopened");
+        // A hostile llama_cpp section: a clear error naming the field, the plan left as it was.
+        json bad = saved;
+        bad["llama_cpp"]["n_parallel"] = 0;
+        const QString bad_path = dir.filePath("bad.wingspan.json");
+        QFile b(bad_path);
+        QVERIFY(b.open(QIODevice::WriteOnly));
+        b.write(QByteArray::fromStdString(bad.dump()));
+        b.close();
+        QVERIFY(!w.openPlan(bad_path, &error));
+        QVERIFY2(error.contains("n_parallel"), qPrintable(error));
+        QCOMPARE(w.plan().llama_cpp.n_parallel, std::int64_t(4));
+    }
 };
 
 QTEST_MAIN(WindowServeGgufTest)

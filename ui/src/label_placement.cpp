@@ -31,7 +31,8 @@ bool crosses(const QRectF& r, const std::vector<QLineF>& lines) {
 
 }  // namespace
 
-QRectF place_line_label(const QSizeF& size, double line_y, const QRectF& area, const LabelObstacles& obstacles) {
+QRectF place_line_label(const QSizeF& size, double line_y, const QRectF& area, const LabelObstacles& obstacles,
+                        LabelCover* covers) {
     const double right = area.right() - 4 - size.width();
     const double left = area.left() + 4;
     QRectF best;
@@ -50,10 +51,12 @@ QRectF place_line_label(const QSizeF& size, double line_y, const QRectF& area, c
                 best = r;
                 best_tier = tier;
                 best_cover = cover;
-                if (tier == 0) return best;
+                if (tier == 0) break;
             }
         }
+        if (best_tier == 0) break;
     }
+    if (covers) *covers = best.isNull() ? LabelCover::Text : LabelCover(std::min(best_tier, 3));
     // A plot too small for the label: on the line at the right edge, as before.
     return best.isNull() ? QRectF(QPointF(right, line_y - size.height()), size) : best;
 }

@@ -20,8 +20,11 @@ struct LabelObstacles {
 // The rectangle for a label of `size` on the horizontal line at `line_y`, inside `area`.
 // Tried from the right edge leftwards, above the line then below it; the first spot that covers
 // no text, no bar and crosses no line wins, then one that only crosses a line, then one over a
-// bar; when every spot covers a text, the one covering the least.
-QRectF place_line_label(const QSizeF& size, double line_y, const QRectF& area, const LabelObstacles& obstacles);
+// bar; when every spot covers a text, the one covering the least. `cover`, when given, says
+// what the chosen spot covers.
+enum class LabelCover { Nothing, Line, Bar, Text };
+QRectF place_line_label(const QSizeF& size, double line_y, const QRectF& area, const LabelObstacles& obstacles,
+                        LabelCover* cover = nullptr);
 
 // Pairs (i, j), i < j, of rectangles that overlap by more than `tolerance` px each way.
 std::vector<std::pair<int, int>> overlapping_rects(const std::vector<QRectF>& rects, double tolerance = 0.5);

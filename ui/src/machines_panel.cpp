@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScopedValueRollback>
+#include <QStyledItemDelegate>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -34,6 +35,31 @@ int machine_rank(const MachineProfile& m) {
     return (m.user_defined ? 10 : 0) + kind;
 }
 
+// The name column's rows as tall as their name wrapped at the column's width (QTreeView asks a
+// delegate for a row's height without the column's width, so a wrapped name would be cut).
+class WrappedNameDelegate : public QStyledItemDelegate {
+public:
+    explicit WrappedNameDelegate(QTreeWidget* tree) : QStyledItemDelegate(tree), tree_(tree) {}
+
+    QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        QSize size = QStyledItemDelegate::sizeHint(option, index);
+        if (index.column() != 0) return size;
+        QStyleOptionViewItem o = option;
+        initStyleOption(&o, index);
+        o.rect = QRect(0, 0, tree_->columnWidth(0), size.height());
+        const QStyle* style = tree_->style();
+        // The text's room: the cell less its check box, less the delegate's margin each side.
+        const int margin = style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, tree_) + 1;
+        const int room = style->subElementRect(QStyle::SE_ItemViewItemText, &o, tree_).width() - 2 * margin;
+        const int text = o.fontMetrics.boundingRect(QRect(0, 0, std::max(1, room), 1 << 16), Qt::TextWordWrap, o.text).height();
+        size.setHeight(std::max(size.height(), text + size.height() - o.fontMetrics.height()));
+        return size;
+    }
+
+private:
+    QTreeWidget* tree_;
+};
+
 }  // namespace
 
 MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
@@ -51,15 +77,22 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
     list_->setColumnCount(2);
     list_->setHeaderLabels({"Machine", "Verdict"});
     list_->setRootIsDecorated(false);
-    list_->setUniformRowHeights(true);
+    // A name too long for the panel wraps onto a second line, whole ("Mac Studio M3 Ultra /
+    // 96 GB"): cut in its middle, "Mac Studi…tra 96 GB" no longer said which one (issue 32).
+    // Rows are then of two heights, so not uniform.
+    list_->setWordWrap(true);
+    list_->setUniformRowHeights(false);
+    auto* names = new WrappedNameDelegate(list_);
+    list_->setItemDelegate(names);
+    connect(list_->header(), &QHeaderView::sectionResized, names, [names](int column) {
+        if (column == 0) emit names->sizeHintChanged(QModelIndex());   // the rows' heights again
+    });
     list_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
     // A fixed verdict column: measuring every row's text on each slider move costs a frame.
     list_->header()->setSectionResizeMode(1, QHeaderView::Fixed);
     list_->header()->resizeSection(1, list_->fontMetrics().horizontalAdvance("✗ short 1,234.5 GB") + 14);
     list_->header()->setStretchLastSection(false);
     list_->setToolTip("Tick the machines to compare. Space toggles the selected row.");
-    // A narrow panel cuts a long name in its middle: "Mac Studio…96 GB" still says which one.
-    list_->setTextElideMode(Qt::ElideMiddle);
     connect(list_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int column) {
         if (column == 0 && !syncing_) emit selectionEdited();
     });
@@ -272,13 +305,7 @@ void MachinesPanel::showVerdicts(const Evaluation& eval, ByteUnit unit) {
             if (!item->toolTip(1).isEmpty()) item->setToolTip(1, {});
             continue;
         }
-        const double margin = double(v->margin_bytes);
-        QString text;
-        switch (v->fit) {
-            case Fit::Fits: text = "✓ " + qs(format_bytes(margin, unit)) + " free"; break;
-            case Fit::Tight: text = "! tight, " + qs(format_bytes(margin, unit)) + " free"; break;
-            case Fit::No: text = margin < 0 ? "✗ short " + qs(format_bytes(-margin, unit)) : "✗ host RAM"; break;
-        }
+        const QString text = qs(verdict_mark_text(*v, unit));
         if (item->text(1) != text) item->setText(1, text);
         const QColor colour = v->fit == Fit::Fits ? fits : v->fit == Fit::Tight ? tight : no;
         if (item->foreground(1).color() != colour) item->setForeground(1, colour);

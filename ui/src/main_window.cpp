@@ -8,6 +8,7 @@
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QGuiApplication>
+#include <QHeaderView>
 #include <QScreen>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -32,6 +33,13 @@ enum TabIndex { TabMachines = 0, TabMethods = 1, TabSizes = 2, TabWhich = 3 };
 enum TableIndex { TableMethods = 0, TableSizes = 1, TableMachines = 2 };
 
 // A chart above its table, the chart taking the room.
+// One line of text a row, a few px of air: the tables under the charts show all their rows
+// in the room a 1280×720 screen leaves them.
+void compact_rows(QTableView* view) {
+    view->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
+}
+
 QSplitter* chart_over_table(MemoryChartWidget* chart, QTableView* table, int chart_height, int table_height) {
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(chart);
@@ -150,13 +158,26 @@ void MainWindow::buildUi() {
     methods_chart_ = new MemoryChartWidget;
     methods_chart_->setObjectName("methodsChart");
     table_models_[TableMethods] = new TableModel(this);
-    tabs_->addTab(chart_over_table(methods_chart_, make_table_view(table_models_[TableMethods], "methodTable"), 640, 150),
-                  "M&ethods");
+    // Three methods × a row per component, total and machine: turned so that it scrolls down,
+    // never sideways, in the tab's ~590 px at 1280×720 (it needed ~1,500 px across).
+    table_models_[TableMethods]->setTransposed(true);
+    QTableView* method_view = make_table_view(table_models_[TableMethods], "methodTable");
+    // The names' column as wide as its longest name, the methods sharing the rest.
+    method_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    connect(table_models_[TableMethods], &QAbstractItemModel::modelReset, method_view, [method_view] {
+        if (method_view->model()->columnCount() > 0)
+            method_view->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    });
+    compact_rows(method_view);
+    tabs_->addTab(chart_over_table(methods_chart_, method_view, 640, 150), "M&ethods");
     sizes_chart_ = new MemoryChartWidget;
     sizes_chart_->setObjectName("sizesChart");
     table_models_[TableSizes] = new TableModel(this);
-    tabs_->addTab(chart_over_table(sizes_chart_, make_table_view(table_models_[TableSizes], "sizeTable"), 560, 230),
-                  "&Sizes");
+    QTableView* size_view = make_table_view(table_models_[TableSizes], "sizeTable");
+    compact_rows(size_view);
+    // The table's six rows in ~150 px: the chart's 18 bars get the rest (at 1280×720 its plot
+    // was ~130 px tall under the title, legend and key).
+    tabs_->addTab(chart_over_table(sizes_chart_, size_view, 600, 160), "&Sizes");
     which_ = new WhichMachinePage;
     tabs_->addTab(which_, "&Which machine trains what");
     connect(tabs_, &QTabWidget::currentChanged, this, [this] { refreshVisibleTables(); });
@@ -248,6 +269,13 @@ void MainWindow::connectParts() {
     connect(machines_, &MachinesPanel::editRequested, this, &MainWindow::editMachineDialog);
     connect(machines_, &MachinesPanel::removeRequested, this, &MainWindow::removeUserMachine);
     connect(which_, &WhichMachinePage::datasetEdited, this, &MainWindow::readControls);
+    // llama.cpp's settings belong to the plan (saved, reopened); its context is the plan's sequence.
+    connect(serve_gguf_, &ServeGgufPanel::edited, this, [this] {
+        Plan p = plan_;
+        p.llama_cpp = serve_gguf_->choice();
+        p.setup.seq_len = serve_gguf_->context();
+        setPlan(p);
+    });
     connect(which_, &WhichMachinePage::cellChosen, this, &MainWindow::loadGridCell);
     connect(which_, &WhichMachinePage::comparedChanged, this, [this] {
         dirty_[TableMachines] = true;
@@ -365,6 +393,15 @@ void MainWindow::updateSidePanels() {
     if (serving) {
         std::vector<const MachineProfile*> machines;
         for (const auto& v : eval_.verdicts) machines.push_back(v.machine);
+        std::vector<ServeGgufPanel::ChartAnswer> answers;
+        for (const auto& v : eval_.verdicts) {
+            const std::string& fw = v.framework->name;
+            const std::string engine = fw.substr(0, std::min(fw.find(" ("), fw.find(" +")));
+            answers.push_back({v.machine, qs(engine), v.fit != Fit::No});
+        }
+        const Quantization q = eval_.setup.effective_quantization();
+        serve_gguf_->setChartAnswers(q == Quantization::None ? QString("16-bit") : qs(to_string(q)), std::move(answers));
+        serve_gguf_->setChoice(plan_.llama_cpp);
         serve_gguf_->setContext(eval_.model.arch, eval_.model.name, machines, eval_.setup.seq_len, unit_);
     }
     updateSummary();

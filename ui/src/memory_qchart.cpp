@@ -56,12 +56,6 @@ QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
     return QBrush(component_qcolor(*c));
 }
 
-// "96 GB" stays on one line when a caption breaks: the space between a number and its unit
-// becomes a no-break space (captions break at plain spaces only).
-QString unbroken_amounts(QString s) {
-    static const QRegularExpression amount(QStringLiteral("(\\d) (GB|GiB|TB|TiB)\\b"));
-    return s.replace(amount, QStringLiteral("\\1\u00A0\\2"));
-}
 
 }  // namespace
 
@@ -98,9 +92,16 @@ QString MemoryQChart::signature(const ChartData& d) const {
 }
 
 void MemoryQChart::setContent(const ChartData& data, const ChartStyle& style) {
+    // The lines named in the key stay there while the lines are the same (a slider moving the
+    // bars keeps the key still); new lines are placed afresh.
+    const bool same_lines = data.lines.size() == data_.lines.size() &&
+                            std::equal(data.lines.begin(), data.lines.end(), data_.lines.begin(), [](const ChartLine& a, const ChartLine& b) {
+                                return a.label == b.label && a.bytes == b.bytes;
+                            });
     data_ = data;
     style_ = style;
     axis_ = chart_axis(data_);
+    if (!same_lines) decor_->in_key.assign(data_.lines.size(), false);
     const QString sig = signature(data_);
     if (sig != signature_ || !bars_) {
         signature_ = sig;
@@ -296,7 +297,7 @@ void MemoryQChart::updateValues() {
 
 void MemoryQChart::clearDecorations() {
     Decor& d = *decor_;
-    for (ChartText** t : {&d.title, &d.subtitle, &d.notice, &d.footnote, &d.empty}) {
+    for (ChartText** t : {&d.title, &d.subtitle, &d.notice, &d.footnote, &d.empty, &d.line_key}) {
         delete *t;
         *t = nullptr;
     }
@@ -310,7 +311,11 @@ void MemoryQChart::clearDecorations() {
         delete swatch;
         delete label;
     }
+    const std::vector<bool> in_key = d.in_key;
+    const QSizeF key_for_size = d.key_for_size;
     d = Decor{};
+    d.in_key = in_key;   // the lines' business (setContent), not the items'
+    d.key_for_size = key_for_size;
 }
 
 // The label items, once per set of bars; their texts come from refreshDecorationTexts.
@@ -350,6 +355,8 @@ void MemoryQChart::buildDecorations() {
         d.line_labels.push_back(text(small, style_.muted));
         d.line_labels.back()->setBackground(style_.background);   // close lines may pass under a name
     }
+    if (!data_.lines.empty()) d.line_key = text(small, style_.muted);
+    d.in_key.resize(data_.lines.size(), false);
     if (data_.bars.empty()) return;
     auto add_key = [&](const QString& name, const QBrush& brush, const QPen& pen) {
         auto* swatch = new QGraphicsRectItem(this);
@@ -409,9 +416,17 @@ void MemoryQChart::layoutDecorations() {
     const QStringList hidden = hidden_segments(data_, axis_);
     d.notice->setVisible(!hidden.isEmpty());
     if (!hidden.isEmpty()) {
-        d.notice->setFitted("Cut at the top (the window's “Scale: show every bar whole” shows them whole): " +
-                                hidden.join("; "),
-                            text_width, 3);
+        const QString how = "(the window's “Scale: show every bar whole” shows them whole)";
+        d.notice->setFitted("Cut at the top " + how + ": " + hidden.join("; "), text_width, 3);
+        // What each cut bar holds above the axis is in its tooltip; where the list has no room,
+        // the notice names the cut bars only (it ended "…abov…" at 1280×720).
+        if (!d.notice->toolTip().isEmpty()) {
+            QStringList cut;
+            for (const ChartBar& b : data_.bars)
+                if (double(b.total) > axis_.max_bytes) cut << (b.group.isEmpty() ? b.label : b.label + " " + b.group);
+            d.notice->setFitted(QString::number(cut.size()) + (cut.size() == 1 ? " bar" : " bars") + " cut at the top " + how + ": " + cut.join(", "),
+                                text_width, 3);
+        }
         d.notice->setPos(r.left() + 12, y);
         y += d.notice->boundingRect().height() * 1.2;
     }
@@ -439,12 +454,26 @@ void MemoryQChart::layoutDecorations() {
         lx += w;
         any_key = true;
     }
-    const double top = (any_key ? ly + row_h : ly) + 6 - r.top();
+    double top = (any_key ? ly + row_h : ly) + 6 - r.top();
+    if (d.key_for_size != r.size()) {   // a new size: every line gets its chance on the plot again
+        d.in_key.assign(data_.lines.size(), false);
+        d.key_for_size = r.size();
+    }
+    if (d.line_key) {
+        const QString key = lineKeyText();
+        d.line_key->setVisible(!key.isEmpty());
+        if (!key.isEmpty()) {
+            d.line_key->setFitted(key, text_width, 3);
+            d.line_key->setPos(r.left() + 12, r.top() + top - 4);
+            top += d.line_key->boundingRect().height() + 2;
+        }
+    }
 
     // The captions under the bars, each row as many lines as its longest needs (at most two).
     const QRectF plot0 = plotArea();
     const double slot0 = bars_ ? plot0.width() / std::max(1, x_->count()) : 0;
     std::array<double, 3> row_height{0, 0, 0};
+    d.captions_turned = false;
     for (size_t i = 0; i < d.captions.size(); ++i) {
         const ChartBar& b = data_.bars[i];
         const QString texts[3] = {unbroken_amounts(b.label), b.sublabel, b.note};
@@ -452,8 +481,20 @@ void MemoryQChart::layoutDecorations() {
             ChartText* t = d.captions[i][k];
             // A name may take a third line ("Mac Studio / M3 Ultra / 96 GB") before it elides.
             t->setFitted(texts[k], slot0 - 4, k == 0 ? 3 : 2);
+            if (k == 0 && !t->toolTip().isEmpty()) d.captions_turned = true;
             if (!texts[k].isEmpty()) row_height[k] = std::max(row_height[k], t->boundingRect().height());
         }
+    }
+    // A name with no room across its slot even on three lines ("14B" under a bar 20 px wide,
+    // the Sizes tab's 18 bars at 1280×720): every name turns to read upwards, whole, ending
+    // under its bar, rather than "1…" under one bar and "8B" under the next.
+    for (size_t i = 0; i < d.captions.size(); ++i) {
+        ChartText* t = d.captions[i][0];
+        t->setRotation(d.captions_turned ? -90 : 0);
+        if (!d.captions_turned) continue;
+        t->setFitted(data_.bars[i].label, kTurnedCaptionWidth);
+        if (i == 0) row_height[0] = 0;
+        row_height[0] = std::max(row_height[0], t->boundingRect().width() + 2);
     }
     const double captions_height = row_height[0] + row_height[1] + row_height[2];
     const double bottom = 8 + captions_height + (d.groups.empty() ? 0 : d.line_height * 1.2) +
@@ -482,7 +523,10 @@ void MemoryQChart::layoutDecorations() {
         double cy = plot.bottom() + 4;
         for (size_t k = 0; k < 3; ++k) {
             ChartText* t = d.captions[i][k];
-            t->setPos(cx - t->boundingRect().width() / 2, cy);
+            const QRectF tb = t->boundingRect();
+            // Turned a quarter left about its origin, the text spans (0, -width)..(height, 0).
+            if (k == 0 && d.captions_turned) t->setPos(cx - tb.height() / 2, cy + tb.width());
+            else t->setPos(cx - tb.width() / 2, cy);
             cy += row_height[k];
         }
     }
@@ -493,28 +537,8 @@ void MemoryQChart::layoutDecorations() {
         const QRectF gb = label->boundingRect();
         label->setPos((x0 + x1) / 2 - gb.width() / 2, plot.bottom() + 6 + captions_height);
     }
-    placeLineLabels(plot);
-}
-
-QRectF MemoryQChart::totalRect(int bar) const {
-    if (bar < 0 || bar >= int(decor_->totals.size())) return {};
-    const ChartText* t = decor_->totals[size_t(bar)];
-    return t->mapRectToParent(t->boundingRect());
-}
-
-QRectF MemoryQChart::verdictRect(int bar) const {
-    if (bar < 0 || bar >= int(decor_->verdicts.size()) || !decor_->verdicts[size_t(bar)]->isVisible()) return {};
-    const ChartText* t = decor_->verdicts[size_t(bar)];
-    return t->mapRectToParent(t->boundingRect());
-}
-
-QLineF MemoryQChart::ceilingLine(int bar) const {
-    return bar >= 0 && bar < int(decor_->ceilings.size()) ? decor_->ceilings[size_t(bar)] : QLineF();
-}
-
-QString MemoryQChart::captionShown(int bar, int row) const {
-    if (bar < 0 || bar >= int(decor_->captions.size()) || row < 0 || row > 2) return {};
-    return decor_->captions[size_t(bar)][size_t(row)]->text();
+    // A line newly sent to the key takes room at the top: lay out once more (the set only grows).
+    if (placeLineLabels(plot)) layoutDecorations();
 }
 
 // ------------------------------------------------------------------------- geometry ----

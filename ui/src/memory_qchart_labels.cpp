@@ -89,8 +89,9 @@ void MemoryQChart::placeBarLabels(const QRectF& plot, double slot) {
     }
 }
 
-// Each reference line's name on its line, where it covers no total, verdict or other name.
-void MemoryQChart::placeLineLabels(const QRectF& plot) {
+// Each reference line's name on its line, where it covers no total, verdict, bar or other
+// name; a name with no such spot goes to the key under the legend (see Decor::in_key).
+bool MemoryQChart::placeLineLabels(const QRectF& plot) {
     Decor& d = *decor_;
     LabelObstacles obstacles;
     for (size_t i = 0; i < data_.bars.size(); ++i) {
@@ -108,19 +109,72 @@ void MemoryQChart::placeLineLabels(const QRectF& plot) {
     std::vector<size_t> order(d.line_labels.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return line_y[a] < line_y[b]; });
+    bool key_grew = false;
     for (size_t i : order) {
         ChartText* t = d.line_labels[i];
         t->setFitted(data_.lines[i].label, plot.width() / 2);
-        const QRectF spot = place_line_label(t->boundingRect().size(), line_y[i], plot, obstacles);
+        LabelCover cover = LabelCover::Nothing;
+        const QRectF spot = d.in_key[i] ? QRectF() : place_line_label(t->boundingRect().size(), line_y[i], plot, obstacles, &cover);
+        if (!d.in_key[i] && cover >= LabelCover::Bar && !t->text().isEmpty()) {
+            d.in_key[i] = true;
+            key_grew = true;
+        }
+        t->setVisible(!d.in_key[i]);
+        if (d.in_key[i]) continue;
         t->setPos(spot.topLeft());
         obstacles.texts.push_back(spot);
     }
+    return key_grew;
 }
 
 QRectF MemoryQChart::lineLabelRect(int line) const {
-    if (line < 0 || line >= int(decor_->line_labels.size())) return {};
+    if (line < 0 || line >= int(decor_->line_labels.size()) || lineInKey(line)) return {};
     const ChartText* t = decor_->line_labels[size_t(line)];
     return t->mapRectToParent(t->boundingRect());
+}
+
+// The lines named in the key, highest first, each with its value in the axis's unit.
+QString MemoryQChart::lineKeyText() const {
+    const Decor& d = *decor_;
+    std::vector<size_t> keyed;
+    for (size_t i = 0; i < data_.lines.size() && i < d.in_key.size(); ++i)
+        if (d.in_key[i]) keyed.push_back(i);
+    if (keyed.empty()) return {};
+    std::stable_sort(keyed.begin(), keyed.end(), [&](size_t a, size_t b) { return data_.lines[a].bytes > data_.lines[b].bytes; });
+    QStringList names;
+    for (size_t i : keyed)
+        names << unbroken_amounts(data_.lines[i].label + " at " + axis_value_text(double(data_.lines[i].bytes), axis_));
+    const bool some_on_plot = keyed.size() < data_.lines.size();
+    return QString(some_on_plot ? "Other dashed lines" : "Dashed lines") + ", top to bottom: " + names.join(" · ");
+}
+
+bool MemoryQChart::lineInKey(int line) const {
+    return line >= 0 && line < int(decor_->in_key.size()) && decor_->in_key[size_t(line)];
+}
+
+QString MemoryQChart::keyText() const { return decor_->line_key && decor_->line_key->isVisible() ? decor_->line_key->text() : QString(); }
+
+bool MemoryQChart::captionsTurned() const { return decor_->captions_turned; }
+
+QRectF MemoryQChart::totalRect(int bar) const {
+    if (bar < 0 || bar >= int(decor_->totals.size())) return {};
+    const ChartText* t = decor_->totals[size_t(bar)];
+    return t->mapRectToParent(t->boundingRect());
+}
+
+QRectF MemoryQChart::verdictRect(int bar) const {
+    if (bar < 0 || bar >= int(decor_->verdicts.size()) || !decor_->verdicts[size_t(bar)]->isVisible()) return {};
+    const ChartText* t = decor_->verdicts[size_t(bar)];
+    return t->mapRectToParent(t->boundingRect());
+}
+
+QLineF MemoryQChart::ceilingLine(int bar) const {
+    return bar >= 0 && bar < int(decor_->ceilings.size()) ? decor_->ceilings[size_t(bar)] : QLineF();
+}
+
+QString MemoryQChart::captionShown(int bar, int row) const {
+    if (bar < 0 || bar >= int(decor_->captions.size()) || row < 0 || row > 2) return {};
+    return decor_->captions[size_t(bar)][size_t(row)]->text();
 }
 
 // ---------------------------------------------------------------------- offscreen ----
@@ -136,11 +190,14 @@ MemoryQChart* lay_out_for_file(QGraphicsScene& scene, const QSizeF& logical, con
     scene.setSceneRect(area);
     chart->setGeometry(area);
     chart->setContent(data, style);
-    // Twice: the first pass may move the legend beside the plot, the second places the labels.
-    for (int pass = 0; pass < 2; ++pass) {
+    // Until the plot stops moving: the first pass may move the legend beside the plot, a line
+    // sent to the key takes room at the top; the second and later passes place the labels.
+    for (int pass = 0; pass < 2 + int(data.lines.size()); ++pass) {
+        const QRectF before = chart->plotArea();
         chart->layout()->invalidate();
         chart->layout()->activate();
         chart->layoutDecorations();
+        if (pass >= 1 && chart->plotArea() == before) break;
     }
     return chart;
 }

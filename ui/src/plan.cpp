@@ -60,7 +60,48 @@ json Plan::to_json() const {
     if (chosen.grad_checkpointing) c.push_back("grad_checkpointing");
     if (chosen.lora_layers) c.push_back("lora_layers");
     j["chosen"] = c;
+    if (!(llama_cpp == LlamaCppChoice{})) j["llama_cpp"] = llama_cpp.to_json();
     return j;
+}
+
+json LlamaCppChoice::to_json() const {
+    json j = {{"quant", quant},           {"kv_type", kv_type},       {"n_gpu_layers", n_gpu_layers},
+              {"flash_attn", flash_attn}, {"n_parallel", n_parallel}, {"n_ubatch", n_ubatch}};
+    if (!gguf_file.empty()) j["gguf_file"] = gguf_file;
+    return j;
+}
+
+LlamaCppChoice LlamaCppChoice::from_json(const json& j) {
+    if (!j.is_object()) throw InputError("plan: 'llama_cpp' must be an object");
+    LlamaCppChoice c;
+    auto text = [&](const char* k, std::string& out, const std::vector<std::string>& allowed) {
+        if (!j.contains(k)) return;
+        const bool known = j[k].is_string() && (allowed.empty() || std::find(allowed.begin(), allowed.end(), j[k].get<std::string>()) != allowed.end());
+        if (!known || j[k].get_ref<const std::string&>().size() > 4096) {
+            std::string list;
+            for (const auto& a : allowed) list += (list.empty() ? "" : "|") + a;
+            throw InputError(std::string("plan llama_cpp: '") + k + "' must be " + (allowed.empty() ? "a path" : list));
+        }
+        out = j[k].get<std::string>();
+    };
+    auto integer = [&](const char* k, std::int64_t& out, std::int64_t lo, std::int64_t hi) {
+        if (!j.contains(k)) return;
+        if (!j[k].is_number_integer() || j[k].get<std::int64_t>() < lo || j[k].get<std::int64_t>() > hi)
+            throw InputError(std::string("plan llama_cpp: '") + k + "' must be an integer from " + std::to_string(lo) + " to " +
+                             std::to_string(hi));
+        out = j[k].get<std::int64_t>();
+    };
+    text("quant", c.quant, {"q4_k_m", "q5_k_m", "q6_k", "q8_0", "q4_0", "f16", "bf16", "f32"});
+    text("gguf_file", c.gguf_file, {});
+    text("kv_type", c.kv_type, {"f16", "q8_0", "q4_0"});
+    integer("n_gpu_layers", c.n_gpu_layers, -1, 4096);
+    integer("n_parallel", c.n_parallel, 1, 256);
+    integer("n_ubatch", c.n_ubatch, 1, 65536);
+    if (j.contains("flash_attn")) {
+        if (!j["flash_attn"].is_boolean()) throw InputError("plan llama_cpp: 'flash_attn' must be true or false");
+        c.flash_attn = j["flash_attn"].get<bool>();
+    }
+    return c;
 }
 
 Plan Plan::from_json(const json& j) {
@@ -126,6 +167,7 @@ Plan Plan::from_json(const json& j) {
         checked_dataset_tokens(p.dataset.examples, p.dataset.tokens_per_example, p.dataset.epochs, "plan dataset");
     }
     p.framework = string_field(j, "framework", "plan");
+    if (j.contains("llama_cpp")) p.llama_cpp = LlamaCppChoice::from_json(j["llama_cpp"]);
     // "chosen": the fields the user set. A plan written before it existed chose all it says.
     p.chosen = ChosenFields{false, true, true, true};
     if (j.contains("chosen")) {
@@ -362,6 +404,16 @@ std::string verdict_text(const MachineVerdict& v, ByteUnit unit) {
     return std::string(v.fit == Fit::Tight ? "tight" : "fits") + " · " + format_bytes(margin, unit) + " free";
 }
 
+std::string verdict_mark_text(const MachineVerdict& v, ByteUnit unit) {
+    const double margin = double(v.margin_bytes);
+    switch (v.fit) {
+        case Fit::Fits: return "✓ " + format_bytes(margin, unit) + " free";
+        case Fit::Tight: return "! tight, " + format_bytes(margin, unit) + " free";
+        case Fit::No: break;
+    }
+    return margin < 0 ? "✗ short " + format_bytes(-margin, unit) : "✗ host RAM";
+}
+
 std::vector<std::pair<std::string, TrainingSetup>> method_variants(const TrainingSetup& base) {
     std::vector<std::pair<std::string, TrainingSetup>> out;
     TrainingSetup full = base, lora = base, qlora = base;
@@ -468,7 +520,7 @@ Table method_table(const ProfileLibrary& lib, const Plan& plan, const Evaluation
         for (const auto& v : eval.verdicts) {
             const FrameworkProfile& fw = framework_for(lib, plan, *v.machine);
             const MachineVerdict mv = evaluate(eval.model.arch, setup_on(r.setup, fw, plan), *v.machine, fw);
-            row.push_back({verdict_text(mv, unit), double(mv.margin_bytes), mv.fit});
+            row.push_back({verdict_mark_text(mv, unit), double(mv.margin_bytes), mv.fit});
         }
         t.rows.push_back(std::move(row));
     }

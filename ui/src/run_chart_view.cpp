@@ -96,6 +96,23 @@ QString title_html(const QString& title, const QStringList& lines, const ChartSt
     return html;
 }
 
+// `text` broken at spaces into lines of at most `chars` characters: Qt Charts elides a title
+// line that is wider than the chart ("…the me…" in the Run tab's cards at 1280×720), and a
+// chart with no data yet has room for several short lines.
+QStringList short_lines(const QString& text, int chars) {
+    QStringList out;
+    QString line;
+    for (const QString& word : text.split(' ', Qt::SkipEmptyParts)) {
+        if (!line.isEmpty() && line.size() + 1 + word.size() > chars) {
+            out << line;
+            line.clear();
+        }
+        line += (line.isEmpty() ? "" : " ") + word;
+    }
+    if (!line.isEmpty()) out << line;
+    return out;
+}
+
 // At most this many legend entries read whole in one row under a run chart at laptop widths.
 constexpr int kLegendRowEntries = 4;
 
@@ -247,7 +264,7 @@ void TimeChartBuilder::apply(QChart* chart, const TimeChartData& d, const ChartS
     QStringList lines{d.subtitle};
     if (!l.off.isEmpty()) lines << "↑ above this scale: " + l.off.join(" · ");
     if (l.empty) {
-        lines << d.empty_message;
+        lines << short_lines(d.empty_message, 28);
         chart->setTitle(title_html(d.title, lines, st));
         x_->setVisible(false);
         y_->setVisible(false);

@@ -1,6 +1,7 @@
 #include "wingspan/ui/which_machine_page.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include <QEvent>
 
@@ -27,6 +28,9 @@ QLabel* hint_label(const QString& text) {
     l->setForegroundRole(QPalette::PlaceholderText);
     return l;
 }
+
+// machine_table's framework, usable, margin, max sequence and tokens/s columns.
+constexpr std::array<int, 5> kHoverColumns = {1, 3, 5, 7, 8};
 
 }  // namespace
 
@@ -135,6 +139,12 @@ WhichMachinePage::WhichMachinePage(QWidget* parent) : QWidget(parent) {
 
     model_ = new TableModel(this);
     view_ = make_table_view(model_, "machineTable");
+    // Six columns at 1280×720, none sideways (issue 32): the framework, usable memory, margin,
+    // longest sequence and tokens/s on hover over the machine's name (the export keeps all 11);
+    // time and cost share the rest of the width and wrap.
+    model_->setHoverColumns({kHoverColumns.begin(), kHoverColumns.end()});
+    view_->setWordWrap(true);
+    view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     auto* table_box = new QWidget;
     auto* tv = new QVBoxLayout(table_box);
     tv->setContentsMargins(0, 0, 0, 0);
@@ -257,6 +267,10 @@ void WhichMachinePage::readDataset(Dataset& d) const {
 
 void WhichMachinePage::setMachineTable(Table t, double dataset_tokens) {
     model_->setTable(std::move(t));
+    // Again after each reset of the model (a new shape forgets the header's sections).
+    for (int c : kHoverColumns) view_->setColumnHidden(c, true);
+    for (int c : {9, 10})   // time and cost
+        if (c < model_->columnCount()) view_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::Stretch);
     total_->setText("= " + QString::fromStdString(format_count(std::int64_t(dataset_tokens))) + " tokens");
 }
 

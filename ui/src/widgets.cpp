@@ -1,5 +1,6 @@
 #include "wingspan/ui/widgets.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <QApplication>
@@ -183,8 +184,10 @@ void TableModel::setTable(Table t) {
     const bool same_shape = t.headers == table_.headers && t.rows.size() == table_.rows.size();
     if (same_shape) {
         table_ = std::move(t);
-        if (!table_.rows.empty())
-            emit dataChanged(index(0, 0), index(int(table_.rows.size()) - 1, int(table_.headers.size()) - 1));
+        if (rowCount() > 0 && columnCount() > 0) {
+            emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+            if (transposed_) emit headerDataChanged(Qt::Horizontal, 0, columnCount() - 1);
+        }
         return;
     }
     beginResetModel();
@@ -192,20 +195,55 @@ void TableModel::setTable(Table t) {
     endResetModel();
 }
 
-int TableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(table_.rows.size()); }
-int TableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(table_.headers.size()); }
+void TableModel::setTransposed(bool on) {
+    if (on == transposed_) return;
+    beginResetModel();
+    transposed_ = on;
+    endResetModel();
+}
+
+int TableModel::rowCount(const QModelIndex& parent) const {
+    if (parent.isValid()) return 0;
+    return transposed_ ? std::max(0, int(table_.headers.size()) - 1) : int(table_.rows.size());
+}
+int TableModel::columnCount(const QModelIndex& parent) const {
+    if (parent.isValid()) return 0;
+    if (!transposed_) return int(table_.headers.size());
+    return table_.headers.empty() ? 0 : int(table_.rows.size()) + 1;
+}
+
+std::pair<int, int> TableModel::source(const QModelIndex& index) const {
+    if (!transposed_) return {index.row(), index.column()};
+    if (index.column() == 0) return {-1, -1};
+    return {index.column() - 1, index.row() + 1};
+}
 
 QVariant TableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= int(table_.rows.size())) return {};
-    const auto& row = table_.rows[size_t(index.row())];
-    if (index.column() >= int(row.size())) return {};
-    const TableCell& c = row[size_t(index.column())];
+    if (!index.isValid()) return {};
+    const auto [r, col] = source(index);
+    if (r < 0) {   // a transposed view's first column: what the Table's column holds
+        const auto& name = table_.headers[size_t(index.row() + 1)];
+        if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return QString::fromStdString(name);
+        return {};
+    }
+    if (r >= int(table_.rows.size())) return {};
+    const auto& row = table_.rows[size_t(r)];
+    if (col >= int(row.size())) return {};
+    const TableCell& c = row[size_t(col)];
     switch (role) {
         case Qt::DisplayRole: return QString::fromStdString(c.text);
         case Qt::ToolTipRole: {
+            if (col == 0 && !transposed_ && !hover_columns_.empty()) {
+                QString tip = QString::fromStdString(c.text);
+                for (int h : hover_columns_)
+                    if (h < int(row.size()) && h < int(table_.headers.size()))
+                        tip += "\n" + QString::fromStdString(table_.headers[size_t(h)] + ": " + row[size_t(h)].text);
+                return tip;
+            }
             if (!c.value) return QString::fromStdString(c.text);
             const double v = *c.value;
-            const QString header = QString::fromStdString(table_.headers[size_t(index.column())]);
+            const QString header = QString::fromStdString(table_.headers[size_t(col)]) +
+                                   (transposed_ ? " · " + QString::fromStdString(row[0].text) : QString());
             if (std::fabs(v) >= 1e6 && std::fabs(v - std::round(v)) < 1e-6)
                 return QString("%1\n%2 (exact: %3)").arg(header, QString::fromStdString(c.text),
                                                          QString::fromStdString(format_count(std::int64_t(std::llround(v)))));
@@ -229,10 +267,13 @@ QVariant TableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant TableModel::headerData(int section, Qt::Orientation o, int role) const {
-    if (o == Qt::Horizontal && section < int(table_.headers.size()) &&
-        (role == Qt::DisplayRole || role == Qt::ToolTipRole))
-        return QString::fromStdString(table_.headers[size_t(section)]);
-    if (o == Qt::Vertical && role == Qt::DisplayRole) return section + 1;
+    if (o == Qt::Vertical) return role == Qt::DisplayRole ? QVariant(section + 1) : QVariant();
+    if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+    if (!transposed_)
+        return section < int(table_.headers.size()) ? QString::fromStdString(table_.headers[size_t(section)]) : QVariant();
+    if (section == 0) return table_.headers.empty() ? QVariant() : QString::fromStdString(table_.headers[0]);
+    if (section - 1 < int(table_.rows.size()) && !table_.rows[size_t(section - 1)].empty())
+        return QString::fromStdString(table_.rows[size_t(section - 1)][0].text);
     return {};
 }
 

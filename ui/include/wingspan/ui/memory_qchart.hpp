@@ -51,8 +51,13 @@ public:
     QRectF totalRect(int bar) const;
     QRectF verdictRect(int bar) const;
     QLineF ceilingLine(int bar) const;
-    // Where reference line i's name is drawn (chart coordinates).
+    // Where reference line i's name is drawn (chart coordinates); empty when it is named in the
+    // key under the legend instead (no free spot on its line), whose text keyText() gives.
     QRectF lineLabelRect(int line) const;
+    bool lineInKey(int line) const;
+    QString keyText() const;
+    // Whether the bars' names are turned to read upwards (no room across a slot).
+    bool captionsTurned() const;
     QString captionShown(int bar, int row) const;
 
 private:
@@ -64,7 +69,9 @@ private:
     void buildDecorations();
     void refreshDecorationTexts();
     void placeBarLabels(const QRectF& plot, double slot);
-    void placeLineLabels(const QRectF& plot);
+    // True when a line newly went to the key (the layout must run again).
+    bool placeLineLabels(const QRectF& plot);
+    QString lineKeyText() const;
     double axisValue(double bytes) const;   // bytes -> the value axis's units, clamped
     QPointF toChart(double category, double bytes) const;
     QString signature(const ChartData& d) const;

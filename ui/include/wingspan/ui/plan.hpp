@@ -41,6 +41,22 @@ struct Dataset {
     bool operator==(const Dataset&) const = default;
 };
 
+// How llama.cpp serves a serve-mode plan (issue 30): `wingspan plan --method serve`'s --quant or
+// --gguf, --kv-type, --n-gpu-layers, --flash-attn, --parallel and --ubatch; its --ctx is the
+// plan's sequence length. Saved in the plan file as "llama_cpp" (when not these defaults).
+struct LlamaCppChoice {
+    std::string quant = "q4_k_m";
+    std::string gguf_file;            // empty: the plan's model in `quant`
+    std::string kv_type = "f16";
+    std::int64_t n_gpu_layers = -1;   // -1: every layer and the output
+    bool flash_attn = false;
+    std::int64_t n_parallel = 1;      // sequences sharing the cache
+    std::int64_t n_ubatch = 512;      // tokens per compute batch (llama.cpp's default)
+    bool operator==(const LlamaCppChoice&) const = default;
+    nlohmann::json to_json() const;
+    static LlamaCppChoice from_json(const nlohmann::json& j);   // InputError naming the field
+};
+
 struct Plan {
     ModelChoice model;
     TrainingSetup setup;
@@ -54,6 +70,7 @@ struct Plan {
     // machine's framework, as `wingspan plan` leaves to it what its flags do not set (mlx-lm
     // adapts the last 16 layers without checkpointing). Precision: chosen unless auto.
     ChosenFields chosen;
+    LlamaCppChoice llama_cpp;   // serve mode's llama.cpp settings
 
     // The lessons' example: Llama 3.1 8B, LoRA r16, seq 1024, batch 1, checkpointing on,
     // on the RTX 4090, Mac Studio M3 Ultra, T4, A100 80GB, a CPU laptop and this machine.
@@ -144,6 +161,8 @@ std::string short_machine_name(const MachineProfile& m);   // "RTX 4090", "Mac S
 std::string describe_setup(const TrainingSetup& s);         // "LoRA r16 · seq 1,024 × batch 1 · ..."
 std::string method_label(Method m);                         // "Full fine-tune", "LoRA", ...
 std::string verdict_text(const MachineVerdict& v, ByteUnit unit);   // "fits · 4.0 GB free"
+// The short form the Machines list and the Methods table show: "✓ 4.0 GB free", "✗ short 2.1 GB".
+std::string verdict_mark_text(const MachineVerdict& v, ByteUnit unit);
 std::string format_duration(double seconds);
 std::string unit_name(ByteUnit u);                          // "GB" / "GiB"
 double unit_bytes(ByteUnit u);                              // 1e9 / 2^30

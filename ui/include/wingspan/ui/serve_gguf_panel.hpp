@@ -14,6 +14,7 @@
 #include "wingspan/llama_cpp_fit.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 #include "wingspan/profiles.hpp"
+#include "wingspan/ui/plan.hpp"
 #include "wingspan/units.hpp"
 
 class QCheckBox;
@@ -35,6 +36,24 @@ public:
     // A GGUF file instead of the plan's model in a chosen format (empty: back to the format).
     bool setGgufFile(const QString& path, QString* error = nullptr);
 
+    // The plan's llama.cpp settings shown in the controls (no edited() signal); a GGUF file
+    // that cannot be read leaves the format and says why in the summary.
+    void setChoice(const LlamaCppChoice& choice);
+    LlamaCppChoice choice() const;
+    std::int64_t context() const;
+
+    // What the chart above answers for each machine: it serves the plan's model with that
+    // machine's framework (PyTorch's transformers, MLX, ...) in `weights`, not with llama.cpp. The
+    // panel says so above its table and names each machine where the two verdicts differ
+    // (issue 32: "T4 ✗ short 4.0 GB" beside "T4 ✓ fits" read as a contradiction).
+    struct ChartAnswer {
+        const MachineProfile* machine = nullptr;
+        QString engine;   // the framework's short name
+        bool fits = false;
+    };
+    void setChartAnswers(const QString& weights, std::vector<ChartAnswer> answers);
+    QString enginesText() const;
+
     llama_cpp::ServeOptions options() const;
     const std::optional<llama_cpp::ServePlan>& servePlan() const { return plan_; }
     const std::vector<llama_cpp::MachineFit>& machineFits() const { return fits_; }
@@ -42,9 +61,12 @@ public:
 
 signals:
     void changed();
+    // The user changed a setting (the plan keeps it: saved plans and File ▸ Save reopen it).
+    void edited();
 
 private:
     void recompute();
+    void writeEnginesText();
     void chooseFile();
 
     std::optional<Architecture> arch_;
@@ -55,14 +77,19 @@ private:
     QString file_;
     std::optional<llama_cpp::ServePlan> plan_;
     std::vector<llama_cpp::MachineFit> fits_;
+    QString chart_weights_;
+    std::vector<ChartAnswer> chart_answers_;
 
     QComboBox* quant_ = nullptr;
     QLabel* file_label_ = nullptr;
     QSpinBox* ctx_ = nullptr;
     QComboBox* kv_type_ = nullptr;
     QSpinBox* gpu_layers_ = nullptr;
+    QSpinBox* parallel_ = nullptr;
+    QSpinBox* ubatch_ = nullptr;
     QCheckBox* flash_attn_ = nullptr;
     QLabel* summary_ = nullptr;
+    QLabel* engines_ = nullptr;
     QTableWidget* components_ = nullptr;
     QTableWidget* machines_table_ = nullptr;
 };

@@ -1,6 +1,8 @@
 #pragma once
 // Small pieces the window is made of: the table model over core's Table, light and dark
 // palettes, the application icon, and the export dialog.
+#include <utility>
+
 #include <QAbstractTableModel>
 #include <QDialog>
 #include <QIcon>
@@ -42,13 +44,29 @@ public:
     using QAbstractTableModel::QAbstractTableModel;
     void setTable(Table t);
     const Table& table() const { return table_; }
+    // Shown turned a quarter: the table's rows become columns (headed by each row's first
+    // cell) and its headers the first column. A wide, short table (the Methods tab's three
+    // methods × 17 components and verdicts) then fits a narrow view and scrolls down, not
+    // sideways (issue 32). The Table itself, and so every export, keeps its shape.
+    void setTransposed(bool on);
+    bool transposed() const { return transposed_; }
+    // Columns a narrow view hides (QTableView::setColumnHidden) whose values the row's first
+    // cell then says on hover ("Framework: Apple MLX"); the Table, and so every export, keeps
+    // them. The which-machine tab's 11 columns scrolled sideways at 1280×720 (issue 32).
+    void setHoverColumns(std::vector<int> columns) { hover_columns_ = std::move(columns); }
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role) const override;
     QVariant headerData(int section, Qt::Orientation o, int role) const override;
 
 private:
+    // The Table's own row and column behind the view's `index`; {-1, -1} for the header
+    // column of a transposed view.
+    std::pair<int, int> source(const QModelIndex& index) const;
+
     Table table_;
+    bool transposed_ = false;
+    std::vector<int> hover_columns_;
 };
 
 // File, size and DPI for a chart export; the format follows the file's suffix.
