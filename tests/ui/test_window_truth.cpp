@@ -7,6 +7,9 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QChart>
+#include <QChartView>
+#include <QElapsedTimer>
+#include <QLineSeries>
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -203,6 +206,31 @@ private slots:
             check_round_ticks(y, qPrintable(what));
             // The bar's total is printed in the axis's unit.
             QVERIFY(view.memoryChart()->valueAxis().unit_suffix.trimmed() == c.unit);
+        }
+        // An axis whose range grows a million-fold in one update (a run chart after a jump) is
+        // re-laid at the new step, never at the old one over the new range (a million tick
+        // items: the hang test_run_fake met in QValueAxis's createItems).
+        {
+            auto* chart = new QChart;
+            auto* line = new QLineSeries;
+            line->append(0, 0);
+            line->append(1, 1);
+            chart->addSeries(line);
+            auto* axis = new QValueAxis;
+            chart->addAxis(axis, Qt::AlignLeft);
+            line->attachAxis(axis);
+            QChartView chart_view(chart);
+            chart_view.resize(400, 300);
+            chart_view.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&chart_view));
+            apply_round_ticks(axis, round_ticks(0, 1, 5, true));
+            QElapsedTimer grow;
+            grow.start();
+            apply_round_ticks(axis, round_ticks(0, 2e6, 5, true));
+            QCOMPARE(axis->tickInterval(), 5e5);
+            apply_round_ticks(axis, round_ticks(0, 1, 5, true));
+            QCOMPARE(axis->tickInterval(), 0.2);
+            QVERIFY2(grow.elapsed() < 2000, qPrintable(QString("%1 ms").arg(grow.elapsed())));
         }
         // GiB: the binary unit follows too.
         ChartData gib = one_bar(12e12);

@@ -31,6 +31,13 @@ void apply_round_ticks(QValueAxis* axis, const RoundTicks& t) {
     if (!axis) return;
     if (axis->tickType() != QValueAxis::TicksDynamic) axis->setTickType(QValueAxis::TicksDynamic);
     if (axis->tickAnchor() != 0) axis->setTickAnchor(0);
+    if (!std::isfinite(t.lo) || !std::isfinite(t.hi) || !(t.step > 0) || !std::isfinite(t.step)) return;
+    // Dynamic ticks are laid out at once for every setter: a range grown a million-fold at the
+    // old, small interval makes a million tick items (test_run_fake hung in createItems when a
+    // run chart's range jumped). So the coarser step goes first and the finer one last: between
+    // the two calls the axis never holds more ticks than before or after.
+    const bool coarser = t.step > axis->tickInterval();
+    if (coarser && axis->tickInterval() != t.step) axis->setTickInterval(t.step);
     if (axis->min() != t.lo || axis->max() != t.hi) axis->setRange(t.lo, t.hi);
     if (axis->tickInterval() != t.step) axis->setTickInterval(t.step);
     const QString format = t.labelFormat();
