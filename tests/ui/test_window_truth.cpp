@@ -504,10 +504,10 @@ private slots:
         QVERIFY2(!caption.contains(QChar(0x2026)), qPrintable(caption));
         caption.replace(QChar(0x00A0), ' ').replace('\n', ' ');
         QCOMPARE(caption, QString("Mac Studio M3 Ultra 96 GB"));
-        // In a narrow machines list the name is cut in its middle, so its memory stays in view.
+        // In a narrow machines list the name wraps whole, its memory included
+        // (test_ui_window_fits::machinesPanelShowsWholeNames checks every name's lines).
         auto* list = child<QTreeWidget>(&w, "machineList");
-        QCOMPARE(list->textElideMode(), Qt::ElideMiddle);
-        QCOMPARE(list->fontMetrics().elidedText("Mac Studio M3 Ultra 96 GB", list->textElideMode(), 120).right(5), QString("96 GB"));
+        QVERIFY(list->wordWrap());
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine(kThisMachineId))), QString("This machine"));
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("cpu-laptop-8gb"))), QString("CPU-only laptop"));
         QCOMPARE(QString::fromStdString(short_machine_name(w.library().machine("rtx-4090"))), QString("RTX 4090"));
