@@ -101,6 +101,35 @@ private slots:
     }
 
     // Activation offload moves the checkpointed inputs to a host row: the device keeps one.
+    // QLoRA's down projection dequantized for its backward (bitsandbytes MatMul4Bit.backward: one
+    // compute-dtype copy, 2048 × 8192 × 2 B for Llama 3.2 1B in bf16; torchao's NF4Tensor uncompiled:
+    // 14.03125 B per weight) is a row of the MLP backward moment where it outweighs the inner
+    // gradient it sits beside (b·s·8192·2 B): at 128 tokens, not at 8,192. The phases stay the walk.
+    void qloraDequantizedDownProjectionIsARow() {
+        const auto& lib = test::library();
+        const auto& arch = lib.model("llama-3.2-1b").arch;
+        TrainingSetup s = lora_qv();
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4;
+        s.seq_len = 128;
+        s.micro_batch = 1;
+        const auto name = std::string("4-bit down projection dequantized for its backward");
+        const auto bnb = estimate_memory(arch, s, lib.framework("hf-transformers"));
+        const TensorRow* r = row_named(bnb, name);
+        QVERIFY(r);
+        QCOMPARE(r->bytes, std::int64_t(2048) * 8192 * 2);
+        QCOMPARE(r->created, std::string("backward"));
+        QVERIFY(std::find(r->tags.begin(), r->tags.end(), "qlora") != r->tags.end());
+        for (std::size_t p = 0; p < bnb.phases.size(); ++p) QCOMPARE(bnb.phases[p].bytes, bnb.inventory.phase_bytes(p));
+        const auto tt = estimate_memory(arch, s, lib.framework("torchtune"));
+        QVERIFY(row_named(tt, name));
+        QCOMPARE(row_named(tt, name)->bytes, std::llround(2048.0 * 8192 * 14.03125));
+        TrainingSetup longer = s;
+        longer.seq_len = 4096;
+        longer.micro_batch = 2;
+        QVERIFY(!row_named(estimate_memory(arch, longer, lib.framework("hf-transformers")), name));
+    }
+
     void activationOffloadIsAHostRow() {
         const auto& lib = test::library();
         TrainingSetup s = lora_qv();

@@ -1,5 +1,6 @@
 // The activations at each moment of a step, and their rows.
 #include <algorithm>
+#include <cmath>
 
 #include "activations.hpp"
 
@@ -283,6 +284,28 @@ void write_backward_row(const std::string& phase, std::int64_t moment_raw, const
     TensorRow r = row("held at " + phase + " beyond the saved tensors", Component::Activations, "one layer", "", 0, 0,
                       kWhat.count(phase) ? kWhat.at(phase) : phase);
     r.bytes = moment_raw - m.raw.forward;
+    r.created = r.freed = phase;
+    r.scale_group = 1;
+    w.add(std::move(r));
+}
+
+void write_dequantized_row(const std::string& phase, const LayerActivations& a, const PlanContext& c, RowWriter& w) {
+    if (a.dequant_at_mlp_moment == 0) return;
+    // bitsandbytes (MatMul4Bit.backward, bitsandbytes/autograd/_functions.py @0.45.5 line 493):
+    // grad_A = grad_output @ dequantize_4bit(B).t(), one compute-dtype copy of the weight beside the
+    // input's gradient it makes; torchao's NF4Tensor holds more while it dequantizes (profile
+    // quantization.dequantize_bytes_per_weight). The sources are in the framework's profile.
+    const bool unfused = c.fw.quant_dequantize_bytes > 0 && !c.fw.traits.compile.enabled;
+    const double per_weight = unfused ? c.fw.quant_dequantize_bytes : double(a.e);
+    TensorRow r = row("4-bit down projection dequantized for its backward", Component::Activations, "one layer", "h·i",
+                      std::llround(double(a.dequant_at_mlp_moment) / per_weight), per_weight,
+                      unfused ? "torchao's NF4 dequantization: the codes, their scales and 16-bit copies alive together "
+                                "(profile quantization.dequantize_bytes_per_weight)"
+                              : "the quantized weight dequantized to the compute dtype for its input's gradient, beside "
+                                "that gradient (bitsandbytes MatMul4Bit.backward; profile sources "
+                                "quantization.dequantize_bytes_per_weight)",
+                      {"qlora"});
+    r.bytes = a.dequant_at_mlp_moment;
     r.created = r.freed = phase;
     r.scale_group = 1;
     w.add(std::move(r));

@@ -365,6 +365,7 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     a.G = G;
     a.inner_grad = inner_grad;
     a.dequant_down = dequant_down;
+    a.dequant_at_mlp_moment = dequant_down > inner_grad + unkept_product ? dequant_down : 0;
     a.dora_compose = dora_compose;
     a.mlp_extra = mlp_extra;
     a.attn_extra = attn_extra;

@@ -116,7 +116,10 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
         moment(w, phase, grads, step, gathered);
-        write_backward_row(phase, raw, m, w);
+        // The MLP moments hold the dequantized down projection (its own row) and the rest.
+        const bool mlp = phase == "backward" || phase == "backward_end";
+        if (mlp) write_dequantized_row(phase, a, c, w);
+        write_backward_row(phase, raw - (mlp ? a.dequant_at_mlp_moment : 0), m, w);
     };
     // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
     // bucket, while the layer's saved tensors and its input's gradient are alive.
