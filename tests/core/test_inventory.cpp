@@ -130,6 +130,33 @@ private slots:
         QVERIFY(!row_named(estimate_memory(arch, longer, lib.framework("hf-transformers")), name));
     }
 
+    // A paged optimizer's state paged back for its step is cudaMallocManaged by bitsandbytes
+    // (functional.py get_paged): on the device (total_bytes), not in max_memory_allocated
+    // (peak_allocated_bytes). Full Llama 3.2 1B, paged AdamW (fp32 moments), step in backward: the
+    // largest tensor, the 128,256 × 2,048 embedding, pages 8 B per weight back at each backward moment.
+    void pagedStateIsOnTheDeviceOutsideTheAllocator() {
+        const auto& lib = test::library();
+        TrainingSetup s = lora_qv();
+        s.method = Method::Full;
+        s.optimizer = Optimizer::PagedAdamW;
+        s.optimizer_in_backward = true;
+        const auto e = estimate_memory(lib.model("llama-3.2-1b").arch, s, lib.framework("torchtune"));
+        const std::int64_t paged = std::int64_t(128256) * 2048 * 8;
+        std::int64_t allocated = 0;
+        const Phase* peak = nullptr;
+        for (std::size_t p = 0; p < e.phases.size(); ++p) {
+            const std::int64_t outside = e.inventory.outside_allocator_bytes(p);
+            QVERIFY(outside == 0 || outside == paged);
+            allocated = std::max(allocated, e.phases[p].total() - outside);
+            if (e.phases[p].name == e.peak_phase) peak = &e.phases[p];
+        }
+        QVERIFY(peak);
+        QCOMPARE(e.inventory.outside_allocator_bytes(std::size_t(peak - e.phases.data())), paged);
+        QCOMPARE(e.peak_allocated_bytes, allocated);
+        QCOMPARE(e.total_bytes, peak->total() + e.framework_overhead_bytes);
+        QVERIFY(e.peak_allocated_bytes >= peak->total() - paged && e.peak_allocated_bytes < peak->total());
+    }
+
     void activationOffloadIsAHostRow() {
         const auto& lib = test::library();
         TrainingSetup s = lora_qv();
