@@ -119,7 +119,10 @@ void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, Mem
     for (const auto& p : est.phases)
         if (p.total() > peak->total()) peak = &p;
     est.peak_phase = peak->name;
-    est.peak_allocated_bytes = peak->total();
+    // What max_memory_allocated reads: each phase without what is allocated outside PyTorch's
+    // allocator (a paged optimizer's state), at its own largest phase.
+    for (std::size_t p = 0; p < est.phases.size(); ++p)
+        est.peak_allocated_bytes = std::max(est.peak_allocated_bytes, est.phases[p].total() - inv.outside_allocator_bytes(p));
     const std::int64_t slack_base = slack_base_bytes(fw, peak->bytes);
     const std::int64_t slack = static_cast<std::int64_t>(std::llround(fw.allocator_slack * double(slack_base)));
     est.framework_overhead_bytes = fw.context_bytes + fw.workspace_bytes + slack;
@@ -134,7 +137,7 @@ void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, Mem
     if (est.framework_overhead_bytes <= 0) est.terms.pop_back();
     est.components = peak->bytes;
     est.components[Component::FrameworkOverhead] = est.framework_overhead_bytes;
-    est.total_bytes = est.peak_allocated_bytes + est.framework_overhead_bytes;
+    est.total_bytes = peak->total() + est.framework_overhead_bytes;
 }
 
 }  // namespace

@@ -101,6 +101,62 @@ private slots:
     }
 
     // Activation offload moves the checkpointed inputs to a host row: the device keeps one.
+    // QLoRA's down projection dequantized for its backward (bitsandbytes MatMul4Bit.backward: one
+    // compute-dtype copy, 2048 × 8192 × 2 B for Llama 3.2 1B in bf16; torchao's NF4Tensor uncompiled:
+    // 14.03125 B per weight) is a row of the MLP backward moment where it outweighs the inner
+    // gradient it sits beside (b·s·8192·2 B): at 128 tokens, not at 8,192. The phases stay the walk.
+    void qloraDequantizedDownProjectionIsARow() {
+        const auto& lib = test::library();
+        const auto& arch = lib.model("llama-3.2-1b").arch;
+        TrainingSetup s = lora_qv();
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4;
+        s.seq_len = 128;
+        s.micro_batch = 1;
+        const auto name = std::string("4-bit down projection dequantized for its backward");
+        const auto bnb = estimate_memory(arch, s, lib.framework("hf-transformers"));
+        const TensorRow* r = row_named(bnb, name);
+        QVERIFY(r);
+        QCOMPARE(r->bytes, std::int64_t(2048) * 8192 * 2);
+        QCOMPARE(r->created, std::string("backward"));
+        QVERIFY(std::find(r->tags.begin(), r->tags.end(), "qlora") != r->tags.end());
+        for (std::size_t p = 0; p < bnb.phases.size(); ++p) QCOMPARE(bnb.phases[p].bytes, bnb.inventory.phase_bytes(p));
+        const auto tt = estimate_memory(arch, s, lib.framework("torchtune"));
+        QVERIFY(row_named(tt, name));
+        QCOMPARE(row_named(tt, name)->bytes, std::llround(2048.0 * 8192 * 14.03125));
+        TrainingSetup longer = s;
+        longer.seq_len = 4096;
+        longer.micro_batch = 2;
+        QVERIFY(!row_named(estimate_memory(arch, longer, lib.framework("hf-transformers")), name));
+    }
+
+    // A paged optimizer's state paged back for its step is cudaMallocManaged by bitsandbytes
+    // (functional.py get_paged): on the device (total_bytes), not in max_memory_allocated
+    // (peak_allocated_bytes). Full Llama 3.2 1B, paged AdamW (fp32 moments), step in backward: the
+    // largest tensor, the 128,256 × 2,048 embedding, pages 8 B per weight back at each backward moment.
+    void pagedStateIsOnTheDeviceOutsideTheAllocator() {
+        const auto& lib = test::library();
+        TrainingSetup s = lora_qv();
+        s.method = Method::Full;
+        s.optimizer = Optimizer::PagedAdamW;
+        s.optimizer_in_backward = true;
+        const auto e = estimate_memory(lib.model("llama-3.2-1b").arch, s, lib.framework("torchtune"));
+        const std::int64_t paged = std::int64_t(128256) * 2048 * 8;
+        std::int64_t allocated = 0;
+        const Phase* peak = nullptr;
+        for (std::size_t p = 0; p < e.phases.size(); ++p) {
+            const std::int64_t outside = e.inventory.outside_allocator_bytes(p);
+            QVERIFY(outside == 0 || outside == paged);
+            allocated = std::max(allocated, e.phases[p].total() - outside);
+            if (e.phases[p].name == e.peak_phase) peak = &e.phases[p];
+        }
+        QVERIFY(peak);
+        QCOMPARE(e.inventory.outside_allocator_bytes(std::size_t(peak - e.phases.data())), paged);
+        QCOMPARE(e.peak_allocated_bytes, allocated);
+        QCOMPARE(e.total_bytes, peak->total() + e.framework_overhead_bytes);
+        QVERIFY(e.peak_allocated_bytes >= peak->total() - paged && e.peak_allocated_bytes < peak->total());
+    }
+
     void activationOffloadIsAHostRow() {
         const auto& lib = test::library();
         TrainingSetup s = lora_qv();

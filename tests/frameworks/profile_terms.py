@@ -72,6 +72,8 @@ def hf_cell(config, method, ids):
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(**keys, attn_implementation="sdpa"))
     model.config.use_cache = False
+    if method == "qlora":
+        model = hf_quantized(model)
     if method != "full":
         from peft import LoraConfig, get_peft_model
         model = get_peft_model(model, LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=TARGETS,
@@ -85,6 +87,34 @@ def hf_cell(config, method, ids):
         result = model(input_ids=ids, labels=ids)
         return result.loss, result.logits.untyped_storage().nbytes()
     return Cell(model, opt, forward_loss)
+
+
+def hf_quantized(model):
+    """QLoRA as the hf-transformers recipe loads it (recipes/hf-transformers/train.py through TRL's
+    get_quantization_config): from_pretrained with BitsAndBytesConfig(load_in_4bit, nf4, double quant,
+    compute dtype = the run's dtype, fp32 here like the other cells), then PEFT's
+    prepare_model_for_kbit_training (use_gradient_checkpointing=False: the cells run without it).
+    Needs bitsandbytes with its CPU backend (>= 0.46); the frameworks venv does not install it, so
+    the cell runs only where it is importable (see main)."""
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from peft import prepare_model_for_kbit_training
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        q = AutoModelForCausalLM.from_pretrained(
+            tmp, dtype=torch.float32, attn_implementation="sdpa",
+            quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                   bnb_4bit_use_double_quant=True,
+                                                   bnb_4bit_compute_dtype=torch.float32))
+    q.config.use_cache = False
+    return prepare_model_for_kbit_training(q, use_gradient_checkpointing=False)
+
+
+def bnb_available():
+    try:
+        import bitsandbytes  # noqa: F401
+        return True
+    except ImportError:
+        return False
 
 
 def torchtune_cell(config, method, ids):
@@ -161,6 +191,14 @@ def storage_bytes(t):
     if hasattr(t, "__tensor_flatten__"):
         names, _ = t.__tensor_flatten__()
         return sum(storage_bytes(getattr(t, n)) for n in names)
+    # A bitsandbytes Params4bit: its packed codes, and its QuantState's absmax (uint8 with double
+    # quantization), the second level's fp32 absmax and code, the NF4 code and the offset.
+    qs = getattr(t, "quant_state", None)
+    if qs is not None:
+        parts = [qs.absmax, qs.code, getattr(qs, "offset", None)]
+        if getattr(qs, "state2", None) is not None:
+            parts += [qs.state2.absmax, qs.state2.code]
+        return nbytes(t) + sum(nbytes(x) for x in parts if isinstance(x, torch.Tensor))
     return nbytes(t)
 
 
@@ -284,7 +322,9 @@ def plan(wingspan, framework, config_path, method, seq, batch):
         "optimizer_state": j["components"].get("optimizer_state", 0),
         "activations_forward_end": fwd.get("activations", 0),
         "logits_loss_forward_end": fwd.get("logits_loss", 0),
-        "peak_allocated_bytes": j["peak_allocated_bytes"] - workspace,
+        # The CUDA-only flash backward workspace is held at the attention moments only: left out there.
+        "peak_allocated_bytes": max(sum(ph["components"].values()) - (workspace if "attention" in ph["name"] else 0)
+                                    for ph in j["phases"]),
     }
     predicted["trainable_weights" if method == "full" else "adapters"] = \
         j["components"].get("trainable_weights" if method == "full" else "adapters", 0)
@@ -303,6 +343,7 @@ EXPLAINED = {
     ("torchtune", "full", "peak_allocated_bytes"): "norm.release_0_6_1",
     ("torchtune", "lora", "peak_allocated_bytes"): "norm.release_0_6_1",
     ("torchtune", "qlora", "frozen_weights"): "quantization.nf4_tensor_constants",
+    ("hf-transformers", "qlora", "frozen_weights"): "quantization.bnb_codebooks",
 }
 
 TOLERANCE = {"frozen_weights": 0.0, "adapters": 0.0, "trainable_weights": 0.0, "gradients": 0.0,
@@ -340,8 +381,9 @@ def main():
             config_path = f"{tmp}/{shape}.json"
             with open(config_path, "w") as f:
                 json.dump(SHAPES[shape], f)
-            for method in (a.methods or FRAMEWORKS[fw][2]).split(","):
-                if method == "qlora" and not nf4_quantizable(SHAPES[shape]):
+            methods = (a.methods or FRAMEWORKS[fw][2] + (",qlora" if fw == "hf-transformers" and bnb_available() else ""))
+            for method in methods.split(","):
+                if method == "qlora" and fw == "torchtune" and not nf4_quantizable(SHAPES[shape]):
                     continue
                 measured = measure(fw, SHAPES[shape], method, a.seq, a.batch)
                 predicted, workspace = plan(a.wingspan, fw, config_path, method, a.seq, a.batch)

@@ -50,7 +50,9 @@ struct MemoryEstimate {
     std::vector<MemoryTerm> terms;               // every term, device and host
     std::vector<Phase> phases;                   // allocated tensors per phase, one device
     std::string peak_phase;
-    std::int64_t peak_allocated_bytes = 0;       // what max_memory_allocated would read
+    // What max_memory_allocated would read: PyTorch's allocator only (a paged optimizer's state is
+    // cudaMallocManaged by bitsandbytes: on the device, in total_bytes, not here).
+    std::int64_t peak_allocated_bytes = 0;
     std::int64_t framework_overhead_bytes = 0;   // context + workspace + allocator slack
     std::int64_t total_bytes = 0;                // what the device really holds at the peak
     std::int64_t host_bytes = 0;                 // host RAM for offloaded state

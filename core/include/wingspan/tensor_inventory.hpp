@@ -23,6 +23,9 @@ struct TensorRow {
     double dtype_bytes = 0;                 // bytes per element (0: mixed or packed)
     std::int64_t bytes = 0;                 // bytes held on one device (after sharding), or in host RAM
     bool on_host = false;
+    // On the device but allocated outside PyTorch's caching allocator (bitsandbytes' paged state:
+    // cudaMallocManaged), so torch.cuda.max_memory_allocated never counts it; nvidia-smi does.
+    bool outside_allocator = false;
     // Lifetime: alive from the phase `created` through the phase `freed` (both included, in the
     // step's phase order); "" = loaded before the step / held to its end.
     std::string created;
@@ -51,6 +54,8 @@ struct TensorInventory {
     bool alive(const TensorRow& r, std::size_t p) const;
     // Bytes per component of the device rows alive in phase `p` (zero components left out).
     std::map<Component, std::int64_t> phase_bytes(std::size_t p) const;
+    // Of those, the bytes allocated outside PyTorch's caching allocator (rows outside_allocator).
+    std::int64_t outside_allocator_bytes(std::size_t p) const;
     // The rows carrying `tag`.
     std::vector<const TensorRow*> tagged(const std::string& tag) const;
     nlohmann::json to_json() const;

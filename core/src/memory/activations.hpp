@@ -63,6 +63,8 @@ struct LayerActivations {
     std::int64_t G = 0;
     std::int64_t inner_grad = 0;
     std::int64_t dequant_down = 0;
+    // The down projection's dequantized copy where its backward is the MLP's larger moment (else 0).
+    std::int64_t dequant_at_mlp_moment = 0;
     std::int64_t dora_compose = 0;
     std::int64_t mlp_extra = 0;
     std::int64_t attn_extra = 0;
@@ -123,5 +125,8 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
 // a negative part, the recomputed layer, the gradients of its inner activations), so the saved
 // rows and it add up to the moment's activations.
 void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w);
+// At an MLP backward moment of QLoRA: the quantized down projection dequantized for its input's
+// gradient, a row of its own (the moment's other row holds the rest).
+void write_dequantized_row(const std::string& phase, const LayerActivations& a, const PlanContext& c, RowWriter& w);
 
 }  // namespace wingspan

@@ -46,6 +46,13 @@ std::map<Component, std::int64_t> TensorInventory::phase_bytes(std::size_t p) co
     return out;
 }
 
+std::int64_t TensorInventory::outside_allocator_bytes(std::size_t p) const {
+    std::int64_t out = 0;
+    for (const auto& r : rows)
+        if (r.counted && !r.on_host && r.outside_allocator && r.scale_group == 0 && alive(r, p)) out += r.bytes;
+    return out;
+}
+
 std::vector<const TensorRow*> TensorInventory::tagged(const std::string& tag) const {
     std::vector<const TensorRow*> out;
     for (const auto& r : rows)

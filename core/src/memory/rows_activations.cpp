@@ -1,5 +1,6 @@
 // The activations at each moment of a step, and their rows.
 #include <algorithm>
+#include <cmath>
 
 #include "activations.hpp"
 
@@ -15,47 +16,6 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     const auto& setup = c.setup;
     const auto& fw = c.fw;
     const bool trains = c.trains;
-    const auto e = a.e;
-    const auto b = a.b;
-    const auto s = a.s;
-    const auto h = a.h;
-    const auto qd = a.qd;
-    const auto kvd = a.kvd;
-    const auto heads = a.heads;
-    const auto inner = a.inner;
-    const auto bs = a.bs;
-    const auto Lsaved = a.Lsaved;
-    const auto norm_saved = a.norm_saved;
-    const auto attn_saved = a.attn_saved;
-    const auto scores = a.scores;
-    const auto score_bytes = a.score_bytes;
-    const auto eager_ws = a.eager_ws;
-    const auto flash_ws = a.flash_ws;
-    const auto mlp_saved = a.mlp_saved;
-    const auto lora_saved = a.lora_saved;
-    const auto lora_mlp = a.lora_mlp;
-    const auto lora_o = a.lora_o;
-    const auto quant_inputs_saved = a.quant_inputs_saved;
-    const auto unkept_post_norm = a.unkept_post_norm;
-    const auto unkept_product = a.unkept_product;
-    const auto layer_saved = a.layer_saved;
-    const auto layer_input = a.layer_input;
-    const auto first_layer_saved = a.first_layer_saved;
-    const auto inputs = a.inputs;
-    const auto outside_layers = a.outside_layers;
-    const auto ckpt_mask = a.ckpt_mask;
-    const auto ckpt_state = a.ckpt_state;
-    const auto G = a.G;
-    const auto inner_grad = a.inner_grad;
-    const auto mlp_extra = a.mlp_extra;
-    const auto attn_extra = a.attn_extra;
-    const auto ckpt = a.ckpt;
-    const auto kernel_norm = a.kernel_norm;
-    const auto first_norm_outside = a.first_norm_outside;
-    const auto attn_moment = a.attn_moment;
-    const auto norm_desc = a.norm_desc;
-    const auto attn_desc = a.attn_desc;
-    const auto unkept_desc = a.unkept_desc;
     auto scaled = [&](std::int64_t bytes) { return a.scaled(bytes); };
     std::int64_t act_forward = 0, act_top = 0, act_bottom = 0;
     std::int64_t act_top_mlp = 0, act_top_attn = 0, act_bottom_mlp = 0, act_bottom_attn = 0, act_forward_attention = 0;
@@ -67,69 +27,69 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     if (!trains) {
         // Serving: one layer's prefill workspace, nothing kept across layers.
         act_forward = act_top = act_bottom =
-            scaled(bs * (2 * h + 2 * inner + qd + 2 * kvd) * e +
-                   (setup.attention == Attention::Eager ? b * heads * s * s * 4 : 0));
+            scaled(a.bs * (2 * a.h + 2 * a.inner + a.qd + 2 * a.kvd) * a.e +
+                   (setup.attention == Attention::Eager ? a.b * a.heads * a.s * a.s * 4 : 0));
         act_formula = "prefill workspace of one layer: b·s·(2h + 2i + q_dim + 2·kv_dim)·" +
-                      std::to_string(e) + " B";
+                      std::to_string(a.e) + " B";
     } else {
         std::int64_t top_base = 0, bottom_base = 0;
-        if (ckpt) {
+        if (a.ckpt) {
             // Every layer's input (and its checkpoint state) is kept; backward recomputes one
             // layer at a time, whose output and the checkpoint's own state are alive beside it.
             // Layers before the first adapted one need no gradient and keep nothing. With
             // offloaded checkpoints the inputs live in host RAM; one is on the device at a time.
-            const std::int64_t kept_all = Lsaved * (layer_input + ckpt_state);
-            const std::int64_t kept = fw.checkpoint_offload ? layer_input + Lsaved * ckpt_state : kept_all;
-            if (fw.checkpoint_offload) est.host_bytes += Lsaved * layer_input;
+            const std::int64_t kept_all = a.Lsaved * (a.layer_input + a.ckpt_state);
+            const std::int64_t kept = fw.checkpoint_offload ? a.layer_input + a.Lsaved * a.ckpt_state : kept_all;
+            if (fw.checkpoint_offload) est.host_bytes += a.Lsaved * a.layer_input;
             // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
-            const std::int64_t shared_input = e >= 4 || kernel_norm ? layer_input : 0;
-            const std::int64_t recomputed = layer_saved - shared_input + layer_input + ckpt_state + G;
-            act_forward = kept + outside_layers + ckpt_mask;
-            top_base = kept + inputs + ckpt_mask + recomputed;
+            const std::int64_t shared_input = a.e >= 4 || a.kernel_norm ? a.layer_input : 0;
+            const std::int64_t recomputed = a.layer_saved - shared_input + a.layer_input + a.ckpt_state + a.G;
+            act_forward = kept + a.outside_layers + a.ckpt_mask;
+            top_base = kept + a.inputs + a.ckpt_mask + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
-            bottom_base = layer_input + Lsaved * ckpt_state + inputs + ckpt_mask + recomputed;
-            act_formula = "checkpointing: " + std::to_string(Lsaved) + " layers × b·s·h·" + std::to_string(e) +
-                          " B kept (" + n(layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
+            bottom_base = a.layer_input + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
+            act_formula = "checkpointing: " + std::to_string(a.Lsaved) + " layers × b·s·h·" + std::to_string(a.e) +
+                          " B kept (" + n(a.layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
                           ") + one layer recomputed in backward (" +
-                          n(layer_saved) + " B: norms 2×" + norm_desc + "; attention " + n(attn_saved) + " [" +
-                          attn_desc + "]; MLP " + n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
-                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + unkept_desc +
+                          n(a.layer_saved) + " B: norms 2×" + a.norm_desc + "; attention " + n(a.attn_saved) + " [" +
+                          a.attn_desc + "]; MLP " + n(a.mlp_saved) + (a.lora_saved ? "; LoRA " + n(a.lora_saved) : "") +
+                          (a.quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(a.quant_inputs_saved) : "") + a.unkept_desc +
                           ") + its backward";
         } else {
-            act_forward = first_layer_saved + (Lsaved - 1) * layer_saved + outside_layers;
-            top_base = act_forward - norm_saved + G;
-            bottom_base = first_layer_saved + inputs + G;
-            act_formula = std::to_string(Lsaved) + " layers × " + n(layer_saved) + " B saved per layer (norms 2×" +
-                          norm_desc + "; attention " + n(attn_saved) + " [" + attn_desc + "]; MLP " +
-                          n(mlp_saved) + (lora_saved ? "; LoRA " + n(lora_saved) : "") +
-                          (quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(quant_inputs_saved) : "") + unkept_desc + ")" +
-                          (first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
-                                                            n(layer_saved - first_layer_saved) + " B less)"
+            act_forward = a.first_layer_saved + (a.Lsaved - 1) * a.layer_saved + a.outside_layers;
+            top_base = act_forward - a.norm_saved + a.G;
+            bottom_base = a.first_layer_saved + a.inputs + a.G;
+            act_formula = std::to_string(a.Lsaved) + " layers × " + n(a.layer_saved) + " B saved per layer (norms 2×" +
+                          a.norm_desc + "; attention " + n(a.attn_saved) + " [" + a.attn_desc + "]; MLP " +
+                          n(a.mlp_saved) + (a.lora_saved ? "; LoRA " + n(a.lora_saved) : "") +
+                          (a.quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(a.quant_inputs_saved) : "") + a.unkept_desc + ")" +
+                          (a.first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
+                                                            n(a.layer_saved - a.first_layer_saved) + " B less)"
                                                       : "") +
                           " + the backward of one layer";
         }
         // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
         // once the MLP block, its norm and the output projection's adapter input are freed.
-        const std::int64_t flash_extra = flash_ws > 0 ? flash_ws + bs * (qd + 2 * kvd) * e -
-                                                            (mlp_saved + lora_mlp + norm_saved + lora_o) +
-                                                            (unkept_product + unkept_post_norm) + (ckpt ? G : 0)
+        const std::int64_t flash_extra = a.flash_ws > 0 ? a.flash_ws + a.bs * (a.qd + 2 * a.kvd) * a.e -
+                                                            (a.mlp_saved + a.lora_mlp + a.norm_saved + a.lora_o) +
+                                                            (a.unkept_product + a.unkept_post_norm) + (a.ckpt ? a.G : 0)
                                                       : 0;
-        if (eager_ws > 0)   // the last layer's attention in forward: its MLP block and the final norm not yet run
-            act_forward_attention = scaled(act_forward + eager_ws +
-                                           (ckpt ? scores * score_bytes : -(mlp_saved - unkept_product + lora_mlp + norm_saved)));
-        act_top_mlp = scaled(top_base + mlp_extra);
-        act_top_down = std::min(act_top_mlp, scaled(top_base + inner_grad));
-        act_bottom_mlp = scaled(bottom_base + mlp_extra);
-        act_top_attn = attn_moment ? scaled(top_base + attn_extra) : flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
-        act_bottom_attn = attn_moment ? scaled(bottom_base + attn_extra) : flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
+        if (a.eager_ws > 0)   // the last layer's attention in forward: its MLP block and the final norm not yet run
+            act_forward_attention = scaled(act_forward + a.eager_ws +
+                                           (a.ckpt ? a.scores * a.score_bytes : -(a.mlp_saved - a.unkept_product + a.lora_mlp + a.norm_saved)));
+        act_top_mlp = scaled(top_base + a.mlp_extra);
+        act_top_down = std::min(act_top_mlp, scaled(top_base + a.inner_grad));
+        act_bottom_mlp = scaled(bottom_base + a.mlp_extra);
+        act_top_attn = a.attn_moment ? scaled(top_base + a.attn_extra) : a.flash_ws > 0 ? scaled(top_base + flash_extra) : 0;
+        act_bottom_attn = a.attn_moment ? scaled(bottom_base + a.attn_extra) : a.flash_ws > 0 ? scaled(bottom_base + flash_extra) : 0;
         // The same moments before the activation factor: the saved-tensor rows plus one row per
         // backward moment (write_backward_rows) add up to these.
         raw.forward = act_forward;
-        raw.top_mlp = top_base + mlp_extra;
-        raw.top_down = scaled(top_base + inner_grad) < act_top_mlp ? top_base + inner_grad : raw.top_mlp;
-        raw.bottom_mlp = bottom_base + mlp_extra;
-        raw.top_attn = attn_moment ? top_base + attn_extra : flash_ws > 0 ? top_base + flash_extra : 0;
-        raw.bottom_attn = attn_moment ? bottom_base + attn_extra : flash_ws > 0 ? bottom_base + flash_extra : 0;
+        raw.top_mlp = top_base + a.mlp_extra;
+        raw.top_down = scaled(top_base + a.inner_grad) < act_top_mlp ? top_base + a.inner_grad : raw.top_mlp;
+        raw.bottom_mlp = bottom_base + a.mlp_extra;
+        raw.top_attn = a.attn_moment ? top_base + a.attn_extra : a.flash_ws > 0 ? top_base + flash_extra : 0;
+        raw.bottom_attn = a.attn_moment ? bottom_base + a.attn_extra : a.flash_ws > 0 ? bottom_base + flash_extra : 0;
         act_forward = scaled(act_forward);
         act_top = std::max(act_top_mlp, act_top_attn);
         act_bottom = std::max(act_bottom_mlp, act_bottom_attn);
@@ -137,7 +97,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     ActivationMoments m;
     m.forward = act_forward;
     m.forward_attention = act_forward_attention;
-    m.loss_backward = trains ? act_forward + scaled(G) : act_forward;
+    m.loss_backward = trains ? act_forward + scaled(a.G) : act_forward;
     m.top = act_top;
     m.bottom = act_bottom;
     m.top_mlp = act_top_mlp;
@@ -283,6 +243,28 @@ void write_backward_row(const std::string& phase, std::int64_t moment_raw, const
     TensorRow r = row("held at " + phase + " beyond the saved tensors", Component::Activations, "one layer", "", 0, 0,
                       kWhat.count(phase) ? kWhat.at(phase) : phase);
     r.bytes = moment_raw - m.raw.forward;
+    r.created = r.freed = phase;
+    r.scale_group = 1;
+    w.add(std::move(r));
+}
+
+void write_dequantized_row(const std::string& phase, const LayerActivations& a, const PlanContext& c, RowWriter& w) {
+    if (a.dequant_at_mlp_moment == 0) return;
+    // bitsandbytes (MatMul4Bit.backward, bitsandbytes/autograd/_functions.py @0.45.5 line 493):
+    // grad_A = grad_output @ dequantize_4bit(B).t(), one compute-dtype copy of the weight beside the
+    // input's gradient it makes; torchao's NF4Tensor holds more while it dequantizes (profile
+    // quantization.dequantize_bytes_per_weight). The sources are in the framework's profile.
+    const bool unfused = c.fw.quant_dequantize_bytes > 0 && !c.fw.traits.compile.enabled;
+    const double per_weight = unfused ? c.fw.quant_dequantize_bytes : double(a.e);
+    TensorRow r = row("4-bit down projection dequantized for its backward", Component::Activations, "one layer", "h·i",
+                      std::llround(double(a.dequant_at_mlp_moment) / per_weight), per_weight,
+                      unfused ? "torchao's NF4 dequantization: the codes, their scales and 16-bit copies alive together "
+                                "(profile quantization.dequantize_bytes_per_weight)"
+                              : "the quantized weight dequantized to the compute dtype for its input's gradient, beside "
+                                "that gradient (bitsandbytes MatMul4Bit.backward; profile sources "
+                                "quantization.dequantize_bytes_per_weight)",
+                      {"qlora"});
+    r.bytes = a.dequant_at_mlp_moment;
     r.created = r.freed = phase;
     r.scale_group = 1;
     w.add(std::move(r));

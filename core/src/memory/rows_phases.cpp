@@ -76,11 +76,24 @@ std::int64_t step_temporaries(const PhaseInputs& in) {
 }
 
 // One phase: its gradients, step state (optimizer), activations and logits beyond the whole-step rows.
+// `paged` of the step state is a paged optimizer's state prefetched for its step: bitsandbytes
+// allocates it with cudaMallocManaged (functional.py get_paged → cget_managed_ptr, @0.45.5 lines
+// 209-217; csrc/pythonInterface.cpp line 387), outside PyTorch's caching allocator.
 void moment(RowWriter& w, const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t acts,
-            std::int64_t logits = 0) {
+            std::int64_t logits = 0, std::int64_t paged = 0) {
     w.begin_phase(phase);
     w.moment(phase, Component::Gradients, grads, "gradients alive", "gradients made so far (and the buffers that carry them)");
-    w.moment(phase, Component::OptimizerState, step, "optimizer step state", "one step's temporaries and paged-back state");
+    w.moment(phase, Component::OptimizerState, step - paged, "optimizer step state", "one step's temporaries");
+    if (paged > 0) {
+        TensorRow r = row("paged state paged back for the step", Component::OptimizerState, "one tensor", "", 0, 0,
+                          "bitsandbytes prefetch_state: one tensor's unified-memory state on the device, allocated outside "
+                          "PyTorch's allocator (not in max_memory_allocated)",
+                          {"technique"});
+        r.bytes = paged;
+        r.created = r.freed = phase;
+        r.outside_allocator = true;
+        w.add(std::move(r));
+    }
     w.moment(phase, Component::Activations, acts, "activations alive", "saved tensors not yet freed + this moment's backward");
     w.moment(phase, Component::LogitsLoss, logits, "logits and loss buffers", "the loss's logits (loss_memory.cpp)");
 }
@@ -102,6 +115,7 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // With the step in backward, each backward moment also holds one step's temporaries and the
     // paged state of the tensor being stepped.
     const std::int64_t step_in_bwd = d.in_bwd ? step_temp + d.paged_resident : 0;
+    const std::int64_t paged_in_bwd = d.in_bwd ? d.paged_resident : 0;
     const bool tied_trains = c.arch.tied_embeddings && t.g_head > 0 && (c.setup.method == Method::Full || c.setup.train_embeddings);
     const bool embedding_phase = tied_trains && !c.fw.tied_grad_in_place;
     const std::string last = embedding_phase ? "embedding_backward"
@@ -112,11 +126,14 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // only what a sharded model gathers.
     moment(w, "forward_end", held_grads, 0, gathered, in.logits_forward);
     if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
-    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, in.logits_backward);
+    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, in.logits_backward, paged_in_bwd);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
-        moment(w, phase, grads, step, gathered);
-        write_backward_row(phase, raw, m, w);
+        moment(w, phase, grads, step, gathered, 0, step > 0 ? paged_in_bwd : 0);
+        // The MLP moments hold the dequantized down projection (its own row) and the rest.
+        const bool mlp = phase == "backward" || phase == "backward_end";
+        if (mlp) write_dequantized_row(phase, a, c, w);
+        write_backward_row(phase, raw - (mlp ? a.dequant_at_mlp_moment : 0), m, w);
     };
     // ZeRO-2: the down projection's whole gradient lives only until it is copied into the
     // bucket, while the layer's saved tensors and its input's gradient are alive.
@@ -146,7 +163,7 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
                 "tied embedding: its dense vocab × hidden gradient and their sum beside the head's (2 × vocab × "
                 "hidden, autograd adds the two out of place)",
                 {{"vocab", double(a.V)}, {"hidden", double(a.h)}});
-        moment(w, "embedding_backward", d.grads + d.sync_buffers + d.zero2_bucket + dense, step_in_bwd, 0);
+        moment(w, "embedding_backward", d.grads + d.sync_buffers + d.zero2_bucket + dense, step_in_bwd, 0, 0, paged_in_bwd);
         write_backward_row("embedding_backward", a.inputs + a.G, m, w);
     }
     if (step_temp > 0)
@@ -154,7 +171,7 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
                            "what the framework's optimizer step (" + c.fw.optimizer_step + ") allocates beside the state"),
                        step_temp),
                 "optimizer step temporaries (" + c.fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
-    if (!d.in_bwd) moment(w, "optimizer_step", d.grads + d.sync_buffers + d.zero2_bucket, step_temp + d.paged_resident, 0);
+    if (!d.in_bwd) moment(w, "optimizer_step", d.grads + d.sync_buffers + d.zero2_bucket, step_temp + d.paged_resident, 0, 0, d.paged_resident);
     std::vector<MemoryTerm> objective_terms;
     for (auto& [name, extra] : objective_phases(in.objective, {held_grads, m.forward, in.logits_forward}, objective_terms)) {
         w.begin_phase(name);
