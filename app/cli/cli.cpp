@@ -63,7 +63,7 @@ Commands:
             against the plan, with the nearest settings that fit
 
 plan / fit options:
-  --from CONFIG [--from-format axolotl|llama-factory|torchtune|hf-trl|peft|mlx-lm]   a framework's config
+  --from CONFIG [--from-format axolotl|llama-factory|torchtune|hf-trl|peft|mlx-lm|unsloth]   a framework's config
                         (YAML/JSON, adapter_config.json) as the plan; flags after it override it
   --model ID | --size 8b [--family F] | --config config.json
   --hf OWNER/NAME [--revision R] [--offline]   any model on the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT)

@@ -296,7 +296,8 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     read_modules_to_save(r, "lora_modules_to_save");
     if (r.truthy("use_dora")) r.flag("use_dora", "--dora", "");
     if (r.get("max_seq_length")) r.count("max_seq_length", "--seq");
-    else r.count("max_length", "--seq", "1024", "TRL SFTConfig's default max_length");
+    else if (r.has("max_length") || !config_reader::trl_grpo_keys(r))
+        r.count("max_length", "--seq", "1024", "TRL SFTConfig's default max_length");
     r.count("per_device_train_batch_size", "--batch", "8", "transformers TrainingArguments' default");
     r.count("gradient_accumulation_steps", "--grad-accum");
     r.on_off("gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
@@ -317,6 +318,40 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     if (r.get("fsdp")) r.flag("fsdp", "--sharding", "fsdp", "give --devices N");
     config_reader::read_trl_objective(r);
     r.assume("(framework)", "--framework", "hf-transformers", "TRL and PEFT on transformers");
+}
+
+// ---- Wingspan's Unsloth recipe (resources/recipes/unsloth/config.yaml.in): Unsloth has no config
+// format, so the recipe keeps the keyword arguments of FastLanguageModel.from_pretrained
+// (unsloth/models/loader.py), FastLanguageModel.get_peft_model (unsloth/models/llama.py) and TRL's
+// SFTConfig as three groups, which its train.py passes on. ----
+void read_unsloth(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
+    model_flags(r, out, "from_pretrained.model_name", lib);
+    const bool peft = r.get("get_peft_model") != nullptr;
+    const bool four = r.truthy("from_pretrained.load_in_4bit"), eight = r.truthy("from_pretrained.load_in_8bit");
+    if (r.truthy("from_pretrained.full_finetuning") || !peft)
+        r.flag("from_pretrained.full_finetuning", "--method", "full", peft ? "" : "no get_peft_model: every weight trains");
+    else r.flag("get_peft_model", "--method", four || eight ? "qlora" : "lora");
+    // Unsloth's load_in_4bit is NF4 with its scales quantized too (its -bnb-4bit models are stored so).
+    if (peft && four) r.flag("from_pretrained.load_in_4bit", "--quant", "nf4-dq", "Unsloth's 4-bit: NF4, scales quantized");
+    else if (peft && eight) r.flag("from_pretrained.load_in_8bit", "--quant", "int8");
+    r.count("get_peft_model.r", "--rank");
+    if (const json* v = r.get("get_peft_model.lora_alpha")) r.flag("get_peft_model.lora_alpha", "--alpha", text_of(*v));
+    if (const json* v = r.get("get_peft_model.lora_dropout")) r.flag("get_peft_model.lora_dropout", "--dropout", text_of(*v));
+    if (const json* v = r.get("get_peft_model.target_modules")) read_targets(r, "get_peft_model.target_modules", *v);
+    read_modules_to_save(r, "get_peft_model.modules_to_save");
+    if (r.get("from_pretrained.max_seq_length")) r.count("from_pretrained.max_seq_length", "--seq");
+    else r.count("sft_config.max_length", "--seq", "1024", "TRL SFTConfig's default max_length");
+    r.count("sft_config.per_device_train_batch_size", "--batch", "8", "transformers TrainingArguments' default");
+    r.count("sft_config.gradient_accumulation_steps", "--grad-accum");
+    // get_peft_model's use_gradient_checkpointing: "unsloth" (its default) checkpoints and offloads
+    // the checkpointed inputs to host RAM; a full fine-tune checkpoints through SFTConfig.
+    if (const json* g = r.get("get_peft_model.use_gradient_checkpointing"))
+        r.flag("get_peft_model.use_gradient_checkpointing", "--grad-checkpointing", r.truthy("get_peft_model.use_gradient_checkpointing") || *g == "unsloth" ? "on" : "off");
+    else if (peft) r.assume("get_peft_model.use_gradient_checkpointing", "--grad-checkpointing", "on", "Unsloth's default \"unsloth\"");
+    else r.on_off("sft_config.gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
+    read_optimizer(r, "sft_config.optim");
+    read_precision(r, "sft_config.bf16", "sft_config.fp16");
+    r.assume("(framework)", "--framework", "unsloth", "the config of Wingspan's Unsloth recipe");
 }
 
 // ---- PEFT adapter_config.json: peft/tuners/lora/config.py LoraConfig ----
@@ -390,6 +425,7 @@ ConfigImport import_config(const json& doc, std::optional<ConfigFormat> forced, 
         case ConfigFormat::HfTrl: read_hf(r, out, library); break;
         case ConfigFormat::PeftAdapter: read_peft(r, out, library); break;
         case ConfigFormat::MlxLm: read_mlx(r, out, library); break;
+        case ConfigFormat::Unsloth: read_unsloth(r, out, library); break;
     }
     r.finish();
     return out;

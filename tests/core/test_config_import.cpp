@@ -389,6 +389,29 @@ private slots:
             plan.insert(plan.end(), {"--objective", "dpo"});
             cases.push_back({"torchtune", "config.yaml", plan});
         }
+        // Issue 26: every framework x method x objective `wingspan recipe` writes. TRL's preference
+        // and GRPO trainers keep their settings in config.yaml too (the trainer told by the keys
+        // only its config class has: ORPO's is_encoder_decoder, KTO's desirable_weight, ...), and
+        // Unsloth's recipe keeps from_pretrained's, get_peft_model's and SFTConfig's arguments there.
+        for (const char* objective : {"dpo", "orpo", "simpo", "kto", "grpo"}) {
+            for (const auto* base : {&lora, &qlora, &full}) {
+                auto plan = *base;
+                // GRPO's completion length: the plan's 0 is TRL's default (512), which the file
+                // spells out; given, it comes back as given (the default case is checked below).
+                if (std::string(objective) == "grpo") plan.insert(plan.end(), {"--completion-length", "96", "--generations", "4"});
+                plan.insert(plan.end(), {"--objective", objective});
+                cases.push_back({"hf-transformers", "config.yaml", plan});
+            }
+        }
+        for (const auto* base : {&lora, &qlora, &full}) {
+            cases.push_back({"unsloth", "config.yaml", *base});
+            auto plan = *base;
+            plan.insert(plan.end(), {"--objective", "orpo"});
+            cases.push_back({"llama-factory", "config.yaml", plan});   // LLaMA-Factory's QLoRA objectives too
+        }
+        cases.push_back({"unsloth", "config.yaml", {"--model", "llama-3.2-1b", "--method", "qlora", "--quant", "int8"}});
+        cases.push_back({"unsloth", "config.yaml", {"--model", "llama-3.2-1b", "--method", "lora", "--grad-checkpointing", "off",
+                                                    "--precision", "fp16-mixed"}});
         for (const auto& c : cases) {
             const fs::path dir = fs::temp_directory_path() / ("wingspan-roundtrip-" + std::to_string(::getpid()));
             fs::remove_all(dir);
@@ -403,9 +426,26 @@ private slots:
             const std::string what = c.framework + " " + c.plan[3] + (c.plan.size() > 2 && c.plan[c.plan.size() - 2] == "--objective" ? " " + c.plan.back() : "");
             QVERIFY2(back["framework"] == predicted["framework"], what.c_str());
             QVERIFY2(back["model"]["id"] == predicted["model"]["id"], what.c_str());
+            const bool grpo = predicted["setup"]["objective"]["kind"] == "grpo";
             for (const auto& [k, v] : predicted["setup"].items())
-                QVERIFY2(back["setup"][k] == v, (what + ": " + k + " " + v.dump() + " came back " + back["setup"][k].dump()).c_str());
+                // GRPOConfig has no max_length: GRPO's sequence is prompt + completion, seq_len unused
+                // (the bytes, compared below, show it).
+                QVERIFY2(back["setup"][k] == v || (grpo && k == "seq_len"), (what + ": " + k + " " + v.dump() + " came back " + back["setup"][k].dump()).c_str());
+            QVERIFY2(back["total_bytes"] == predicted["total_bytes"], what.c_str());
         }
+        // GRPO at TRL's defaults: the file spells out max_completion_length 512, which the plan left
+        // at 0 (the framework's default); every byte is the same.
+        const fs::path dir = fs::temp_directory_path() / ("wingspan-roundtrip-grpo-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        const auto written = run_wingspan({"recipe", "--framework", "hf-transformers", "--out", dir.string(), "--model",
+                                           "llama-3.2-1b", "--method", "lora", "--objective", "grpo"});
+        QVERIFY2(written.code == 0, written.err.c_str());
+        std::ifstream in(dir / "predicted.json");
+        const json predicted = json::parse(in);
+        const json back = plan_json({"--from", (dir / "config.yaml").string()});
+        fs::remove_all(dir);
+        QCOMPARE(back["setup"]["objective"]["completion_len"].get<int>(), 512);
+        QCOMPARE(back["total_bytes"], predicted["total_bytes"]);
     }
 };
 
