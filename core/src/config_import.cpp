@@ -2,6 +2,7 @@
 // assumed where a file is silent come from each framework's schema, cited at each reader.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -120,6 +121,18 @@ void read_precision(Reader& r, const std::string& bf16_key, const std::string& f
     else if (bf && fp) r.flag(bf16_key + "/" + fp16_key, "--precision", "fp32", "both off");
 }
 
+// How batches are formed (`--padding`, used with --data): the first of `keys` the file sets, on,
+// packs sequences into full --seq rows; off, or no key, leaves the framework's default `fallback`
+// (core/src/data_lengths.cpp default_padding cites each framework's).
+void read_padding(Reader& r, std::initializer_list<const char*> keys, const char* fallback, const std::string& why) {
+    for (const char* k : keys) {
+        if (!r.get(k)) continue;
+        if (r.truthy(k)) return r.flag(k, "--padding", "packed", "sequences packed into full --seq rows");
+        return r.flag(k, "--padding", fallback, "off: " + why);
+    }
+    r.assume(*keys.begin(), "--padding", fallback, why);
+}
+
 void model_flags(Reader& r, ConfigImport& out, const std::string& key, const ProfileLibrary* lib) {
     const json* v = r.get(key);
     if (!v || !v->is_string()) return;
@@ -163,7 +176,13 @@ void read_axolotl(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         r.flag("flash_attention", "--attention", "flash");
     else if (r.truthy("sdp_attention")) r.flag("sdp_attention", "--attention", "sdpa");
     else if (r.truthy("eager_attention")) r.flag("eager_attention", "--attention", "eager");
-    if (r.truthy("sample_packing")) r.note_read("sample_packing", "packed: every micro batch is a full --seq tokens (as planned)");
+    // axolotl: sample_packing packs; else pad_to_sequence_len pads every row to sequence_len; else
+    // its collator pads each batch to its longest (docs/config-reference.qmd: sample_packing,
+    // pad_to_sequence_len; utils/collators DataCollatorForSeq2Seq padding=True).
+    if (!r.truthy("sample_packing") && r.truthy("pad_to_sequence_len"))
+        r.flag("pad_to_sequence_len", "--padding", "max", "every row padded to sequence_len");
+    else
+        read_padding(r, {"sample_packing"}, "dynamic", "axolotl's default: no packing, each batch padded to its longest");
     read_deepspeed(r, "deepspeed");
     if (r.get("fsdp") || r.get("fsdp_config")) r.flag("fsdp", "--sharding", "fsdp", "give --devices N");
     r.assume("(framework)", "--framework", "hf-transformers", "axolotl trains through transformers' Trainer and PEFT");
@@ -211,7 +230,13 @@ void read_llama_factory(Reader& r, ConfigImport& out, const ProfileLibrary* lib)
         else if (a == "sdpa") r.flag("flash_attn", "--attention", "sdpa");
         else if (a == "disabled") r.flag("flash_attn", "--attention", "eager");
     }
-    if (r.truthy("packing") || r.truthy("neat_packing")) r.note_read("packing", "packed: every micro batch is a full --seq tokens");
+    // LLaMA-Factory: packing / neat_packing (data_args.py; packing defaults to on for stage pt
+    // only); otherwise its SFT collator pads each batch to its longest (data/collator.py).
+    const json* stage = r.get("stage");
+    if (!r.get("packing") && !r.get("neat_packing") && stage && text_of(*stage) == "pt")
+        r.assume("packing", "--padding", "packed", "LLaMA-Factory packs pre-training (stage pt) unless packing: false");
+    else if (r.truthy("neat_packing")) r.flag("neat_packing", "--padding", "packed", "sequences packed without cross-attention");
+    else read_padding(r, {"packing"}, "dynamic", "LLaMA-Factory's default for SFT: no packing, each batch padded to its longest");
     read_deepspeed(r, "deepspeed");
     config_reader::read_llama_factory_objective(r);
     r.assume("(framework)", "--framework", "hf-transformers", "LLaMA-Factory trains through transformers' Trainer and PEFT");
@@ -273,7 +298,8 @@ void read_torchtune(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         else if (d == "fp32") r.flag("dtype", "--precision", "fp32");
         else r.ignore("dtype (" + d + ")", "not a precision Wingspan models");
     }
-    if (r.truthy("dataset.packed")) r.note_read("dataset.packed", "packed: every batch is a full --seq tokens");
+    read_padding(r, {"dataset.packed"}, "dynamic", "torchtune's default packed: False, each batch padded to its longest "
+                                                   "(torchtune/data/_collate.py padded_collate_sft)");
     if (r.truthy("optimizer_in_bwd")) r.ignore("optimizer_in_bwd", "steps each parameter in backward: the plan keeps whole gradients (an upper bound)");
     if (r.truthy("enable_activation_offloading")) r.ignore("enable_activation_offloading", "activations offloaded to the CPU are not modelled (an upper bound)");
     config_reader::read_torchtune_objective(r);
@@ -313,7 +339,8 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         const std::string a = text_of(*v);
         r.flag("attn_implementation", "--attention", a.find("flash") != std::string::npos ? "flash" : a == "eager" ? "eager" : "sdpa");
     }
-    if (r.truthy("packing")) r.note_read("packing", "packed: every micro batch is a full --seq tokens");
+    read_padding(r, {"packing"}, "dynamic", "TRL SFTConfig's default packing False: each batch padded to its longest "
+                                           "(sft_config.py, sft_trainer.py DataCollatorForLanguageModeling)");
     read_deepspeed(r, "deepspeed");
     if (r.get("fsdp")) r.flag("fsdp", "--sharding", "fsdp", "give --devices N");
     config_reader::read_trl_objective(r);
@@ -351,6 +378,7 @@ void read_unsloth(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     else r.on_off("sft_config.gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
     read_optimizer(r, "sft_config.optim");
     read_precision(r, "sft_config.bf16", "sft_config.fp16");
+    read_padding(r, {"sft_config.packing"}, "dynamic", "TRL SFTConfig's default packing False: each batch padded to its longest");
     r.assume("(framework)", "--framework", "unsloth", "the config of Wingspan's Unsloth recipe");
 }
 
@@ -409,6 +437,8 @@ void read_mlx(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     r.count("max_seq_length", "--seq", "2048", "mlx-lm's default max_seq_length");
     r.on_off("grad_checkpoint", "--grad-checkpointing", nullptr, {});
     read_optimizer(r, "optimizer");
+    r.assume("(padding)", "--padding", "dynamic", "mlx-lm has no packing: each batch padded to its longest, rounded up to "
+                                                   "a multiple of 32 (mlx_lm/tuner/trainer.py iterate_batches)");
     r.assume("(framework)", "--framework", "mlx-lm", "the config is mlx-lm's");
 }
 

@@ -350,6 +350,45 @@ private slots:
 
     // Every recipe Wingspan writes as a config file reads back as the plan it was written from
     // (the plans each framework can express; what it cannot, its recipe says it does instead).
+    // Issue 26: a config's packing key is the plan's padding (`--padding`, used with --data), and
+    // each framework's default where the file is silent is listed as assumed.
+    void packingBecomesPadding() {
+        struct Case {
+            const char* yaml;
+            const char* padding;
+            bool assumed;
+        };
+        const Case cases[] = {
+            {"base_model: m\nsample_packing: true\n", "packed", false},
+            {"base_model: m\nsample_packing: false\n", "dynamic", false},
+            {"base_model: m\npad_to_sequence_len: true\n", "max", false},
+            {"base_model: m\n", "dynamic", true},
+            {"finetuning_type: lora\npacking: true\n", "packed", false},
+            {"finetuning_type: lora\nneat_packing: true\n", "packed", false},
+            {"finetuning_type: full\nstage: pt\n", "packed", true},
+            {"finetuning_type: full\nstage: pt\npacking: false\n", "dynamic", false},
+            {"finetuning_type: lora\n", "dynamic", true},
+            {"model_name_or_path: m\npacking: true\n", "packed", false},
+            {"model_name_or_path: m\npacking: false\n", "dynamic", false},
+            {"model_name_or_path: m\n", "dynamic", true},
+            {"model:\n  _component_: torchtune.models.llama3_2.lora_llama3_2_1b\ndataset:\n  packed: true\n", "packed", false},
+            {"model:\n  _component_: torchtune.models.llama3_2.lora_llama3_2_1b\n", "dynamic", true},
+            {"fine_tune_type: lora\nmodel: m\n", "dynamic", true},
+            {"from_pretrained:\n  model_name: m\nsft_config:\n  packing: true\n", "packed", false},
+        };
+        for (const auto& c : cases) {
+            const ConfigImport im = import_config(parse_config_document(c.yaml), std::nullopt, &test::library());
+            QVERIFY2(im.flag_value("--padding") == c.padding, (std::string(c.yaml) + " gave " + im.flag_value("--padding")).c_str());
+            const bool in_defaults = std::any_of(im.defaults.begin(), im.defaults.end(),
+                                                 [](const ConfigNote& n) { return n.note.rfind("--padding", 0) == 0; });
+            const bool in_read = std::any_of(im.read.begin(), im.read.end(),
+                                             [](const ConfigNote& n) { return n.note.rfind("--padding", 0) == 0; });
+            QVERIFY2(in_defaults == c.assumed && in_read != c.assumed, c.yaml);
+        }
+        // A PEFT adapter file says nothing of batches: no padding is made up.
+        QVERIFY(import_fixture("hf-trl/adapter_config_tinyllama.json").flag_value("--padding").empty());
+    }
+
     void recipeRoundTrip() {
         struct Case {
             std::string framework, file;
