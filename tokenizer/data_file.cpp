@@ -36,8 +36,21 @@ std::vector<fs::path> data_files(const fs::path& data) {
     return files;
 }
 
+// The bytes read before this file and of all files, and the caller's callback (may be empty).
+struct Progress {
+    const DataProgress& report;
+    std::uintmax_t before = 0, total = 0, reported = 0;
+    void at(std::uintmax_t done_here, std::int64_t line) {
+        if (!report) return;
+        const std::uintmax_t done = before + done_here;
+        if (line % 256 != 0 && done - reported < (1u << 20)) return;
+        reported = done;
+        if (!report(done, total)) throw ReadCancelled();
+    }
+};
+
 void read_file(const fs::path& file, const Tokenizer& tok, const ChatFormat& f, DataLengths& d,
-               std::map<std::string, std::int64_t>& formats, std::ostream& err) {
+               std::map<std::string, std::int64_t>& formats, std::ostream& err, Progress& reporter) {
     require_regular_file(file);   // a named pipe would block here forever
     std::ifstream in(file, std::ios::binary);
     if (!in) throw InputError("--data: cannot read " + file.string());
@@ -53,6 +66,7 @@ void read_file(const fs::path& file, const Tokenizer& tok, const ChatFormat& f, 
         ++n;
         ++d.lines;
         done += line.size() + 1;
+        reporter.at(done, n);
         if (too_long)
             throw InputError(file.string() + ":" + std::to_string(n) + ": the line is longer than " +
                              std::to_string(kMaxDataLineBytes) + " bytes (one example); split it or shorten it");
@@ -107,6 +121,11 @@ fs::path tokenizer_folder(const std::optional<std::string>& model_dir, const std
 }
 
 DataLengths read_data_lengths(const fs::path& data, const fs::path& model_folder, std::ostream& err) {
+    return read_data_lengths(data, model_folder, err, DataProgress());
+}
+
+DataLengths read_data_lengths(const fs::path& data, const fs::path& model_folder, std::ostream& err,
+                              const DataProgress& progress) {
     std::shared_ptr<Tokenizer> tok;
     ChatFormat format;
     try {
@@ -119,7 +138,14 @@ DataLengths read_data_lengths(const fs::path& data, const fs::path& model_folder
     d.chat_format = format.name();
     d.files = data_files(data);
     std::map<std::string, std::int64_t> formats;
-    for (const auto& file : d.files) read_file(file, *tok, format, d, formats, err);
+    Progress reporter{progress};
+    std::error_code ec;
+    for (const auto& file : d.files) reporter.total += fs::is_regular_file(file, ec) ? fs::file_size(file, ec) : 0;
+    for (const auto& file : d.files) {
+        read_file(file, *tok, format, d, formats, err, reporter);
+        reporter.before += fs::is_regular_file(file, ec) ? fs::file_size(file, ec) : 0;
+        if (progress && !progress(reporter.before, reporter.total)) throw ReadCancelled();
+    }
     if (d.lengths.empty())
         throw InputError("--data: " + data.string() + " holds no examples (" + std::to_string(d.lines) + " lines, " +
                          std::to_string(d.skipped) + " of under 2 tokens)");

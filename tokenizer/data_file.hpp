@@ -4,8 +4,10 @@
 // what the planner needs of it (`wingspan plan --data`, the window's data dialog).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,5 +33,15 @@ std::filesystem::path tokenizer_folder(const std::optional<std::string>& model_d
 // 16 MiB, an empty data set, a pipe or device instead of a file).
 DataLengths read_data_lengths(const std::filesystem::path& data, const std::filesystem::path& model_folder,
                               std::ostream& err);
+
+// Where a reading stands (bytes of every file read so far, of their total), for a window's
+// progress bar; returning false stops the reading, and read_data_lengths throws ReadCancelled.
+// Called every 256 lines and every MiB, so a cancel is seen within that much work.
+using DataProgress = std::function<bool(std::uintmax_t done, std::uintmax_t total)>;
+struct ReadCancelled : std::runtime_error {
+    ReadCancelled() : std::runtime_error("reading the data set was cancelled") {}
+};
+DataLengths read_data_lengths(const std::filesystem::path& data, const std::filesystem::path& model_folder,
+                              std::ostream& err, const DataProgress& progress);
 
 }  // namespace wingspan::train

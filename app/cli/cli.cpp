@@ -63,7 +63,7 @@ Commands:
             against the plan, with the nearest settings that fit
 
 plan / fit options:
-  --from CONFIG [--from-format axolotl|llama-factory|torchtune|hf-trl|peft|mlx-lm]   a framework's config
+  --from CONFIG [--from-format axolotl|llama-factory|torchtune|hf-trl|peft|mlx-lm|unsloth]   a framework's config
                         (YAML/JSON, adapter_config.json) as the plan; flags after it override it
   --model ID | --size 8b [--family F] | --config config.json
   --hf OWNER/NAME [--revision R] [--offline]   any model on the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT)
@@ -88,7 +88,8 @@ plan / fit options:
                         instruction/input/output, prompt/completion, text), counted with the model's
                         tokenizer and chat template (--model-dir or a downloaded --hf): its length
                         histogram, the examples --seq cuts, and memory at the longest batch it forms
-                        (padding: the framework's default when absent)
+                        (padding: the framework's default when absent); fit solves and explain-oom
+                        plans at the data's peak batch
   --unit GB|GiB   --json
 serving with llama.cpp (plan --method serve):
   --gguf FILE.gguf | --model ID --quant q4_k_m|q5_k_m|q6_k|q8_0|q4_0|f16|bf16
@@ -571,6 +572,15 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     return kExitOk;
 }
 
+// fit --data: the batches the data forms at the solution (its micro batch or cap), for the report.
+std::optional<DataSummary> fit_data_summary(const PlanData& data, TrainingSetup at, SolveFor what, const Solution& s,
+                                            const std::string& framework_id) {
+    if (!data.lengths || !at.trains() || s.value == 0) return std::nullopt;
+    if (what == SolveFor::Batch) at.micro_batch = s.value;
+    if (what == SolveFor::Seq && !s.completion_length) at.seq_len = s.value;
+    return data.summary_for(at, framework_id);
+}
+
 int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
     const ModelChoice model = choose_model(lib, o, err);
     const TrainingSetup asked = build_setup(o, model.arch);
@@ -582,16 +592,23 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
     const FrameworkProfile* forced = explicit_framework(lib, o);
     const ByteUnit unit = parse_unit(o);
     const std::string family = o.get("--family").value_or(model.family);
+    const PlanData data = plan_data(o, asked, err);
     json results = json::array();
     for (const auto* m : choose_machines(lib, o)) {
         const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
         const TrainingSetup setup = apply_framework_defaults(asked, fw, chosen);
-        const Solution s = solve(what, model.arch, setup, *m, fw, &lib, family);
+        // --data: each candidate batch (or cap) is planned at the peak batch the data forms with it.
+        SetupShaper at_data;
+        if (data.lengths) at_data = [&](const TrainingSetup& t) { return data.at_peak_for(t, fw.id); };
+        const Solution s = solve(what, model.arch, setup, *m, fw, &lib, family, at_data);
+        const std::optional<DataSummary> peak = fit_data_summary(data, setup, what, s, fw.id);
         json r = {{"machine", m->id}, {"framework", fw.id}, {"precision", to_string(setup.precision)}, {"solve", *what_text}, {"value", s.value}, {"unbounded", s.unbounded},
                   {"verdict", to_string(s.at_value.fit)}, {"needed_bytes", s.at_value.needed_bytes},
                   {"usable_bytes", s.at_value.usable_bytes}};
         if (!s.model_id.empty()) r["model"] = s.model_id;
         if (s.completion_length) r["solved_for"] = "completion_length";
+        if (peak) r["data"] = {{"padding", to_string(peak->padding)}, {"peak_batch_tokens", peak->peak.tokens()},
+                               {"peak_batch", {{"rows", peak->peak.rows}, {"cols", peak->peak.cols}}}};
         results.push_back(r);
         if (o.has("--json")) continue;
         out << m->name << " [" << fw.id << ", " << to_string(setup.precision) << "]: ";
@@ -608,7 +625,11 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
             out << s.value;
         if (s.unbounded) out << " (search ceiling reached)";
         out << " — needs " << format_bytes(double(s.at_value.needed_bytes), unit) << " of "
-            << format_bytes(double(s.at_value.usable_bytes), unit) << " (" << to_string(s.at_value.fit) << ")\n";
+            << format_bytes(double(s.at_value.usable_bytes), unit) << " (" << to_string(s.at_value.fit) << ")";
+        if (peak)
+            out << " at the data's peak batch " << peak->peak.rows << " × " << peak->peak.cols << " tokens (padding "
+                << to_string(peak->padding) << ")";
+        out << "\n";
     }
     if (o.has("--json")) out << json{{"model", model.id}, {"setup", asked.to_json()}, {"results", results}}.dump(2) << "\n";
     return kExitOk;
@@ -773,8 +794,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         const std::string& cmd = args[0];
         if (o.has("--from") && (cmd == "plan" || cmd == "fit" || cmd == "explain-oom"))
             return run_from_config(lib, args, out, err);
-        if ((o.has("--data") || o.has("--padding")) && cmd != "plan")
-            throw InputError("--data and --padding are read by `wingspan plan` (not yet by " + cmd + ")");
+        if ((o.has("--data") || o.has("--padding")) && cmd != "plan" && cmd != "fit" && cmd != "explain-oom")
+            throw InputError("--data and --padding are read by `wingspan plan`, `fit` and `explain-oom` (not by " + cmd + ")");
         if (cmd == "plan" && wants_llama_cpp_serve(args)) return run_serve_gguf(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);

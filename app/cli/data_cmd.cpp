@@ -46,14 +46,30 @@ const DataSummary& PlanData::summary(const std::string& framework_id) const {
     return it->second;
 }
 
-TrainingSetup PlanData::at_peak(TrainingSetup s, const std::string& framework_id) const {
-    if (!lengths || !s.trains()) return s;
-    const DataSummary& d = summary(framework_id);
+namespace {
+
+TrainingSetup at_peak_of(TrainingSetup s, const DataSummary& d) {
     if (s.dataset_tokens == 0) {   // --examples/--tokens-per-example not given: the real data set
         s.dataset_tokens = d.tokens_total;
         s.dataset_examples = d.examples;
     }
     return at_peak_batch(s, d.peak);
+}
+
+}  // namespace
+
+TrainingSetup PlanData::at_peak(TrainingSetup s, const std::string& framework_id) const {
+    if (!lengths || !s.trains()) return s;
+    return at_peak_of(s, summary(framework_id));
+}
+
+DataSummary PlanData::summary_for(const TrainingSetup& s, const std::string& framework_id) const {
+    return summarize_for_framework(lengths->lengths, s, framework_id, padding, epochs);
+}
+
+TrainingSetup PlanData::at_peak_for(TrainingSetup s, const std::string& framework_id) const {
+    if (!lengths || !s.trains()) return s;
+    return at_peak_of(s, summary_for(s, framework_id));
 }
 
 double PlanData::tokens(const std::string& framework_id, double fallback) const {

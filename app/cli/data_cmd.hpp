@@ -33,6 +33,10 @@ struct PlanData {
     // `s` with the peak batch's sequence (and the data set's size where the framework holds it in
     // RAM); `s` itself without --data.
     TrainingSetup at_peak(TrainingSetup s, const std::string& framework_id) const;
+    // The same for a setup other than the one asked (fit's candidates: another micro batch or
+    // cap forms other batches), summarised afresh; `s` itself without --data.
+    TrainingSetup at_peak_for(TrainingSetup s, const std::string& framework_id) const;
+    DataSummary summary_for(const TrainingSetup& s, const std::string& framework_id) const;
     // Tokens the run computes on (its epochs'), or `fallback` without --data.
     double tokens(const std::string& framework_id, double fallback) const;
     // plan --json's `data` object.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "wingspan/data_lengths.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/oom_advice.hpp"
 #include "wingspan/units.hpp"
@@ -22,6 +23,13 @@ using nlohmann::json;
 
 // A pasted traceback is a few kilobytes; more than this is not a message.
 constexpr std::size_t kMaxMessageBytes = 1 << 20;
+
+PeakBatch peak_of(const json& data) {
+    PeakBatch p;
+    p.rows = data.at("peak_batch").at("rows").get<std::int64_t>();
+    p.cols = data.at("peak_batch").at("cols").get<std::int64_t>();
+    return p;
+}
 
 std::string read_message(std::istream& in) {
     std::string text;
@@ -83,7 +91,10 @@ int run_explain_oom(const ProfileLibrary& lib, const ExplainOomRequest& request,
                                                         report->device == "mps" ? MachineKind::Unified : MachineKind::Gpu)});
         const json plan = resolve_plan(args, err);
         const Architecture arch = Architecture::from_hf_config(plan.at("model").at("config"));
-        const TrainingSetup setup = TrainingSetup::from_json(plan.at("setup"));
+        TrainingSetup setup = TrainingSetup::from_json(plan.at("setup"));
+        // --data: the plan's memory is at the data's peak batch (its padded length), and so is the
+        // diagnosis (core's at_peak_batch: the peak batch's columns as the sequence).
+        if (plan.contains("data")) setup = at_peak_batch(setup, peak_of(plan.at("data")));
         const FrameworkProfile& fw = lib.framework(plan.at("framework").get<std::string>());
         d = diagnose_oom(*report, arch, setup, fw, request.machine);
     }

@@ -41,7 +41,7 @@ void print_notes(const ConfigImport& im, const std::string& file, std::ostream& 
 int run_from_config(const ProfileLibrary& lib, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     std::string file, format;
     std::vector<std::string> rest;
-    bool json_out = false, user_model = false, user_method = false;
+    bool json_out = false, user_model = false, user_method = false, data = false;
     for (size_t i = 1; i < args.size(); ++i) {
         std::string a = args[i], value;
         const auto eq = a.find('=');
@@ -58,6 +58,7 @@ int run_from_config(const ProfileLibrary& lib, const std::vector<std::string>& a
         json_out |= a == "--json";
         user_model |= kModelFlags.count(a) > 0;
         user_method |= a == "--method";
+        data |= a == "--data";
         rest.push_back(args[i]);
     }
     const ConfigImport im =
@@ -68,6 +69,9 @@ int run_from_config(const ProfileLibrary& lib, const std::vector<std::string>& a
     for (const auto& [flag, value] : im.flags) {
         if (user_model && kModelFlags.count(flag)) continue;
         if (user_method && flag == "--quant") continue;
+        // The file's padding (its packing key, or the framework's default) forms the batches of a
+        // data set: it goes to the plan with --data; without, every batch is --seq tokens.
+        if (!data && flag == "--padding") continue;
         command.push_back(flag);
         if (!value.empty()) command.push_back(value);
     }

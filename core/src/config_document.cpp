@@ -120,21 +120,25 @@ const char* to_string(ConfigFormat f) {
         case ConfigFormat::HfTrl: return "hf-trl";
         case ConfigFormat::PeftAdapter: return "peft";
         case ConfigFormat::MlxLm: return "mlx-lm";
+        case ConfigFormat::Unsloth: return "unsloth";
     }
     return "unknown";
 }
 
 ConfigFormat parse_config_format(const std::string& s) {
     for (ConfigFormat f : {ConfigFormat::Axolotl, ConfigFormat::LlamaFactory, ConfigFormat::Torchtune,
-                           ConfigFormat::HfTrl, ConfigFormat::PeftAdapter, ConfigFormat::MlxLm})
+                           ConfigFormat::HfTrl, ConfigFormat::PeftAdapter, ConfigFormat::MlxLm, ConfigFormat::Unsloth})
         if (s == to_string(f)) return f;
-    throw InputError("--from-format expects axolotl, llama-factory, torchtune, hf-trl, peft or mlx-lm, got '" + s + "'");
+    throw InputError("--from-format expects axolotl, llama-factory, torchtune, hf-trl, peft, mlx-lm or unsloth, got '" + s + "'");
 }
 
 ConfigFormat detect_config_format(const json& doc) {
     auto has = [&](const char* k) { return doc.contains(k); };
     // Each test is a key only that framework's schema has (the readers cite the schemas).
     if (has("peft_type") && (has("r") || has("target_modules"))) return ConfigFormat::PeftAdapter;
+    // Wingspan's Unsloth recipe: FastLanguageModel.from_pretrained's keyword arguments as a group.
+    if (doc.contains("from_pretrained") && doc["from_pretrained"].is_object() && doc["from_pretrained"].contains("model_name"))
+        return ConfigFormat::Unsloth;
     if (has("base_model") || has("sequence_len") || has("micro_batch_size") || has("lora_target_linear"))
         return ConfigFormat::Axolotl;
     if (has("finetuning_type") || has("cutoff_len") || has("lora_target") || has("stage"))
@@ -147,7 +151,7 @@ ConfigFormat detect_config_format(const json& doc) {
     if (has("model_name_or_path") || has("per_device_train_batch_size") || has("use_peft"))
         return ConfigFormat::HfTrl;
     throw InputError("config: not a config I know (axolotl, LLaMA-Factory, torchtune, TRL/HF, PEFT adapter_config.json "
-                     "or mlx-lm); name it with --from-format");
+                     "mlx-lm or Wingspan's Unsloth config.yaml); name it with --from-format");
 }
 
 const ModelProfile* bundled_model_for(const ProfileLibrary& library, const std::string& id) {
@@ -217,6 +221,11 @@ std::string config_key_for(ConfigFormat format, const std::string& flag) {
           {"--grad-checkpointing", "gradient_checkpointing"}, {"--rank", "lora_r"}, {"--method", "use_peft / load_in_4bit"},
           {"--optimizer", "optim"}}},
         {ConfigFormat::PeftAdapter, {{"--rank", "r"}}},
+        {ConfigFormat::Unsloth,
+         {{"--batch", "sft_config.per_device_train_batch_size"}, {"--grad-accum", "sft_config.gradient_accumulation_steps"},
+          {"--seq", "from_pretrained.max_seq_length"}, {"--grad-checkpointing", "get_peft_model.use_gradient_checkpointing"},
+          {"--rank", "get_peft_model.r"}, {"--method", "from_pretrained.load_in_4bit / full_finetuning"},
+          {"--optimizer", "sft_config.optim"}}},
         {ConfigFormat::MlxLm,
          {{"--batch", "batch_size"}, {"--grad-accum", "grad_accumulation_steps"}, {"--seq", "max_seq_length"},
           {"--grad-checkpointing", "grad_checkpoint"}, {"--rank", "lora_parameters.rank"}, {"--method", "fine_tune_type"},

@@ -2,6 +2,7 @@
 // assumed where a file is silent come from each framework's schema, cited at each reader.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -120,6 +121,18 @@ void read_precision(Reader& r, const std::string& bf16_key, const std::string& f
     else if (bf && fp) r.flag(bf16_key + "/" + fp16_key, "--precision", "fp32", "both off");
 }
 
+// How batches are formed (`--padding`, used with --data): the first of `keys` the file sets, on,
+// packs sequences into full --seq rows; off, or no key, leaves the framework's default `fallback`
+// (core/src/data_lengths.cpp default_padding cites each framework's).
+void read_padding(Reader& r, std::initializer_list<const char*> keys, const char* fallback, const std::string& why) {
+    for (const char* k : keys) {
+        if (!r.get(k)) continue;
+        if (r.truthy(k)) return r.flag(k, "--padding", "packed", "sequences packed into full --seq rows");
+        return r.flag(k, "--padding", fallback, "off: " + why);
+    }
+    r.assume(*keys.begin(), "--padding", fallback, why);
+}
+
 void model_flags(Reader& r, ConfigImport& out, const std::string& key, const ProfileLibrary* lib) {
     const json* v = r.get(key);
     if (!v || !v->is_string()) return;
@@ -163,7 +176,13 @@ void read_axolotl(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         r.flag("flash_attention", "--attention", "flash");
     else if (r.truthy("sdp_attention")) r.flag("sdp_attention", "--attention", "sdpa");
     else if (r.truthy("eager_attention")) r.flag("eager_attention", "--attention", "eager");
-    if (r.truthy("sample_packing")) r.note_read("sample_packing", "packed: every micro batch is a full --seq tokens (as planned)");
+    // axolotl: sample_packing packs; else pad_to_sequence_len pads every row to sequence_len; else
+    // its collator pads each batch to its longest (docs/config-reference.qmd: sample_packing,
+    // pad_to_sequence_len; utils/collators DataCollatorForSeq2Seq padding=True).
+    if (!r.truthy("sample_packing") && r.truthy("pad_to_sequence_len"))
+        r.flag("pad_to_sequence_len", "--padding", "max", "every row padded to sequence_len");
+    else
+        read_padding(r, {"sample_packing"}, "dynamic", "axolotl's default: no packing, each batch padded to its longest");
     read_deepspeed(r, "deepspeed");
     if (r.get("fsdp") || r.get("fsdp_config")) r.flag("fsdp", "--sharding", "fsdp", "give --devices N");
     r.assume("(framework)", "--framework", "hf-transformers", "axolotl trains through transformers' Trainer and PEFT");
@@ -211,7 +230,13 @@ void read_llama_factory(Reader& r, ConfigImport& out, const ProfileLibrary* lib)
         else if (a == "sdpa") r.flag("flash_attn", "--attention", "sdpa");
         else if (a == "disabled") r.flag("flash_attn", "--attention", "eager");
     }
-    if (r.truthy("packing") || r.truthy("neat_packing")) r.note_read("packing", "packed: every micro batch is a full --seq tokens");
+    // LLaMA-Factory: packing / neat_packing (data_args.py; packing defaults to on for stage pt
+    // only); otherwise its SFT collator pads each batch to its longest (data/collator.py).
+    const json* stage = r.get("stage");
+    if (!r.get("packing") && !r.get("neat_packing") && stage && text_of(*stage) == "pt")
+        r.assume("packing", "--padding", "packed", "LLaMA-Factory packs pre-training (stage pt) unless packing: false");
+    else if (r.truthy("neat_packing")) r.flag("neat_packing", "--padding", "packed", "sequences packed without cross-attention");
+    else read_padding(r, {"packing"}, "dynamic", "LLaMA-Factory's default for SFT: no packing, each batch padded to its longest");
     read_deepspeed(r, "deepspeed");
     config_reader::read_llama_factory_objective(r);
     r.assume("(framework)", "--framework", "hf-transformers", "LLaMA-Factory trains through transformers' Trainer and PEFT");
@@ -273,7 +298,8 @@ void read_torchtune(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         else if (d == "fp32") r.flag("dtype", "--precision", "fp32");
         else r.ignore("dtype (" + d + ")", "not a precision Wingspan models");
     }
-    if (r.truthy("dataset.packed")) r.note_read("dataset.packed", "packed: every batch is a full --seq tokens");
+    read_padding(r, {"dataset.packed"}, "dynamic", "torchtune's default packed: False, each batch padded to its longest "
+                                                   "(torchtune/data/_collate.py padded_collate_sft)");
     if (r.truthy("optimizer_in_bwd")) r.ignore("optimizer_in_bwd", "steps each parameter in backward: the plan keeps whole gradients (an upper bound)");
     if (r.truthy("enable_activation_offloading")) r.ignore("enable_activation_offloading", "activations offloaded to the CPU are not modelled (an upper bound)");
     config_reader::read_torchtune_objective(r);
@@ -296,7 +322,8 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     read_modules_to_save(r, "lora_modules_to_save");
     if (r.truthy("use_dora")) r.flag("use_dora", "--dora", "");
     if (r.get("max_seq_length")) r.count("max_seq_length", "--seq");
-    else r.count("max_length", "--seq", "1024", "TRL SFTConfig's default max_length");
+    else if (r.has("max_length") || !config_reader::trl_grpo_keys(r))
+        r.count("max_length", "--seq", "1024", "TRL SFTConfig's default max_length");
     r.count("per_device_train_batch_size", "--batch", "8", "transformers TrainingArguments' default");
     r.count("gradient_accumulation_steps", "--grad-accum");
     r.on_off("gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
@@ -312,11 +339,47 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         const std::string a = text_of(*v);
         r.flag("attn_implementation", "--attention", a.find("flash") != std::string::npos ? "flash" : a == "eager" ? "eager" : "sdpa");
     }
-    if (r.truthy("packing")) r.note_read("packing", "packed: every micro batch is a full --seq tokens");
+    read_padding(r, {"packing"}, "dynamic", "TRL SFTConfig's default packing False: each batch padded to its longest "
+                                           "(sft_config.py, sft_trainer.py DataCollatorForLanguageModeling)");
     read_deepspeed(r, "deepspeed");
     if (r.get("fsdp")) r.flag("fsdp", "--sharding", "fsdp", "give --devices N");
     config_reader::read_trl_objective(r);
     r.assume("(framework)", "--framework", "hf-transformers", "TRL and PEFT on transformers");
+}
+
+// ---- Wingspan's Unsloth recipe (resources/recipes/unsloth/config.yaml.in): Unsloth has no config
+// format, so the recipe keeps the keyword arguments of FastLanguageModel.from_pretrained
+// (unsloth/models/loader.py), FastLanguageModel.get_peft_model (unsloth/models/llama.py) and TRL's
+// SFTConfig as three groups, which its train.py passes on. ----
+void read_unsloth(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
+    model_flags(r, out, "from_pretrained.model_name", lib);
+    const bool peft = r.get("get_peft_model") != nullptr;
+    const bool four = r.truthy("from_pretrained.load_in_4bit"), eight = r.truthy("from_pretrained.load_in_8bit");
+    if (r.truthy("from_pretrained.full_finetuning") || !peft)
+        r.flag("from_pretrained.full_finetuning", "--method", "full", peft ? "" : "no get_peft_model: every weight trains");
+    else r.flag("get_peft_model", "--method", four || eight ? "qlora" : "lora");
+    // Unsloth's load_in_4bit is NF4 with its scales quantized too (its -bnb-4bit models are stored so).
+    if (peft && four) r.flag("from_pretrained.load_in_4bit", "--quant", "nf4-dq", "Unsloth's 4-bit: NF4, scales quantized");
+    else if (peft && eight) r.flag("from_pretrained.load_in_8bit", "--quant", "int8");
+    r.count("get_peft_model.r", "--rank");
+    if (const json* v = r.get("get_peft_model.lora_alpha")) r.flag("get_peft_model.lora_alpha", "--alpha", text_of(*v));
+    if (const json* v = r.get("get_peft_model.lora_dropout")) r.flag("get_peft_model.lora_dropout", "--dropout", text_of(*v));
+    if (const json* v = r.get("get_peft_model.target_modules")) read_targets(r, "get_peft_model.target_modules", *v);
+    read_modules_to_save(r, "get_peft_model.modules_to_save");
+    if (r.get("from_pretrained.max_seq_length")) r.count("from_pretrained.max_seq_length", "--seq");
+    else r.count("sft_config.max_length", "--seq", "1024", "TRL SFTConfig's default max_length");
+    r.count("sft_config.per_device_train_batch_size", "--batch", "8", "transformers TrainingArguments' default");
+    r.count("sft_config.gradient_accumulation_steps", "--grad-accum");
+    // get_peft_model's use_gradient_checkpointing: "unsloth" (its default) checkpoints and offloads
+    // the checkpointed inputs to host RAM; a full fine-tune checkpoints through SFTConfig.
+    if (const json* g = r.get("get_peft_model.use_gradient_checkpointing"))
+        r.flag("get_peft_model.use_gradient_checkpointing", "--grad-checkpointing", r.truthy("get_peft_model.use_gradient_checkpointing") || *g == "unsloth" ? "on" : "off");
+    else if (peft) r.assume("get_peft_model.use_gradient_checkpointing", "--grad-checkpointing", "on", "Unsloth's default \"unsloth\"");
+    else r.on_off("sft_config.gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
+    read_optimizer(r, "sft_config.optim");
+    read_precision(r, "sft_config.bf16", "sft_config.fp16");
+    read_padding(r, {"sft_config.packing"}, "dynamic", "TRL SFTConfig's default packing False: each batch padded to its longest");
+    r.assume("(framework)", "--framework", "unsloth", "the config of Wingspan's Unsloth recipe");
 }
 
 // ---- PEFT adapter_config.json: peft/tuners/lora/config.py LoraConfig ----
@@ -374,6 +437,8 @@ void read_mlx(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     r.count("max_seq_length", "--seq", "2048", "mlx-lm's default max_seq_length");
     r.on_off("grad_checkpoint", "--grad-checkpointing", nullptr, {});
     read_optimizer(r, "optimizer");
+    r.assume("(padding)", "--padding", "dynamic", "mlx-lm has no packing: each batch padded to its longest, rounded up to "
+                                                   "a multiple of 32 (mlx_lm/tuner/trainer.py iterate_batches)");
     r.assume("(framework)", "--framework", "mlx-lm", "the config is mlx-lm's");
 }
 
@@ -390,6 +455,7 @@ ConfigImport import_config(const json& doc, std::optional<ConfigFormat> forced, 
         case ConfigFormat::HfTrl: read_hf(r, out, library); break;
         case ConfigFormat::PeftAdapter: read_peft(r, out, library); break;
         case ConfigFormat::MlxLm: read_mlx(r, out, library); break;
+        case ConfigFormat::Unsloth: read_unsloth(r, out, library); break;
     }
     r.finish();
     return out;

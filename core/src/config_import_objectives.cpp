@@ -55,23 +55,43 @@ void read_trl_grpo(Reader& r) {
 }  // namespace
 
 // TRL's configs carry no trainer name (`trl dpo|kto|grpo --config FILE` does): the objective is
-// told by keys only its config has. DPOConfig and ORPOConfig share theirs: DPO is assumed.
+// told by keys only its config has (transformers' HfArgumentParser refuses a key its class lacks).
+// ORPOConfig's own fields beside DPOConfig's (trl 1.16 trl/experimental/orpo/orpo_config.py):
+// is_encoder_decoder, padding_value, generate_during_eval, max_completion_length (CPOConfig has
+// the first and the last two too; its loss_type or cpo_alpha tells it apart). Wingspan's ORPO recipe
+// writes is_encoder_decoder: False. With none of them, ORPO's keys are DPO's: DPO is assumed.
+bool trl_grpo_keys(const Reader& r) {
+    return r.has("num_generations") || r.has("use_vllm") || r.has("vllm_mode") || r.has("vllm_gpu_memory_utilization") ||
+           r.has("reward_funcs");
+}
+
 void read_trl_objective(Reader& r) {
-    const bool grpo = r.has("num_generations") || r.has("use_vllm") || r.has("vllm_mode") ||
-                      r.has("vllm_gpu_memory_utilization") || r.has("reward_funcs");
+    const bool grpo = trl_grpo_keys(r);
     const bool kto = r.has("desirable_weight") || r.has("undesirable_weight");
     const std::string loss = r.has("loss_type") ? text_of(*r.get("loss_type")) : "";
     const bool simpo = loss.find("simpo") != std::string::npos || r.has("cpo_alpha") || r.has("simpo_gamma");
+    const char* orpo_key = nullptr;
+    for (const char* k : {"is_encoder_decoder", "padding_value", "generate_during_eval", "max_completion_length"})
+        if (!orpo_key && r.has(k)) orpo_key = k;
+    const bool orpo = orpo_key && !r.has("loss_type") && !r.has("precompute_ref_log_probs");
     const bool dpo = r.has("beta") || r.has("precompute_ref_log_probs") || r.has("max_prompt_length") ||
                      r.has("ref_model_init_kwargs") || r.has("rpo_alpha");
     if (grpo) {
         r.flag("num_generations/use_vllm", "--objective", "grpo", "GRPOConfig's keys");
         return read_trl_grpo(r);
     }
-    if (!kto && !simpo && !dpo) return;
+    if (!kto && !simpo && !orpo && !dpo) return;
+    if (orpo && !kto && !simpo) {
+        r.flag(orpo_key, "--objective", "orpo", std::string("ORPOConfig's own key ") + orpo_key + ": DPOConfig has no such field");
+        if (r.has("beta")) r.note_read("beta", "ORPO's λ: no memory of its own");
+        for (const char* k : {"is_encoder_decoder", "padding_value", "generate_during_eval", "max_completion_length"})
+            if (r.has(k) && k != std::string(orpo_key)) r.note_read(k, "ORPOConfig's: no memory of its own");
+        return;
+    }
     const std::string objective = kto ? "kto" : simpo ? "simpo" : "dpo";
     r.flag(kto ? "desirable_weight" : simpo ? "loss_type" : "beta", "--objective", objective,
-           kto ? "KTOConfig's keys" : simpo ? "CPOConfig with the SimPO loss" : "DPOConfig's keys (ORPOConfig's are the same: give --objective orpo)");
+           kto ? "KTOConfig's keys" : simpo ? "CPOConfig with the SimPO loss" : "DPOConfig's keys (an ORPO file without ORPOConfig's own keys reads the same: give --objective orpo)");
+    if (kto && r.has("undesirable_weight")) r.note_read("undesirable_weight", "the loss's weight: no memory of its own");
     if (r.has("beta")) r.note_read("beta", "the loss's β: no memory of its own");
     if (!loss.empty()) r.note_read("loss_type", loss + ": the same forwards, the same memory");
     if (r.has("max_prompt_length"))

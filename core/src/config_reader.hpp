@@ -75,6 +75,7 @@ public:
     void flag_(const std::string& key, const std::string& flag, const std::string& value) { this->flag(key, flag, value); }
     void flag(const std::string& key, const std::string& flag, const std::string& value, const std::string& why = {}) {
         set_flag(flag, value);
+        seen_.insert(key.substr(0, key.find('.')));   // a key read is not also listed as ignored
         out_.read.push_back({key, flag + (value.empty() ? "" : " " + value) + (why.empty() ? "" : " (" + why + ")")});
     }
     void assume(const std::string& key, const std::string& flag, const std::string& value, const std::string& why) {
@@ -92,7 +93,10 @@ public:
         if (get(key)) flag_(key, flag, truthy(key) != inverted ? "on" : "off");
         else if (fallback) assume(key, flag, fallback, why);
     }
-    void note_read(const std::string& key, const std::string& note) { out_.read.push_back({key, note}); }
+    void note_read(const std::string& key, const std::string& note) {
+        seen_.insert(key.substr(0, key.find('.')));
+        out_.read.push_back({key, note});
+    }
     void ignore(const std::string& key, const std::string& why) {
         seen_.insert(key.substr(0, key.find('.')));
         out_.ignored.push_back({key, why});
@@ -123,6 +127,8 @@ private:
 // The objective's keys (issue 31), config_import_objectives.cpp: TRL's DPO/KTO/CPO/GRPO configs,
 // LLaMA-Factory's stage and pref_loss, torchtune's DPO loss.
 void read_trl_objective(Reader& r);
+// Whether a TRL file is GRPOConfig's (its keys): GRPO's sequence is prompt + completion, no max_length.
+bool trl_grpo_keys(const Reader& r);
 void read_llama_factory_objective(Reader& r);
 void read_torchtune_objective(Reader& r);
 

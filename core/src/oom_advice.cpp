@@ -189,7 +189,11 @@ MachineProfile machine_from_oom(const OomReport& r, const MachineProfile* like) 
     // A plain device: its usable memory is the message's ceiling, so no unified working-set
     // fraction may cut it a second time (MPS's "max allowed" is already that limit).
     m.kind = MachineKind::Gpu;
-    const std::int64_t capacity = r.capacity_bytes.value_or(like ? like->memory_bytes : 0);
+    std::int64_t capacity = r.capacity_bytes.value_or(like ? like->memory_bytes : 0);
+    // No limit in the message (MPS with PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0) and no machine
+    // named: the run held `allocated` when a request on top of it failed, so what it could use
+    // lies between the two; the lower end is planned (before: a ceiling of 0 B, nothing fit).
+    if (!r.capacity_bytes && !like && r.allocated_bytes) capacity = *r.allocated_bytes + r.other_bytes.value_or(0);
     m.memory_bytes = capacity;
     m.usable_bytes = std::max<std::int64_t>(0, capacity - r.other_bytes.value_or(0));
     if (!like) m.bf16 = true;

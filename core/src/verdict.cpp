@@ -292,12 +292,14 @@ std::int64_t largest_fitting(std::int64_t cap, std::int64_t hint, const std::fun
 }  // namespace
 
 Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& setup, const MachineProfile& machine,
-               const FrameworkProfile& framework, const ProfileLibrary* library, const std::string& family) {
+               const FrameworkProfile& framework, const ProfileLibrary* library, const std::string& family,
+               const SetupShaper& shape) {
     Solution sol;
     sol.what = what;
+    auto shaped = [&](const TrainingSetup& s) { return shape ? shape(s) : s; };
     auto fits_with = [&](const Architecture& a, const TrainingSetup& s) {
         try {
-            return evaluate(a, s, machine, framework).fit != Fit::No;
+            return evaluate(a, shaped(s), machine, framework).fit != Fit::No;
         } catch (const PlanTooLargeError&) {
             return false;   // beyond any machine: certainly not this one
         }
@@ -354,7 +356,7 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
             }
             if (lo < 0) {
                 sol.value = 0;
-                sol.at_value = evaluate(members.front()->arch, s, machine, framework);
+                sol.at_value = evaluate(members.front()->arch, shaped(s), machine, framework);
                 return sol;
             }
             sol.model_id = members[lo]->id;
@@ -378,11 +380,11 @@ Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& set
             } else {
                 sol.unbounded = true;
             }
-            sol.at_value = evaluate(best, s, machine, framework);
+            sol.at_value = evaluate(best, shaped(s), machine, framework);
             return sol;
         }
     }
-    sol.at_value = evaluate(arch, s, machine, framework);
+    sol.at_value = evaluate(arch, shaped(s), machine, framework);
     return sol;
 }
 

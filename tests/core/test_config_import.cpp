@@ -350,6 +350,45 @@ private slots:
 
     // Every recipe Wingspan writes as a config file reads back as the plan it was written from
     // (the plans each framework can express; what it cannot, its recipe says it does instead).
+    // Issue 26: a config's packing key is the plan's padding (`--padding`, used with --data), and
+    // each framework's default where the file is silent is listed as assumed.
+    void packingBecomesPadding() {
+        struct Case {
+            const char* yaml;
+            const char* padding;
+            bool assumed;
+        };
+        const Case cases[] = {
+            {"base_model: m\nsample_packing: true\n", "packed", false},
+            {"base_model: m\nsample_packing: false\n", "dynamic", false},
+            {"base_model: m\npad_to_sequence_len: true\n", "max", false},
+            {"base_model: m\n", "dynamic", true},
+            {"finetuning_type: lora\npacking: true\n", "packed", false},
+            {"finetuning_type: lora\nneat_packing: true\n", "packed", false},
+            {"finetuning_type: full\nstage: pt\n", "packed", true},
+            {"finetuning_type: full\nstage: pt\npacking: false\n", "dynamic", false},
+            {"finetuning_type: lora\n", "dynamic", true},
+            {"model_name_or_path: m\npacking: true\n", "packed", false},
+            {"model_name_or_path: m\npacking: false\n", "dynamic", false},
+            {"model_name_or_path: m\n", "dynamic", true},
+            {"model:\n  _component_: torchtune.models.llama3_2.lora_llama3_2_1b\ndataset:\n  packed: true\n", "packed", false},
+            {"model:\n  _component_: torchtune.models.llama3_2.lora_llama3_2_1b\n", "dynamic", true},
+            {"fine_tune_type: lora\nmodel: m\n", "dynamic", true},
+            {"from_pretrained:\n  model_name: m\nsft_config:\n  packing: true\n", "packed", false},
+        };
+        for (const auto& c : cases) {
+            const ConfigImport im = import_config(parse_config_document(c.yaml), std::nullopt, &test::library());
+            QVERIFY2(im.flag_value("--padding") == c.padding, (std::string(c.yaml) + " gave " + im.flag_value("--padding")).c_str());
+            const bool in_defaults = std::any_of(im.defaults.begin(), im.defaults.end(),
+                                                 [](const ConfigNote& n) { return n.note.rfind("--padding", 0) == 0; });
+            const bool in_read = std::any_of(im.read.begin(), im.read.end(),
+                                             [](const ConfigNote& n) { return n.note.rfind("--padding", 0) == 0; });
+            QVERIFY2(in_defaults == c.assumed && in_read != c.assumed, c.yaml);
+        }
+        // A PEFT adapter file says nothing of batches: no padding is made up.
+        QVERIFY(import_fixture("hf-trl/adapter_config_tinyllama.json").flag_value("--padding").empty());
+    }
+
     void recipeRoundTrip() {
         struct Case {
             std::string framework, file;
@@ -389,6 +428,29 @@ private slots:
             plan.insert(plan.end(), {"--objective", "dpo"});
             cases.push_back({"torchtune", "config.yaml", plan});
         }
+        // Issue 26: every framework x method x objective `wingspan recipe` writes. TRL's preference
+        // and GRPO trainers keep their settings in config.yaml too (the trainer told by the keys
+        // only its config class has: ORPO's is_encoder_decoder, KTO's desirable_weight, ...), and
+        // Unsloth's recipe keeps from_pretrained's, get_peft_model's and SFTConfig's arguments there.
+        for (const char* objective : {"dpo", "orpo", "simpo", "kto", "grpo"}) {
+            for (const auto* base : {&lora, &qlora, &full}) {
+                auto plan = *base;
+                // GRPO's completion length: the plan's 0 is TRL's default (512), which the file
+                // spells out; given, it comes back as given (the default case is checked below).
+                if (std::string(objective) == "grpo") plan.insert(plan.end(), {"--completion-length", "96", "--generations", "4"});
+                plan.insert(plan.end(), {"--objective", objective});
+                cases.push_back({"hf-transformers", "config.yaml", plan});
+            }
+        }
+        for (const auto* base : {&lora, &qlora, &full}) {
+            cases.push_back({"unsloth", "config.yaml", *base});
+            auto plan = *base;
+            plan.insert(plan.end(), {"--objective", "orpo"});
+            cases.push_back({"llama-factory", "config.yaml", plan});   // LLaMA-Factory's QLoRA objectives too
+        }
+        cases.push_back({"unsloth", "config.yaml", {"--model", "llama-3.2-1b", "--method", "qlora", "--quant", "int8"}});
+        cases.push_back({"unsloth", "config.yaml", {"--model", "llama-3.2-1b", "--method", "lora", "--grad-checkpointing", "off",
+                                                    "--precision", "fp16-mixed"}});
         for (const auto& c : cases) {
             const fs::path dir = fs::temp_directory_path() / ("wingspan-roundtrip-" + std::to_string(::getpid()));
             fs::remove_all(dir);
@@ -403,9 +465,26 @@ private slots:
             const std::string what = c.framework + " " + c.plan[3] + (c.plan.size() > 2 && c.plan[c.plan.size() - 2] == "--objective" ? " " + c.plan.back() : "");
             QVERIFY2(back["framework"] == predicted["framework"], what.c_str());
             QVERIFY2(back["model"]["id"] == predicted["model"]["id"], what.c_str());
+            const bool grpo = predicted["setup"]["objective"]["kind"] == "grpo";
             for (const auto& [k, v] : predicted["setup"].items())
-                QVERIFY2(back["setup"][k] == v, (what + ": " + k + " " + v.dump() + " came back " + back["setup"][k].dump()).c_str());
+                // GRPOConfig has no max_length: GRPO's sequence is prompt + completion, seq_len unused
+                // (the bytes, compared below, show it).
+                QVERIFY2(back["setup"][k] == v || (grpo && k == "seq_len"), (what + ": " + k + " " + v.dump() + " came back " + back["setup"][k].dump()).c_str());
+            QVERIFY2(back["total_bytes"] == predicted["total_bytes"], what.c_str());
         }
+        // GRPO at TRL's defaults: the file spells out max_completion_length 512, which the plan left
+        // at 0 (the framework's default); every byte is the same.
+        const fs::path dir = fs::temp_directory_path() / ("wingspan-roundtrip-grpo-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        const auto written = run_wingspan({"recipe", "--framework", "hf-transformers", "--out", dir.string(), "--model",
+                                           "llama-3.2-1b", "--method", "lora", "--objective", "grpo"});
+        QVERIFY2(written.code == 0, written.err.c_str());
+        std::ifstream in(dir / "predicted.json");
+        const json predicted = json::parse(in);
+        const json back = plan_json({"--from", (dir / "config.yaml").string()});
+        fs::remove_all(dir);
+        QCOMPARE(back["setup"]["objective"]["completion_len"].get<int>(), 512);
+        QCOMPARE(back["total_bytes"], predicted["total_bytes"]);
     }
 };
 

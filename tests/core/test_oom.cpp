@@ -227,6 +227,48 @@ private slots:
             }
     }
 
+    // Issue 26's Done-when: every form's advice is a setting the planner says fits. For each real
+    // message (every fixture but the refused one), a plan that does not fit its device gets advice,
+    // each entry's "fits" is what the verdict says on the message's device, and one entry fits.
+    void everyFormsAdviceIsWhatThePlannerSaysFits() {
+        const auto& lib = test::library();
+        const char* forms[] = {"cuda-1.x-cached.txt",    "cuda-1.x-reserved.txt", "cuda-2.0-reserved.txt",
+                               "cuda-2.1-capacty.txt",   "cuda-2.1-process.txt",  "cuda-2.2-fragmented.txt",
+                               "cuda-2.2-full.txt",      "mps-1.13-currently.txt", "mps-2.1-max.txt",
+                               "mps-2.1-shared-bytes.txt", "mps-2.5-gib.txt",     "mps-no-max.txt"};
+        for (const char* name : forms) {
+            const auto report = parse_oom_message(fixture(name));
+            QVERIFY2(report.has_value(), name);
+            const FrameworkProfile& fw = lib.framework(ProfileLibrary::default_framework_id(
+                report->device == "mps" ? MachineKind::Unified : MachineKind::Gpu));
+            const MachineProfile m = machine_from_oom(*report);
+            // Llama 3.2 1B LoRA (SmolLM2 135M on a device under 4 GB), no checkpointing: the batch
+            // doubled until the plan is over the device.
+            const bool small = report->capacity_bytes.value_or(std::int64_t{1} << 40) < (std::int64_t{4} << 30);
+            const Architecture arch = lib.model(small ? "smollm2-135m" : "llama-3.2-1b").arch;
+            TrainingSetup s;
+            s.method = Method::Lora;
+            s.seq_len = 2048;
+            s.grad_checkpointing = false;
+            s.micro_batch = 1;
+            while (evaluate(arch, s, m, fw).fit != Fit::No && s.micro_batch < 4096) s.micro_batch *= 2;
+            QVERIFY2(evaluate(arch, s, m, fw).fit == Fit::No, name);
+            const OomDiagnosis d = diagnose_oom(*report, arch, s, fw);
+            int fitting = 0;
+            TrainingSetup chained = s, previous = s;
+            for (const auto& a : d.advice) {
+                // A lone --grad-accum keeps the effective batch of the --batch entry before it.
+                const TrainingSetup base = a.flag == "--grad-accum" ? previous : s;
+                const TrainingSetup changed = a.with_previous ? (chained = apply(chained, a)) : apply(base, a);
+                previous = changed;
+                const bool fits = evaluate(arch, changed, m, fw).fit != Fit::No;
+                QVERIFY2(fits == a.fits, (std::string(name) + ": " + a.flag + " " + a.value).c_str());
+                fitting += fits;
+            }
+            QVERIFY2(fitting > 0, name);
+        }
+    }
+
     void explainWithAPlanOnMps() {
         const auto r = explain(fixture("mps-2.1-max.txt"),
                                {"--model", "llama-3.2-1b", "--method", "lora", "--seq", "4096", "--batch", "8", "--json"});

@@ -62,7 +62,7 @@ expect("no injected key (%s)" % sorted(k for k in keys if "injected" in k or "at
 # Where each framework writes each free-text value, read back exactly.
 WHERE = {
     "hf-transformers": {"config.yaml": ["model", "output_dir"], "train.py": ["data_path"]},
-    "unsloth": {"train.py": ["model", "data_path", "output_dir"]},
+    "unsloth": {"config.yaml": ["model", "output_dir"], "train.py": ["data_path"]},
     "torchtune": {"config.yaml": ["data_path", "output_dir"]},
     "mlx-lm": {"lora_config.yaml": ["model", "data_dir", "output_dir"]},
     "axolotl": {"config.yaml": ["model", "data_path", "output_dir"]},

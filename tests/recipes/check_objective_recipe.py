@@ -40,10 +40,14 @@ if framework == "hf-transformers":
     config, trainer = {"dpo": ("DPOConfig", "DPOTrainer"), "orpo": ("ORPOConfig", "ORPOTrainer"),
                        "simpo": ("CPOConfig", "CPOTrainer"), "kto": ("KTOConfig", "KTOTrainer"),
                        "grpo": ("GRPOConfig", "GRPOTrainer")}[objective]
-    expect("trainer", trainer in c and config in c, True)
+    expect("trainer", trainer in c, True)
     expect("no SFTTrainer", "SFTTrainer" in c, False)
-    cfg = c[config]
+    # The settings: config.yaml in the trainer's config keys and ModelConfig's, parsed by train.py.
+    expect("config.yaml parsed as " + config, "HfArgumentParser((%s, ModelConfig))" % config in open(py).read(), True)
+    cfg = yaml.safe_load(open(os.path.join(folder, "config.yaml")))
     expect(trainer + " callbacks", c[trainer]["callbacks"], "[hf_callback(reporter)]")
+    expect("the trainer told by the file: ORPO's is_encoder_decoder", "is_encoder_decoder" in cfg, objective == "orpo")
+    expect("the trainer told by the file: KTO's desirable_weight", "desirable_weight" in cfg, objective == "kto")
     expect(config + ".gradient_accumulation_steps", cfg["gradient_accumulation_steps"], setup["grad_accum"])
     if objective == "grpo":
         o = setup["objective"]

@@ -70,19 +70,23 @@ if framework == "hf-transformers":
     expect("SFTTrainer callbacks", c["SFTTrainer"]["callbacks"], "[hf_callback(reporter)]")
     expect("SFTTrainer peft_config", c["SFTTrainer"]["peft_config"], "get_peft_config(model_config)")
 elif framework == "unsloth":
+    # Unsloth has no config format: config.yaml holds each call's keyword arguments, train.py passes them on.
+    cfg = configs["config.yaml"]
     c = calls(os.path.join(folder, "train.py"))
-    sft = c["SFTConfig"]
-    expect("SFTConfig.max_length", sft["max_length"], seq)
-    expect("SFTConfig.per_device_train_batch_size", sft["per_device_train_batch_size"], batch)
-    expect("SFTConfig.gradient_accumulation_steps", sft["gradient_accumulation_steps"], accum)
-    expect("SFTConfig.optim", sft["optim"], optim_hf)
-    expect("SFTConfig.bf16", sft["bf16"], setup["precision"].startswith("bf16"))
+    sft = cfg["sft_config"]
+    expect("sft_config.max_length", sft["max_length"], seq)
+    expect("sft_config.per_device_train_batch_size", sft["per_device_train_batch_size"], batch)
+    expect("sft_config.gradient_accumulation_steps", sft["gradient_accumulation_steps"], accum)
+    expect("sft_config.optim", sft["optim"], optim_hf)
+    expect("sft_config.bf16", sft["bf16"], setup["precision"].startswith("bf16"))
     expect("SFTTrainer callbacks", c["SFTTrainer"]["callbacks"], "[hf_callback(reporter)]")
-    fp = c["from_pretrained"]
+    expect("from_pretrained(**load)", c["from_pretrained"][None], "load")
+    fp = cfg["from_pretrained"]
     expect("from_pretrained.max_seq_length", fp["max_seq_length"], seq)
     expect("from_pretrained.load_in_4bit", fp["load_in_4bit"], quant4)
+    expect("get_peft_model only for LoRA", "get_peft_model" in cfg, lora)
     if lora:
-        peft = c["get_peft_model"]
+        peft = cfg["get_peft_model"]
         expect("get_peft_model.r", peft["r"], rank)
         expect("get_peft_model.lora_alpha", peft["lora_alpha"], alpha)
         expect("get_peft_model.target_modules", peft["target_modules"], hf_targets)

@@ -263,7 +263,7 @@ private slots:
         QVERIFY(read(axolotl / "config.yaml").find("activation_offloading: true\n") != std::string::npos);
         // Unsloth offloads through its own checkpointing, which the recipe writes for LoRA and QLoRA.
         const fs::path unsloth = recipe("unsloth", {"--activation-offload", "--method", "qlora"});
-        QVERIFY(read(unsloth / "train.py").find("use_gradient_checkpointing=\"unsloth\"") != std::string::npos);
+        QVERIFY(read(unsloth / "config.yaml").find("  use_gradient_checkpointing: \"unsloth\"\n") != std::string::npos);
         QVERIFY(read(recipe("unsloth", {"--activation-offload"}) / "README.md").find("keeps the checkpointed activations on the GPU") !=
                 std::string::npos);
     }

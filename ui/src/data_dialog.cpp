@@ -10,18 +10,54 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QEventLoop>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QStackedBarSeries>
+#include <QThread>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include <atomic>
 #include <sstream>
 
 #include "data_file.hpp"
 #include "wingspan/profiles.hpp"
 
 namespace wingspan::ui {
+
+// One reading: the worker writes the result, the window polls the counters and sets `cancel`.
+struct DataDialog::Job {
+    std::string model_dir, data, framework;
+    std::optional<Padding> padding;
+    TrainingSetup setup;
+    std::int64_t epochs = 1;
+    std::atomic<bool> cancel{false};
+    std::atomic<std::uintmax_t> done{0}, total{0};
+    std::optional<DataSummary> summary;   // set by the worker before it ends
+    QString error;
+
+    void run() {
+        try {
+            const auto folder = train::tokenizer_folder(model_dir, std::nullopt, "main");
+            std::ostringstream progress_lines;   // the bar shows the progress instead
+            const train::DataLengths d =
+                train::read_data_lengths(data, folder, progress_lines, [this](std::uintmax_t at, std::uintmax_t of) {
+                    done = at;
+                    total = of;
+                    return !cancel.load();
+                });
+            if (cancel) throw train::ReadCancelled();
+            summary = summarize_for_framework(d.lengths, setup, framework, padding, epochs);
+        } catch (const train::ReadCancelled&) {
+            error = "cancelled";
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+    }
+};
 
 namespace {
 
@@ -74,36 +110,124 @@ DataDialog::DataDialog(const Plan& plan, QWidget* parent) : QDialog(parent), pla
     text_->setWordWrap(true);
     text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(text_);
+    progress_ = new QProgressBar;
+    progress_->setObjectName("dataProgress");
+    progress_->setRange(0, 1000);
+    progress_->setFormat("reading… %p %");
+    progress_->hide();
+    layout->addWidget(progress_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
-    QPushButton* go = buttons->addButton("&Read", QDialogButtonBox::ActionRole);
-    connect(go, &QPushButton::clicked, this, [this] { read(model_dir_->text(), data_->text()); });
+    go_ = buttons->addButton("&Read", QDialogButtonBox::ActionRole);
+    go_->setObjectName("dataRead");
+    cancel_ = buttons->addButton("&Cancel reading", QDialogButtonBox::ActionRole);
+    cancel_->setObjectName("dataCancel");
+    cancel_->setEnabled(false);
+    connect(go_, &QPushButton::clicked, this, [this] { startRead(model_dir_->text(), data_->text()); });
+    connect(cancel_, &QPushButton::clicked, this, &DataDialog::cancelRead);
     connect(padding_, &QComboBox::currentIndexChanged, this, [this] {
-        if (summary_) read(model_dir_->text(), data_->text());
+        if (summary_) startRead(model_dir_->text(), data_->text());
     });
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(buttons, &QDialogButtonBox::rejected, this, [this] {
+        cancelRead();
+        reject();
+    });
+    poll_ = new QTimer(this);
+    poll_->setInterval(100);
+    connect(poll_, &QTimer::timeout, this, &DataDialog::show_progress);
     layout->addWidget(buttons);
     resize(820, 600);
 }
 
-bool DataDialog::read(const QString& model_dir, const QString& data, QString* error) {
+DataDialog::~DataDialog() {
+    // The worker holds the job, not the dialog: once told to stop, it ends within 256 lines.
+    if (job_) job_->cancel = true;
+    if (worker_) {
+        worker_->wait();
+        delete worker_;
+    }
+}
+
+void DataDialog::startRead(const QString& model_dir, const QString& data) {
     if (model_dir_->text() != model_dir) model_dir_->setText(model_dir);
     if (data_->text() != data) data_->setText(data);
-    try {
-        const auto folder = train::tokenizer_folder(model_dir.toStdString(), std::nullopt, "main");
-        std::ostringstream progress;   // the window does not show a file's progress lines
-        const train::DataLengths d = train::read_data_lengths(data.toStdString(), folder, progress);
-        const QString p = padding_->currentData().toString();
-        std::optional<Padding> padding;
-        if (!p.isEmpty()) padding = parse_padding(p.toStdString());
-        summary_ = summarize_for_framework(d.lengths, plan_.setup, framework_, padding, plan_.dataset.epochs);
-    } catch (const std::exception& e) {
-        summary_.reset();
-        text_->setText(QString("This data set cannot be read: %1").arg(e.what()));
-        if (error) *error = e.what();
-        return false;
+    if (worker_) {   // a newer request replaces the one under way
+        job_->cancel = true;
+        worker_->wait();
+        finish_read();
     }
-    show_summary();
-    return true;
+    job_ = std::make_shared<Job>();
+    job_->model_dir = model_dir.toStdString();
+    job_->data = data.toStdString();
+    job_->framework = framework_;
+    job_->setup = plan_.setup;
+    job_->epochs = plan_.dataset.epochs;
+    try {
+        const QString p = padding_->currentData().toString();
+        if (!p.isEmpty()) job_->padding = parse_padding(p.toStdString());
+    } catch (const std::exception& e) {
+        job_->error = QString::fromUtf8(e.what());
+    }
+    std::shared_ptr<Job> job = job_;
+    worker_ = QThread::create([job] {
+        if (job->error.isEmpty()) job->run();
+    });
+    connect(worker_, &QThread::finished, this, [this, job] {
+        if (job == job_) finish_read();
+    });
+    text_->setText(QString("Reading %1…").arg(data));
+    progress_->setValue(0);
+    progress_->show();
+    go_->setEnabled(false);
+    cancel_->setEnabled(true);
+    poll_->start();
+    worker_->start();
+}
+
+void DataDialog::cancelRead() {
+    if (job_ && worker_) job_->cancel = true;
+}
+
+void DataDialog::show_progress() {
+    if (!job_) return;
+    const std::uintmax_t total = job_->total, done = job_->done;
+    if (total > 0) progress_->setValue(int(1000.0 * double(done) / double(total)));
+}
+
+void DataDialog::finish_read() {
+    poll_->stop();
+    worker_->wait();
+    worker_->deleteLater();
+    worker_ = nullptr;
+    progress_->hide();
+    go_->setEnabled(true);
+    cancel_->setEnabled(false);
+    const QString error = job_->error;
+    if (error.isEmpty() && job_->summary) {
+        summary_ = job_->summary;
+        show_summary();
+        emit readFinished(true, {});
+        return;
+    }
+    summary_.reset();
+    text_->setText(error == "cancelled" ? QString("Reading cancelled.")
+                                        : QString("This data set cannot be read: %1").arg(error));
+    emit readFinished(false, error);
+}
+
+bool DataDialog::read(const QString& model_dir, const QString& data, QString* error) {
+    QEventLoop loop;
+    bool ok = false;
+    QString why;
+    auto done = connect(this, &DataDialog::readFinished, &loop, [&](bool good, const QString& e) {
+        ok = good;
+        why = e;
+        loop.quit();
+    });
+    startRead(model_dir, data);
+    if (reading()) loop.exec();
+    disconnect(done);
+    if (error) *error = why;
+    return ok;
 }
 
 void DataDialog::show_summary() {

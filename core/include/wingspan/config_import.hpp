@@ -1,7 +1,7 @@
 #pragma once
 // A training framework's own config file read back as a plan: axolotl YAML, LLaMA-Factory YAML,
 // torchtune recipe YAML, TRL/HF TrainingArguments (+ PEFT LoraConfig) YAML or JSON, a PEFT
-// adapter_config.json, and mlx-lm's LoRA YAML. The result is the `wingspan plan` flags the file
+// adapter_config.json, mlx-lm's LoRA YAML, and the config.yaml of Wingspan's Unsloth recipe. The result is the `wingspan plan` flags the file
 // means, with every key accounted for: read, ignored (and why), or a framework default assumed
 // where the file is silent. yaml-cpp and nlohmann_json parse; nothing here reads YAML by hand.
 #include <filesystem>
@@ -16,8 +16,10 @@
 
 namespace wingspan {
 
-enum class ConfigFormat { Axolotl, LlamaFactory, Torchtune, HfTrl, PeftAdapter, MlxLm };
-const char* to_string(ConfigFormat);   // "axolotl", "llama-factory", "torchtune", "hf-trl", "peft", "mlx-lm"
+enum class ConfigFormat { Axolotl, LlamaFactory, Torchtune, HfTrl, PeftAdapter, MlxLm, Unsloth };
+// "axolotl", "llama-factory", "torchtune", "hf-trl", "peft", "mlx-lm", "unsloth" (the config.yaml
+// Wingspan's Unsloth recipe writes: Unsloth has no config format of its own)
+const char* to_string(ConfigFormat);
 // Throws InputError listing the accepted names.
 ConfigFormat parse_config_format(const std::string&);
 

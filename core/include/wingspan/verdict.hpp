@@ -2,6 +2,7 @@
 // Where a plan fits: the verdict per machine, the largest settings that still fit, and how
 // fast and how expensive a run would be.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,9 +88,14 @@ struct Solution {
     MachineVerdict at_value;              // the verdict at the solution
 };
 
+// Each candidate setup as it will really run, before it is evaluated: `fit --data` plans every
+// candidate batch (or cap) at the data set's peak batch for it (app/cli/data_cmd.hpp).
+using SetupShaper = std::function<TrainingSetup(const TrainingSetup&)>;
+
 // Monotone search (closed form where memory is affine in the variable, bisection elsewhere).
 Solution solve(SolveFor what, const Architecture& arch, const TrainingSetup& setup,
                const MachineProfile& machine, const FrameworkProfile& framework,
-               const ProfileLibrary* library = nullptr, const std::string& family = {});
+               const ProfileLibrary* library = nullptr, const std::string& family = {},
+               const SetupShaper& shape = {});
 
 }  // namespace wingspan

@@ -8,11 +8,14 @@
 #     (https://github.com/unslothai/unsloth/blob/main/unsloth/models/llama.py, https://docs.unsloth.ai)
 #   Training: TRL's SFTTrainer / SFTConfig with transformers' TrainingArguments names (optim,
 #     lr_scheduler_type, bf16, fp16, ...) (https://github.com/huggingface/trl/blob/main/trl/trainer/sft_config.py)
+# The settings are in config.yaml (Unsloth has no config format of its own): each group there is
+# the keyword arguments of the call it is named after.
 #
 # Run it watched:  wingspan watch --plan predicted.json -- python3 train.py
 from unsloth import FastLanguageModel  # first: Unsloth patches transformers and TRL on import
 
 import torch
+import yaml
 from datasets import load_dataset
 from trl import SFTConfig, SFTTrainer
 
@@ -21,25 +24,20 @@ from wingspan_reporter import Reporter, hf_callback
 reporter = Reporter(framework="unsloth")
 
 
+def settings():
+    """config.yaml: from_pretrained's, get_peft_model's and SFTConfig's keyword arguments."""
+    with open("config.yaml", encoding="utf-8") as f:
+        values = yaml.safe_load(f)
+    load = dict(values["from_pretrained"])
+    load["dtype"] = getattr(torch, load["dtype"])
+    return load, values.get("get_peft_model"), SFTConfig(**values["sft_config"])
+
+
 def train():
-    model, tokenizer = FastLanguageModel.from_pretrained(
-        model_name="meta-llama/Llama-3.1-8B",
-        max_seq_length=1024,
-        dtype=torch.bfloat16,
-        load_in_4bit=True,
-        load_in_8bit=False,
-        full_finetuning=False,
-    )
-    model = FastLanguageModel.get_peft_model(
-        model,
-        r=16,
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-        lora_alpha=32,
-        lora_dropout=0,
-        bias="none",
-        use_gradient_checkpointing="unsloth",
-        random_state=42,
-    )
+    load, peft, config = settings()
+    model, tokenizer = FastLanguageModel.from_pretrained(**load)
+    if peft:
+        model = FastLanguageModel.get_peft_model(model, **peft)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
 
@@ -50,29 +48,11 @@ def train():
         model=model,
         processing_class=tokenizer,
         train_dataset=dataset,
-        args=SFTConfig(
-            output_dir="output",
-            max_length=1024,
-            per_device_train_batch_size=1,
-            gradient_accumulation_steps=4,
-            optim="adamw_torch",
-            learning_rate=0.0002,
-            lr_scheduler_type="cosine",
-            warmup_ratio=0.03,
-            num_train_epochs=1,
-            max_steps=-1,
-            bf16=True,
-            fp16=False,
-            logging_steps=1,
-            save_strategy="epoch",
-            include_num_input_tokens_seen=True,
-            report_to="none",
-            seed=42,
-        ),
+        args=config,
         callbacks=[hf_callback(reporter)],
     )
     trainer.train()
-    trainer.save_model("output")
+    trainer.save_model(config.output_dir)
 
 
 if __name__ == "__main__":
