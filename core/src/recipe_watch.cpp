@@ -7,6 +7,7 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/quoting.hpp"
+#include "wingspan/units.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -119,6 +120,14 @@ void WatchedRun::stderr_line(const std::string& raw, double t) {
     if (auto cr = line.find_last_of('\r'); cr != std::string::npos) line = line.substr(cr + 1);
     if (line.find_first_not_of(" \t") == std::string::npos) return;
     log("stderr", line, t);
+}
+
+std::string WatchedRun::over_long_line(const std::string& stream, std::string_view start, std::size_t max_line,
+                                       double t) {
+    const std::string kept = std::string(start) + " [cut: a line over " + format_bytes(double(max_line), ByteUnit::GiB, 0) + "]";
+    log(stream, kept, t);
+    append(line_too_long_event(t, stream, max_line, start));
+    return kept;
 }
 
 bool WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {

@@ -20,7 +20,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/safe_file.hpp"
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_session.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -291,8 +291,19 @@ RunSession::~RunSession() {
 double RunSession::elapsedSeconds() const { return clock_.isValid() ? double(clock_.elapsed()) / 1000.0 : 0.0; }
 
 double RunSession::stopDeadlineSeconds() const {
-    if (state_ != State::Stopping || !stop_clock_.isValid() || killed_) return 0;
-    return std::max(0.0, double(kill_after_ms_ - stop_clock_.elapsed()) / 1000.0);
+    if (state_ != State::Stopping || killed_) return 0;
+    const auto left = stop_ladder_.remaining(process::Clock::now());
+    return left ? double(left->count()) / 1000.0 : 0.0;
+}
+
+template <typename Write>
+void RunSession::recordWrite(Write&& write) {
+    if (folder_.empty()) return;
+    try {
+        write();
+    } catch (const std::exception& e) {   // IoError: a full disk, the folder gone
+        if (lost_writes_++ == 0) recording_error_ = QString::fromStdString(e.what());
+    }
 }
 
 bool RunSession::start(const QString& trainer, const RunOptions& options, const json& plan, const fs::path& store_root,
@@ -378,12 +389,7 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
     kill_timer_->setSingleShot(true);
     // A coarse timer may fire up to 5 % early: the grace the status line states is a promise.
     kill_timer_->setTimerType(Qt::PreciseTimer);
-    connect(kill_timer_, &QTimer::timeout, this, [this] {
-        if (process_ && process_->state() != QProcess::NotRunning) {
-            killed_ = true;
-            process_->kill();
-        }
-    });
+    connect(kill_timer_, &QTimer::timeout, this, &RunSession::onKillTimer);
 
     state_ = State::Running;
     clock_.start();
@@ -400,10 +406,30 @@ void RunSession::stop(int kill_after_ms) {
     kill_after_ms_ = std::max(0, kill_after_ms);
     state_ = State::Stopping;
     stop_clock_.start();
-    process_->terminate();   // SIGTERM: the trainer finishes its step, saves and says `done`
+    // SIGTERM: the trainer finishes its step, saves and says `done`; SIGKILL after the grace.
+    stop_ladder_ = process::StopLadder::term_then_kill(std::chrono::milliseconds(kill_after_ms_));
+    sendStopSignal(stop_ladder_.request(process::Clock::now()));
     kill_timer_->start(kill_after_ms_);
     dirty_ = true;
     emit stateChanged();
+}
+
+void RunSession::onKillTimer() {
+    if (!process_ || process_->state() == QProcess::NotRunning) return;
+    const int sig = stop_ladder_.due(process::Clock::now());
+    if (sig) return sendStopSignal(sig);
+    // Fired before the grace was over (the ladder never sends early): wait out the rest.
+    if (const auto left = stop_ladder_.remaining(process::Clock::now())) kill_timer_->start(int(left->count()) + 1);
+}
+
+void RunSession::sendStopSignal(int sig) {
+    if (!process_ || process_->state() == QProcess::NotRunning || sig == 0) return;
+    if (sig == SIGKILL) {
+        killed_ = true;
+        process_->kill();
+    } else {
+        ::kill(pid_t(process_->processId()), sig);
+    }
 }
 
 void RunSession::killNow() {
@@ -413,9 +439,8 @@ void RunSession::killNow() {
         state_ = State::Stopping;
         stop_clock_.start();
     }
-    killed_ = true;
     killed_on_request_ = true;
-    process_->kill();
+    sendStopSignal(SIGKILL);
 }
 
 bool RunSession::waitForFinished(int ms) {
@@ -444,54 +469,46 @@ void RunSession::sampleRss() {
         rss_written_ = std::min(rss_written_, rss_.size() - 1);
     }
     if (clock_offset_) {
-        std::ofstream out(folder_ / "rss.csv", std::ios::app);
-        out << t << "," << rss << "\n";
+        recordWrite([&] { append_line(folder_ / "rss.csv", std::to_string(t) + "," + std::to_string(rss)); });
         rss_written_ = rss_.size();
     }
     dirty_ = true;
 }
 
 void RunSession::writeRss() {
-    if (folder_.empty()) return;
-    std::ofstream out(folder_ / "rss.csv", std::ios::app);
-    for (; rss_written_ < rss_.size(); ++rss_written_)
-        out << rss_[rss_written_].x() << "," << std::int64_t(rss_[rss_written_].y()) << "\n";
+    if (folder_.empty() || rss_written_ >= rss_.size()) return;
+    std::string lines;
+    for (; rss_written_ < rss_.size(); ++rss_written_) {
+        if (!lines.empty()) lines += '\n';
+        lines += std::to_string(rss_[rss_written_].x()) + "," + std::to_string(std::int64_t(rss_[rss_written_].y()));
+    }
+    recordWrite([&] { append_line(folder_ / "rss.csv", lines); });
 }
 
 void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
-    stdout_buf_ += chunk;
-    std::string batch;   // every complete line of this chunk, appended to the run in one write
-    qsizetype begin = 0;
-    for (;;) {
-        const qsizetype nl = stdout_buf_.indexOf('\n', begin);
-        if (nl < 0) break;
-        QByteArray line = stdout_buf_.mid(begin, nl - begin);
-        begin = nl + 1;
-        if (skipping_long_line_) {   // the tail of a line already counted as too long
-            skipping_long_line_ = false;
-            continue;
-        }
-        if (line.endsWith('\r')) line.chop(1);
-        std::string s = line.toStdString();
-        ++lines_;
-        ingestEvent(s);
+    std::string batch;   // every line of this chunk, appended to the run in one write
+    auto add = [&batch](std::string_view line) {
         if (!batch.empty()) batch += '\n';
-        batch += s;
-    }
-    stdout_buf_.remove(0, begin);
-    if (stdout_buf_.size() > kMaxLineBytes || (flush && !stdout_buf_.isEmpty())) {
-        // A line with no end (or the last line, unterminated): take what there is, once.
-        std::string s = stdout_buf_.left(kMaxLineBytes).toStdString();
-        if (!skipping_long_line_) {
+        batch += line;
+    };
+    const auto take = [&](const FramedLine& line) {
+        if (line.over_long) {
+            // Not read: a `line_too_long` error stands for it, in the record and in events.jsonl.
+            const std::string error =
+                line_too_long_event(elapsedSeconds() - clock_offset_.value_or(0.0), "stdout", stdout_lines_.max_line(), line.text);
             ++lines_;
-            ingestEvent(s);
-            if (!batch.empty()) batch += '\n';
-            batch += s;
+            ingestEvent(error);
+            add(error);
+            return;
         }
-        skipping_long_line_ = !flush;
-        stdout_buf_.clear();
-    }
-    if (!batch.empty() && !folder_.empty()) RunStore::append_line(folder_, batch);
+        ++lines_;
+        const std::string text(line.text);
+        ingestEvent(text);
+        add(text);
+    };
+    stdout_lines_.feed(chunk.constData(), std::size_t(chunk.size()), take);
+    if (flush) stdout_lines_.finish(take);
+    if (!batch.empty()) recordWrite([&] { RunStore::append_line(folder_, batch); });
     dirty_ = true;
 }
 
@@ -525,36 +542,33 @@ void RunSession::onStdout() { ingestLines(process_->readAllStandardOutput(), fal
 void RunSession::onStderr() { ingestStderr(process_->readAllStandardError(), false); }
 
 void RunSession::ingestStderr(const QByteArray& chunk, bool flush) {
-    if (chunk.isEmpty() && !(flush && !stderr_buf_.isEmpty())) return;
-    if (!folder_.empty() && stderr_file_bytes_ < kMaxStderrFileBytes) {
-        QFile f(qs((folder_ / "stderr.log").string()));
-        if (f.open(QIODevice::Append)) {
-            const QByteArray part = chunk.left(kMaxStderrFileBytes - stderr_file_bytes_);
-            f.write(part);
-            stderr_file_bytes_ += part.size();
-            if (stderr_file_bytes_ >= kMaxStderrFileBytes) f.write("\n[wingspan: stderr.log cut at 16 MiB]\n");
-        }
-    }
-    stderr_buf_ += chunk;
-    if (flush && !stderr_buf_.isEmpty() && !stderr_buf_.endsWith('\n')) stderr_buf_ += '\n';
-    qsizetype begin = 0;
-    for (;;) {
-        qsizetype nl = stderr_buf_.indexOf('\n', begin);
-        if (nl < 0 && stderr_buf_.size() - begin > 8192) nl = begin + 8192;   // an endless line
-        if (nl < 0) break;
-        QString line = QString::fromUtf8(stderr_buf_.mid(begin, nl - begin));
-        begin = nl + (stderr_buf_.size() > nl && stderr_buf_[nl] == '\n' ? 1 : 0);
-        if (line.endsWith('\r')) line.chop(1);
-        stderr_tail_.push_back(line);
-        if (stderr_tail_.size() > kStderrKept) stderr_tail_.pop_front();
-        stderr_new_ << line;
-        if (qsizetype(stderr_new_.size()) > qsizetype(kStderrKept)) {
-            stderr_new_.removeFirst();
-            ++stderr_dropped_;
-        }
-    }
-    stderr_buf_.remove(0, begin);
+    std::string batch;   // this chunk's lines for stderr.log, in one write, up to its cap
+    const auto take = [&](const FramedLine& line) {
+        const QString shown = stderrLine(line);
+        if (folder_.empty() || stderr_file_bytes_ >= kMaxStderrFileBytes) return;
+        const std::string bytes = shown.toStdString();
+        if (!batch.empty()) batch += '\n';
+        batch += bytes;
+        stderr_file_bytes_ += qint64(bytes.size()) + 1;
+        if (stderr_file_bytes_ >= kMaxStderrFileBytes) batch += "\n[wingspan: stderr.log cut at 16 MiB]";
+    };
+    stderr_lines_.feed(chunk.constData(), std::size_t(chunk.size()), take);
+    if (flush) stderr_lines_.finish(take);
+    if (!batch.empty()) recordWrite([&] { append_line(folder_ / "stderr.log", batch); });
     dirty_ = true;
+}
+
+QString RunSession::stderrLine(const FramedLine& line) {
+    QString text = QString::fromUtf8(line.text.data(), qsizetype(line.text.size()));
+    if (line.over_long) text += " [cut: a line over 8 KiB]";
+    stderr_tail_.push_back(text);
+    if (stderr_tail_.size() > kStderrKept) stderr_tail_.pop_front();
+    stderr_new_ << text;
+    if (qsizetype(stderr_new_.size()) > qsizetype(kStderrKept)) {
+        stderr_new_.removeFirst();
+        ++stderr_dropped_;
+    }
+    return text;
 }
 
 QStringList RunSession::takeNewStderr() {
@@ -607,25 +621,19 @@ void RunSession::finishRun(int code, int signal) {
             stop_outcome_ = StopOutcome::ExitedAfterTerm;
             stop_message_ = QString("Stopped: SIGTERM; the trainer exited after %1 s (%2) without reporting a checkpoint.")
                                 .arg(waited, 0, 'f', 1)
-                                .arg(signal ? QString("signal %1").arg(signal) : QString("exit code %1").arg(code));
+                                .arg(signal ? QString("killed by %1").arg(qs(process::signal_name(signal)))
+                                            : QString("exit code %1").arg(code));
         }
     }
-    if (!folder_.empty()) {
-        try {
-            RunStore::write_result(folder_, record_);
-            if (!stop_message_.isEmpty() || !launch_error_.isEmpty()) {
-                // The launcher's own words about the end, beside core's result.json.
-                json notes = {{"stop_message", stop_message_.toStdString()},
-                              {"launch_error", launch_error_.toStdString()},
-                              {"gui_rss_peak_bytes", rss_peak_}};
-                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
-            } else {
-                json notes = {{"gui_rss_peak_bytes", rss_peak_}};
-                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
-            }
-        } catch (const std::exception&) {
-        }
+    recordWrite([&] { RunStore::write_result(folder_, record_); });
+    // The launcher's own words about the end, beside core's result.json.
+    json notes = {{"gui_rss_peak_bytes", rss_peak_}};
+    if (!stop_message_.isEmpty() || !launch_error_.isEmpty()) {
+        notes["stop_message"] = stop_message_.toStdString();
+        notes["launch_error"] = launch_error_.toStdString();
     }
+    if (lost_writes_ > 0) notes["lost_writes"] = {{"count", lost_writes_}, {"first_error", recording_error_.toStdString()}};
+    recordWrite([&] { write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n"); });
     state_ = State::Finished;
     dirty_ = true;
     emit stateChanged();
