@@ -6,6 +6,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/protocol.hpp"
+#include "wingspan/protocol_events.hpp"
 #include "wingspan/quoting.hpp"
 #include "wingspan/units.hpp"
 
@@ -135,7 +136,7 @@ bool WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
         const std::int64_t steps = record_.steps().empty() ? 0 : record_.steps().back().step;
         append(protocol::encode(protocol::EventType::Done, 0, {{"reason", "interrupted"}, {"steps", steps}}));
     }
-    const bool interrupted = stopped_by_user && record_.done()->string_field("reason") == "interrupted";
+    const bool interrupted = stopped_by_user && protocol::as_done(*record_.done())->reason == "interrupted";
     // The framework may die of the signal it was sent (Python re-raises SIGINT): still a stop.
     if (interrupted && (signal == SIGINT || signal == SIGTERM || exit_code == 0 || exit_code == 128 + SIGINT ||
                         exit_code == 128 + SIGTERM))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/protocol_events.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/ui/run_session.hpp"
 
@@ -368,7 +369,7 @@ void RunSession::finishRun(int code, int signal) {
                                     "it ended %2 s after Stop. Nothing was saved after the last checkpoint.")
                                 .arg(grace_text(kill_after_ms_))
                                 .arg(waited, 0, 'f', 1);
-        } else if (record_.done() && record_.done()->string_field("reason") == "interrupted" && !ckpt.isEmpty()) {
+        } else if (record_.done() && protocol::as_done(*record_.done())->reason == "interrupted" && !ckpt.isEmpty()) {
             stop_outcome_ = StopOutcome::Saved;
             stop_message_ = QString("Stopped cleanly: SIGTERM, the trainer finished its step, saved %1 and exited (%2 s).")
                                 .arg(ckpt)
