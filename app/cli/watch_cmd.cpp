@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <chrono>
 #include <csignal>
@@ -148,14 +149,9 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (a == "--framework") framework = v;
         if (a == "--label") label = v;
         if (a == "--stop-grace") {
-            size_t used = 0;
             double seconds = -1;
-            try {
-                seconds = std::stod(v, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used != v.size() || !(seconds >= 0.1 && seconds <= 3600))
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+            if (ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0.1 && seconds <= 3600))
                 throw InputError("--stop-grace expects seconds from 0.1 to 3600, got '" + v + "'");
             grace = std::chrono::milliseconds(std::llround(seconds * 1000));
         }
