@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <chrono>
 #include <csignal>
@@ -23,6 +24,7 @@
 #include "recipe_cmd.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/process_stop.hpp"
 #include "wingspan/recipe_watch.hpp"
 #include "wingspan/units.hpp"
 
@@ -45,30 +47,33 @@ command: the events that could not be recorded are counted and reported at the e
 The exit status is the command's.
 )";
 
-constexpr std::size_t kMaxLine = 1 << 20;   // longer output lines are echoed, and logged cut
+// Longer output lines are echoed whole, recorded cut with a `line_too_long` error event.
+constexpr std::size_t kMaxLine = 1 << 20;
 
-// Stop signals for the command's process group: SIGINT, SIGTERM after `grace`, SIGKILL after
-// half of it more; a further stop request moves to the next at once.
-struct Stopper {
-    pid_t group;
-    std::chrono::milliseconds grace;
-    int sent = 0;
-    std::chrono::steady_clock::time_point last{};
+// Stop signals for the command's process group on core's ladder (process_stop.hpp): SIGINT,
+// SIGTERM after `grace`, SIGKILL half of it later; a further stop request climbs at once.
+class Stopper {
+public:
+    Stopper(pid_t group, std::chrono::milliseconds grace)
+        : group_(group), ladder_(process::StopLadder::interrupt_term_kill(grace)) {}
 
-    bool exhausted() const { return sent >= 3; }
-    bool due() const {
-        return sent > 0 && sent < 3 && std::chrono::steady_clock::now() - last > (sent == 1 ? grace : grace / 2);
-    }
-    void next(std::ostream& err, const char* what) {
-        if (exhausted()) return;
-        const int sig = sent == 0 ? SIGINT : sent == 1 ? SIGTERM : SIGKILL;
+    bool started() const { return ladder_.started(); }
+    bool exhausted() const { return ladder_.exhausted(); }
+    process::Clock::time_point last() const { return ladder_.last_step_at(); }
+    // A stop request: the next signal now.
+    void request(std::ostream& err, const char* what) { send(ladder_.request(process::Clock::now()), err, what); }
+    // The next signal when the grace of the last one ran out.
+    void poll(std::ostream& err, const char* what) { send(ladder_.due(process::Clock::now()), err, what); }
+
+private:
+    void send(int sig, std::ostream& err, const char* what) {
         // An empty group (only a writer in a session of its own is left) is not reported.
-        if (kill(-group, sig) == 0)
-            err << "wingspan: stopping " << what << " (" << (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGKILL")
-                << ")\n";
-        ++sent;
-        last = std::chrono::steady_clock::now();
+        if (sig != 0 && kill(-group_, sig) == 0)
+            err << "wingspan: stopping " << what << " (" << process::signal_name(sig) << ")\n";
     }
+
+    pid_t group_;
+    process::StopLadder ladder_;
 };
 
 volatile std::sig_atomic_t g_stop_requests = 0;
@@ -144,14 +149,9 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (a == "--framework") framework = v;
         if (a == "--label") label = v;
         if (a == "--stop-grace") {
-            size_t used = 0;
             double seconds = -1;
-            try {
-                seconds = std::stod(v, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used != v.size() || !(seconds >= 0.1 && seconds <= 3600))
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+            if (ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0.1 && seconds <= 3600))
                 throw InputError("--stop-grace expects seconds from 0.1 to 3600, got '" + v + "'");
             grace = std::chrono::milliseconds(std::llround(seconds * 1000));
         }
@@ -183,7 +183,7 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const auto start = Clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     LineFramer out_lines(kMaxLine), err_lines(kMaxLine);
-    Stopper stopper{child, grace};
+    Stopper stopper(child, grace);
     int handled_requests = 0;
     bool user_stop = false;
     bool open_out = true, open_err = true;
@@ -191,16 +191,23 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     bool exited = false;
     Clock::time_point exited_at;
     char buf[65536];
-    auto on_out_line = [&](const std::string& line, bool cut) {
+    auto on_out_line = [&](const FramedLine& line) {
+        const std::string text(line.text);
         // Events are recorded, not echoed; every other line (one that only looks like an event
-        // included) reaches the terminal as the command wrote it.
-        const bool event = run.stdout_line(cut ? line + " [cut: a line over 1 MiB]" : line, seconds());
-        if (cut || !event) out << line << (cut ? "" : "\n") << std::flush;
+        // included) reaches the terminal as the command wrote it. An over-long line is echoed
+        // whole (its start here, the rest as it arrives) and recorded cut, with an error event.
+        if (line.over_long) run.over_long_line("stdout", line.text, kMaxLine, seconds());
+        const bool event = !line.over_long && run.stdout_line(text, seconds());
+        if (!event) out << text << (line.over_long ? "" : "\n") << std::flush;
     };
-    auto on_out_overflow = [&](const char* data, size_t n, bool ends) {
-        out.write(data, std::streamsize(n));
+    auto on_out_overflow = [&](std::string_view rest, bool ends) {
+        out.write(rest.data(), std::streamsize(rest.size()));
         if (ends) out << "\n";
         out.flush();
+    };
+    auto on_err_line = [&](const FramedLine& line) {
+        if (line.over_long) run.over_long_line("stderr", line.text, kMaxLine, seconds());
+        else run.stderr_line(std::string(line.text), seconds());
     };
     // Until the command has exited and nothing writes to its output any more. Stop requests are
     // served all along, also after the command exited: they go to its process group, where
@@ -210,15 +217,15 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (g_stop_requests > handled_requests) {
             user_stop = true;
             handled_requests = g_stop_requests;
-            stopper.next(err, what);
-        } else if (stopper.due()) {
-            stopper.next(err, what);
+            stopper.request(err, what);
+        } else {
+            stopper.poll(err, what);
         }
         // The command exited but its output stays open and busy: something it started keeps
         // writing. Stopped like the command, after a moment to drain.
-        if (exited && stopper.sent == 0 && Clock::now() - exited_at > std::chrono::seconds(2)) stopper.next(err, what);
+        if (exited && !stopper.started() && Clock::now() - exited_at > std::chrono::seconds(2)) stopper.request(err, what);
         // Past SIGKILL, a writer outside the group (its own session) may still hold the pipes: stop reading.
-        if (stopper.exhausted() && Clock::now() - stopper.last > std::chrono::seconds(2)) open_out = open_err = false;
+        if (stopper.exhausted() && Clock::now() - stopper.last() > std::chrono::seconds(2)) open_out = open_err = false;
         pollfd fds[2] = {{open_out ? out_pipe[0] : -1, POLLIN, 0}, {open_err ? err_pipe[0] : -1, POLLIN, 0}};
         const int ready = (open_out || open_err) ? poll(fds, 2, 200) : (usleep(50000), 0);
         if (ready < 0 && errno != EINTR) break;
@@ -234,8 +241,7 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
             } else {
                 err.write(buf, n);
                 err.flush();
-                err_lines.feed(buf, size_t(n), [&](const std::string& line, bool) { run.stderr_line(line, seconds()); },
-                               [](const char*, size_t, bool) {});
+                err_lines.feed(buf, size_t(n), on_err_line);
             }
         }
         if (const std::string w = run.take_warning(); !w.empty()) err << "wingspan: warning: " << w << "\n";
@@ -247,13 +253,12 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (exited && ready == 0) open_out = open_err = false;
     }
     out_lines.finish(on_out_line);
-    err_lines.finish([&](const std::string& line, bool) { run.stderr_line(line, seconds()); });
+    err_lines.finish(on_err_line);
     close(out_pipe[0]), close(err_pipe[0]);
     while (!exited && waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    const bool recorded = run.finish(code, sig, user_stop);
+    const process::ExitStatus ended = process::ExitStatus::from_wait_status(status);
+    const bool recorded = run.finish(ended.code, ended.signal, user_stop);
 
     const RunRecord& r = run.record();
     const RunSummary s = r.summary();
@@ -268,7 +273,7 @@ int run_watch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (run.lost_events() > 0 || !recorded)
         err << "wingspan: warning: the record is incomplete: " << run.lost_events() << " event(s) could not be stored"
             << (recorded ? "" : " and the result was not written") << " (" << run.recording_error() << ")\n";
-    return sig ? 128 + sig : code;
+    return ended.shell_code();
 }
 
 }  // namespace wingspan::cli

@@ -6,7 +6,9 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/protocol.hpp"
+#include "wingspan/protocol_events.hpp"
 #include "wingspan/quoting.hpp"
+#include "wingspan/units.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -121,12 +123,20 @@ void WatchedRun::stderr_line(const std::string& raw, double t) {
     log("stderr", line, t);
 }
 
+std::string WatchedRun::over_long_line(const std::string& stream, std::string_view start, std::size_t max_line,
+                                       double t) {
+    const std::string kept = std::string(start) + " [cut: a line over " + format_bytes(double(max_line), ByteUnit::GiB, 0) + "]";
+    log(stream, kept, t);
+    append(line_too_long_event(t, stream, max_line, start));
+    return kept;
+}
+
 bool WatchedRun::finish(int exit_code, int signal, bool stopped_by_user) {
     if (stopped_by_user && !record_.done()) {
         const std::int64_t steps = record_.steps().empty() ? 0 : record_.steps().back().step;
         append(protocol::encode(protocol::EventType::Done, 0, {{"reason", "interrupted"}, {"steps", steps}}));
     }
-    const bool interrupted = stopped_by_user && record_.done()->string_field("reason") == "interrupted";
+    const bool interrupted = stopped_by_user && protocol::as_done(*record_.done())->reason == "interrupted";
     // The framework may die of the signal it was sent (Python re-raises SIGINT): still a stop.
     if (interrupted && (signal == SIGINT || signal == SIGTERM || exit_code == 0 || exit_code == 128 + SIGINT ||
                         exit_code == 128 + SIGTERM))

@@ -13,6 +13,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/protocol_events.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/user_dirs.hpp"
 #include "wingspan/memory_model.hpp"
@@ -128,47 +129,43 @@ void RunRecord::ingest(const protocol::Event& e) {
         }
         case EventType::Memory: {
             ++memory_events_;
-            MemorySample s;
-            s.t = e.t;
-            s.step = e.int_field("step");
-            s.phase = e.string_field("phase");
-            s.components = e.components();
-            s.allocated_bytes = e.int_field("allocated_bytes");
-            s.peak_bytes = e.int_field("peak_bytes");
-            s.rss_bytes = e.int_field("rss_bytes");
-            measured_peak_ = std::max({measured_peak_, s.peak_bytes, s.allocated_bytes});
-            rss_peak_ = std::max({rss_peak_, s.rss_bytes, e.int_field("rss_peak_bytes")});
-            for (const auto& [c, b] : s.components) measured_maxima_[c] = std::max(measured_maxima_[c], b);
-            add_memory(std::move(s));
+            protocol::MemoryEvent m = *protocol::as_memory(e);
+            measured_peak_ = std::max({measured_peak_, m.peak_bytes, m.allocated_bytes});
+            rss_peak_ = std::max({rss_peak_, m.rss_bytes, m.rss_peak_bytes});
+            for (const auto& [c, b] : m.components) measured_maxima_[c] = std::max(measured_maxima_[c], b);
+            add_memory(MemorySample{std::move(m), e.t});
             break;
         }
         case EventType::Step: {
-            StepSample s{e.t, e.int_field("step"), e.int_field("total_steps"), e.number_field("loss"), e.number_field("lr"),
-                         e.number_field("tokens_per_s"), e.number_field("step_time_s")};
-            if (auto p = e.body.find("preference"); p != e.body.end() && p->is_object()) {
-                if (auto m = p->find("reward_margin"); m != p->end() && m->is_number()) s.reward_margin = m->get<double>();
-                if (auto a = p->find("reward_accuracy"); a != p->end() && a->is_number()) s.reward_accuracy = a->get<double>();
-            }
-            add_step(s);
+            add_step(StepSample{*protocol::as_step(e), e.t});
             break;
         }
-        case EventType::Eval: evals_.emplace_back(e.int_field("step"), e.number_field("loss")); break;
-        case EventType::Checkpoint: add_checkpoint(e.string_field("path")); break;
-        case EventType::Log:
-            add_log(e.string_field("level", "info") + ": " + e.string_field("message"));
+        case EventType::Eval: {
+            const protocol::EvalEvent ev = *protocol::as_eval(e);
+            evals_.emplace_back(ev.step, ev.loss);
             break;
-        case EventType::Error:
+        }
+        case EventType::Checkpoint: add_checkpoint(protocol::as_checkpoint(e)->path); break;
+        case EventType::Log: {
+            const protocol::LogEvent l = *protocol::as_log(e);
+            add_log(l.level + ": " + l.message);
+            break;
+        }
+        case EventType::Error: {
+            const protocol::ErrorEvent err = *protocol::as_error(e);
             last_error_ = e;
-            add_log("error: " + e.string_field("code") + ": " + e.string_field("message"), /*always=*/true);
+            add_log("error: " + err.code + ": " + err.message, /*always=*/true);
             break;
-        case EventType::Done:
+        }
+        case EventType::Done: {
+            const protocol::DoneEvent d = *protocol::as_done(e);
             done_ = e;
-            measured_peak_ = std::max(measured_peak_, e.int_field("peak_bytes"));
-            rss_peak_ = std::max(rss_peak_, e.int_field("rss_peak_bytes"));
-            if (!e.string_field("checkpoint").empty() &&
-                std::find(checkpoints_.begin(), checkpoints_.end(), e.string_field("checkpoint")) == checkpoints_.end())
-                add_checkpoint(e.string_field("checkpoint"));
+            measured_peak_ = std::max(measured_peak_, d.peak_bytes);
+            rss_peak_ = std::max(rss_peak_, d.rss_peak_bytes);
+            if (!d.checkpoint.empty() && std::find(checkpoints_.begin(), checkpoints_.end(), d.checkpoint) == checkpoints_.end())
+                add_checkpoint(d.checkpoint);
             break;
+        }
     }
 }
 
@@ -191,7 +188,7 @@ double RunRecord::measured_step_time_s() const { return median_of_steps(steps_, 
 void RunRecord::finish(int exit_code, int signal) {
     exit_code_ = exit_code;
     exit_signal_ = signal;
-    const std::string reason = done_ ? done_->string_field("reason") : "";
+    const std::string reason = done_ ? protocol::as_done(*done_)->reason : "";
     if (signal == 0 && exit_code == 0 && reason == "completed")
         status_ = RunStatus::Completed;
     else if (reason == "interrupted" && exit_code == 0)
@@ -209,7 +206,7 @@ std::string RunRecord::status_text() const {
         } else {
             s += ": exit code " + std::to_string(exit_code_);
         }
-        if (last_error_) s += " — " + last_error_->string_field("code") + ": " + last_error_->string_field("message");
+        if (const auto err = last_error_ ? protocol::as_error(*last_error_) : std::nullopt) s += " — " + err->code + ": " + err->message;
         else if (!done_) s += " — no `done` event";
     }
     return s;

@@ -1,6 +1,9 @@
 #include <QtTest>
 
+#include <cmath>
+
 #include "wingspan/protocol.hpp"
+#include "wingspan/protocol_events.hpp"
 
 using namespace wingspan;
 using namespace wingspan::protocol;
@@ -101,6 +104,65 @@ private slots:
     }
 
     void toleratesCrlf() { QVERIFY(parse_line("{\"v\":1,\"event\":\"log\",\"t\":0}\r\n").event); }
+
+    // Typed events (protocol_events.hpp): each kind read once into its struct; a field missing
+    // or of the wrong type keeps the default; an event of another kind gives nothing.
+    void typedEventsReadTheirFieldsOnce() {
+        const Event done = *parse_line(encode(EventType::Done, 60,
+                                              {{"reason", "interrupted"}, {"steps", 12}, {"checkpoint", "/runs/ck-12"},
+                                               {"peak_bytes", 8192}, {"rss_peak_bytes", 310000000}}))
+                                .event;
+        const auto d = as_done(done);
+        QVERIFY(d);
+        QCOMPARE(d->reason, std::string("interrupted"));
+        QCOMPARE(d->steps, std::int64_t(12));
+        QCOMPARE(d->checkpoint, std::string("/runs/ck-12"));
+        QCOMPARE(d->peak_bytes, std::int64_t(8192));
+        QCOMPARE(d->rss_peak_bytes, std::int64_t(310000000));
+        QVERIFY(!as_error(done) && !as_step(done) && !as_memory(done));
+
+        const auto err = as_error(*parse_line(encode(EventType::Error, 1,
+                                                     {{"code", "out_of_memory"}, {"message", "no room"},
+                                                      {"component", "activations"}, {"bytes", 123}, {"available_bytes", 45}}))
+                                       .event);
+        QVERIFY(err);
+        QCOMPARE(err->code, std::string("out_of_memory"));
+        QCOMPARE(err->component, std::string("activations"));
+        QCOMPARE(err->bytes, std::int64_t(123));
+        QCOMPARE(err->available_bytes, std::int64_t(45));
+
+        const auto step = as_step(*parse_line(encode(EventType::Step, 2,
+                                                     {{"step", 3}, {"total_steps", 50}, {"loss", "high"}, {"lr", 2e-4},
+                                                      {"preference", {{"reward_margin", 0.42}}}}))
+                                       .event);
+        QVERIFY(step);
+        QCOMPARE(step->step, std::int64_t(3));
+        QCOMPARE(step->total_steps, std::int64_t(50));
+        QCOMPARE(step->loss, 0.0);   // a string where a number belongs: the default
+        QCOMPARE(step->lr, 2e-4);
+        QCOMPARE(step->reward_margin, 0.42);
+        QVERIFY(std::isnan(step->reward_accuracy));
+
+        const auto mem = as_memory(*parse_line(encode(EventType::Memory, 3,
+                                                      {{"step", 4}, {"phase", "backward"}, {"allocated_bytes", 4096},
+                                                       {"rss_peak_bytes", 9000},
+                                                       {"components", components_to_json({{Component::Gradients, 512}})}}))
+                                        .event);
+        QVERIFY(mem);
+        QCOMPARE(mem->phase, std::string("backward"));
+        QCOMPARE(mem->allocated_bytes, std::int64_t(4096));
+        QCOMPARE(mem->peak_bytes, std::int64_t(0));
+        QCOMPARE(mem->rss_peak_bytes, std::int64_t(9000));
+        QCOMPARE(mem->components.at(Component::Gradients), std::int64_t(512));
+
+        const auto log = as_log(*parse_line(encode(EventType::Log, 4, {{"message", "hi"}, {"source", "stderr"}})).event);
+        QVERIFY(log);
+        QCOMPARE(log->level, std::string("info"));
+        QCOMPARE(log->source, std::string("stderr"));
+        QCOMPARE(as_checkpoint(*parse_line(encode(EventType::Checkpoint, 5, {{"step", 10}, {"path", "/c"}})).event)->path,
+                 std::string("/c"));
+        QCOMPARE(as_eval(*parse_line(encode(EventType::Eval, 6, {{"step", 10}, {"loss", 1.5}})).event)->loss, 1.5);
+    }
 };
 
 QTEST_APPLESS_MAIN(ProtocolTest)

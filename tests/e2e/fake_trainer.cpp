@@ -20,6 +20,8 @@
 //                   ends it
 //   stuck-start     its stop signals stay blocked and it prints nothing for 60 s (a trainer
 //                   still loading its libraries): only SIGKILL ends it
+//   long-line       hello, predicted, a memory event, then one stdout line of
+//                   FAKE_TRAINER_LINE_BYTES bytes (default 300,000,000), then a step and done
 // `fake_trainer devices` lists a CPU and a fake 24 GB CUDA GPU as wingspan-train does
 // (FAKE_TRAINER_DEVICES=none: fails like a trainer without the command). `--device D` is
 // echoed in every memory event with `reserved_bytes` (the caching allocator's: allocated
@@ -206,7 +208,7 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) g_device = argv[++i];
         else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_dir = argv[++i];
         else if (!std::strcmp(argv[i], "--help")) {
-            std::puts("usage: fake_trainer [--fake-mode ok|crash|malformed|flood|slow|ignore-sigterm|early-kill|slow-setup|stuck-setup|stuck-start] [wingspan-train flags]");
+            std::puts("usage: fake_trainer [--fake-mode ok|crash|malformed|flood|slow|ignore-sigterm|early-kill|slow-setup|stuck-setup|stuck-start|long-line] [wingspan-train flags]");
             return 0;
         }
     }
@@ -282,6 +284,21 @@ int main(int argc, char** argv) {
         std::fflush(nullptr);
         std::raise(SIGKILL);
         return 99;
+    }
+    if (mode == "long-line") {
+        memory(1, 0.5);
+        const char* env = std::getenv("FAKE_TRAINER_LINE_BYTES");
+        long left = env ? std::atol(env) : 300000000L;
+        const std::string chunk(1 << 20, 'x');
+        while (left > 0) {
+            const size_t n = size_t(std::min<long>(left, long(chunk.size())));
+            std::fwrite(chunk.data(), 1, n, stdout);
+            left -= long(n);
+        }
+        std::fputc('\n', stdout);
+        step(1, 1);
+        done("completed", 1, save(out_dir, 1));
+        return 0;
     }
     if (mode == "slow-setup") return long_setup(60, true);
     if (mode == "stuck-setup") return long_setup(60, false);

@@ -21,6 +21,8 @@
 
 #include "wingspan/trainer_invocation.hpp"
 #include "emit.hpp"
+#include "wingspan/line_framer.hpp"
+#include "wingspan/process_stop.hpp"
 #include "stop_signals.hpp"
 #include "train.hpp"
 
@@ -50,17 +52,28 @@ struct Rank {
     int index = 0;
     pid_t pid = -1;
     int out_fd = -1;
-    std::string pending;   // a partial line
+    LineFramer lines{kMaxProtocolLineBytes};   // a partial line, bounded as the window reads it
     bool exited = false;
     int status = 0;
 };
 
+void write_line(std::string_view line) {
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+}
+
+// Relays the rank's complete lines (and, at its end, a partial last one) to our stdout. A line
+// over the bound is not relayed: a `line_too_long` error with the rank stands for it.
 void relay(Rank& r, bool flush_partial) {
+    const auto pass = [&r](const FramedLine& line) {
+        if (line.over_long) write_line(line_too_long_event(elapsed_s(), "stdout", r.lines.max_line(), line.text, r.index));
+        else write_line(line.text);
+    };
     char buf[65536];
     for (;;) {
         const ssize_t n = ::read(r.out_fd, buf, sizeof buf);
         if (n > 0) {
-            r.pending.append(buf, static_cast<size_t>(n));
+            r.lines.feed(buf, static_cast<size_t>(n), pass);
             continue;
         }
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -70,26 +83,8 @@ void relay(Rank& r, bool flush_partial) {
         }
         break;
     }
-    size_t start = 0, nl;
-    while ((nl = r.pending.find('\n', start)) != std::string::npos) {
-        std::fwrite(r.pending.data() + start, 1, nl + 1 - start, stdout);
-        start = nl + 1;
-    }
-    r.pending.erase(0, start);
-    if (flush_partial && !r.pending.empty()) {
-        r.pending.push_back('\n');
-        std::fwrite(r.pending.data(), 1, r.pending.size(), stdout);
-        r.pending.clear();
-    }
+    if (flush_partial) r.lines.finish(pass);
     std::fflush(stdout);
-}
-
-std::string describe_exit(int status) {
-    if (WIFSIGNALED(status)) {
-        const int sig = WTERMSIG(status);
-        return std::string("was killed by signal ") + std::to_string(sig) + " (" + sigabbrev_np(sig) + ")";
-    }
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
 }  // namespace
@@ -167,13 +162,17 @@ int run_launcher(const std::vector<std::string>& args, const std::string& argv0)
             return 1;
         }
         ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-        ranks[static_cast<size_t>(r)] = Rank{r, pid, fds[0], {}, false, 0};
+        Rank& rank = ranks[static_cast<size_t>(r)];
+        rank.index = r;
+        rank.pid = pid;
+        rank.out_fd = fds[0];
     }
 
     bool forwarded = false;
     int first_failure = 0;
-    std::chrono::steady_clock::time_point kill_at{};
-    bool kill_armed = false;
+    // After a rank failed, the others fail their next collective at once (closed connection) or
+    // within the collective timeout; past that (and 10 s), they are ended (core's stop policy).
+    process::StopLadder after_failure = process::StopLadder::kill_after(std::chrono::seconds(opt.dist_timeout_s + 10));
     for (;;) {
         if (const int sig = stops::requested(); sig && !forwarded) {
             forwarded = true;
@@ -194,29 +193,23 @@ int run_launcher(const std::vector<std::string>& args, const std::string& argv0)
             r.exited = true;
             r.status = st;
             if (r.out_fd >= 0) relay(r, true);
-            const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-            if (ok) continue;
-            if (!first_failure) first_failure = WIFEXITED(st) && WEXITSTATUS(st) == 2 ? 2 : 1;
+            const process::ExitStatus ended = process::ExitStatus::from_wait_status(st);
+            if (ended.ok()) continue;
+            if (!first_failure) first_failure = ended.code == 2 ? 2 : 1;
             // A rank that exits with an error code has said why; one killed by a signal has not.
-            if (WIFSIGNALED(st) && !forwarded)
+            if (ended.signal && !forwarded)
                 emit(protocol::EventType::Error,
                      {{"code", "rank_failed"},
                       {"rank", r.index},
                       {"message", "rank " + std::to_string(r.index) + " (pid " + std::to_string(r.pid) + ") " +
-                                      describe_exit(st) + "; the other ranks stop at their next collective"}});
-            if (!kill_armed) {
-                // The others fail their next collective at once (closed connection) or within
-                // the collective timeout; past that, end them.
-                kill_armed = true;
-                kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(opt.dist_timeout_s + 10);
-            }
+                                      ended.describe() + "; the other ranks stop at their next collective"}});
+            if (!after_failure.started()) after_failure.request(process::Clock::now());
         }
         const bool all_exited = std::all_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.exited; });
         if (all_exited) break;
-        if (kill_armed && std::chrono::steady_clock::now() > kill_at) {
+        if (const int sig = after_failure.due(process::Clock::now()))
             for (auto& r : ranks)
-                if (!r.exited) ::kill(r.pid, SIGKILL);
-        }
+                if (!r.exited) ::kill(r.pid, sig);
     }
     for (auto& r : ranks)
         if (r.out_fd >= 0) relay(r, true);

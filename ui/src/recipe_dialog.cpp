@@ -260,26 +260,26 @@ void RunRecipeDialog::stop() {
 
 void RunRecipeDialog::readStdout() {
     const QByteArray data = process_->readAllStandardOutput();
-    out_lines_.feed(
-        data.constData(), std::size_t(data.size()),
-        [this](const std::string& line, bool cut) {
-            const std::string kept = cut ? line + " [cut: a line over 1 MiB]" : line;
-            if (!run_->stdout_line(kept, clock_->elapsed() / 1000.0)) log_->appendPlainText(qs(kept));
-        },
-        [](const char*, std::size_t, bool) {});   // the rest of an over-long line is dropped
+    out_lines_.feed(data.constData(), std::size_t(data.size()), [this](const FramedLine& line) {
+        const double t = clock_->elapsed() / 1000.0;
+        // An over-long line is recorded cut (and as a line_too_long error); its rest is dropped.
+        if (line.over_long) log_->appendPlainText(qs(run_->over_long_line("stdout", line.text, out_lines_.max_line(), t)));
+        else if (const std::string text(line.text); !run_->stdout_line(text, t)) log_->appendPlainText(qs(text));
+    });
     showProgress();
 }
 
 void RunRecipeDialog::readStderr() {
     const QByteArray data = process_->readAllStandardError();
-    err_lines_.feed(
-        data.constData(), std::size_t(data.size()),
-        [this](const std::string& line, bool cut) {
-            const std::string kept = cut ? line + " [cut: a line over 1 MiB]" : line;
-            run_->stderr_line(kept, clock_->elapsed() / 1000.0);
-            log_->appendPlainText(qs(kept));
-        },
-        [](const char*, std::size_t, bool) {});
+    err_lines_.feed(data.constData(), std::size_t(data.size()), [this](const FramedLine& line) {
+        const double t = clock_->elapsed() / 1000.0;
+        if (line.over_long) {
+            log_->appendPlainText(qs(run_->over_long_line("stderr", line.text, err_lines_.max_line(), t)));
+        } else {
+            run_->stderr_line(std::string(line.text), t);
+            log_->appendPlainText(qs(std::string(line.text)));
+        }
+    });
 }
 
 void RunRecipeDialog::showProgress() {
@@ -304,8 +304,8 @@ void RunRecipeDialog::onFinished(int code, QProcess::ExitStatus status) {
     if (!run_ || run_->record().status() != RunStatus::Running) return;
     readStdout();
     readStderr();
-    out_lines_.finish([this](const std::string& line, bool) { run_->stdout_line(line, clock_->elapsed() / 1000.0); });
-    err_lines_.finish([this](const std::string& line, bool) { run_->stderr_line(line, clock_->elapsed() / 1000.0); });
+    out_lines_.finish([this](const FramedLine& line) { run_->stdout_line(std::string(line.text), clock_->elapsed() / 1000.0); });
+    err_lines_.finish([this](const FramedLine& line) { run_->stderr_line(std::string(line.text), clock_->elapsed() / 1000.0); });
     // QProcess does not say which signal ended a crashed process: the one we sent, or a kill.
     const bool crashed = status == QProcess::CrashExit;
     run_->finish(crashed ? 0 : code, crashed ? (stop_requested_ ? SIGTERM : SIGKILL) : 0, stop_requested_);

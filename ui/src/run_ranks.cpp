@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "wingspan/protocol_events.hpp"
+
 #include "wingspan/ui/run_charts.hpp"
 #include "wingspan/ui/run_device.hpp"
 
@@ -13,7 +15,8 @@ bool record_takes(const protocol::Event& e) {
     using protocol::EventType;
     if (e.rank() == 0) return true;
     if (e.type == EventType::Error) return true;
-    return e.type == EventType::Log && e.string_field("level") == "warning";
+    const auto log = protocol::as_log(e);
+    return log && log->level == "warning";
 }
 
 void RankTrack::ingest(const protocol::Event& e) {
@@ -43,18 +46,19 @@ void RankTrack::ingest(const protocol::Event& e) {
             RankMemory& m = ranks[r];
             m.rank = r;
             ++m.memory_events;
-            const std::int64_t allocated = e.int_field("allocated_bytes");
-            m.peak = std::max({m.peak, allocated, e.int_field("peak_bytes")});
-            m.rss_peak = std::max({m.rss_peak, e.int_field("rss_bytes"), e.int_field("rss_peak_bytes")});
-            m.allocated.push_back({e.t, double(allocated)});
+            const protocol::MemoryEvent mem = *protocol::as_memory(e);
+            m.peak = std::max({m.peak, mem.allocated_bytes, mem.peak_bytes});
+            m.rss_peak = std::max({m.rss_peak, mem.rss_bytes, mem.rss_peak_bytes});
+            m.allocated.push_back({e.t, double(mem.allocated_bytes)});
             if (m.allocated.size() > kMaxSamples) halve_keeping_peaks(m.allocated);
             break;
         }
         case EventType::Done: {
             RankMemory& m = ranks[r];
             m.rank = r;
-            m.peak = std::max(m.peak, e.int_field("peak_bytes"));
-            m.rss_peak = std::max(m.rss_peak, e.int_field("rss_peak_bytes"));
+            const protocol::DoneEvent done = *protocol::as_done(e);
+            m.peak = std::max(m.peak, done.peak_bytes);
+            m.rss_peak = std::max(m.rss_peak, done.rss_peak_bytes);
             break;
         }
         default: break;

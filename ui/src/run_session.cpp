@@ -1,27 +1,19 @@
-// Launching wingspan-train: options from a plan, its command line, finding it and its sample
-// data, one process with its record and run folder, and RSS measured from outside.
+// One wingspan-train process (RunSession): its run folder, stdout framed into the RunRecord,
+// stderr kept and logged, RSS sampled from outside, and the stop on core's ladder.
 #include <algorithm>
 #include <csignal>
-#include <cstdio>
-#include <fstream>
 
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
 #include <QProcessEnvironment>
-#include <QStandardPaths>
 #include <QTimer>
 
-#ifdef __APPLE__
-#include <libproc.h>
-#include <sys/resource.h>
-#endif
 #include <unistd.h>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/protocol_events.hpp"
 #include "wingspan/safe_file.hpp"
-#include "wingspan/trainer_invocation.hpp"
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_session.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -35,236 +27,7 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 // The stop grace as the status line states it ("SIGKILL in 60 s"): whole seconds when whole.
 QString grace_text(int ms) { return ms % 1000 == 0 ? QString::number(ms / 1000) : QString::number(ms / 1000.0, 'f', 1); }
 
-QString how_to_build() {
-    return "Build it with `./dev.sh run` in the Wingspan source folder (it installs libtorch and builds "
-           "both programs), or `cmake --build build --target wingspan-train`; set WINGSPAN_TRAINER to use "
-           "one elsewhere.";
-}
-
 }  // namespace
-
-// ------------------------------------------------------------------ options ----
-
-json RunOptions::to_json() const {
-    const char* source = model_source == ModelSource::Folder             ? "folder"
-                         : model_source == ModelSource::PlanArchitecture ? "plan-architecture"
-                         : model_source == ModelSource::Planned          ? "planned"
-                                                                         : "built-in";
-    json j = {{"model_source", source},
-              {"model_dir", model_dir.toStdString()},
-              {"model_label", model_label.toStdString()},
-              {"data_file", data_file.toStdString()},
-              {"method", to_string(method)},
-              {"objective", to_string(objective)},
-              {"rank", rank},
-              {"alpha", alpha},
-              {"precision", precision_auto ? "auto" : to_string(precision)},
-              {"seq", seq},
-              {"batch", batch},
-              {"grad_accum", grad_accum},
-              {"steps", steps},
-              {"grad_checkpointing", grad_checkpointing},
-              {"out_dir", out_dir.toStdString()},
-              {"memory_limit", memory_limit},
-              {"processes", processes},
-              {"sharding", to_string(sharding)},
-              {"threads", threads},
-              {"machine_id", machine_id.toStdString()},
-              {"machine_name", machine_name.toStdString()},
-              {"machine_ceiling", machine_ceiling},
-              {"device", device.toStdString()},
-              {"device_label", device_label.toStdString()}};
-    if (!model_config.is_null()) j["model_config"] = model_config;
-    json extra = json::array();
-    for (const QString& a : extra_args) extra.push_back(a.toStdString());
-    j["extra_args"] = extra;
-    return j;
-}
-
-RunOptions RunOptions::from_json(const json& j) {
-    RunOptions o;
-    if (!j.is_object()) return o;
-    auto str = [&](const char* k, const QString& d) {
-        auto it = j.find(k);
-        return it != j.end() && it->is_string() ? qs(it->get<std::string>()) : d;
-    };
-    // A run folder's plan.json is not trusted: only a whole number in range counts (a float
-    // such as 1e300 converted to an integer would be undefined).
-    auto num = [&](const char* k, std::int64_t d) -> std::int64_t {
-        auto it = j.find(k);
-        if (it == j.end() || !it->is_number_integer()) return d;
-        if (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t(INT64_MAX)) return d;
-        return it->get<std::int64_t>();
-    };
-    const QString source = str("model_source", "built-in");
-    o.model_source = source == "folder"              ? ModelSource::Folder
-                     : source == "plan-architecture" ? ModelSource::PlanArchitecture
-                     : source == "planned"           ? ModelSource::Planned
-                                                     : ModelSource::BuiltIn;
-    o.model_dir = str("model_dir", {});
-    o.model_label = str("model_label", o.model_label);
-    o.data_file = str("data_file", {});
-    try {
-        o.method = parse_method(str("method", "lora").toStdString());
-        o.objective = parse_objective(str("objective", "sft").toStdString());
-        const std::string precision = str("precision", "fp32").toStdString();
-        o.precision_auto = precision == "auto";
-        if (!o.precision_auto) o.precision = parse_precision(precision);
-        o.sharding = parse_sharding(str("sharding", "ddp").toStdString());
-    } catch (const std::exception&) {
-    }
-    o.rank = num("rank", o.rank);
-    if (auto it = j.find("alpha"); it != j.end() && it->is_number()) o.alpha = it->get<double>();
-    o.seq = num("seq", o.seq);
-    o.batch = num("batch", o.batch);
-    o.grad_accum = num("grad_accum", o.grad_accum);
-    o.steps = num("steps", o.steps);
-    if (auto it = j.find("grad_checkpointing"); it != j.end() && it->is_boolean()) o.grad_checkpointing = it->get<bool>();
-    o.out_dir = str("out_dir", {});
-    o.memory_limit = num("memory_limit", 0);
-    o.processes = std::clamp<std::int64_t>(num("processes", 1), 1, 256);
-    o.threads = int(std::clamp<std::int64_t>(num("threads", 0), 0, 4096));
-    o.machine_id = str("machine_id", {});
-    o.machine_name = str("machine_name", {});
-    o.machine_ceiling = num("machine_ceiling", 0);
-    o.device = str("device", {});
-    o.device_label = str("device_label", {});
-    if (auto it = j.find("model_config"); it != j.end() && it->is_object()) o.model_config = *it;
-    if (auto it = j.find("extra_args"); it != j.end() && it->is_array())
-        for (const auto& a : *it)
-            if (a.is_string()) o.extra_args << qs(a.get<std::string>());
-    return o;
-}
-
-RunOptions run_options_for(const Plan& plan, const ProfileLibrary* lib) {
-    RunOptions o;
-    const TrainingSetup& s = plan.setup;
-    o.method = s.method == Method::Serve ? Method::Lora : s.method;
-    o.objective = s.objective.kind;
-    o.rank = std::max<std::int64_t>(1, s.lora_rank);
-    o.alpha = s.lora_alpha > 0 ? s.lora_alpha : 2.0 * double(o.rank);
-    o.precision = s.precision == Precision::Fp16Mixed ? Precision::Bf16Mixed : s.precision;
-    o.precision_auto = s.precision_auto;
-    o.seq = std::max<std::int64_t>(8, s.seq_len);
-    // A preference plan with prompt and completion lengths plans rows of their sum.
-    if (o.objective != Objective::Sft && s.objective.prompt_len > 0 && s.objective.completion_len > 0)
-        o.seq = std::max<std::int64_t>(8, s.objective.prompt_len + s.objective.completion_len);
-    o.batch = std::max<std::int64_t>(1, s.trains() ? s.micro_batch : s.serve_batch);
-    o.grad_accum = std::max<std::int64_t>(1, s.grad_accum);
-    o.grad_checkpointing = s.grad_checkpointing;
-    if (lib) {
-        // The ceiling drawn: this machine when the plan lists it (that is where it runs),
-        // else the plan's first machine.
-        std::vector<std::string> ids = plan.machines;
-        auto here = std::find(ids.begin(), ids.end(), kThisMachineId);
-        if (here != ids.end()) std::rotate(ids.begin(), here, here + 1);
-        for (const auto& id : ids) {
-            try {
-                const MachineProfile& m = lib->machine(id);
-                o.machine_id = qs(m.id);
-                o.machine_name = qs(short_machine_name(m));
-                o.machine_ceiling = m.usable_bytes;
-                break;
-            } catch (const std::exception&) {
-            }
-        }
-    }
-    return o;
-}
-
-QStringList trainer_arguments(const RunOptions& o, const QString& model_dir, const QString& data_file,
-                              const QString& out_dir) {
-    TrainerInvocation t;   // wingspan-train's own defaults for everything the window does not set
-    t.model_dir = model_dir.toStdString();
-    t.data_file = data_file.toStdString();
-    t.method = o.method == Method::Serve ? Method::Lora : o.method;
-    t.objective = o.objective;
-    t.rank = o.rank;
-    t.alpha = o.alpha;
-    t.precision_auto = o.precision_auto;
-    t.precision = o.precision == Precision::Fp16Mixed ? Precision::Bf16Mixed : o.precision;
-    t.seq = o.seq;
-    t.batch = o.batch;
-    t.grad_accum = o.grad_accum;
-    t.steps = std::max<std::int64_t>(1, o.steps);
-    t.grad_checkpointing = o.grad_checkpointing;
-    t.out_dir = out_dir.toStdString();
-    t.memory_limit = o.memory_limit;
-    t.threads = o.threads;
-    if (!o.device.isEmpty()) t.device = o.device.toStdString();
-    if (o.processes > 1) {
-        // The launcher starts the ranks and relays their lines; SIGTERM to it reaches them all.
-        t.nproc = static_cast<int>(o.processes);
-        t.sharding = o.sharding == Sharding::None ? Sharding::Ddp : o.sharding;
-    }
-    QStringList a;
-    for (const std::string& arg : t.to_args()) a << QString::fromStdString(arg);
-    a << o.extra_args;
-    return a;
-}
-
-TrainerLocation check_trainer(const QString& path) {
-    TrainerLocation t;
-    t.path = path;
-    const QFileInfo fi(path);
-    if (path.isEmpty() || !fi.exists())
-        t.problem = "wingspan-train was not found" + (path.isEmpty() ? QString() : " at " + path) + ". " + how_to_build();
-    else if (fi.isDir() || !fi.isExecutable())
-        t.problem = path + " is not an executable program (chmod +x it, or rebuild). " + how_to_build();
-    return t;
-}
-
-TrainerLocation find_trainer(const QString& executable) {
-    const QString env = qEnvironmentVariable("WINGSPAN_TRAINER");
-    if (!env.isEmpty()) return check_trainer(env);
-    QString beside;
-    if (!executable.isEmpty()) {
-        beside = QFileInfo(executable).absoluteDir().filePath("wingspan-train");
-        if (QFileInfo::exists(beside)) return check_trainer(beside);
-    }
-    const QString on_path = QStandardPaths::findExecutable("wingspan-train");
-    if (!on_path.isEmpty()) return check_trainer(on_path);
-    TrainerLocation t = check_trainer(beside);
-    if (beside.isEmpty()) t.problem = "wingspan-train was not found on $PATH. " + how_to_build();
-    return t;
-}
-
-QString find_sample_data(const QString& executable) {
-    const QString env = qEnvironmentVariable("WINGSPAN_SAMPLE_DATA");
-    if (!env.isEmpty()) return env;
-    QStringList candidates;
-    if (!executable.isEmpty()) {
-        const QDir dir = QFileInfo(QFileInfo(executable).absoluteFilePath()).absoluteDir();
-        candidates << dir.filePath("../share/wingspan/sample-data/chat.jsonl")
-                   << dir.filePath("../resources/sample-data/chat.jsonl")
-                   << dir.filePath("../../resources/sample-data/chat.jsonl");
-    }
-#ifdef WINGSPAN_SOURCE_RESOURCES_DIR
-    candidates << QString(WINGSPAN_SOURCE_RESOURCES_DIR) + "/sample-data/chat.jsonl";
-#endif
-    for (const QString& c : candidates)
-        if (QFileInfo::exists(c)) return QFileInfo(c).canonicalFilePath();
-    return {};
-}
-
-std::int64_t process_rss_bytes(qint64 pid) {
-    if (pid <= 0) return -1;
-#if defined(__linux__)
-    FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/statm").c_str(), "r");
-    if (!f) return -1;
-    long long size = 0, resident = 0;
-    const int n = std::fscanf(f, "%lld %lld", &size, &resident);
-    std::fclose(f);
-    if (n != 2) return -1;
-    return std::int64_t(resident) * std::int64_t(sysconf(_SC_PAGESIZE));
-#elif defined(__APPLE__)
-    rusage_info_v2 ri{};
-    if (proc_pid_rusage(int(pid), RUSAGE_INFO_V2, reinterpret_cast<rusage_info_t*>(&ri)) != 0) return -1;
-    return std::int64_t(ri.ri_resident_size);
-#else
-    return -1;
-#endif
-}
 
 // ------------------------------------------------------------------ session ----
 
@@ -284,8 +47,19 @@ RunSession::~RunSession() {
 double RunSession::elapsedSeconds() const { return clock_.isValid() ? double(clock_.elapsed()) / 1000.0 : 0.0; }
 
 double RunSession::stopDeadlineSeconds() const {
-    if (state_ != State::Stopping || !stop_clock_.isValid() || killed_) return 0;
-    return std::max(0.0, double(kill_after_ms_ - stop_clock_.elapsed()) / 1000.0);
+    if (state_ != State::Stopping || killed_) return 0;
+    const auto left = stop_ladder_.remaining(process::Clock::now());
+    return left ? double(left->count()) / 1000.0 : 0.0;
+}
+
+template <typename Write>
+void RunSession::recordWrite(Write&& write) {
+    if (folder_.empty()) return;
+    try {
+        write();
+    } catch (const std::exception& e) {   // IoError: a full disk, the folder gone
+        if (lost_writes_++ == 0) recording_error_ = QString::fromStdString(e.what());
+    }
 }
 
 bool RunSession::start(const QString& trainer, const RunOptions& options, const json& plan, const fs::path& store_root,
@@ -371,12 +145,7 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
     kill_timer_->setSingleShot(true);
     // A coarse timer may fire up to 5 % early: the grace the status line states is a promise.
     kill_timer_->setTimerType(Qt::PreciseTimer);
-    connect(kill_timer_, &QTimer::timeout, this, [this] {
-        if (process_ && process_->state() != QProcess::NotRunning) {
-            killed_ = true;
-            process_->kill();
-        }
-    });
+    connect(kill_timer_, &QTimer::timeout, this, &RunSession::onKillTimer);
 
     state_ = State::Running;
     clock_.start();
@@ -393,10 +162,30 @@ void RunSession::stop(int kill_after_ms) {
     kill_after_ms_ = std::max(0, kill_after_ms);
     state_ = State::Stopping;
     stop_clock_.start();
-    process_->terminate();   // SIGTERM: the trainer finishes its step, saves and says `done`
+    // SIGTERM: the trainer finishes its step, saves and says `done`; SIGKILL after the grace.
+    stop_ladder_ = process::StopLadder::term_then_kill(std::chrono::milliseconds(kill_after_ms_));
+    sendStopSignal(stop_ladder_.request(process::Clock::now()));
     kill_timer_->start(kill_after_ms_);
     dirty_ = true;
     emit stateChanged();
+}
+
+void RunSession::onKillTimer() {
+    if (!process_ || process_->state() == QProcess::NotRunning) return;
+    const int sig = stop_ladder_.due(process::Clock::now());
+    if (sig) return sendStopSignal(sig);
+    // Fired before the grace was over (the ladder never sends early): wait out the rest.
+    if (const auto left = stop_ladder_.remaining(process::Clock::now())) kill_timer_->start(int(left->count()) + 1);
+}
+
+void RunSession::sendStopSignal(int sig) {
+    if (!process_ || process_->state() == QProcess::NotRunning || sig == 0) return;
+    if (sig == SIGKILL) {
+        killed_ = true;
+        process_->kill();
+    } else {
+        ::kill(pid_t(process_->processId()), sig);
+    }
 }
 
 void RunSession::killNow() {
@@ -406,9 +195,8 @@ void RunSession::killNow() {
         state_ = State::Stopping;
         stop_clock_.start();
     }
-    killed_ = true;
     killed_on_request_ = true;
-    process_->kill();
+    sendStopSignal(SIGKILL);
 }
 
 bool RunSession::waitForFinished(int ms) {
@@ -437,54 +225,46 @@ void RunSession::sampleRss() {
         rss_written_ = std::min(rss_written_, rss_.size() - 1);
     }
     if (clock_offset_) {
-        std::ofstream out(folder_ / "rss.csv", std::ios::app);
-        out << t << "," << rss << "\n";
+        recordWrite([&] { append_line(folder_ / "rss.csv", std::to_string(t) + "," + std::to_string(rss)); });
         rss_written_ = rss_.size();
     }
     dirty_ = true;
 }
 
 void RunSession::writeRss() {
-    if (folder_.empty()) return;
-    std::ofstream out(folder_ / "rss.csv", std::ios::app);
-    for (; rss_written_ < rss_.size(); ++rss_written_)
-        out << rss_[rss_written_].x() << "," << std::int64_t(rss_[rss_written_].y()) << "\n";
+    if (folder_.empty() || rss_written_ >= rss_.size()) return;
+    std::string lines;
+    for (; rss_written_ < rss_.size(); ++rss_written_) {
+        if (!lines.empty()) lines += '\n';
+        lines += std::to_string(rss_[rss_written_].x()) + "," + std::to_string(std::int64_t(rss_[rss_written_].y()));
+    }
+    recordWrite([&] { append_line(folder_ / "rss.csv", lines); });
 }
 
 void RunSession::ingestLines(const QByteArray& chunk, bool flush) {
-    stdout_buf_ += chunk;
-    std::string batch;   // every complete line of this chunk, appended to the run in one write
-    qsizetype begin = 0;
-    for (;;) {
-        const qsizetype nl = stdout_buf_.indexOf('\n', begin);
-        if (nl < 0) break;
-        QByteArray line = stdout_buf_.mid(begin, nl - begin);
-        begin = nl + 1;
-        if (skipping_long_line_) {   // the tail of a line already counted as too long
-            skipping_long_line_ = false;
-            continue;
-        }
-        if (line.endsWith('\r')) line.chop(1);
-        std::string s = line.toStdString();
-        ++lines_;
-        ingestEvent(s);
+    std::string batch;   // every line of this chunk, appended to the run in one write
+    auto add = [&batch](std::string_view line) {
         if (!batch.empty()) batch += '\n';
-        batch += s;
-    }
-    stdout_buf_.remove(0, begin);
-    if (stdout_buf_.size() > kMaxLineBytes || (flush && !stdout_buf_.isEmpty())) {
-        // A line with no end (or the last line, unterminated): take what there is, once.
-        std::string s = stdout_buf_.left(kMaxLineBytes).toStdString();
-        if (!skipping_long_line_) {
+        batch += line;
+    };
+    const auto take = [&](const FramedLine& line) {
+        if (line.over_long) {
+            // Not read: a `line_too_long` error stands for it, in the record and in events.jsonl.
+            const std::string error =
+                line_too_long_event(elapsedSeconds() - clock_offset_.value_or(0.0), "stdout", stdout_lines_.max_line(), line.text);
             ++lines_;
-            ingestEvent(s);
-            if (!batch.empty()) batch += '\n';
-            batch += s;
+            ingestEvent(error);
+            add(error);
+            return;
         }
-        skipping_long_line_ = !flush;
-        stdout_buf_.clear();
-    }
-    if (!batch.empty() && !folder_.empty()) RunStore::append_line(folder_, batch);
+        ++lines_;
+        const std::string text(line.text);
+        ingestEvent(text);
+        add(text);
+    };
+    stdout_lines_.feed(chunk.constData(), std::size_t(chunk.size()), take);
+    if (flush) stdout_lines_.finish(take);
+    if (!batch.empty()) recordWrite([&] { RunStore::append_line(folder_, batch); });
     dirty_ = true;
 }
 
@@ -509,7 +289,8 @@ void RunSession::ingestEvent(const std::string& line) {
             writeRss();
         }
     } catch (const std::exception&) {
-        // The record never throws on bad input; this is only a belt for the GUI's sake.
+        // The record never throws on bad input; should a track do, the line counts as unreadable.
+        record_.count_malformed(1);
     }
 }
 
@@ -518,36 +299,33 @@ void RunSession::onStdout() { ingestLines(process_->readAllStandardOutput(), fal
 void RunSession::onStderr() { ingestStderr(process_->readAllStandardError(), false); }
 
 void RunSession::ingestStderr(const QByteArray& chunk, bool flush) {
-    if (chunk.isEmpty() && !(flush && !stderr_buf_.isEmpty())) return;
-    if (!folder_.empty() && stderr_file_bytes_ < kMaxStderrFileBytes) {
-        QFile f(qs((folder_ / "stderr.log").string()));
-        if (f.open(QIODevice::Append)) {
-            const QByteArray part = chunk.left(kMaxStderrFileBytes - stderr_file_bytes_);
-            f.write(part);
-            stderr_file_bytes_ += part.size();
-            if (stderr_file_bytes_ >= kMaxStderrFileBytes) f.write("\n[wingspan: stderr.log cut at 16 MiB]\n");
-        }
-    }
-    stderr_buf_ += chunk;
-    if (flush && !stderr_buf_.isEmpty() && !stderr_buf_.endsWith('\n')) stderr_buf_ += '\n';
-    qsizetype begin = 0;
-    for (;;) {
-        qsizetype nl = stderr_buf_.indexOf('\n', begin);
-        if (nl < 0 && stderr_buf_.size() - begin > 8192) nl = begin + 8192;   // an endless line
-        if (nl < 0) break;
-        QString line = QString::fromUtf8(stderr_buf_.mid(begin, nl - begin));
-        begin = nl + (stderr_buf_.size() > nl && stderr_buf_[nl] == '\n' ? 1 : 0);
-        if (line.endsWith('\r')) line.chop(1);
-        stderr_tail_.push_back(line);
-        if (stderr_tail_.size() > kStderrKept) stderr_tail_.pop_front();
-        stderr_new_ << line;
-        if (qsizetype(stderr_new_.size()) > qsizetype(kStderrKept)) {
-            stderr_new_.removeFirst();
-            ++stderr_dropped_;
-        }
-    }
-    stderr_buf_.remove(0, begin);
+    std::string batch;   // this chunk's lines for stderr.log, in one write, up to its cap
+    const auto take = [&](const FramedLine& line) {
+        const QString shown = stderrLine(line);
+        if (folder_.empty() || stderr_file_bytes_ >= kMaxStderrFileBytes) return;
+        const std::string bytes = shown.toStdString();
+        if (!batch.empty()) batch += '\n';
+        batch += bytes;
+        stderr_file_bytes_ += qint64(bytes.size()) + 1;
+        if (stderr_file_bytes_ >= kMaxStderrFileBytes) batch += "\n[wingspan: stderr.log cut at 16 MiB]";
+    };
+    stderr_lines_.feed(chunk.constData(), std::size_t(chunk.size()), take);
+    if (flush) stderr_lines_.finish(take);
+    if (!batch.empty()) recordWrite([&] { append_line(folder_ / "stderr.log", batch); });
     dirty_ = true;
+}
+
+QString RunSession::stderrLine(const FramedLine& line) {
+    QString text = QString::fromUtf8(line.text.data(), qsizetype(line.text.size()));
+    if (line.over_long) text += " [cut: a line over 8 KiB]";
+    stderr_tail_.push_back(text);
+    if (stderr_tail_.size() > kStderrKept) stderr_tail_.pop_front();
+    stderr_new_ << text;
+    if (qsizetype(stderr_new_.size()) > qsizetype(kStderrKept)) {
+        stderr_new_.removeFirst();
+        ++stderr_dropped_;
+    }
+    return text;
 }
 
 QStringList RunSession::takeNewStderr() {
@@ -591,7 +369,7 @@ void RunSession::finishRun(int code, int signal) {
                                     "it ended %2 s after Stop. Nothing was saved after the last checkpoint.")
                                 .arg(grace_text(kill_after_ms_))
                                 .arg(waited, 0, 'f', 1);
-        } else if (record_.done() && record_.done()->string_field("reason") == "interrupted" && !ckpt.isEmpty()) {
+        } else if (record_.done() && protocol::as_done(*record_.done())->reason == "interrupted" && !ckpt.isEmpty()) {
             stop_outcome_ = StopOutcome::Saved;
             stop_message_ = QString("Stopped cleanly: SIGTERM, the trainer finished its step, saved %1 and exited (%2 s).")
                                 .arg(ckpt)
@@ -600,25 +378,19 @@ void RunSession::finishRun(int code, int signal) {
             stop_outcome_ = StopOutcome::ExitedAfterTerm;
             stop_message_ = QString("Stopped: SIGTERM; the trainer exited after %1 s (%2) without reporting a checkpoint.")
                                 .arg(waited, 0, 'f', 1)
-                                .arg(signal ? QString("signal %1").arg(signal) : QString("exit code %1").arg(code));
+                                .arg(signal ? QString("killed by %1").arg(qs(process::signal_name(signal)))
+                                            : QString("exit code %1").arg(code));
         }
     }
-    if (!folder_.empty()) {
-        try {
-            RunStore::write_result(folder_, record_);
-            if (!stop_message_.isEmpty() || !launch_error_.isEmpty()) {
-                // The launcher's own words about the end, beside core's result.json.
-                json notes = {{"stop_message", stop_message_.toStdString()},
-                              {"launch_error", launch_error_.toStdString()},
-                              {"gui_rss_peak_bytes", rss_peak_}};
-                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
-            } else {
-                json notes = {{"gui_rss_peak_bytes", rss_peak_}};
-                write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n");
-            }
-        } catch (const std::exception&) {
-        }
+    recordWrite([&] { RunStore::write_result(folder_, record_); });
+    // The launcher's own words about the end, beside core's result.json.
+    json notes = {{"gui_rss_peak_bytes", rss_peak_}};
+    if (!stop_message_.isEmpty() || !launch_error_.isEmpty()) {
+        notes["stop_message"] = stop_message_.toStdString();
+        notes["launch_error"] = launch_error_.toStdString();
     }
+    if (lost_writes_ > 0) notes["lost_writes"] = {{"count", lost_writes_}, {"first_error", recording_error_.toStdString()}};
+    recordWrite([&] { write_file_atomically(folder_ / "launcher.json", notes.dump(2) + "\n"); });
     state_ = State::Finished;
     dirty_ = true;
     emit stateChanged();

@@ -5,7 +5,6 @@
 // predicted.json) stands in for the prediction until the command sends its own. The command
 // line (`wingspan watch`) and the window (Run a recipe…) both feed one of these.
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "line_framer.hpp"
 #include "run_record.hpp"
 
 namespace wingspan {
@@ -37,6 +37,11 @@ public:
     // recorded as a log line, and one that starts like an event ({"v":) but is not one is counted.
     bool stdout_line(const std::string& line, double t);
     void stderr_line(const std::string& line, double t);
+    // A line of `stream` ("stdout", "stderr") longer than `max_line` bytes (LineFramer's over-long
+    // line, `start` its first bytes): recorded as a log line cut at the bound, marked "[cut: a line
+    // over 1 MiB]", and as an `error` event with code `line_too_long`. Returns the cut line as
+    // shown (for an echo or a log view).
+    std::string over_long_line(const std::string& stream, std::string_view start, std::size_t max_line, double t);
     // The command ended. A run the user stopped that said `done` with reason "interrupted"
     // counts as interrupted even when the framework died of the signal it was sent. Returns
     // false when result.json could not be written (recording_error() says why).
@@ -63,50 +68,6 @@ private:
     bool warned_ = false;
     std::int64_t malformed_events_ = 0;
     std::string first_malformed_error_;
-};
-
-// Splits a stream into lines with a bounded buffer: a line longer than `max_line` bytes is
-// passed on as its first `max_line` bytes (cut = true) and the rest of it goes to
-// `overflow(data, size, line_ends)` as it arrives instead of being kept.
-class LineFramer {
-public:
-    explicit LineFramer(std::size_t max_line = 1 << 20) : max_(max_line) {}
-    template <typename Line, typename Overflow>
-    void feed(const char* data, std::size_t n, Line&& line, Overflow&& overflow) {
-        while (n > 0) {
-            const char* nl = static_cast<const char*>(std::memchr(data, '\n', n));
-            const std::size_t take = nl ? std::size_t(nl - data) : n;
-            if (skipping_) {
-                overflow(data, take, nl != nullptr);
-            } else if (pending_.size() + take > max_) {
-                const std::size_t room = max_ - pending_.size();
-                pending_.append(data, room);
-                line(pending_, true);
-                pending_.clear();
-                overflow(data + room, take - room, nl != nullptr);
-                skipping_ = true;
-            } else {
-                pending_.append(data, take);
-            }
-            if (!nl) return;
-            if (!skipping_) line(pending_, false);
-            pending_.clear();
-            skipping_ = false;
-            data += take + 1;
-            n -= take + 1;
-        }
-    }
-    // What is left without a newline at the end of the stream.
-    template <typename Line>
-    void finish(Line&& line) {
-        if (!pending_.empty() && !skipping_) line(pending_, false);
-        pending_.clear();
-    }
-
-private:
-    std::size_t max_;
-    std::string pending_;
-    bool skipping_ = false;   // inside a line already passed on cut
 };
 
 // The framework profile a watched run was predicted with (plan.json's external.profile), for

@@ -17,30 +17,17 @@
 #include "json_input.hpp"
 #include "profiles.hpp"
 #include "protocol.hpp"
+#include "protocol_events.hpp"
 
 namespace wingspan {
 
-struct MemorySample {
+// A memory / step event as the record keeps it: the event's fields and its time.
+struct MemorySample : protocol::MemoryEvent {
     double t = 0;
-    std::int64_t step = 0;
-    std::string phase;
-    std::map<Component, std::int64_t> components;
-    std::int64_t allocated_bytes = 0;
-    std::int64_t peak_bytes = 0;
-    std::int64_t rss_bytes = 0;
 };
 
-struct StepSample {
+struct StepSample : protocol::StepEvent {
     double t = 0;
-    std::int64_t step = 0;
-    std::int64_t total_steps = 0;
-    double loss = 0;
-    double lr = 0;
-    double tokens_per_s = 0;
-    double step_time_s = 0;   // the optimizer step's wall time (0 when the trainer did not say)
-    // DPO/ORPO steps (the step's `preference` object, docs/protocol.md); NaN for SFT.
-    double reward_margin = std::numeric_limits<double>::quiet_NaN();
-    double reward_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct ComponentComparison {
