@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/quoting.hpp"
 #include "wingspan/safe_file.hpp"
@@ -22,13 +23,8 @@ namespace wingspan::recipe {
 
 namespace {
 
-json read_json(const fs::path& file) {
-    std::ifstream in(file);
-    if (!in) throw InputError("cannot read recipe data '" + file.string() + "'");
-    json j = json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw InputError("'" + file.string() + "' is not valid JSON");
-    return j;
-}
+// Recipe data is a file a user may edit (resources/recipes): read as any untrusted JSON.
+json read_json(const fs::path& file) { return read_untrusted_json_file(file); }
 
 std::string read_text(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
