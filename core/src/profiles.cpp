@@ -170,12 +170,21 @@ const ModelProfile& ProfileLibrary::model(const std::string& id) const { return 
 const MachineProfile& ProfileLibrary::machine(const std::string& id) const {
     return find_by_id(machines_, id, "machine");
 }
-const FrameworkProfile& ProfileLibrary::framework(const std::string& id) const {
+const MachineProfile* ProfileLibrary::find_machine(const std::string& id) const noexcept {
+    for (const auto& m : machines_)
+        if (m.id == id) return &m;
+    return nullptr;
+}
+const FrameworkProfile* ProfileLibrary::find_framework(const std::string& id) const noexcept {
     for (const auto& f : frameworks_)
-        if (std::find(f.aliases.begin(), f.aliases.end(), id) != f.aliases.end() &&
-            std::none_of(frameworks_.begin(), frameworks_.end(), [&](const auto& g) { return g.id == id; }))
-            return f;
-    return find_by_id(frameworks_, id, "framework");
+        if (f.id == id) return &f;
+    for (const auto& f : frameworks_)   // an alias, where no framework has it as its id
+        if (std::find(f.aliases.begin(), f.aliases.end(), id) != f.aliases.end()) return &f;
+    return nullptr;
+}
+const FrameworkProfile& ProfileLibrary::framework(const std::string& id) const {
+    if (const FrameworkProfile* f = find_framework(id)) return *f;
+    return find_by_id(frameworks_, id, "framework");   // throws, naming the closest ids
 }
 
 std::string ProfileLibrary::default_framework_id(MachineKind kind) {

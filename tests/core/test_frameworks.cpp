@@ -60,6 +60,12 @@ private slots:
         QCOMPARE(lib.framework("pytorch-cuda").id, std::string("hf-transformers"));
         QCOMPARE(lib.framework("mlx").id, std::string("mlx-lm"));
         QVERIFY_THROWS_EXCEPTION(InputError, lib.framework("pytorch-cudaa"));
+        // The look-ups that do not throw agree with the ones that do, aliases included.
+        QCOMPARE(lib.find_framework("pytorch-cuda"), &lib.framework("pytorch-cuda"));
+        QCOMPARE(lib.find_framework("torchtune"), &lib.framework("torchtune"));
+        QVERIFY(lib.find_framework("pytorch-cudaa") == nullptr);
+        QCOMPARE(lib.find_machine("rtx-4090"), &lib.machine("rtx-4090"));
+        QVERIFY(lib.find_machine("rtx-4090x") == nullptr);
         QCOMPARE(ProfileLibrary::default_framework_id(MachineKind::Gpu), std::string("hf-transformers"));
         QCOMPARE(ProfileLibrary::default_framework_id(MachineKind::Unified), std::string("mlx-lm"));
         QCOMPARE(ProfileLibrary::default_framework_id(MachineKind::Cpu), std::string("libtorch-cpu"));

@@ -325,12 +325,9 @@ void RunPanel::setPlan(const Plan& plan) {
     machine_->clear();
     if (lib_) {
         for (const auto& id : plan.machines) {
-            try {
-                const MachineProfile& m = lib_->machine(id);
-                machine_->addItem(qs(short_machine_name(m)) + " · " + qs(format_bytes(double(m.usable_bytes), unit_)),
-                                  qs(m.id));
-            } catch (const std::exception&) {
-            }
+            if (const MachineProfile* m = lib_->find_machine(id))   // a plan may name a machine removed since
+                machine_->addItem(qs(short_machine_name(*m)) + " · " + qs(format_bytes(double(m->usable_bytes), unit_)),
+                                  qs(m->id));
         }
     }
     if (machine_->count() == 0) machine_->addItem("—");
@@ -396,12 +393,10 @@ RunOptions RunPanel::options() const {
     o.processes = processes_->value();
     o.sharding = Sharding(sharding_->currentData().toInt());
     if (lib_ && machine_->currentData().isValid()) {
-        try {
-            const MachineProfile& m = lib_->machine(machine_->currentData().toString().toStdString());
-            o.machine_id = qs(m.id);
-            o.machine_name = qs(short_machine_name(m));
-            o.machine_ceiling = m.usable_bytes;
-        } catch (const std::exception&) {
+        if (const MachineProfile* m = lib_->find_machine(machine_->currentData().toString().toStdString())) {
+            o.machine_id = qs(m->id);
+            o.machine_name = qs(short_machine_name(*m));
+            o.machine_ceiling = m->usable_bytes;
         }
     }
     // A GPU's own memory is the ceiling a run on it meets (the machine list stays for the CPU).
@@ -422,10 +417,7 @@ RunOptions RunPanel::options() const {
         // Random weights of a big architecture can ask for more than this machine has: cap at
         // what it can use, so the run ends with a clean out-of-memory event instead of the OS
         // killing it.
-        try {
-            o.memory_limit = lib_->machine(kThisMachineId).usable_bytes;
-        } catch (const std::exception&) {
-        }
+        if (const MachineProfile* here = lib_->find_machine(kThisMachineId)) o.memory_limit = here->usable_bytes;
     }
     return o;
 }

@@ -49,10 +49,7 @@ RunFitCheck check_run_fit(const ProfileLibrary* lib, const Plan* plan, const Run
         const FrameworkProfile* fw = &lib->framework_for(lib->machine(kThisMachineId));
         const bool gpu = o.device.startsWith("cuda");
         if (gpu) {
-            try {
-                fw = &lib->framework("libtorch-cuda");
-            } catch (const std::exception&) {
-            }
+            if (const FrameworkProfile* cuda = lib->find_framework("libtorch-cuda")) fw = cuda;
         }
         const MachineVerdict v = evaluate(model.arch, setup, here, *fw);
         c.checked = true;

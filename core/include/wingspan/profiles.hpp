@@ -164,6 +164,9 @@ public:
     // Lookups throw InputError with the closest known ids on a miss.
     const ModelProfile& model(const std::string& id) const;
     const MachineProfile& machine(const std::string& id) const;
+    // The same without the error: nullptr on a miss (for callers that skip what is unknown).
+    const MachineProfile* find_machine(const std::string& id) const noexcept;
+    const FrameworkProfile* find_framework(const std::string& id) const noexcept;
     // A framework by id or by one of its aliases ("pytorch-cuda" → hf-transformers).
     const FrameworkProfile& framework(const std::string& id) const;
     // The framework a machine uses unless the user picks another: its default_framework, else
