@@ -69,6 +69,11 @@ then
 fi
 
 say "installing scripts/requirements/$env_name.txt into $venv (once; later runs reuse it)"
+# A venv with the CUDA PyTorch takes up to 6.6 GB before venv_dedupe.sh shares it, plus pip's cache
+# of the wheels (3.5 GB the first time): say so up front, so an ENOSPC further down has its cause.
+free_kb=$(df -Pk "$venv_root" | awk 'NR == 2 {print $4}')
+[ "${free_kb:-0}" -ge $((10 * 1024 * 1024)) ] ||
+  say "warning: $((${free_kb:-0} / 1024)) MiB free on $venv_root; a venv with PyTorch may need up to 10 GiB while it installs"
 # From scratch whenever the file changed: the venv then holds exactly what the file says, with
 # nothing left from an earlier version (a left-over old torchao breaks PEFT's import). pip's cache
 # keeps the wheels, so a rebuild downloads nothing it already has.
