@@ -13,7 +13,7 @@
 #include "wingspan/profiles.hpp"
 #include "wingspan/ui/chart.hpp"
 #include "wingspan/ui/export.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 int main() {
@@ -27,9 +27,9 @@ int main() {
             if (auto o = j->find("options"); o != j->end()) (void)ui::RunOptions::from_json(*o);
         }
         std::ofstream(file, std::ios::binary | std::ios::trunc) << input;
-        const ui::Plan p = ui::read_plan_file(file.string());
+        const Plan p = read_plan_file(file.string());
         (void)p.to_json().dump();
-        const ui::Evaluation eval = ui::evaluate_plan(lib, p);
+        const Evaluation eval = evaluate_plan(lib, p);
         if (!eval.ok()) return;
         (void)ui::chart_table(ui::machines_chart(eval, ByteUnit::GB)).to_csv();
     });

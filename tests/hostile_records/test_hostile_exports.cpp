@@ -29,7 +29,7 @@
 #include "wingspan/scenario.hpp"
 #include "wingspan/units.hpp"
 #include "wingspan/ui/export.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/run_panel.hpp"
 
 namespace fs = std::filesystem;

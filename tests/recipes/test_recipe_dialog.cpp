@@ -57,7 +57,7 @@ private slots:
     void cleanupTestCase() { fs::remove_all(tmp_); }
 
     void exportWritesWhatTheCommandLineWrites() {
-        const wingspan::ui::Plan plan = wingspan::ui::Plan::lesson_default();
+        const wingspan::Plan plan = wingspan::Plan::lesson_default();
         wingspan::ui::RecipeDialog dlg(*lib_, plan, wingspan::recipe::default_dir());
         QCOMPARE(dlg.frameworkCombo()->count(), 6);
         dlg.frameworkCombo()->setCurrentIndex(dlg.frameworkCombo()->findData("axolotl"));

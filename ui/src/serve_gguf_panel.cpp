@@ -18,7 +18,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/gguf_file.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 namespace wingspan::ui {
 

@@ -8,7 +8,7 @@
 #include <QColor>
 #include <QString>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/round_ticks.hpp"
 
 class QPalette;

@@ -12,7 +12,7 @@
 #include <QDialog>
 
 #include "wingspan/data_lengths.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QChart;
 class QComboBox;

@@ -8,7 +8,7 @@
 #include <QStringList>
 
 #include "wingspan/ui/chart.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QTextStream;
 class QWidget;

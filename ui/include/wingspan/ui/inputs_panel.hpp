@@ -6,7 +6,7 @@
 
 #include <QWidget>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QButtonGroup;
 class QCheckBox;
@@ -43,7 +43,7 @@ signals:
     // A setup control changed; from_slider: a slider moved (the window throttles side panels).
     void setupEdited(bool from_slider);
     // The user picked a model (list, search, size slider).
-    void modelChosen(const wingspan::ui::ModelChoice& choice, bool from_slider);
+    void modelChosen(const wingspan::ModelChoice& choice, bool from_slider);
     void importConfigRequested();
     void importFromHubRequested();
     void statusMessage(const QString& text);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 namespace wingspan::ui {
 

@@ -7,7 +7,7 @@
 
 #include <QWidget>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QComboBox;
 class QLabel;

@@ -11,7 +11,7 @@
 #include "wingspan/ui/chart.hpp"
 #include "wingspan/ui/inputs_panel.hpp"
 #include "wingspan/ui/machines_panel.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/which_machine_page.hpp"
 #include "wingspan/ui/widgets.hpp"
 
@@ -93,7 +93,7 @@ public:
 
 signals:
     // "Train ▶": a run panel connects here and launches wingspan-train with this plan.
-    void trainRequested(const wingspan::ui::Plan& plan);
+    void trainRequested(const wingspan::Plan& plan);
     void planChanged();
 
 public slots:

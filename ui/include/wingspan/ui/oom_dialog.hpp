@@ -4,7 +4,7 @@
 // which settings fit (oom_advice.hpp). The dialog only renders what core computed.
 #include <QDialog>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QPlainTextEdit;
 class QTextBrowser;

@@ -14,7 +14,7 @@
 #include "wingspan/profiles.hpp"
 #include "wingspan/recipe.hpp"
 #include "wingspan/recipe_watch.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QComboBox;
 class QElapsedTimer;

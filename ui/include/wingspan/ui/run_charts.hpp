@@ -18,7 +18,7 @@
 #include "wingspan/run_record.hpp"
 #include "wingspan/ui/chart.hpp"
 #include "wingspan/ui/export.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 class QAreaSeries;
 class QChart;

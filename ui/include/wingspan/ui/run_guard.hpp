@@ -7,7 +7,7 @@
 
 #include <QString>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 namespace wingspan::ui {
 

@@ -6,7 +6,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 namespace wingspan::ui {
 

@@ -35,7 +35,7 @@
 #include "wingspan/run_record.hpp"
 #include "wingspan/ui/chart.hpp"
 #include "wingspan/ui/export.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/run_charts.hpp"
 #include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_model.hpp"

@@ -22,7 +22,7 @@
 #include "wingspan/line_framer.hpp"
 #include "wingspan/process_stop.hpp"
 #include "wingspan/run_record.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_ranks.hpp"
 

@@ -14,7 +14,7 @@
 #include "wingspan/llama_cpp_fit.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 #include "wingspan/profiles.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/units.hpp"
 
 class QCheckBox;

@@ -5,7 +5,7 @@
 #include <QWidget>
 
 #include "wingspan/ui/machine_grid.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/widgets.hpp"
 
 class QComboBox;

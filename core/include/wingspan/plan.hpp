@@ -18,7 +18,7 @@
 #include "wingspan/units.hpp"
 #include "wingspan/verdict.hpp"
 
-namespace wingspan::ui {
+namespace wingspan {
 
 // What the model is: a bundled profile, a point on a family's size slider, or an imported
 // Hugging Face config.json.
@@ -167,4 +167,4 @@ std::string format_duration(double seconds);
 std::string unit_name(ByteUnit u);                          // "GB" / "GiB"
 double unit_bytes(ByteUnit u);                              // 1e9 / 2^30
 
-}  // namespace wingspan::ui
+}  // namespace wingspan

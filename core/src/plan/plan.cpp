@@ -1,4 +1,4 @@
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/speed_model.hpp"
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
 
-namespace wingspan::ui {
+namespace wingspan {
 
 using nlohmann::json;
 
@@ -568,4 +568,4 @@ Table size_table(const ProfileLibrary& lib, const Plan& plan, ByteUnit unit) {
     return build_table(lib, size_scenario(lib, plan), unit);
 }
 
-}  // namespace wingspan::ui
+}  // namespace wingspan
