@@ -24,6 +24,8 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
 #include "wingspan/memory_model.hpp"
+#include "wingspan/plan.hpp"
+#include "wingspan/plan_flags.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/recipe_watch.hpp"
 #include "wingspan/run_record.hpp"
@@ -98,280 +100,12 @@ fit: --solve batch|seq|rank|size
 table: --scenario ID [--format markdown|csv]
 )";
 
-struct Options {
-    std::map<std::string, std::vector<std::string>> values;
-    std::set<std::string> flags;
-    std::vector<std::string> positional;
-
-    bool has(const std::string& k) const { return values.count(k) || flags.count(k); }
-    std::optional<std::string> get(const std::string& k) const {
-        auto it = values.find(k);
-        if (it == values.end()) return std::nullopt;
-        return it->second.back();
-    }
-    std::vector<std::string> all(const std::string& k) const {
-        std::vector<std::string> out;
-        auto it = values.find(k);
-        if (it == values.end()) return out;
-        for (const auto& v : it->second) {
-            std::stringstream ss(v);
-            std::string item;
-            while (std::getline(ss, item, ','))
-                if (!item.empty()) out.push_back(item);
-        }
-        return out;
-    }
-};
-
-const std::set<std::string> kValueOptions = {
-    "--model", "--size", "--family", "--config", "--method", "--seq", "--batch", "--grad-accum",
-    "--rank", "--alpha", "--dropout", "--targets", "--quant", "--grad-checkpointing",
-    "--loss-chunk", "--precision", "--optimizer", "--attention", "--devices", "--sharding",
-    "--framework", "--machine", "--examples", "--tokens-per-example", "--epochs", "--unit",
-    "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
-    "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
-    "--generations", "--beta", "--vllm-share", "--from", "--from-format", "--data", "--padding",
-    "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
-const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora",
-                                            "--optimizer-in-backward", "--activation-offload", "--compile",
-                                            "--optimizer-offload", "--rows"};
-
-Options parse_options(const std::vector<std::string>& args, size_t from) {
-    Options o;
-    for (size_t i = from; i < args.size(); ++i) {
-        std::string a = args[i];
-        std::optional<std::string> inline_value;
-        if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-            inline_value = a.substr(eq + 1);
-            a = a.substr(0, eq);
-        }
-        if (kFlagOptions.count(a)) {
-            o.flags.insert(a);
-        } else if (kValueOptions.count(a)) {
-            if (!inline_value) {
-                if (i + 1 >= args.size()) throw InputError("option " + a + " needs a value");
-                inline_value = args[++i];
-            }
-            o.values[a].push_back(*inline_value);
-        } else if (a.rfind("--", 0) == 0) {
-            std::vector<std::string> known(kValueOptions.begin(), kValueOptions.end());
-            known.insert(known.end(), kFlagOptions.begin(), kFlagOptions.end());
-            throw InputError("unknown option " + a + " (did you mean " + closest_names(a, known, 1).front() +
-                             "?); `wingspan --help` lists them");
-        } else {
-            o.positional.push_back(a);
-        }
-    }
-    return o;
-}
-
-std::int64_t parse_int(const Options& o, const std::string& k, std::int64_t fallback, std::int64_t min = 1) {
-    auto v = o.get(k);
-    if (!v) return fallback;
-    std::int64_t value = 0;
-    size_t used = 0;
-    try {
-        value = std::stoll(*v, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != v->size()) throw InputError(k + " expects a whole number, got '" + *v + "'");
-    if (value < min) throw InputError(k + " must be at least " + std::to_string(min) + " (got " + *v + ")");
-    return value;
-}
-
-double parse_double(const Options& o, const std::string& k, double fallback) {
-    auto v = o.get(k);
-    if (!v) return fallback;
-    size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(*v, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != v->size() || !std::isfinite(value)) throw InputError(k + " expects a number, got '" + *v + "'");
-    return value;
-}
-
-ByteUnit parse_unit(const Options& o) {
-    auto v = o.get("--unit");
-    if (!v || *v == "GB" || *v == "gb") return ByteUnit::GB;
-    if (*v == "GiB" || *v == "gib") return ByteUnit::GiB;
-    throw InputError("--unit expects GB (10^9 bytes) or GiB (2^30 bytes), got '" + *v + "'");
-}
-
-struct ModelChoice {
-    std::string id, name, family;
-    Architecture arch;
-};
-
-// Imports print their warnings (fields that were missing and what was assumed) to stderr.
-ModelChoice imported(const hub::ImportedModel& m, std::ostream& err) {
-    for (const auto& w : m.warnings) err << "wingspan: warning: " << w << "\n";
-    return {m.profile.id, m.profile.name, m.profile.family, m.arch};
-}
-
-ModelChoice choose_model(const ProfileLibrary& lib, const Options& o, std::ostream& err) {
-    const int given = int(o.has("--model")) + int(o.has("--size")) + int(o.has("--config")) + int(o.has("--hf")) +
-                      int(o.has("--model-dir"));
-    if (given > 1) throw InputError("give one of --model, --size, --config, --hf or --model-dir");
-    if (auto repo = o.get("--hf")) {
-        hub::HubOptions options;
-        if (auto rev = o.get("--revision")) options.revision = *rev;
-        if (o.has("--offline")) options.offline = true;
-        const hub::ImportedModel m = hub::import_from_hub(*repo, options);
-        hub::save_imported_profile(m, ProfileLibrary::user_dir());
-        return imported(m, err);
-    }
-    if (auto dir = o.get("--model-dir")) return imported(hub::import_from_folder(*dir), err);
-    if (auto cfg = o.get("--config")) {
-        const json j = read_untrusted_json_file(*cfg);
-        return {*cfg, *cfg, "imported", Architecture::from_hf_config(j)};
-    }
-    if (auto size = o.get("--size")) {
-        std::int64_t params = 0;
-        try {
-            params = parse_param_count(*size);
-        } catch (const std::invalid_argument& e) {
-            throw InputError(std::string("--size: ") + e.what());
-        }
-        if (params <= 0) throw InputError("--size must be positive");
-        const std::string family = o.get("--family").value_or("");
-        if (family.empty()) {
-            const ModelProfile& m = lib.nearest_model(params);
-            return {m.id, m.name, m.family, m.arch};
-        }
-        std::vector<Architecture> archs;
-        for (const auto* m : lib.family(family)) archs.push_back(m->arch);
-        if (archs.empty()) throw InputError("no bundled models in family '" + family + "'");
-        Architecture a = interpolate_family(archs, params);
-        for (const auto* m : lib.family(family))
-            if (m->arch.parameter_count() == a.parameter_count()) return {m->id, m->name, family, a};
-        return {family + "-" + format_params_short(a.parameter_count()),
-                family + " family at " + format_params_short(a.parameter_count()), family, a};
-    }
-    const ModelProfile& m = lib.model(o.get("--model").value_or("llama-3.1-8b"));
-    return {m.id, m.name, m.family, m.arch};
-}
-
-TrainingSetup build_setup(const Options& o, const Architecture& arch) {
-    TrainingSetup s;
-    if (auto v = o.get("--method")) s.method = parse_method(*v);
-    set_precision(s, o.get("--precision").value_or("auto"));   // auto: per machine (issue 35)
-    if (auto v = o.get("--optimizer")) s.optimizer = parse_optimizer(*v);
-    if (auto v = o.get("--attention")) s.attention = parse_attention(*v);
-    if (auto v = o.get("--sharding")) s.sharding = parse_sharding(*v);
-    if (auto v = o.get("--quant")) s.quantization = parse_quantization(*v);
-    if (auto v = o.get("--targets")) s.lora_targets = parse_targets(*v);
-    if (auto v = o.get("--grad-checkpointing")) {
-        if (*v == "on" || *v == "true" || *v == "1") s.grad_checkpointing = true;
-        else if (*v == "off" || *v == "false" || *v == "0") s.grad_checkpointing = false;
-        else throw InputError("--grad-checkpointing expects on or off, got '" + *v + "'");
-    }
-    s.seq_len = parse_int(o, "--seq", s.seq_len);
-    s.micro_batch = parse_int(o, "--batch", s.micro_batch);
-    s.serve_batch = s.micro_batch;
-    s.grad_accum = parse_int(o, "--grad-accum", s.grad_accum);
-    s.lora_rank = parse_int(o, "--rank", s.lora_rank);
-    s.lora_alpha = parse_double(o, "--alpha", 2.0 * double(s.lora_rank));
-    // A data set named on the command line is counted where the framework holds it in RAM (wingspan-train).
-    if (o.get("--examples") || o.get("--tokens-per-example")) {
-        s.dataset_examples = parse_int(o, "--examples", 1000);
-        s.dataset_tokens = std::llround(checked_dataset_tokens(s.dataset_examples, parse_int(o, "--tokens-per-example", 512),
-                                                               1, "data set (--examples, --tokens-per-example)"));
-    }
-    s.lora_dropout = parse_double(o, "--dropout", 0.0);
-    s.loss_chunk_tokens = parse_int(o, "--loss-chunk", 0, 0);
-    s.devices = parse_int(o, "--devices", 1);
-    if (s.devices > 1 && !o.has("--sharding")) s.sharding = Sharding::Ddp;
-    s.offload = o.has("--offload") || o.has("--optimizer-offload");
-    s.optimizer_in_backward = o.has("--optimizer-in-backward");
-    s.activation_offload = o.has("--activation-offload");
-    s.compile = o.has("--compile");
-    s.train_embeddings = o.has("--train-embeddings");
-    s.lora_layers = parse_int(o, o.has("--num-layers") ? "--num-layers" : "--lora-layers", 0, 0);
-    s.dora = o.has("--dora");
-    if (auto v = o.get("--objective")) s.objective.kind = parse_objective(*v);
-    if (auto v = o.get("--reference")) s.objective.reference = parse_reference(*v);
-    s.objective.prompt_len = parse_int(o, "--prompt-length", 0, 0);
-    s.objective.completion_len = parse_int(o, "--completion-length", 0, 0);
-    s.objective.generations = parse_int(o, "--generations", s.objective.generations);
-    s.objective.beta = parse_double(o, "--beta", s.objective.beta);
-    s.objective.vllm_share = parse_double(o, "--vllm-share", 0.0);
-    if (s.method == Method::Full && s.quantization != Quantization::None)
-        throw InputError("--quant needs --method qlora or serve");
-    s.validate(arch);
-    return s;
-}
-
-// What the user chose on the command line; the rest follows each machine's framework.
-ChosenFields chosen_fields(const Options& o) {
-    ChosenFields c;
-    c.precision = o.get("--precision").value_or("auto") != "auto";   // auto leaves it to the framework, then the machine
-    c.quantization = o.has("--quant");
-    c.grad_checkpointing = o.has("--grad-checkpointing");
-    c.lora_layers = o.has("--lora-layers") || o.has("--num-layers");
-    return c;
-}
-
-std::vector<const MachineProfile*> choose_machines(const ProfileLibrary& lib, const Options& o) {
-    std::vector<const MachineProfile*> out;
-    for (const auto& id : o.all("--machine")) out.push_back(&lib.machine(id));
-    if (out.empty())
-        for (const auto& m : lib.machines()) out.push_back(&m);
-    return out;
-}
-
 std::string pad(const std::string& s, size_t width, bool right = false) {
     // Width in code points, so "×" and "–" line up.
     size_t cps = 0;
     for (unsigned char c : s) cps += (c & 0xC0) != 0x80;
     if (cps >= width) return s;
     return right ? std::string(width - cps, ' ') + s : s + std::string(width - cps, ' ');
-}
-
-std::string format_duration(double seconds) {
-    if (!std::isfinite(seconds)) return "—";
-    char buf[32];
-    if (seconds < 120) std::snprintf(buf, sizeof buf, "%.0f s", seconds);
-    else if (seconds < 7200) std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
-    else if (seconds < 3 * 86400) std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
-    else std::snprintf(buf, sizeof buf, "%.1f days", seconds / 86400);
-    return buf;
-}
-
-std::string describe_setup(const TrainingSetup& s, const FrameworkProfile& fw) {
-    std::ostringstream d;
-    d << to_string(s.method);
-    if (s.method == Method::Lora || s.method == Method::Qlora)
-        d << " rank " << s.lora_rank << " on " << targets_to_string(s.lora_targets);
-    if (s.effective_quantization() != Quantization::None) d << " · " << quantization_label(s, fw);
-    if (s.lora_layers > 0 && s.method != Method::Full && s.method != Method::Serve) d << " · last " << s.lora_layers << " layers";
-    if (s.dora) d << " · DoRA";
-    d << " · " << to_string(s.precision);
-    if (s.trains()) d << " · " << to_string(s.optimizer);
-    d << " · seq " << s.seq_len << " × batch " << (s.trains() ? s.micro_batch : s.serve_batch);
-    if (s.grad_accum > 1) d << " × accum " << s.grad_accum;
-    if (s.trains()) d << " · grad checkpointing " << (s.grad_checkpointing ? "on" : "off");
-    d << " · attention " << to_string(s.attention);
-    if (s.devices > 1) d << " · " << s.devices << " devices " << to_string(s.sharding);
-    if (s.offload) d << " · optimizer offload";
-    if (s.optimizer_in_backward) d << " · optimizer in backward";
-    if (s.activation_offload) d << " · activation offload";
-    if (s.compile) d << " · compile";
-    if (s.objective.kind != Objective::Sft) d << "\nObjective " << objective_summary(s);
-    return d.str();
-}
-
-double dataset_tokens(const Options& o) {
-    return checked_dataset_tokens(parse_int(o, "--examples", 1000), parse_int(o, "--tokens-per-example", 512),
-                                  parse_int(o, "--epochs", 1), "data set (--examples, --tokens-per-example, --epochs)");
-}
-
-const FrameworkProfile* explicit_framework(const ProfileLibrary& lib, const Options& o) {
-    auto id = o.get("--framework");
-    return id ? &lib.framework(*id) : nullptr;
 }
 
 // The framework ids, where each runs, its default precision and the ids it also answers to.
@@ -406,10 +140,10 @@ int print_rows(const MemoryEstimate& est, bool as_json, std::ostream& out) {
 }
 
 // --data FILE|FOLDER read with the model's tokenizer (--model-dir, or --hf in the cache).
-PlanData plan_data(const Options& o, const TrainingSetup& asked, std::ostream& err) {
+PlanData plan_data(const PlanFlags& o, const TrainingSetup& asked, std::ostream& err) {
     PlanData d;
     d.asked = asked;
-    d.epochs = parse_int(o, "--epochs", 1);
+    d.epochs = o.integer("--epochs", 1);
     if (auto p = o.get("--padding")) d.padding = parse_padding(*p);
     auto file = o.get("--data");
     if (!file) {
@@ -421,12 +155,12 @@ PlanData plan_data(const Options& o, const TrainingSetup& asked, std::ostream& e
     return d;
 }
 
-int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
-    const ModelChoice model = choose_model(lib, o, err);
-    const TrainingSetup asked = build_setup(o, model.arch);
-    const ChosenFields chosen = chosen_fields(o);
-    const FrameworkProfile* forced = explicit_framework(lib, o);
-    const auto machines = choose_machines(lib, o);
+int cmd_plan(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, std::ostream& err) {
+    const ResolvedModel model = model_from_flags(lib, o, err);
+    const TrainingSetup asked = setup_from_flags(o, model.arch);
+    const ChosenFields chosen = chosen_from_flags(o);
+    const FrameworkProfile* forced = framework_from_flags(lib, o);
+    const auto machines = machines_from_flags(lib, o);
     // The totals: the framework asked for, else the one machine's, else the CUDA default.
     const FrameworkProfile& top_fw = forced ? *forced
                                      : o.all("--machine").size() == 1 ? lib.framework_for(*machines.front())
@@ -446,8 +180,8 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     const PlanData data = plan_data(o, asked, err);
     const MemoryEstimate est = estimate_memory(model.arch, data.at_peak(setup, top_fw.id), top_fw);
     if (o.has("--rows")) return print_rows(est, o.has("--json"), out);
-    const ByteUnit unit = parse_unit(o);
-    const double tokens = data.tokens(top_fw.id, dataset_tokens(o));
+    const ByteUnit unit = o.unit();
+    const double tokens = data.tokens(top_fw.id, dataset_tokens_from_flags(o));
     const bool serving = !setup.trains();
     std::vector<MachineVerdict> verdicts;
     std::vector<double> machine_tokens;
@@ -496,7 +230,7 @@ int cmd_plan(const ProfileLibrary& lib, const Options& o, std::ostream& out, std
     out << model.name << " (" << model.id << "): " << format_count(p.total) << " parameters, "
         << format_count(p.trainable) << " trainable";
     if (p.total > 0) out << " (" << std::fixed << std::setprecision(2) << 100.0 * double(p.trainable) / double(p.total) << " %)";
-    out << "\n" << describe_setup(setup, top_fw) << "\n";
+    out << "\n" << describe_setup_detailed(setup, top_fw) << "\n";
     if (data.lengths) print_data_summary(*data.lengths, data.summary(top_fw.id), setup.seq_len, out);
     for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
     out << "Framework for the totals below: " << top_fw.name << " [" << top_fw.id << "]\n"
@@ -581,20 +315,20 @@ std::optional<DataSummary> fit_data_summary(const PlanData& data, TrainingSetup 
     return data.summary_for(at, framework_id);
 }
 
-int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
-    const ModelChoice model = choose_model(lib, o, err);
-    const TrainingSetup asked = build_setup(o, model.arch);
-    const ChosenFields chosen = chosen_fields(o);
+int cmd_fit(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, std::ostream& err) {
+    const ResolvedModel model = model_from_flags(lib, o, err);
+    const TrainingSetup asked = setup_from_flags(o, model.arch);
+    const ChosenFields chosen = chosen_from_flags(o);
     auto what_text = o.get("--solve");
     if (!what_text) throw InputError("fit needs --solve batch|seq|rank|size");
     const SolveFor what = parse_solve_for(*what_text);
     if (!o.has("--machine")) throw InputError("fit needs --machine ID (see `wingspan machines`)");
-    const FrameworkProfile* forced = explicit_framework(lib, o);
-    const ByteUnit unit = parse_unit(o);
+    const FrameworkProfile* forced = framework_from_flags(lib, o);
+    const ByteUnit unit = o.unit();
     const std::string family = o.get("--family").value_or(model.family);
     const PlanData data = plan_data(o, asked, err);
     json results = json::array();
-    for (const auto* m : choose_machines(lib, o)) {
+    for (const auto* m : machines_from_flags(lib, o)) {
         const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
         const TrainingSetup setup = apply_framework_defaults(asked, fw, chosen);
         // --data: each candidate batch (or cap) is planned at the peak batch the data forms with it.
@@ -635,14 +369,14 @@ int cmd_fit(const ProfileLibrary& lib, const Options& o, std::ostream& out, std:
     return kExitOk;
 }
 
-int cmd_table(const ProfileLibrary& lib, const Options& o, std::ostream& out) {
+int cmd_table(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out) {
     auto id = o.get("--scenario");
     if (!id) {
         std::string ids;
         for (const auto& [k, v] : lib.scenarios()) ids += (ids.empty() ? "" : ", ") + k;
         throw InputError("table needs --scenario ID (one of: " + ids + ")");
     }
-    const Table t = build_table(lib, lib.scenario(*id), parse_unit(o));
+    const Table t = build_table(lib, lib.scenario(*id), o.unit());
     const std::string format = o.get("--format").value_or("markdown");
     if (format == "markdown" || format == "md") out << t.to_markdown();
     else if (format == "csv") out << t.to_csv();
@@ -683,7 +417,7 @@ int cmd_runs(std::ostream& out) {   // a run that cannot be read is listed as un
     return kExitOk;
 }
 
-int cmd_calibrate(ProfileLibrary& lib, const Options& o, std::ostream& out, std::ostream& err) {
+int cmd_calibrate(ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, std::ostream& err) {
     if (o.positional.empty()) throw InputError("calibrate needs one or more run folders (see `wingspan runs`)");
     std::vector<RunRecord> runs;
     for (const auto& p : o.positional) {
@@ -780,7 +514,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     try {
         if (args[0] == "recipe") return run_recipe(args, out, err, executable);
         if (args[0] == "watch") return run_watch(args, out, err, executable);
-        const Options o = parse_options(args, 1);
+        const PlanFlags o = PlanFlags::parse(args, 1);
         if (o.has("--help")) {
             out << kUsage;
             return kExitOk;

@@ -159,6 +159,9 @@ std::vector<std::pair<std::string, TrainingSetup>> method_variants(const Trainin
 // ---- text helpers (rendering only) ----
 std::string short_machine_name(const MachineProfile& m);   // "RTX 4090", "Mac Studio M3 Ultra 96 GB"
 std::string describe_setup(const TrainingSetup& s);         // "LoRA r16 · seq 1,024 × batch 1 · ..."
+// The command line's full line: method, rank and targets, the framework's storage format, every
+// technique on ("lora rank 16 on q,k,v,o · bf16-mixed · adamw · seq 1024 × batch 1 · ...").
+std::string describe_setup_detailed(const TrainingSetup& s, const FrameworkProfile& fw);
 std::string method_label(Method m);                         // "Full fine-tune", "LoRA", ...
 std::string verdict_text(const MachineVerdict& v, ByteUnit unit);   // "fits · 4.0 GB free"
 // The short form the Machines list and the Methods table show: "✓ 4.0 GB free", "✗ short 2.1 GB".

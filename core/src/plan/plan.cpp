@@ -395,6 +395,29 @@ std::string describe_setup(const TrainingSetup& s) {
     return d.str();
 }
 
+std::string describe_setup_detailed(const TrainingSetup& s, const FrameworkProfile& fw) {
+    std::ostringstream d;
+    d << to_string(s.method);
+    if (s.method == Method::Lora || s.method == Method::Qlora)
+        d << " rank " << s.lora_rank << " on " << targets_to_string(s.lora_targets);
+    if (s.effective_quantization() != Quantization::None) d << " · " << quantization_label(s, fw);
+    if (s.lora_layers > 0 && s.method != Method::Full && s.method != Method::Serve) d << " · last " << s.lora_layers << " layers";
+    if (s.dora) d << " · DoRA";
+    d << " · " << to_string(s.precision);
+    if (s.trains()) d << " · " << to_string(s.optimizer);
+    d << " · seq " << s.seq_len << " × batch " << (s.trains() ? s.micro_batch : s.serve_batch);
+    if (s.grad_accum > 1) d << " × accum " << s.grad_accum;
+    if (s.trains()) d << " · grad checkpointing " << (s.grad_checkpointing ? "on" : "off");
+    d << " · attention " << to_string(s.attention);
+    if (s.devices > 1) d << " · " << s.devices << " devices " << to_string(s.sharding);
+    if (s.offload) d << " · optimizer offload";
+    if (s.optimizer_in_backward) d << " · optimizer in backward";
+    if (s.activation_offload) d << " · activation offload";
+    if (s.compile) d << " · compile";
+    if (s.objective.kind != Objective::Sft) d << "\nObjective " << objective_summary(s);
+    return d.str();
+}
+
 std::string verdict_text(const MachineVerdict& v, ByteUnit unit) {
     const double margin = double(v.margin_bytes);
     if (v.fit == Fit::No) {
