@@ -3,6 +3,7 @@
 #include "download_cmd.hpp"
 #include "explain_oom_cmd.hpp"
 #include "from_config_cmd.hpp"
+#include "plan_cmd.hpp"
 #include "recipe_cmd.hpp"
 #include "serve_gguf_cmd.hpp"
 
@@ -100,14 +101,6 @@ fit: --solve batch|seq|rank|size
 table: --scenario ID [--format markdown|csv]
 )";
 
-std::string pad(const std::string& s, size_t width, bool right = false) {
-    // Width in code points, so "×" and "–" line up.
-    size_t cps = 0;
-    for (unsigned char c : s) cps += (c & 0xC0) != 0x80;
-    if (cps >= width) return s;
-    return right ? std::string(width - cps, ' ') + s : s + std::string(width - cps, ' ');
-}
-
 // The framework ids, where each runs, its default precision and the ids it also answers to.
 int cmd_frameworks(const ProfileLibrary& lib, std::ostream& out) {
     out << pad("id", 18) << pad("runs on", 14) << pad("precision", 12) << "name\n";
@@ -122,187 +115,6 @@ int cmd_frameworks(const ProfileLibrary& lib, std::ostream& out) {
     out << "Machine defaults: CUDA → " << ProfileLibrary::default_framework_id(MachineKind::Gpu) << ", Apple → "
         << ProfileLibrary::default_framework_id(MachineKind::Unified) << ", CPU → "
         << ProfileLibrary::default_framework_id(MachineKind::Cpu) << "\n";
-    return kExitOk;
-}
-
-// plan --rows: the tensor inventory (one row per kind of tensor, with its lifetime) and each
-// phase's allocated bytes from the lifetime walk, the peak marked.
-int print_rows(const MemoryEstimate& est, bool as_json, std::ostream& out) {
-    if (as_json) {
-        out << json{{"rows", est.inventory.to_json()}, {"phases", est.to_json()["phases"]}, {"peak_phase", est.peak_phase}}.dump(2)
-            << "\n";
-        return 0;
-    }
-    out << est.inventory.table() << "\nphases (bytes allocated on one device, from the rows alive in each):\n";
-    for (const auto& p : est.phases)
-        out << "  " << p.name << ": " << format_count(p.total()) << " B" << (p.name == est.peak_phase ? "  <- peak" : "") << "\n";
-    return 0;
-}
-
-// --data FILE|FOLDER read with the model's tokenizer (--model-dir, or --hf in the cache).
-PlanData plan_data(const PlanFlags& o, const TrainingSetup& asked, std::ostream& err) {
-    PlanData d;
-    d.asked = asked;
-    d.epochs = o.integer("--epochs", 1);
-    if (auto p = o.get("--padding")) d.padding = parse_padding(*p);
-    auto file = o.get("--data");
-    if (!file) {
-        if (d.padding) throw InputError("--padding shapes the batches of --data FILE; give the data set too");
-        return d;
-    }
-    const auto folder = train::tokenizer_folder(o.get("--model-dir"), o.get("--hf"), o.get("--revision").value_or("main"));
-    d.lengths = train::read_data_lengths(*file, folder, err);
-    return d;
-}
-
-int cmd_plan(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, std::ostream& err) {
-    const ResolvedModel model = model_from_flags(lib, o, err);
-    const TrainingSetup asked = setup_from_flags(o, model.arch);
-    const ChosenFields chosen = chosen_from_flags(o);
-    const FrameworkProfile* forced = framework_from_flags(lib, o);
-    const auto machines = machines_from_flags(lib, o);
-    // The totals: the framework asked for, else the one machine's, else the CUDA default.
-    const FrameworkProfile& top_fw = forced ? *forced
-                                     : o.all("--machine").size() == 1 ? lib.framework_for(*machines.front())
-                                                                      : lib.framework(ProfileLibrary::default_framework_id(MachineKind::Gpu));
-    TrainingSetup setup = apply_framework_defaults(asked, top_fw, chosen);
-    // Precision auto: the totals take the one machine's choice, else what a GPU with bf16 takes;
-    // each machine's verdict below makes its own (adapt_setup).
-    std::string precision_reason;
-    if (setup.precision_auto && machines.size() == 1) {
-        setup = adapt_setup(setup, *machines.front(), nullptr, &precision_reason);
-    } else if (setup.precision_auto) {
-        setup.precision_auto = false;
-        precision_reason = "auto: bf16-mixed for these totals (a GPU with bf16); each machine below takes its own";
-    }
-    setup.validate(model.arch);
-    // --data: each framework's batches of the real examples; memory at the peak batch, time from its tokens.
-    const PlanData data = plan_data(o, asked, err);
-    const MemoryEstimate est = estimate_memory(model.arch, data.at_peak(setup, top_fw.id), top_fw);
-    if (o.has("--rows")) return print_rows(est, o.has("--json"), out);
-    const ByteUnit unit = o.unit();
-    const double tokens = data.tokens(top_fw.id, dataset_tokens_from_flags(o));
-    const bool serving = !setup.trains();
-    std::vector<MachineVerdict> verdicts;
-    std::vector<double> machine_tokens;
-    for (const auto* m : machines) {
-        const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);
-        verdicts.push_back(evaluate(model.arch, data.at_peak(apply_framework_defaults(asked, fw, chosen), fw.id), *m, fw));
-        machine_tokens.push_back(data.tokens(fw.id, tokens));
-    }
-
-    if (o.has("--json")) {
-        json j = est.to_json();
-        j["model"] = {{"id", model.id}, {"name", model.name}, {"family", model.family},
-                      {"config", model.arch.to_hf_config()}, {"assumptions", model.arch.assumptions}};
-        j["setup"] = setup.to_json();
-        j["framework"] = top_fw.id;
-        j["precision_in_force"] = precision_in_force(setup, top_fw);
-        if (!precision_reason.empty()) j["precision_reason"] = precision_reason;
-        j["quantization_format"] = quantization_label(setup, top_fw);
-        j["objective_in_force"] = objective_summary(setup);
-        if (!serving) {
-            j["flops_per_token"] = training_flops_per_token(model.arch, setup);
-            j["dataset_tokens"] = tokens;
-        }
-        if (data.lengths) j["data"] = data.to_json(top_fw.id);
-        json machines_json = json::array();
-        for (size_t i = 0; i < verdicts.size(); ++i) {
-            const auto& v = verdicts[i];
-            json m = v.to_json();
-            m["framework"] = v.framework ? v.framework->id : top_fw.id;
-            if (!serving) {
-                const RunCost cost = estimate_run(v.speed, *v.machine, machine_tokens[i]);
-                m["run_seconds"] = cost.seconds;
-                // The spread of measured/predicted on bench_throughput's held-back cases.
-                m["run_seconds_likely"] = {cost.seconds * kTimeLow, cost.seconds * kTimeHigh};
-                m["step_seconds"] = v.speed.step_seconds;
-                m["run_cost_usd"] = cost.dollars ? json(*cost.dollars) : json(nullptr);
-            }
-            machines_json.push_back(m);
-        }
-        j["machines"] = machines_json;
-        out << j.dump(2) << "\n";
-        return kExitOk;
-    }
-
-    const auto& p = est.params;
-    out << model.name << " (" << model.id << "): " << format_count(p.total) << " parameters, "
-        << format_count(p.trainable) << " trainable";
-    if (p.total > 0) out << " (" << std::fixed << std::setprecision(2) << 100.0 * double(p.trainable) / double(p.total) << " %)";
-    out << "\n" << describe_setup_detailed(setup, top_fw) << "\n";
-    if (data.lengths) print_data_summary(*data.lengths, data.summary(top_fw.id), setup.seq_len, out);
-    for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
-    out << "Framework for the totals below: " << top_fw.name << " [" << top_fw.id << "]\n"
-        << "Precision in force: " << precision_in_force(setup, top_fw)
-        << (!precision_reason.empty() ? " (" + precision_reason + ")"
-            : chosen.precision          ? std::string(" (--precision)")
-            : top_fw.default_precision.empty() ? std::string()
-                                               : std::string(" (the framework's default)"))
-        << "\n";
-    if (setup.effective_quantization() != Quantization::None)
-        out << "Quantized storage: " << quantization_label(setup, top_fw) << "\n";
-    out << "\n";
-    const bool gib = unit == ByteUnit::GiB;
-    // "at peak": the component at the peak phase (they sum to the total); "max": the most it
-    // holds in any phase, what its formula computes (shown where it differs).
-    const auto maxima = est.component_maxima();
-    out << pad("Component", 24) << pad(std::string(gib ? "GiB" : "GB") + " at peak", 12, true)
-        << pad("max", 8, true) << "   how (the formula gives the max over phases)\n";
-    for (Component c : kAllComponents) {
-        auto it = est.components.find(c);
-        auto mx = maxima.find(c);
-        const std::int64_t at_peak = it == est.components.end() ? 0 : it->second;
-        const std::int64_t most = mx == maxima.end() ? 0 : mx->second;
-        if (at_peak == 0 && most == 0) continue;
-        std::string how = est.explain(c);
-        std::replace(how.begin(), how.end(), '\n', ';');
-        char value[32], max_value[32] = "";
-        std::snprintf(value, sizeof value, "%.2f", double(at_peak) / (gib ? kGiB : kGB));
-        if (most != at_peak) std::snprintf(max_value, sizeof max_value, "%.2f", double(most) / (gib ? kGiB : kGB));
-        out << pad(std::string(component_label(c)), 24) << pad(value, 12, true) << pad(max_value, 8, true) << "   "
-            << how << "\n";
-    }
-    out << "\nPeak of allocated tensors (" << est.peak_phase << "): " << format_bytes(double(est.peak_allocated_bytes), unit, 2)
-        << "\nTotal the device holds at the peak:  " << format_bytes(double(est.total_bytes), unit, 2);
-    if (est.host_bytes > 0) out << "\nHost RAM beside the device:          " << format_bytes(double(est.host_bytes), unit, 2);
-    out << "\n\n";
-    out << pad("Machine", 34) << pad("usable", 10, true) << pad("needed", 10, true) << pad("margin", 10, true) << "  "
-        << pad("verdict", 8) << pad("framework", 17);
-    if (!serving) out << pad("tokens/s", 10, true) << pad("time", 11, true) << pad("likely", 14, true) << pad("cost", 9, true);
-    else out << pad("decode tok/s", 13, true);
-    out << "\n";
-    for (size_t i = 0; i < verdicts.size(); ++i) {
-        const auto& v = verdicts[i];
-        out << pad(v.machine->name.substr(0, 33), 34) << pad(format_bytes(double(v.usable_bytes), unit), 10, true)
-            << pad(format_bytes(double(v.needed_bytes), unit), 10, true)
-            << pad(format_bytes(double(v.margin_bytes), unit), 10, true) << "  " << pad(to_string(v.fit), 8)
-            << pad(v.framework ? v.framework->id : top_fw.id, 17);
-        if (!serving) {
-            const RunCost cost = estimate_run(v.speed, *v.machine, machine_tokens[i]);
-            char tps[32], dollars[32] = "—";
-            std::snprintf(tps, sizeof tps, "%.0f", v.speed.tokens_per_s);
-            if (cost.dollars) std::snprintf(dollars, sizeof dollars, "$%.2f", *cost.dollars);
-            out << pad(tps, 10, true) << pad(format_duration(cost.seconds), 11, true)
-                << pad(likely_span(cost.seconds), 14, true) << pad(dollars, 9, true);
-        } else {
-            char tps[32];
-            std::snprintf(tps, sizeof tps, "%.1f", v.speed.tokens_per_s);
-            out << pad(tps, 13, true);
-        }
-        out << "\n";
-        for (const auto& note : v.notes) out << "    note: " << note << "\n";
-    }
-    if (serving)
-        out << "\nServing " << setup.serve_batch << " sequence" << (setup.serve_batch > 1 ? "s" : "") << " of up to "
-            << format_count(setup.seq_len) << " tokens of context (weights, KV cache and one layer's prefill). "
-            << "GB = 10^9 bytes, GiB = 2^30.\n";
-    else
-        out << "\nTime and cost for " << format_count(std::int64_t(tokens))
-            << " training tokens (" << (data.lengths ? "--data's batches × --epochs" : "--examples × --tokens-per-example × --epochs")
-            << "); \"likely\": the 10th–90th percentile of "
-               "measured/predicted on the held-back cases of bench_throughput (bench/results/throughput.md). "
-               "GB = 10^9 bytes, GiB = 2^30.\n";
     return kExitOk;
 }
 
@@ -326,7 +138,7 @@ int cmd_fit(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, st
     const FrameworkProfile* forced = framework_from_flags(lib, o);
     const ByteUnit unit = o.unit();
     const std::string family = o.get("--family").value_or(model.family);
-    const PlanData data = plan_data(o, asked, err);
+    const PlanData data = plan_data_from_flags(o, asked, err);
     json results = json::array();
     for (const auto* m : machines_from_flags(lib, o)) {
         const FrameworkProfile& fw = forced ? *forced : lib.framework_for(*m);

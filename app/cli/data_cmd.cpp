@@ -90,4 +90,20 @@ nlohmann::json PlanData::to_json(const std::string& framework_id) const {
     return j;
 }
 
+// --data FILE|FOLDER read with the model's tokenizer (--model-dir, or --hf in the cache).
+PlanData plan_data_from_flags(const PlanFlags& o, const TrainingSetup& asked, std::ostream& err) {
+    PlanData d;
+    d.asked = asked;
+    d.epochs = o.integer("--epochs", 1);
+    if (auto p = o.get("--padding")) d.padding = parse_padding(*p);
+    auto file = o.get("--data");
+    if (!file) {
+        if (d.padding) throw InputError("--padding shapes the batches of --data FILE; give the data set too");
+        return d;
+    }
+    const auto folder = train::tokenizer_folder(o.get("--model-dir"), o.get("--hf"), o.get("--revision").value_or("main"));
+    d.lengths = train::read_data_lengths(*file, folder, err);
+    return d;
+}
+
 }  // namespace wingspan::cli

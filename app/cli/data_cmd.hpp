@@ -13,6 +13,7 @@
 
 #include "data_file.hpp"
 #include "wingspan/data_lengths.hpp"
+#include "wingspan/plan_flags.hpp"
 #include "wingspan/setup.hpp"
 
 namespace wingspan::cli {
@@ -45,5 +46,9 @@ struct PlanData {
 private:
     mutable std::map<std::string, DataSummary> summaries_;
 };
+
+// --data FILE|FOLDER [--padding] [--epochs] read with the model's tokenizer (--model-dir, or --hf in
+// the HF cache); without --data, the flags' setup alone (and --padding alone is an InputError).
+PlanData plan_data_from_flags(const PlanFlags& flags, const TrainingSetup& asked, std::ostream& err);
 
 }  // namespace wingspan::cli

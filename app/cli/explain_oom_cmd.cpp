@@ -1,8 +1,9 @@
 // `wingspan explain-oom [plan flags] < message.txt`: PyTorch's out-of-memory text read into
 // figures (core/src/oom_message.cpp) and, with a plan, matched against the plan's phases and
 // tensors with the nearest settings that fit (core/src/oom_advice.cpp). The plan flags are
-// `wingspan plan`'s own, resolved by running `plan --json` in-process, as `recipe` does.
+// `wingspan plan`'s own, resolved by the same PlanReport (plan_cmd.hpp) as `recipe` uses.
 #include "explain_oom_cmd.hpp"
+#include "plan_cmd.hpp"
 
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -24,13 +25,6 @@ using nlohmann::json;
 // A pasted traceback is a few kilobytes; more than this is not a message.
 constexpr std::size_t kMaxMessageBytes = 1 << 20;
 
-PeakBatch peak_of(const json& data) {
-    PeakBatch p;
-    p.rows = data.at("peak_batch").at("rows").get<std::int64_t>();
-    p.cols = data.at("peak_batch").at("cols").get<std::int64_t>();
-    return p;
-}
-
 std::string read_message(std::istream& in) {
     std::string text;
     char buf[4096];
@@ -39,17 +33,6 @@ std::string read_message(std::istream& in) {
         if (text.size() > kMaxMessageBytes) throw InputError("explain-oom: the message is over 1 MiB; paste only the error");
     }
     return text;
-}
-
-// The plan the flags describe, as `plan --json` resolves it (framework defaults applied).
-json resolve_plan(std::vector<std::string> plan_args, std::ostream& err) {
-    plan_args.insert(plan_args.begin(), "plan");
-    plan_args.push_back("--json");
-    std::ostringstream out, plan_err;
-    const int code = run(plan_args, out, plan_err);
-    err << plan_err.str();
-    if (code != kExitOk) throw InputError("explain-oom: the plan flags do not make a plan (see above)");
-    return json::parse(out.str());
 }
 
 void print_text(const OomDiagnosis& d, bool with_plan, std::ostream& out) {
@@ -89,13 +72,12 @@ int run_explain_oom(const ProfileLibrary& lib, const ExplainOomRequest& request,
         if (!request.framework_given && !request.machine)
             args.insert(args.end(), {"--framework", ProfileLibrary::default_framework_id(
                                                         report->device == "mps" ? MachineKind::Unified : MachineKind::Gpu)});
-        const json plan = resolve_plan(args, err);
-        const Architecture arch = Architecture::from_hf_config(plan.at("model").at("config"));
-        TrainingSetup setup = TrainingSetup::from_json(plan.at("setup"));
+        const PlanReport plan = make_plan_report(lib, plan_flags_of(args), err);
         // --data: the plan's memory is at the data's peak batch (its padded length), and so is the
-        // diagnosis (core's at_peak_batch: the peak batch's columns as the sequence).
-        if (plan.contains("data")) setup = at_peak_batch(setup, peak_of(plan.at("data")));
-        const FrameworkProfile& fw = lib.framework(plan.at("framework").get<std::string>());
+        // diagnosis.
+        const TrainingSetup setup = plan.data.at_peak(plan.setup, plan.framework->id);
+        const Architecture& arch = plan.model.arch;
+        const FrameworkProfile& fw = *plan.framework;
         d = diagnose_oom(*report, arch, setup, fw, request.machine);
     }
     if (request.json) {

@@ -1,7 +1,6 @@
 // `wingspan recipe`: a plan written out for a training framework (core/src/recipe*.cpp fills
 // the templates in resources/recipes/). The plan flags are `wingspan plan`'s own: this command
-// resolves them by running `plan --json` in-process, so both accept exactly the same plans.
-#include "recipe_cmd.hpp"
+// resolves them with the same PlanReport (plan_cmd.hpp), so both accept exactly the same plans.
 
 #include <cmath>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "plan_cmd.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
@@ -179,10 +179,13 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     const std::string profiles_dir =
         last_value(plan_flags, "--profiles").value_or(ProfileLibrary::default_dir(executable).string());
     ProfileLibrary lib = ProfileLibrary::load(profiles_dir);
+    MachineProfile here = detect_this_machine();   // --machine ID may name it, as in `wingspan plan`
+    const std::string this_machine = here.id;
+    lib.add_machine(std::move(here));
     lib.load_user_profiles(ProfileLibrary::user_dir());
 
     std::optional<ScratchFolder> scratch;   // only a plan file's config needs one
-    std::vector<std::string> plan_args = {"plan"};
+    std::vector<std::string> plan_args;
     if (own.count("--plan")) {
         scratch.emplace();
         const auto from_file = plan_file_flags(own["--plan"], lib, scratch->path());
@@ -191,24 +194,17 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     plan_args.insert(plan_args.end(), plan_flags.begin(), plan_flags.end());
     // The framework's profile decides what the plan leaves open (its precision, checkpointing,
     // adapted layers), as the framework itself would.
-    plan_args.insert(plan_args.end(), {"--framework", recipe::profile_for(lib, fw).id, "--json"});
-    std::ostringstream plan_out, plan_err;
-    const int rc = run(plan_args, plan_out, plan_err, executable);
+    plan_args.insert(plan_args.end(), {"--framework", recipe::profile_for(lib, fw).id});
+    const PlanReport plan = make_plan_report(lib, plan_flags_of(plan_args), err);
     scratch.reset();
-    if (rc != kExitOk) {
-        err << plan_err.str();
-        return rc;
-    }
-    err << plan_err.str();   // warnings about the model, if any
-    const json plan = json::parse(plan_out.str());
 
     recipe::Request req;
     req.framework = own["--framework"];
-    req.model_id = plan["model"].value("id", "");
-    req.model_name = plan["model"].value("name", req.model_id);
-    req.family = plan["model"].value("family", "");
-    req.arch = Architecture::from_hf_config(plan["model"]["config"]);
-    req.setup = TrainingSetup::from_json(plan["setup"]);
+    req.model_id = plan.model.id;
+    req.model_name = plan.model.name;
+    req.family = plan.model.family;
+    req.arch = plan.model.arch;
+    req.setup = plan.setup;
     if (auto hf = last_value(plan_flags, "--hf")) req.model_repo = *hf;
     if (auto dir = last_value(plan_flags, "--model-dir")) req.model_repo = fs::absolute(*dir).string();
     if (own.count("--data")) req.data_path = own["--data"];
@@ -226,23 +222,22 @@ int run_recipe(const std::vector<std::string>& args, std::ostream& out, std::ost
     // The machines named with --machine (plan's default list otherwise): their verdicts on the
     // command line, their notes (a T4 has no bf16, ...) in the README too.
     std::vector<std::string> verdicts;
-    const json machines = last_value(plan_flags, "--machine") ? plan.value("machines", json::array()) : json::array();
-    bool all_without_bf16 = !machines.empty();
-    for (const auto& m : machines) {
-        const std::string name = m.value("name", m.value("id", std::string()));
-        verdicts.push_back(name + ": " + m.value("verdict", std::string()) + ", needs " +
-                           format_bytes(m.value("needed_bytes", 0.0)) + " of " + format_bytes(m.value("usable_bytes", 0.0)));
-        for (const auto& n : m.value("notes", std::vector<std::string>{})) req.notes.push_back(n + ".");
+    const bool machines_named = last_value(plan_flags, "--machine").has_value();
+    bool all_without_bf16 = machines_named && !plan.verdicts.empty();
+    for (const MachineVerdict& v : machines_named ? plan.verdicts : std::vector<MachineVerdict>{}) {
+        verdicts.push_back(v.machine->name + ": " + to_string(v.fit) + ", needs " + format_bytes(double(v.needed_bytes)) +
+                           " of " + format_bytes(double(v.usable_bytes)));
+        for (const auto& n : v.notes) req.notes.push_back(n + ".");
         bool without_bf16 = false;   // a machine this library does not list (this machine) is not switched
         for (const auto& known : lib.machines())
-            if (known.id == m.value("id", std::string())) without_bf16 = !known.bf16;
+            if (known.id == v.machine->id && known.id != this_machine) without_bf16 = !known.bf16;
         all_without_bf16 = all_without_bf16 && without_bf16;
     }
     // On machines without bf16 the planner already counts fp16 with loss scaling; so does the recipe.
     if (all_without_bf16 && (req.setup.precision == Precision::Bf16Mixed || req.setup.precision == Precision::Bf16)) {
         req.setup.precision = Precision::Fp16Mixed;
         req.notes.push_back("This recipe trains in fp16 mixed precision (the plan said " +
-                            std::string(to_string(TrainingSetup::from_json(plan["setup"]).precision)) +
+                            std::string(to_string(plan.setup.precision)) +
                             "), as the planner does for machines without bf16.");
     }
 
