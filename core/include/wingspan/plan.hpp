@@ -1,8 +1,9 @@
 #pragma once
-// A plan as the window holds it (model choice + TrainingSetup + machines + data set), its
-// `.wingspan.json` form, and the evaluation that core computes for it. No arithmetic on
-// memory happens here: every number comes from core (estimate_memory, evaluate, solve,
-// estimate_run, build_table).
+// A plan (model choice + TrainingSetup + machines + data set), its `.wingspan.json` form, its
+// evaluation, its tables and the text that names its parts. The window, the exports and
+// `wingspan recipe --plan` read and write plans through here; plan_flags.hpp is the command
+// line's way in. No arithmetic on memory happens here: every number comes from the planner
+// (estimate_memory, evaluate, solve, estimate_run, build_table).
 #include <cstdint>
 #include <map>
 #include <optional>
