@@ -13,6 +13,7 @@
 
 #include "cli.hpp"
 #include "wingspan/quoting.hpp"
+#include "wingspan/version.hpp"
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/run_panel.hpp"
@@ -37,7 +38,7 @@ bool has_env(const char* name) {
 void set_identity() {
     QCoreApplication::setOrganizationName("Wingspan");
     QCoreApplication::setApplicationName("Wingspan");
-    QCoreApplication::setApplicationVersion(WINGSPAN_APP_VERSION);
+    QCoreApplication::setApplicationVersion(wingspan::kVersion);
     QGuiApplication::setDesktopFileName("io.wingspan.Wingspan");
 }
 

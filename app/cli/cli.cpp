@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/version.hpp"
 #include "wingspan/hub.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/safe_file.hpp"
@@ -319,7 +320,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         return kExitOk;
     }
     if (args[0] == "version" || args[0] == "--version") {
-        out << "wingspan " << WINGSPAN_CLI_VERSION << "\n";
+        out << "wingspan " << kVersion << "\n";
         return kExitOk;
     }
     if (args[0] == "download") return cmd_download(args, out, err);

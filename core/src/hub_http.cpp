@@ -13,10 +13,7 @@
 
 #include "hub_internal.hpp"
 #include "wingspan/user_dirs.hpp"
-
-#ifndef WINGSPAN_VERSION
-#define WINGSPAN_VERSION "0"
-#endif
+#include "wingspan/version.hpp"
 
 namespace wingspan::hub {
 
@@ -522,7 +519,7 @@ HttpResponse HttpClient::get_once(const std::string& url, const std::optional<By
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "wingspan/" WINGSPAN_VERSION);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "wingspan/" WINGSPAN_VERSION_STRING);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);   // redirects are followed above
 #if LIBCURL_VERSION_NUM >= 0x075500

@@ -1,4 +1,5 @@
 #include "wingspan/profiles.hpp"
+#include "wingspan/user_dirs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -122,17 +123,9 @@ ProfileLibrary ProfileLibrary::load(const fs::path& dir) {
 fs::path ProfileLibrary::default_dir(const fs::path& executable) {
     if (const char* env = std::getenv("WINGSPAN_PROFILES"); env && *env) return env;
     std::error_code ec;
-    if (!executable.empty()) {
-        fs::path exe = fs::weakly_canonical(executable, ec);
-        const fs::path bin = exe.parent_path();
-        for (const fs::path& candidate : {bin / "../share/wingspan/profiles", bin / "../profiles", bin / "profiles"})
-            if (fs::is_directory(candidate / "machines", ec)) return fs::weakly_canonical(candidate, ec);
-    }
-#ifdef WINGSPAN_SOURCE_PROFILES_DIR
-    return WINGSPAN_SOURCE_PROFILES_DIR;
-#else
-    return "profiles";
-#endif
+    for (const fs::path& candidate : bundled_data_dirs(executable, "profiles", "profiles"))
+        if (fs::is_directory(candidate / "machines", ec)) return fs::weakly_canonical(candidate, ec);
+    return "profiles";   // the current folder's: a checkout's root
 }
 
 fs::path ProfileLibrary::user_dir() {

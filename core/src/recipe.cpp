@@ -1,4 +1,5 @@
 #include "wingspan/recipe.hpp"
+#include "wingspan/user_dirs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -159,16 +160,9 @@ std::string plan_summary(const RecipeInput& in) {
 fs::path default_dir(const fs::path& executable) {
     if (const char* env = std::getenv("WINGSPAN_RECIPES"); env && *env) return env;
     std::error_code ec;
-    if (!executable.empty()) {
-        const fs::path bin = fs::weakly_canonical(executable, ec).parent_path();
-        for (const fs::path& candidate : {bin / "../share/wingspan/recipes", bin / "../resources/recipes"})
-            if (fs::is_regular_file(candidate / "frameworks.json", ec)) return fs::weakly_canonical(candidate, ec);
-    }
-#ifdef WINGSPAN_SOURCE_RECIPES_DIR
-    return WINGSPAN_SOURCE_RECIPES_DIR;
-#else
-    return "resources/recipes";
-#endif
+    for (const fs::path& candidate : bundled_data_dirs(executable, "recipes", "resources/recipes"))
+        if (fs::is_regular_file(candidate / "frameworks.json", ec)) return fs::weakly_canonical(candidate, ec);
+    return "resources/recipes";   // the current folder's: a checkout's root
 }
 
 std::vector<FrameworkInfo> frameworks(const fs::path& dir) {

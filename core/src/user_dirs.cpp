@@ -20,4 +20,14 @@ std::filesystem::path home_directory() {
     return {};
 }
 
+std::vector<std::filesystem::path> bundled_data_dirs(const std::filesystem::path& executable, const char* what,
+                                                     const char* source_folder) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path program = executable.empty() ? fs::read_symlink("/proc/self/exe", ec) : fs::weakly_canonical(executable, ec);
+    if (program.empty()) return {};
+    const fs::path dir = program.parent_path();
+    return {dir / "../share/wingspan" / what, dir / ".." / source_folder};
+}
+
 }  // namespace wingspan

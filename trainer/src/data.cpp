@@ -10,10 +10,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
-
-#ifndef WINGSPAN_SOURCE_RESOURCES_DIR
-#define WINGSPAN_SOURCE_RESOURCES_DIR ""
-#endif
+#include "wingspan/user_dirs.hpp"
 
 namespace wingspan::train {
 
@@ -163,19 +160,13 @@ std::filesystem::path default_sample_data(const std::filesystem::path& executabl
     const bool chat = std::string(name) == "chat.jsonl";
     if (const char* env = std::getenv("WINGSPAN_SAMPLE_DATA"); chat && env && *env) return env;
     std::vector<fs::path> candidates;
-    if (!executable.empty()) {
-        std::error_code ec;
-        fs::path dir = fs::weakly_canonical(executable, ec).parent_path();
-        candidates.push_back(dir / "../share/wingspan/sample-data" / name);
-        candidates.push_back(dir / "../resources/sample-data" / name);
-        candidates.push_back(dir / "../../resources/sample-data" / name);
-    }
-    candidates.push_back(fs::path(WINGSPAN_SOURCE_RESOURCES_DIR) / "sample-data" / name);
+    for (const fs::path& dir : bundled_data_dirs(executable, "sample-data", "resources/sample-data"))
+        candidates.push_back(dir / name);
     for (const auto& c : candidates) {
         std::error_code ec;
         if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
     }
-    return candidates.back();
+    return candidates.empty() ? fs::path(name) : candidates.front();
 }
 
 }  // namespace wingspan::train

@@ -18,6 +18,7 @@
 #include "model_source.hpp"
 #include "weights_io.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/version.hpp"
 #include "wingspan/safe_file.hpp"
 
 namespace wingspan::train {
@@ -270,7 +271,7 @@ void export_gguf(const Args& a) {
 }  // namespace
 
 int run_export(const std::vector<std::string>& args) {
-    emit(EventType::Hello, {{"trainer", "wingspan-train"}, {"version", WINGSPAN_VERSION}, {"command", "export"}});
+    emit(EventType::Hello, {{"trainer", "wingspan-train"}, {"version", kVersion}, {"command", "export"}});
     auto fail = [](const char* code, const std::string& message, int rc) {
         emit(EventType::Error, {{"code", code}, {"message", valid_utf8("export: " + message)}});
         emit(EventType::Done, {{"reason", "error"}});

@@ -52,10 +52,6 @@
 #include "wingspan/protocol.hpp"
 #include "wingspan/verdict.hpp"
 
-#ifndef WINGSPAN_VERSION
-#define WINGSPAN_VERSION "0.0.0"
-#endif
-
 namespace wingspan::train {
 
 namespace fs = std::filesystem;

@@ -51,10 +51,7 @@
 #include "wingspan/profiles.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/verdict.hpp"
-
-#ifndef WINGSPAN_VERSION
-#define WINGSPAN_VERSION "0.0.0"
-#endif
+#include "wingspan/version.hpp"
 
 namespace wingspan::train {
 
@@ -75,7 +72,7 @@ void emit_minimal_hello() {
     if (g_hello_sent) return;
     g_hello_sent = true;
     emit(EventType::Hello, {{"trainer", "wingspan-train"},
-                            {"version", WINGSPAN_VERSION},
+                            {"version", kVersion},
                             {"torch", TORCH_VERSION},
                             {"device", g_device_name},
                             {"threads", at::get_num_threads()}});
@@ -109,7 +106,7 @@ void Run::announce() {
     g_hello_sent = true;
     emit(EventType::Hello,
          {{"trainer", "wingspan-train"},
-          {"version", WINGSPAN_VERSION},
+          {"version", kVersion},
           {"torch", TORCH_VERSION},
           {"device", device_.str()},
           {"device_name", dev::info(device_).name},

@@ -1,5 +1,6 @@
 // The window's menus and the page shown when the profiles cannot be loaded.
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/version.hpp"
 #include "wingspan/ui/data_dialog.hpp"
 #include "wingspan/ui/gguf_export_dialog.hpp"
 #include "wingspan/ui/recipe_dialog.hpp"
@@ -172,7 +173,7 @@ void MainWindow::buildMenus() {
     });
     add(help, "&About Wingspan", QKeySequence(), [this] {
         QMessageBox::about(this, "About Wingspan",
-                           "<h3>Wingspan " WINGSPAN_UI_VERSION "</h3><p>A planner for fine-tuning memory: what a training "
+                           "<h3>Wingspan " WINGSPAN_VERSION_STRING "</h3><p>A planner for fine-tuning memory: what a training "
                            "run needs, component by component, and where it fits.</p><p>Every number comes from "
                            "Wingspan's memory model; hover a bar segment to see its formula. GB = 10⁹ bytes, "
                            "GiB = 2³⁰ bytes.</p>");

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "wingspan/trainer_invocation.hpp"
+#include "wingspan/user_dirs.hpp"
 #include "wingspan/ui/run_session.hpp"
 
 using nlohmann::json;
@@ -236,18 +237,10 @@ TrainerLocation find_trainer(const QString& executable) {
 QString find_sample_data(const QString& executable) {
     const QString env = qEnvironmentVariable("WINGSPAN_SAMPLE_DATA");
     if (!env.isEmpty()) return env;
-    QStringList candidates;
-    if (!executable.isEmpty()) {
-        const QDir dir = QFileInfo(QFileInfo(executable).absoluteFilePath()).absoluteDir();
-        candidates << dir.filePath("../share/wingspan/sample-data/chat.jsonl")
-                   << dir.filePath("../resources/sample-data/chat.jsonl")
-                   << dir.filePath("../../resources/sample-data/chat.jsonl");
-    }
-#ifdef WINGSPAN_SOURCE_RESOURCES_DIR
-    candidates << QString(WINGSPAN_SOURCE_RESOURCES_DIR) + "/sample-data/chat.jsonl";
-#endif
-    for (const QString& c : candidates)
+    for (const auto& dir : bundled_data_dirs(executable.toStdString(), "sample-data", "resources/sample-data")) {
+        const QString c = QString::fromStdString((dir / "chat.jsonl").string());
         if (QFileInfo::exists(c)) return QFileInfo(c).canonicalFilePath();
+    }
     return {};
 }
 
