@@ -311,6 +311,7 @@ void RunPanel::populateModelSources() {
 void RunPanel::setPlan(const Plan& plan) {
     plan_ = plan;
     has_plan_ = true;
+    showTrainAvailability(trainBlockedReason());
     emit trainAvailabilityChanged(trainBlockedReason().isEmpty(), trainBlockedReason());
     if (!follow_planner_) {
         // The user edited the settings: keep them, and say how the run differs from the plan.

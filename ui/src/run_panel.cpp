@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
@@ -37,6 +38,7 @@
 
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_status.hpp"
 #include "wingspan/ui/widgets.hpp"
 
 #include "run_panel_text.hpp"
@@ -398,84 +400,30 @@ void RunPanel::refresh(bool force) {
         view_banner_->setText(text);
     }
 
-    const RunRecord* r = shownRecord();
-    if (!r) {
-        status_->setText(trainer_.ok() ? "Ready. <b>Start ▶</b> trains with these settings; <b>Train ▶</b> in the planner "
-                                         "fills them from the plan and starts."
-                                       : "<span style='color:#c2410c'>Training needs wingspan-train; the note above says "
-                                         "how to build it.</span>");
-        progress_->setRange(0, 1);
-        progress_->setValue(0);
-        progress_->setFormat("no run");
-        return;
-    }
     const bool live = !loaded_ && session_ && session_->isActive();
-    const auto& steps = r->steps();
-    const std::int64_t step = steps.empty() ? 0 : steps.back().step;
-    std::int64_t total = steps.empty() ? 0 : steps.back().total_steps;
-    const RunOptions* o = loaded_ ? &loaded_->options : &session_->options();
-    if (total <= 0) total = o->steps;
-    QStringList parts;
-    if (live) {
-        const bool stopping = session_->state() == RunSession::State::Stopping;
-        if (stopping) {
-            parts << QString("<b style='color:%1'>■ Stopping</b>: SIGTERM sent; waiting for the trainer to finish its step "
-                             "and save (SIGKILL in %2 s)")
-                         .arg(ChartStyle::from_palette(palette()).tight.name())
-                         .arg(std::ceil(session_->stopDeadlineSeconds()));
-        } else {
-            parts << QString("<b style='color:%1'>● Running</b>").arg(palette().color(QPalette::Highlight).name());
-        }
-        if (steps.empty()) parts << "setting up (loading the model and data)";
-        else parts << QString("step %1 of %2").arg(step).arg(total);
-        if (!steps.empty()) {
-            parts << QLocale().toString(steps.back().tokens_per_s, 'f', 0) + " tokens/s";
-            parts << QString("loss %1").arg(steps.back().loss, 0, 'f', 3);
-        }
-        parts << duration_text(session_->elapsedSeconds()) + " elapsed";
-        progress_->setTextVisible(true);
-        if (steps.empty()) {
-            progress_->setRange(0, 0);   // busy until the first step
-        } else {
-            progress_->setRange(0, int(std::min<std::int64_t>(total, 1 << 30)));
-            progress_->setValue(int(std::min(step, total)));
-            // ETA from the last steps' pace.
-            const size_t n = std::min<size_t>(steps.size(), 12);
-            const auto& a = steps[steps.size() - n];
-            const auto& b = steps.back();
-            double per_step = n > 1 && b.step > a.step ? (b.t - a.t) / double(b.step - a.step)
-                                                       : b.t / double(std::max<std::int64_t>(1, b.step));
-            const double eta = per_step * double(std::max<std::int64_t>(0, total - step));
-            progress_->setFormat(QString("%p% · ETA %1").arg(duration_text(eta)));
-        }
-    } else {
-        const RunStatus st = r->status();
-        const QString icon = st == RunStatus::Completed ? "✓" : st == RunStatus::Interrupted ? "■" : "✗";
-        QString text = qs(r->status_text());
-        if (!text.isEmpty()) text[0] = text[0].toUpper();
-        parts << QString("<b style='color:%1'>%2 %3</b>").arg(status_color(st, palette()).name(), icon, text.toHtmlEscaped());
-        if (!steps.empty()) parts << QString("%1 of %2 steps").arg(step).arg(total);
-        double last_t = r->done() ? r->done()->t : 0;
-        if (!r->memory().empty()) last_t = std::max(last_t, r->memory().back().t);
-        if (last_t > 0) parts << "in " + duration_text(last_t);
-        if (!steps.empty()) parts << "final loss " + QString::number(steps.back().loss, 'f', 3);
-        if (!loaded_ && !session_->launchError().isEmpty()) parts << session_->launchError().toHtmlEscaped();
-        progress_->setTextVisible(true);
-        progress_->setRange(0, int(std::max<std::int64_t>(1, std::min<std::int64_t>(total, 1 << 30))));
-        progress_->setValue(int(std::min(step, total)));
-        progress_->setFormat(st == RunStatus::Completed ? QString("done") : QString("%p% · ") + qs(to_string(st)));
+    RunStatusFacts f;
+    f.record = shownRecord();
+    f.trainer_ok = trainer_.ok();
+    if (f.record) {
+        f.planned_steps = (loaded_ ? loaded_->options : session_->options()).steps;
+        f.live = live;
+        f.stopping = live && session_->state() == RunSession::State::Stopping;
+        f.stop_deadline_s = live ? session_->stopDeadlineSeconds() : 0;
+        f.elapsed_s = live ? session_->elapsedSeconds() : 0;
+        if (!live && !loaded_) f.launch_error = session_->launchError();
+        if (const RankTrack* ranks = shownRanks(); ranks && ranks->multi()) f.ranks_summary = ranks->summaryText(unit_);
+        f.stderr_dropped = live ? std::int64_t(session_->stderrDropped()) : 0;
+        f.stop_message = stopMessage();
     }
-    if (const RankTrack* ranks = shownRanks(); ranks && ranks->multi()) parts << ranks->summaryText(unit_).toHtmlEscaped();
-    if (r->malformed_lines() > 0)
-        parts << QString("<span style='color:%1'>%2 unreadable line%3 ignored (see Log)</span>")
-                     .arg(ChartStyle::from_palette(palette()).tight.name())
-                     .arg(r->malformed_lines())
-                     .arg(r->malformed_lines() == 1 ? "" : "s");
-    if (live && session_->stderrDropped() > 0) parts << QString("%1 stderr lines skipped").arg(session_->stderrDropped());
-    QString html = parts.join(" · ");
-    const QString stop_message = stopMessage();
-    if (!stop_message.isEmpty()) html += "<br>" + stop_message.toHtmlEscaped();
-    status_->setText(html);
+    const ChartStyle style = ChartStyle::from_palette(palette());
+    const QColor highlight = palette().color(QPalette::Highlight);
+    status_->setText(run_status_html(f, {highlight, style.tight, style.fits, style.tight, style.no}));
+    const RunProgress p = run_progress(f);
+    progress_->setTextVisible(true);
+    progress_->setRange(p.minimum, p.maximum);
+    progress_->setValue(p.value);
+    if (p.maximum > 0) progress_->setFormat(p.format);
+    if (!f.record) return;
     if (live || loaded_) refreshSummary();
 }
 
@@ -524,6 +472,31 @@ bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
     return QWidget::eventFilter(watched, event);
 }
 
+void RunPanel::setPlanSource(std::function<Plan()> plan, std::function<ByteUnit()> unit) {
+    plan_source_ = std::move(plan);
+    unit_source_ = std::move(unit);
+}
+
+void RunPanel::planSourceChanged() {
+    plan_pending_ = true;
+    // Train ▶ follows the planner at once, the settings when the panel shows.
+    if (plan_source_) showTrainAvailability(cannot_train_reason(plan_source_()));
+}
+
+void RunPanel::setTrainAction(QAction* action) {
+    train_action_ = action;
+    if (!action) return;
+    train_tip_ = action->toolTip();
+    action->setVisible(true);
+    showTrainAvailability(plan_source_ ? cannot_train_reason(plan_source_()) : trainBlockedReason());
+}
+
+void RunPanel::showTrainAvailability(const QString& blocked_reason) {
+    if (!train_action_) return;
+    train_action_->setEnabled(blocked_reason.isEmpty());
+    train_action_->setToolTip(blocked_reason.isEmpty() ? train_tip_ : blocked_reason);
+}
+
 // ------------------------------------------------------------------ install ----
 
 RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
@@ -535,27 +508,15 @@ RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
     }
     panel->setUnit(window.unit());
     if (window.hasLibrary()) panel->setPlan(window.plan());
-    // The settings follow the planner while the run tab is out of sight, applied when it shows
-    // (not on every slider move: the planner's frame budget is not ours to spend).
-    QObject::connect(&window, &MainWindow::planChanged, panel, [panel] { panel->plan_pending_ = true; });
-    panel->plan_source_ = [&window] { return window.plan(); };
-    panel->unit_source_ = [&window] { return window.unit(); };
+    // The settings follow the planner while the run tab is out of sight, applied when it shows.
+    panel->setPlanSource([&window] { return window.plan(); }, [&window] { return window.unit(); });
+    QObject::connect(&window, &MainWindow::planChanged, panel, &RunPanel::planSourceChanged);
     QObject::connect(&window, &MainWindow::trainRequested, panel, [&window, panel, index](const Plan& plan) {
         window.tabs()->setCurrentIndex(index);
         panel->setUnit(window.unit());
         panel->trainPlan(plan);
     });
-    // Honest Train ▶: off for plans that do not train (Serve), with the reason as its tooltip.
-    if (auto* train = window.findChild<QPushButton*>("trainButton")) {
-        const QString tip = train->toolTip();
-        auto update = [train, tip](const Plan& plan) {
-            const QString why = cannot_train_reason(plan);
-            train->setEnabled(why.isEmpty());
-            train->setToolTip(why.isEmpty() ? tip : why);
-        };
-        update(window.plan());
-        QObject::connect(&window, &MainWindow::planChanged, train, [&window, update] { update(window.plan()); });
-    }
+    panel->setTrainAction(window.trainAction());
     panel->guardClose(&window);
     return panel;
 }

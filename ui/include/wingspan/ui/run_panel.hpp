@@ -44,6 +44,7 @@
 #include "wingspan/ui/run_session.hpp"
 #include "wingspan/ui/run_try_it.hpp"
 
+class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -153,6 +154,14 @@ public:
     // Writes the shown run's charts (png/svg/pdf) and summary table (csv/md) into `dir`.
     ExportResult exportCharts(const QString& dir, const QStringList& formats, const ImageOptions& options);
 
+    // The planner the settings follow: read when the panel shows, once planSourceChanged() said
+    // it moved (not on every slider step: the planner's frame budget is not ours to spend).
+    void setPlanSource(std::function<Plan()> plan, std::function<ByteUnit()> unit);
+    void planSourceChanged();
+    // Train ▶, the planner's action: shown, and enabled with its tooltip when the plan trains,
+    // disabled with the reason as its tooltip when it does not (Serve, KTO).
+    void setTrainAction(QAction* action);
+
     // Closing `window` during a run asks, then stops the trainer and closes once it exited.
     void guardClose(QWidget* window);
     // True when the window may close now; otherwise a stop may have been started.
@@ -170,10 +179,12 @@ protected:
     void showEvent(QShowEvent* e) override;
 
 private:
-    friend RunPanel* install_run_panel(MainWindow& window, const QString& executable);
     bool plan_pending_ = false;
     std::function<Plan()> plan_source_;
     std::function<ByteUnit()> unit_source_;
+    QPointer<QAction> train_action_;
+    QString train_tip_;   // the action's tooltip when the plan trains
+    void showTrainAvailability(const QString& blocked_reason);
     struct Loaded {
         std::filesystem::path folder;
         RunRecord record;
