@@ -125,7 +125,7 @@ QWidget* RunPanel::buildHistoryTab() {
     connect(remove, &QPushButton::clicked, this, [this, selected] {
         auto p = selected();
         if (!p) return;
-        if (session_ && session_->isActive() && session_->folder() == *p) return;
+        if (session() && session()->isActive() && session()->folder() == *p) return;
         if (QMessageBox::question(this, "Delete run", "Delete " + qs(p->filename().string()) + " and everything in its folder?") !=
             QMessageBox::Yes)
             return;
@@ -150,7 +150,7 @@ QWidget* RunPanel::buildHistoryTab() {
 
 std::vector<fs::path> RunPanel::historyRuns() const {
     try {
-        return RunStore(store_root_).list();
+        return RunStore(controller_->storeRoot()).list();
     } catch (const std::exception&) {
         return {};
     }
@@ -172,7 +172,7 @@ void RunPanel::refreshHistory() {
         const RunListing listing = RunStore::read_listing(run);
         if (listing.plan.is_object() && listing.plan.contains("options"))
             item->setText(1, describe(RunOptions::from_json(listing.plan["options"])));
-        const bool live = session_ && session_->isActive() && session_->folder() == run;
+        const bool live = session() && session()->isActive() && session()->folder() == run;
         if (live) {
             item->setText(2, "running");
         } else if (!listing.readable()) {
@@ -246,7 +246,7 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
 }
 
 bool RunPanel::openRun(const fs::path& folder, QString* error) {
-    if (session_ && session_->isActive() && session_->folder() == folder) {
+    if (session() && session()->isActive() && session()->folder() == folder) {
         showLive();
         return true;
     }
@@ -267,14 +267,14 @@ bool RunPanel::openRun(const fs::path& folder, QString* error) {
 void RunPanel::showLive() {
     loaded_.reset();
     log_->clear();
-    if (session_) {
-        log_->appendPlainText("$ " + trainer_.path + " " + session_->arguments().join(' '));
+    if (session()) {
+        log_->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
         QStringList lines;
-        for (const QString& l : session_->stderrTail()) lines << l;
-        for (const auto& l : session_->record().logs()) lines << "trainer › " + qs(l);
+        for (const QString& l : session()->stderrTail()) lines << l;
+        for (const auto& l : session()->record().logs()) lines << "trainer › " + qs(l);
         log_->appendPlainText(lines.join('\n'));
-        session_->takeNewStderr();
-        logs_seen_ = session_->record().logs().size();
+        session()->takeNewStderr();
+        logs_seen_ = session()->record().logs().size();
     }
     refresh(true);
     refreshSummary();

@@ -95,17 +95,17 @@ QWidget* RunPanel::buildCharts() {
 
 const RunRecord* RunPanel::shownRecord() const {
     if (loaded_) return &loaded_->record;
-    return session_ ? &session_->record() : nullptr;
+    return session() ? &session()->record() : nullptr;
 }
 
 const RankTrack* RunPanel::shownRanks() const {
     if (loaded_) return &loaded_->ranks;
-    return session_ ? &session_->ranks() : nullptr;
+    return session() ? &session()->ranks() : nullptr;
 }
 
 fs::path RunPanel::shownFolder() const {
     if (loaded_) return loaded_->folder;
-    return session_ ? session_->folder() : fs::path();
+    return session() ? session()->folder() : fs::path();
 }
 
 const TimeChartData& RunPanel::memoryChart() const { return memory_data_; }
@@ -124,13 +124,13 @@ RunChartInputs RunPanel::chartInputs() const {
         in.device = &loaded_->device;
         in.ranks = &loaded_->ranks;
         in.title = "Memory · " + describe(loaded_->options);
-    } else if (session_) {
-        in.record = &session_->record();
-        in.rss = &session_->rssSamples();
-        in.options = &session_->options();
-        in.device = &session_->deviceMemory();
-        in.ranks = &session_->ranks();
-        in.title = "Memory · " + describe(session_->options());
+    } else if (session()) {
+        in.record = &session()->record();
+        in.rss = &session()->rssSamples();
+        in.options = &session()->options();
+        in.device = &session()->deviceMemory();
+        in.ranks = &session()->ranks();
+        in.title = "Memory · " + describe(session()->options());
     }
     if (overlay_) {
         in.overlay = &overlay_->record;
@@ -151,14 +151,14 @@ QString RunPanel::checkpointText() const {
 }
 
 void RunPanel::appendLog() {
-    if (loaded_ || !session_) return;
-    QStringList lines = session_->takeNewStderr();
-    const auto& logs = session_->record().logs();
+    if (loaded_ || !session()) return;
+    QStringList lines = session()->takeNewStderr();
+    const auto& logs = session()->record().logs();
     for (; logs_seen_ < logs.size(); ++logs_seen_) {
         const QString l = qs(logs[logs_seen_]);
         lines << (l.startsWith("ignored:") ? "wingspan › " + l : "trainer › " + l);
     }
-    if (!logs_dropped_noted_ && session_->record().dropped_log_lines() > 0) {
+    if (!logs_dropped_noted_ && session()->record().dropped_log_lines() > 0) {
         logs_dropped_noted_ = true;
         lines << "wingspan › the trainer's log passed " + QString::number(RunRecord::kMaxLogLines) +
                      " lines; further lines are counted, not shown (events.jsonl in the run folder has them all)";

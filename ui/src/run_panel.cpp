@@ -41,6 +41,7 @@
 #include "wingspan/ui/run_status.hpp"
 #include "wingspan/ui/widgets.hpp"
 
+#include "run_form.hpp"
 #include "run_panel_text.hpp"
 
 namespace fs = std::filesystem;
@@ -51,21 +52,16 @@ namespace wingspan::ui {
 using namespace run_text;
 
 RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget* parent)
-    : QWidget(parent), executable_(executable), lib_(lib) {
+    : QWidget(parent), executable_(executable), lib_(lib), controller_(new RunController(executable, this)) {
     setObjectName("runPanel");
-    trainer_ = find_trainer(executable);
-    sample_data_ = find_sample_data(executable);
-    store_root_ = RunStore::default_root();
-    last_model_dir_ = QSettings().value("run/modelDir").toString();
-    // The model the user chose last time (the demo, random weights, a folder) stays chosen.
-    const QVariant choice = QSettings().value("run/modelChoice");
-    if (choice.isValid() && choice.toInt() >= 0 && choice.toInt() <= int(RunOptions::ModelSource::Planned))
-        model_choice_ = RunOptions::ModelSource(choice.toInt());
     buildUi();
-    repaint_timer_ = new QTimer(this);
-    repaint_timer_->setInterval(200);   // charts repaint on this clock, never per event
-    connect(repaint_timer_, &QTimer::timeout, this, [this] { refresh(false); });
-    populateModelSources();
+    connect(controller_, &RunController::started, this, &RunPanel::onRunStarted);
+    connect(controller_, &RunController::stateChanged, this, [this] {
+        updateFormEnabled();
+        refresh(true);
+    });
+    connect(controller_, &RunController::finished, this, &RunPanel::onSessionFinished);
+    connect(controller_, &RunController::tick, this, [this] { refresh(false); });
     updateTrainerBanner();
     refreshDevices();
     refreshHistory();
@@ -74,18 +70,10 @@ RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget
 }
 
 RunPanel::~RunPanel() {
-    if (devices_process_) {
-        // Its finished signal must not reach a panel half torn down.
-        devices_process_->disconnect(this);
-        devices_process_->kill();
-        devices_process_->waitForFinished(2000);
-    }
-    if (session_) {
-        // Stop a live trainer before the widgets it reports to are gone.
-        session_->disconnect(this);
-        delete session_;
-        session_ = nullptr;
-    }
+    // Stop a live trainer before the widgets it reports to are gone.
+    controller_->disconnect(this);
+    delete controller_;
+    controller_ = nullptr;
 }
 
 
@@ -148,7 +136,7 @@ void RunPanel::buildUi() {
     stop_->setObjectName("runStop");
     stop_->setToolTip("SIGTERM: the trainer finishes its step, saves a checkpoint and exits; it is killed if it takes too long");
     connect(stop_, &QPushButton::clicked, this, [this] {
-        if (session_ && session_->state() == RunSession::State::Stopping) killNow();
+        if (controller_->isStopping()) killNow();
         else stop();
     });
     export_ = new QToolButton;
@@ -170,7 +158,9 @@ void RunPanel::buildUi() {
     bar->addWidget(export_);
     root->addLayout(bar);
 
-    form_ = buildForm();
+    form_ = new RunForm(lib_, controller_->sampleData());
+    connect(form_, &RunForm::changed, this, &RunPanel::updateRunHeader);
+    connect(form_, &RunForm::devicesChanged, this, &RunPanel::devicesChanged);
     root->addWidget(form_);
 
     auto* status_row = new QHBoxLayout;
@@ -225,39 +215,35 @@ void RunPanel::setSettingsVisible(bool on) {
     settings_toggle_->setChecked(on);
     settings_toggle_->blockSignals(false);
     settings_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-    settings_summary_->setText(on ? QString() : describe(options()) + " · " + precision_->currentText() +
-                                                   (ckpt_->isChecked() ? " · checkpointing" : ""));
+    settings_summary_->setText(on ? QString() : form_->summaryText());
 }
 
 
 void RunPanel::updateTrainerBanner() {
-    if (!trainer_override_.isEmpty()) trainer_ = check_trainer(trainer_override_);
-    if (trainer_.ok()) {
+    const TrainerLocation& trainer = controller_->recheckTrainer();
+    if (trainer.ok()) {
         banner_->hide();
-        start_->setToolTip("Launch wingspan-train (" + trainer_.path + ") with these settings");
+        start_->setToolTip("Launch wingspan-train (" + trainer.path + ") with these settings");
     } else {
-        banner_->setText("<b>Training is not available: the trainer is missing.</b> " + trainer_.problem.toHtmlEscaped());
+        banner_->setText("<b>Training is not available: the trainer is missing.</b> " + trainer.problem.toHtmlEscaped());
         banner_->show();
-        start_->setToolTip(trainer_.problem);
+        start_->setToolTip(trainer.problem);
     }
 }
 
 void RunPanel::updateFormEnabled() {
     const bool active = isRunning();
     form_->setEnabled(!active);
+    form_->setRunning(active);
     start_->setEnabled(!active);
     stop_->setEnabled(active);
-    stop_->setText(session_ && session_->state() == RunSession::State::Stopping ? "Kill now" : "Stop ■");
-    rank_->setEnabled(method_->currentData().toInt() != int(Method::Full));
-    cap_gb_->setEnabled(cap_mode_->currentIndex() == 2);
-    sharding_->setEnabled(processes_->value() > 1);
-    model_browse_->setEnabled(!active);
+    stop_->setText(controller_->isStopping() ? "Kill now" : "Stop ■");
 }
 
 
 // ------------------------------------------------------------------ running ----
 
-bool RunPanel::isRunning() const { return session_ && session_->isActive(); }
+bool RunPanel::isRunning() const { return controller_ && controller_->isRunning(); }
 
 bool RunPanel::start(QString* error) {
     fit_offer_.clear();
@@ -266,45 +252,30 @@ bool RunPanel::start(QString* error) {
         return false;
     }
     updateTrainerBanner();
-    if (!trainer_.ok()) {
-        if (error) *error = trainer_.problem;
+    if (!controller_->trainer().ok()) {
+        if (error) *error = controller_->trainer().problem;
         return false;
     }
     const RunOptions o = options();
     if (!runFits(o, error)) return false;
-    auto* s = new RunSession(this);
-    QString err;
-    if (!s->start(trainer_.path, o, has_plan_ ? plan_.to_json() : json(nullptr), store_root_, sample_data_, &err)) {
-        delete s;
-        if (error) *error = err;
-        return false;
-    }
-    if (session_) {
-        session_->disconnect(this);
-        session_->deleteLater();
-    }
-    session_ = s;
-    connect(s, &RunSession::finished, this, &RunPanel::onSessionFinished);
-    connect(s, &RunSession::stateChanged, this, [this] {
-        updateFormEnabled();
-        refresh(true);
-    });
+    return controller_->start(o, form_->hasPlan() ? form_->plan().to_json() : json(nullptr), error);   // onRunStarted follows
+}
+
+void RunPanel::onRunStarted() {
     loaded_.reset();
     logs_seen_ = 0;
     logs_dropped_noted_ = false;
     log_->clear();
-    log_->appendPlainText("$ " + trainer_.path + " " + s->arguments().join(' '));
-    log_->appendPlainText("run folder: " + qs(s->folder().string()));
+    log_->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
+    log_->appendPlainText("run folder: " + qs(session()->folder().string()));
     bottom_->setCurrentIndex(log_tab_);
     setSettingsVisible(false);
     const int h = std::max(400, split_->height());
     split_->setSizes({h * 70 / 100, h * 30 / 100});
-    repaint_timer_->start();
     updateFormEnabled();
     refreshHistory();
     refresh(true);
     emit runStarted();
-    return true;
 }
 
 void RunPanel::trainPlan(const Plan& plan) {
@@ -313,7 +284,7 @@ void RunPanel::trainPlan(const Plan& plan) {
         return;
     }
     // Train ▶ trains what the plan shows: the settings follow it again.
-    follow_planner_ = true;
+    form_->setFollowsPlanner(true);
     setPlan(plan);
     if (const QString why = cannot_train_reason(plan); !why.isEmpty()) {
         status_->setText("<b>Not started:</b> " + why.toHtmlEscaped());
@@ -324,26 +295,16 @@ void RunPanel::trainPlan(const Plan& plan) {
 
 void RunPanel::showStartError(const QString& error) {
     // A missing trainer is explained in the banner above; the status line only points there.
-    const QString text = trainer_.ok() ? error.toHtmlEscaped()
+    const QString text = controller_->trainer().ok() ? error.toHtmlEscaped()
                                        : "wingspan-train is missing; the note above says how to build it (./dev.sh run).";
     status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>" + fit_offer_);
 }
 
-void RunPanel::stop() {
-    if (!isRunning()) return;
-    session_->stop(kill_timeout_ms_);
-    updateFormEnabled();
-    refresh(true);
-}
+void RunPanel::stop() { controller_->stop(); }      // stateChanged repaints
 
-void RunPanel::killNow() {
-    if (!isRunning()) return;
-    session_->killNow();
-    refresh(true);
-}
+void RunPanel::killNow() { controller_->killNow(); }
 
 void RunPanel::onSessionFinished() {
-    repaint_timer_->stop();
     updateFormEnabled();
     refresh(true);
     refreshSummary();
@@ -351,30 +312,24 @@ void RunPanel::onSessionFinished() {
     bottom_->setCurrentIndex(0);
     const int h = std::max(400, split_->height());
     split_->setSizes({h * 56 / 100, h * 44 / 100});   // the summary gets room at the end
-    emit runFinished();
-    if (closing_window_) {
-        QPointer<QWidget> w = closing_window_;
-        QTimer::singleShot(0, this, [w] {
-            if (w) w->close();
-        });
-    }
+    emit runFinished();   // the controller then closes a window waiting for the trainer
 }
 
 
 QString RunPanel::statusText() const { return status_->text(); }
 QString RunPanel::stopMessage() const {
     if (loaded_) return {};
-    return session_ ? session_->stopMessage() : QString();
+    return session() ? session()->stopMessage() : QString();
 }
 
 void RunPanel::refresh(bool force) {
     // Repaint only when something arrived (or to count down a stop), at most 5 times a second.
-    if (!force && (!session_ || (!session_->dirty() && session_->state() != RunSession::State::Stopping))) return;
-    if (session_) session_->clearDirty();
+    if (!force && (!session() || (!session()->dirty() && session()->state() != RunSession::State::Stopping))) return;
+    if (session()) session()->clearDirty();
     ++repaints_;
     // During a live run the charts redraw at most 2.5 times a second (the status line 5 times):
     // on a busy CPU reading the trainer's events comes before drawing them.
-    const bool live_tick = !force && session_ && session_->isActive() && !loaded_;
+    const bool live_tick = !force && session() && session()->isActive() && !loaded_;
     if (!live_tick || !charts_clock_.isValid() || charts_clock_.elapsed() >= 400) {
         charts_clock_.restart();
         const RunChartInputs in = chartInputs();
@@ -389,7 +344,7 @@ void RunPanel::refresh(bool force) {
 
     view_banner_->setVisible(bool(loaded_) || bool(overlay_));
     back_live_->setVisible(bool(loaded_));
-    back_live_->setText(session_ ? "Back to the last run" : "Close");
+    back_live_->setText(session() ? "Back to the last run" : "Close");
     if (loaded_ || overlay_) {
         QString text;
         if (loaded_) text = "Showing the saved run <b>" + loaded_->label.toHtmlEscaped() + "</b> (" +
@@ -400,19 +355,19 @@ void RunPanel::refresh(bool force) {
         view_banner_->setText(text);
     }
 
-    const bool live = !loaded_ && session_ && session_->isActive();
+    const bool live = !loaded_ && session() && session()->isActive();
     RunStatusFacts f;
     f.record = shownRecord();
-    f.trainer_ok = trainer_.ok();
+    f.trainer_ok = controller_->trainer().ok();
     if (f.record) {
-        f.planned_steps = (loaded_ ? loaded_->options : session_->options()).steps;
+        f.planned_steps = (loaded_ ? loaded_->options : session()->options()).steps;
         f.live = live;
-        f.stopping = live && session_->state() == RunSession::State::Stopping;
-        f.stop_deadline_s = live ? session_->stopDeadlineSeconds() : 0;
-        f.elapsed_s = live ? session_->elapsedSeconds() : 0;
-        if (!live && !loaded_) f.launch_error = session_->launchError();
+        f.stopping = live && session()->state() == RunSession::State::Stopping;
+        f.stop_deadline_s = live ? session()->stopDeadlineSeconds() : 0;
+        f.elapsed_s = live ? session()->elapsedSeconds() : 0;
+        if (!live && !loaded_) f.launch_error = session()->launchError();
         if (const RankTrack* ranks = shownRanks(); ranks && ranks->multi()) f.ranks_summary = ranks->summaryText(unit_);
-        f.stderr_dropped = live ? std::int64_t(session_->stderrDropped()) : 0;
+        f.stderr_dropped = live ? std::int64_t(session()->stderrDropped()) : 0;
         f.stop_message = stopMessage();
     }
     const ChartStyle style = ChartStyle::from_palette(palette());
@@ -436,19 +391,19 @@ void RunPanel::guardClose(QWidget* window) {
 
 bool RunPanel::confirmClose(QWidget* window) {
     if (!isRunning()) return true;
-    if (closing_window_) return false;   // already stopping for this close
+    if (controller_->closing()) return false;   // already stopping for this close
     QMessageBox box(QMessageBox::Question, "A training run is in progress", "Stop the run and close Wingspan?",
                     QMessageBox::NoButton, this);
     box.setObjectName("closeDuringRun");
     box.setInformativeText(QString("Wingspan sends SIGTERM: the trainer finishes its step, saves a checkpoint and exits "
                                    "(it is killed if that takes more than %1 s). The run stays in the history.")
-                               .arg(kill_timeout_ms_ / 1000));
+                               .arg(controller_->killTimeout() / 1000));
     QPushButton* yes = box.addButton("Stop and close", QMessageBox::AcceptRole);
     box.addButton("Keep running", QMessageBox::RejectRole);
     box.setDefaultButton(yes);
     box.exec();
     if (box.clickedButton() != yes) return false;
-    closing_window_ = window;
+    controller_->closeWhenFinished(window);
     stop();
     return false;
 }
@@ -472,6 +427,44 @@ bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
     return QWidget::eventFilter(watched, event);
 }
 
+// ------------------------------------------------------------------ the form ----
+
+void RunPanel::setPlan(const Plan& plan) {
+    controller_->showTrainAvailability(cannot_train_reason(plan));
+    emit trainAvailabilityChanged(cannot_train_reason(plan).isEmpty(), cannot_train_reason(plan));
+    form_->setPlan(plan);
+}
+
+RunOptions RunPanel::options() const { return form_->options(); }
+void RunPanel::setOptions(const RunOptions& options) { form_->setOptions(options); }
+bool RunPanel::followsPlanner() const { return form_->followsPlanner(); }
+void RunPanel::followPlanner() { form_->followPlanner(); }
+const PlannedModel& RunPanel::plannedModel() const { return form_->plannedModel(); }
+const DeviceChoice& RunPanel::devices() const { return form_->devices(); }
+void RunPanel::refreshDevices() { form_->refreshDevices(controller_->trainer()); }
+bool RunPanel::devicesPending() const { return form_->devicesPending(); }
+QString RunPanel::trainBlockedReason() const { return form_->trainBlockedReason(); }
+PlanRunComparison RunPanel::planComparison() const { return form_->planComparison(); }
+
+void RunPanel::setTrainerPath(const QString& path) {
+    controller_->setTrainerPath(path);
+    updateTrainerBanner();
+    refreshDevices();
+}
+
+void RunPanel::setStoreRoot(const fs::path& root) {
+    controller_->setStoreRoot(root);
+    refreshHistory();
+}
+
+void RunPanel::setUnit(ByteUnit unit) {
+    unit_ = unit;
+    form_->setUnit(unit);
+    refresh(true);
+    refreshSummary();
+    refreshHistory();
+}
+
 void RunPanel::setPlanSource(std::function<Plan()> plan, std::function<ByteUnit()> unit) {
     plan_source_ = std::move(plan);
     unit_source_ = std::move(unit);
@@ -480,21 +473,11 @@ void RunPanel::setPlanSource(std::function<Plan()> plan, std::function<ByteUnit(
 void RunPanel::planSourceChanged() {
     plan_pending_ = true;
     // Train ▶ follows the planner at once, the settings when the panel shows.
-    if (plan_source_) showTrainAvailability(cannot_train_reason(plan_source_()));
+    if (plan_source_) controller_->showTrainAvailability(cannot_train_reason(plan_source_()));
 }
 
 void RunPanel::setTrainAction(QAction* action) {
-    train_action_ = action;
-    if (!action) return;
-    train_tip_ = action->toolTip();
-    action->setVisible(true);
-    showTrainAvailability(plan_source_ ? cannot_train_reason(plan_source_()) : trainBlockedReason());
-}
-
-void RunPanel::showTrainAvailability(const QString& blocked_reason) {
-    if (!train_action_) return;
-    train_action_->setEnabled(blocked_reason.isEmpty());
-    train_action_->setToolTip(blocked_reason.isEmpty() ? train_tip_ : blocked_reason);
+    controller_->setTrainAction(action, plan_source_ ? cannot_train_reason(plan_source_()) : trainBlockedReason());
 }
 
 // ------------------------------------------------------------------ install ----

@@ -131,7 +131,7 @@ QWidget* RunPanel::buildBottom() {
 ChartData RunPanel::summaryChart() const {
     const RunRecord* r = shownRecord();
     if (!r) return {};
-    const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr;
+    const RunOptions* o = loaded_ ? &loaded_->options : session() ? &session()->options() : nullptr;
     return run_summary_chart(*r, o, {}, unit_, whole_process_ && whole_process_->isChecked());
 }
 
@@ -139,7 +139,7 @@ QString RunPanel::verdictText() const {
     const RunRecord* r = shownRecord();
     if (!r) return {};
     if (loaded_) return verdictLine(*r, loaded_->options, &loaded_->device, &loaded_->ranks);
-    return verdictLine(*r, session_->options(), &session_->deviceMemory(), &session_->ranks());
+    return verdictLine(*r, session()->options(), &session()->deviceMemory(), &session()->ranks());
 }
 
 Table RunPanel::summaryTable() const {
@@ -162,7 +162,7 @@ void RunPanel::refreshSummary() {
         return;
     }
     QString html;
-    const bool live = !loaded_ && session_ && session_->isActive();
+    const bool live = !loaded_ && session() && session()->isActive();
     if (live) html = "<b>So far</b> (the run is still going; the table fills in as the peaks arrive).";
     else {
         QString st = qs(r->status_text());
@@ -190,8 +190,8 @@ void RunPanel::refreshSummary() {
     QString sample = r->done() ? qs(r->done()->string_field("sample")) : QString();
     if (sample.trimmed().isEmpty()) sample.clear();   // whitespace only: the note below says so
     if (sample_->toPlainText() != sample) sample_->setPlainText(sample);
-    if (const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr)
-        try_it_->setTarget(try_it_target(trainer_.path, *o, *r, live));
+    if (const RunOptions* o = loaded_ ? &loaded_->options : session() ? &session()->options() : nullptr)
+        try_it_->setTarget(try_it_target(controller_->trainer().path, *o, *r, live));
     sample_->setPlaceholderText(!r->done() ? "The text the model generates at the end of the run appears here."
                                 : sample.trimmed().isEmpty()
                                     ? "The model generated only whitespace: it has not learned enough yet (random "

@@ -37,6 +37,7 @@
 #include "wingspan/ui/export.hpp"
 #include "wingspan/ui/plan.hpp"
 #include "wingspan/ui/run_charts.hpp"
+#include "wingspan/ui/run_controller.hpp"
 #include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_model.hpp"
 #include "wingspan/ui/model_download_dialog.hpp"
@@ -65,6 +66,7 @@ namespace wingspan::ui {
 
 class MainWindow;
 class PairGrid;
+class RunForm;
 class TableModel;
 
 // ------------------------------------------------------------------ the panel ----
@@ -102,24 +104,26 @@ public:
     QString runHeaderText() const;
     PlanRunComparison planComparison() const;
     // The settings follow the planner until the user edits one; followPlanner() goes back.
-    bool followsPlanner() const { return follow_planner_; }
+    bool followsPlanner() const;
     void followPlanner();
     // The plan's model and where its weights are (empty folder: not on this machine).
-    const PlannedModel& plannedModel() const { return planned_; }
+    const PlannedModel& plannedModel() const;
     // Devices from `wingspan-train devices` (the CPU alone when the trainer cannot list them).
-    const DeviceChoice& devices() const { return devices_; }
+    const DeviceChoice& devices() const;
     void refreshDevices();                      // asks the trainer again (asynchronously)
-    bool devicesPending() const { return bool(devices_process_); }
+    bool devicesPending() const;
 
     void setTrainerPath(const QString& path);  // overrides the search (tests, odd installs)
-    TrainerLocation trainer() const { return trainer_; }
+    TrainerLocation trainer() const { return controller_->trainer(); }
     void setStoreRoot(const std::filesystem::path& root);
-    std::filesystem::path storeRoot() const { return store_root_; }
-    void setKillTimeout(int ms) { kill_timeout_ms_ = ms; }
-    int killTimeout() const { return kill_timeout_ms_; }
+    std::filesystem::path storeRoot() const { return controller_->storeRoot(); }
+    void setKillTimeout(int ms) { controller_->setKillTimeout(ms); }
+    int killTimeout() const { return controller_->killTimeout(); }
     void setUnit(ByteUnit unit);
 
-    RunSession* session() const { return session_; }
+    // The session, its states and Train ▶ (run_controller.hpp).
+    RunController* controller() const { return controller_; }
+    RunSession* session() const { return controller_ ? controller_->session() : nullptr; }
     // The run the charts show: the live one, or one opened from the history.
     const RunRecord* shownRecord() const;
     std::filesystem::path shownFolder() const;
@@ -182,9 +186,6 @@ private:
     bool plan_pending_ = false;
     std::function<Plan()> plan_source_;
     std::function<ByteUnit()> unit_source_;
-    QPointer<QAction> train_action_;
-    QString train_tip_;   // the action's tooltip when the plan trains
-    void showTrainAvailability(const QString& blocked_reason);
     struct Loaded {
         std::filesystem::path folder;
         RunRecord record;
@@ -197,22 +198,14 @@ private:
         RankTrack ranks;
     };
     void buildUi();
-    QWidget* buildForm();
-    // The form's rows (run_form.cpp), in order, and the edits that stop it following the planner.
-    void addModelRows(PairGrid* g);
-    void addSetupRows(PairGrid* g);
-    void addPathRow(PairGrid* g);
-    void addMachineRow(PairGrid* g);
-    void addRanksRow(PairGrid* g);
-    void connectFormEdits();
     QWidget* buildCharts();
     QWidget* buildBottom();        // run_results.cpp: summary, chart, log; the history tab from:
     QWidget* buildHistoryTab();    // run_history.cpp
-    void populateModelSources();
     void updateTrainerBanner();
     void updateFormEnabled();
     void setSettingsVisible(bool on);
     void showStartError(const QString& error);
+    void onRunStarted();
     void onSessionFinished();
     void refresh(bool force = false);       // rebuilds charts and texts from the shown run
     void refreshSummary();
@@ -221,79 +214,37 @@ private:
     void exportAllDialog();
     RunChartInputs chartInputs() const;
     std::optional<Loaded> loadRun(const std::filesystem::path& folder, QString* error) const;
-    void chooseModelFolder();
-    void chooseDataFile();
-    void chooseOutDir();
-    void onFormEdited();                     // run_form.cpp: a field changed by the user
     void updateRunHeader();
-    void populateDevices();
     QString verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device,
                         const RankTrack* ranks = nullptr) const;
 
     QString executable_;
+    RunController* controller_ = nullptr;
     const ProfileLibrary* lib_ = nullptr;
-    Plan plan_;
-    bool has_plan_ = false;
-    TrainerLocation trainer_;
-    QString trainer_override_;
-    QString sample_data_;
-    std::filesystem::path store_root_;
-    int kill_timeout_ms_ = 60000;
     ByteUnit unit_ = ByteUnit::GB;
-    RunSession* session_ = nullptr;
     std::optional<Loaded> loaded_;
     std::optional<Loaded> overlay_;
     size_t logs_seen_ = 0;
     bool logs_dropped_noted_ = false;
     int repaints_ = 0;
     QElapsedTimer charts_clock_;   // the live charts' last redraw
-    QPointer<QWidget> closing_window_;
-    QString last_model_dir_;
-    bool follow_planner_ = true;
-    bool syncing_ = false;                   // the form is being filled by code, not the user
-    std::optional<RunOptions::ModelSource> model_choice_;   // what the user chose to train
-    PlannedModel planned_;
-    DeviceChoice devices_;
-    QString device_choice_;                  // the device id the user chose
-    QPointer<QProcess> devices_process_;
-    QStringList extra_args_;
-    int threads_ = 0;
 
     TimeChartData memory_data_, loss_data_, throughput_data_;
 
     // Form.
-    QComboBox* model_ = nullptr;
-    QPushButton* model_browse_ = nullptr;
-    QLabel* model_note_ = nullptr;
-    QComboBox* method_ = nullptr;
-    QSpinBox* rank_ = nullptr;
-    QSpinBox* seq_ = nullptr;
-    QSpinBox* batch_ = nullptr;
-    QSpinBox* accum_ = nullptr;
-    QSpinBox* steps_ = nullptr;
-    QComboBox* precision_ = nullptr;
-    QCheckBox* ckpt_ = nullptr;
-    QCheckBox* whole_process_ = nullptr;
-    QLineEdit* data_ = nullptr;
-    QLineEdit* out_ = nullptr;
-    QComboBox* machine_ = nullptr;
-    QComboBox* cap_mode_ = nullptr;
-    QDoubleSpinBox* cap_gb_ = nullptr;
+    RunForm* form_ = nullptr;   // run_form.hpp
     QPushButton* start_ = nullptr;
     QPushButton* stop_ = nullptr;
     QLabel* banner_ = nullptr;
     QLabel* run_header_ = nullptr;
     QPushButton* follow_ = nullptr;
-    QComboBox* device_ = nullptr;
-    QSpinBox* processes_ = nullptr;
-    QComboBox* sharding_ = nullptr;
-    QWidget* form_ = nullptr;
     QToolButton* settings_toggle_ = nullptr;
     QLabel* settings_summary_ = nullptr;
     QSplitter* split_ = nullptr;
 
     // Status.
     QLabel* status_ = nullptr;
+    QCheckBox* whole_process_ = nullptr;
     QString fit_offer_;   // links to what fits, after a run the guard refused
     void takeFitOffer(const QString& link);
     QProgressBar* progress_ = nullptr;
@@ -318,10 +269,8 @@ private:
     TryItBox* try_it_ = nullptr;
     QPointer<ModelDownloadDialog> download_dialog_;
     void onDownloadChoice(ModelDownloadDialog* dialog);   // run_download.cpp
-    void chooseModelSource(RunOptions::ModelSource source);
     QTreeWidget* history_ = nullptr;
     QToolButton* export_ = nullptr;
-    QTimer* repaint_timer_ = nullptr;
 };
 
 // Adds the run panel as a tab of the planner window, connects "Train ▶" to it and guards
