@@ -39,6 +39,7 @@
 #include "wingspan/ui/run_charts.hpp"
 #include "wingspan/ui/run_controller.hpp"
 #include "wingspan/ui/run_device.hpp"
+#include "wingspan/ui/run_history_model.hpp"
 #include "wingspan/ui/run_model.hpp"
 #include "wingspan/ui/model_download_dialog.hpp"
 #include "wingspan/ui/run_ranks.hpp"
@@ -60,7 +61,7 @@ class QTabWidget;
 class QTableView;
 class QTimer;
 class QToolButton;
-class QTreeWidget;
+class QTreeView;
 
 namespace wingspan::ui {
 
@@ -150,6 +151,7 @@ public:
     // History.
     void refreshHistory();
     std::vector<std::filesystem::path> historyRuns() const;
+    RunHistoryModel* historyModel() const { return history_model_; }   // what the history lists
     bool openRun(const std::filesystem::path& folder, QString* error = nullptr);
     void showLive();
     bool overlayRun(const std::filesystem::path& folder, QString* error = nullptr);
@@ -269,7 +271,8 @@ private:
     TryItBox* try_it_ = nullptr;
     QPointer<ModelDownloadDialog> download_dialog_;
     void onDownloadChoice(ModelDownloadDialog* dialog);   // run_download.cpp
-    QTreeWidget* history_ = nullptr;
+    QTreeView* history_ = nullptr;
+    RunHistoryModel* history_model_ = nullptr;
     QToolButton* export_ = nullptr;
 };
 
