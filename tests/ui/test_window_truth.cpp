@@ -321,6 +321,9 @@ private slots:
         QVERIFY(w.hasLibrary());
         RunPanel* panel = install_run_panel(w, QString());
         QVERIFY(panel);
+        // No run yet: Start ▶ is on and Stop ■ off.
+        QVERIFY(child<QPushButton>(panel, "runStart")->isEnabled());
+        QVERIFY(!child<QPushButton>(panel, "runStop")->isEnabled());
         panel->setTrainerPath(trainer);
         panel->setStoreRoot(dir.filePath("runs").toStdString());
         Plan plan = Plan::lesson_default();

@@ -8,6 +8,7 @@
 #include "wingspan/ui/run_panel.hpp"
 
 #include "run_form.hpp"
+#include "run_status_line.hpp"
 
 namespace wingspan::ui {
 
@@ -30,7 +31,7 @@ void RunPanel::startOrOfferDownload() {
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     download_dialog_ = dialog;
     connect(dialog, &QDialog::finished, this, [this, dialog] { onDownloadChoice(dialog); });
-    status_->setText("<b>" + planned.name.toHtmlEscaped() + "</b> is not on this machine: choose in the dialog whether "
+    status_line_->setStatus("<b>" + planned.name.toHtmlEscaped() + "</b> is not on this machine: choose in the dialog whether "
                      "to download it (its size is shown) or what to train instead.");
     dialog->open();   // modal to the window, but no nested event loop: the window keeps drawing
 }
@@ -42,7 +43,7 @@ void RunPanel::onDownloadChoice(ModelDownloadDialog* dialog) {
     download_dialog_ = nullptr;
     switch (choice) {
         case Choice::None:
-            status_->setText("<b>Not started:</b> " + form_->plannedModel().name.toHtmlEscaped() +
+            status_line_->setStatus("<b>Not started:</b> " + form_->plannedModel().name.toHtmlEscaped() +
                              " is not on this machine and nothing was chosen instead.");
             return;
         case Choice::RandomWeights: form_->chooseModelSource(RunOptions::ModelSource::PlanArchitecture); break;

@@ -11,6 +11,7 @@
 
 #include "run_form.hpp"
 #include "run_panel_text.hpp"
+#include "run_top_bar.hpp"
 
 namespace wingspan::ui {
 
@@ -18,10 +19,10 @@ using namespace run_text;
 
 // ------------------------------------------------------------------ the run header ----
 
-QString RunPanel::runHeaderText() const { return run_header_ ? run_header_->text() : QString(); }
+QString RunPanel::runHeaderText() const { return top_ ? top_->runHeaderText() : QString(); }
 
 void RunPanel::updateRunHeader() {
-    if (!run_header_ || form_->filling()) return;
+    if (!top_ || !form_ || form_->filling()) return;
     const RunOptions o = options();
     QString html;
     if (!form_->hasPlan()) {
@@ -34,8 +35,7 @@ void RunPanel::updateRunHeader() {
         html += "<br><span style='color:#c2410c'>" + form_->plannedModel().missingText().toHtmlEscaped() + "</span>";
     const QString blocked = trainBlockedReason();
     if (!blocked.isEmpty()) html += "<br>" + blocked.toHtmlEscaped() + " Start ▶ here trains the settings shown.";
-    run_header_->setText(html);
-    follow_->setVisible(form_->hasPlan() && !form_->followsPlanner());
+    top_->showRunHeader(html, form_->hasPlan() && !form_->followsPlanner());
 }
 
 // ------------------------------------------------------------------ verdict ----

@@ -41,6 +41,7 @@
 #include "wingspan/ui/widgets.hpp"
 
 #include "run_panel_text.hpp"
+#include "run_results_view.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -223,10 +224,10 @@ bool RunPanel::openRun(const fs::path& folder, QString* error) {
     loaded_ = std::move(l);
     if (overlay_ && overlay_->folder == folder) overlay_.reset();
     setSettingsVisible(false);
-    log_->clear();
+    results_->log()->clear();
     QStringList lines;
     for (const auto& s : loaded_->record.logs()) lines << "trainer › " + qs(s);
-    log_->setPlainText(loaded_->log + (loaded_->log.isEmpty() ? "" : "\n") + lines.join('\n'));
+    results_->log()->setPlainText(loaded_->log + (loaded_->log.isEmpty() ? "" : "\n") + lines.join('\n'));
     refresh(true);
     refreshSummary();
     return true;
@@ -234,15 +235,15 @@ bool RunPanel::openRun(const fs::path& folder, QString* error) {
 
 void RunPanel::showLive() {
     loaded_.reset();
-    log_->clear();
+    results_->log()->clear();
     if (session()) {
-        log_->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
+        results_->log()->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
         QStringList lines;
         for (const QString& l : session()->stderrTail()) lines << l;
         for (const auto& l : session()->record().logs()) lines << "trainer › " + qs(l);
-        log_->appendPlainText(lines.join('\n'));
+        results_->log()->appendPlainText(lines.join('\n'));
         session()->takeNewStderr();
-        logs_seen_ = session()->record().logs().size();
+        log_feed_.logs_seen = session()->record().logs().size();
     }
     refresh(true);
     refreshSummary();

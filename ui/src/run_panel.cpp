@@ -42,7 +42,11 @@
 #include "wingspan/ui/widgets.hpp"
 
 #include "run_form.hpp"
+#include "run_status_line.hpp"
+#include "run_top_bar.hpp"
+#include "run_live_charts.hpp"
 #include "run_panel_text.hpp"
+#include "run_results_view.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -52,7 +56,7 @@ namespace wingspan::ui {
 using namespace run_text;
 
 RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget* parent)
-    : QWidget(parent), executable_(executable), lib_(lib), controller_(new RunController(executable, this)) {
+    : QWidget(parent), lib_(lib), controller_(new RunController(executable, this)) {
     setObjectName("runPanel");
     buildUi();
     connect(controller_, &RunController::started, this, &RunPanel::onRunStarted);
@@ -63,10 +67,11 @@ RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget
     connect(controller_, &RunController::finished, this, &RunPanel::onSessionFinished);
     connect(controller_, &RunController::tick, this, [this] { refresh(false); });
     updateTrainerBanner();
+    updateFormEnabled();   // no run yet: Start ▶ on, Stop ■ off
     refreshDevices();
     refreshHistory();
     refresh(true);
-    if (!historyRuns().empty()) bottom_->setCurrentIndex(bottom_->count() - 1);   // past runs, until there is a new one
+    if (!historyRuns().empty()) results_->showTab(RunResultsView::History);   // past runs, until there is a new one
 }
 
 RunPanel::~RunPanel() {
@@ -84,126 +89,43 @@ void RunPanel::buildUi() {
     root->setContentsMargins(6, 6, 6, 6);
     root->setSpacing(5);
 
-    banner_ = new QLabel;
-    banner_->setObjectName("trainerBanner");
-    banner_->setWordWrap(true);
-    banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    banner_->setStyleSheet("QLabel { background: #fff4e5; color: #5a2d00; border: 1px solid #f0b36b; border-radius: 4px; padding: 6px; }");
-    root->addWidget(banner_);
-
-    // What trains, in plain view: "Planner: X → this run: Y" whenever they differ.
-    auto* header_row = new QHBoxLayout;
-    run_header_ = new QLabel;
-    run_header_->setObjectName("runHeader");
-    run_header_->setAccessibleName("What this run trains");
-    run_header_->setWordWrap(true);
-    run_header_->setTextFormat(Qt::RichText);
-    run_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    run_header_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    follow_ = new QPushButton("Follow the planner");
-    follow_->setObjectName("runFollowPlanner");
-    follow_->setToolTip("Fill the settings from the planner again (they stopped following it when you edited one)");
-    follow_->hide();
-    connect(follow_, &QPushButton::clicked, this, &RunPanel::followPlanner);
-    header_row->addWidget(run_header_, 1);
-    header_row->addWidget(follow_, 0, Qt::AlignTop);
-    root->addLayout(header_row);
-
-    // Top bar: the settings (folded while a run is shown), the buttons.
-    auto* bar = new QHBoxLayout;
-    settings_toggle_ = new QToolButton;
-    settings_toggle_->setObjectName("runSettingsToggle");
-    settings_toggle_->setAutoRaise(true);
-    settings_toggle_->setCheckable(true);
-    settings_toggle_->setChecked(true);
-    settings_toggle_->setArrowType(Qt::DownArrow);
-    settings_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    settings_toggle_->setText("Settings");
-    settings_toggle_->setToolTip("Show or hide the launch settings");
-    settings_summary_ = new QLabel;
-    settings_summary_->setObjectName("runSettingsSummary");
-    settings_summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    settings_summary_->setTextFormat(Qt::PlainText);
-    connect(settings_toggle_, &QToolButton::toggled, this, [this](bool on) { setSettingsVisible(on); });
-    start_ = new QPushButton("Start ▶");
-    start_->setObjectName("runStart");
-    start_->setDefault(true);
-    QFont bf = start_->font();
-    bf.setBold(true);
-    start_->setFont(bf);
-    connect(start_, &QPushButton::clicked, this, &RunPanel::startOrOfferDownload);
-    stop_ = new QPushButton("Stop ■");
-    stop_->setObjectName("runStop");
-    stop_->setToolTip("SIGTERM: the trainer finishes its step, saves a checkpoint and exits; it is killed if it takes too long");
-    connect(stop_, &QPushButton::clicked, this, [this] {
+    top_ = new RunTopBar;
+    connect(top_, &RunTopBar::followClicked, this, &RunPanel::followPlanner);
+    connect(top_, &RunTopBar::settingsToggled, this, &RunPanel::setSettingsVisible);
+    connect(top_, &RunTopBar::startClicked, this, &RunPanel::startOrOfferDownload);
+    connect(top_, &RunTopBar::stopClicked, this, [this] {
         if (controller_->isStopping()) killNow();
         else stop();
     });
-    export_ = new QToolButton;
-    export_->setObjectName("runExport");
-    export_->setText("Export");
-    export_->setPopupMode(QToolButton::InstantPopup);
-    export_->setToolTip("Export the shown run's charts (PNG, SVG, PDF) and its summary table (CSV, Markdown)");
-    auto* menu = new QMenu(export_);
-    const char* items[] = {"&Memory chart…", "&Loss chart…", "&Throughput chart…", "&Predicted vs measured chart…",
-                           "&Summary table…"};
-    for (int i = 0; i < 5; ++i) menu->addAction(items[i], this, [this, i] { exportMenu(i); });
-    menu->addSeparator();
-    menu->addAction("&Everything to a folder…", this, &RunPanel::exportAllDialog);
-    export_->setMenu(menu);
-    bar->addWidget(settings_toggle_);
-    bar->addWidget(settings_summary_, 1);
-    bar->addWidget(start_);
-    bar->addWidget(stop_);
-    bar->addWidget(export_);
-    root->addLayout(bar);
+    connect(top_, &RunTopBar::exportChosen, this, &RunPanel::exportMenu);
+    connect(top_, &RunTopBar::exportAllChosen, this, &RunPanel::exportAllDialog);
+    root->addWidget(top_);
 
     form_ = new RunForm(lib_, controller_->sampleData());
     connect(form_, &RunForm::changed, this, &RunPanel::updateRunHeader);
     connect(form_, &RunForm::devicesChanged, this, &RunPanel::devicesChanged);
     root->addWidget(form_);
 
-    auto* status_row = new QHBoxLayout;
-    status_ = new QLabel;
-    status_->setObjectName("runStatus");
-    status_->setAccessibleName("Run status");
-    status_->setTextFormat(Qt::RichText);
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse | Qt::LinksAccessibleByKeyboard);
-    connect(status_, &QLabel::linkActivated, this, &RunPanel::takeFitOffer);
-    progress_ = new QProgressBar;
-    progress_->setObjectName("runProgress");
-    progress_->setAccessibleName("Training progress");
-    progress_->setMinimumWidth(160);
-    progress_->setMaximumWidth(300);
-    progress_->setTextVisible(true);
-    whole_process_ = new QCheckBox("Scale to the whole process");
-    whole_process_->setObjectName("runWholeProcess");
-    whole_process_->setToolTip("Off: the memory chart's axis fits the tensors (the planner's components) and the process RSS\n"
-                               "is listed above it when it is larger. On: the axis also fits the RSS and the predicted process total.");
-    connect(whole_process_, &QCheckBox::toggled, this, [this] {
+    status_line_ = new RunStatusLine;
+    connect(status_line_, &RunStatusLine::linkActivated, this, &RunPanel::takeFitOffer);
+    connect(status_line_, &RunStatusLine::wholeProcessToggled, this, [this] {
         refresh(true);
         refreshSummary();
     });
-    status_row->addWidget(status_, 1);
-    status_row->addWidget(whole_process_, 0, Qt::AlignTop);
-    status_row->addWidget(progress_, 0, Qt::AlignTop);
-    root->addLayout(status_row);
-
-    auto* view_row = new QHBoxLayout;
-    view_banner_ = new QLabel;
-    view_banner_->setObjectName("viewBanner");
-    view_banner_->setWordWrap(true);
-    back_live_ = new QPushButton("Back to the live run");
-    connect(back_live_, &QPushButton::clicked, this, &RunPanel::showLive);
-    view_row->addWidget(view_banner_, 1);
-    view_row->addWidget(back_live_);
-    root->addLayout(view_row);
+    connect(status_line_, &RunStatusLine::backClicked, this, &RunPanel::showLive);
+    root->addWidget(status_line_);
 
     split_ = new QSplitter(Qt::Vertical);
     split_->setChildrenCollapsible(false);
-    split_->addWidget(buildCharts());
-    split_->addWidget(buildBottom());
+    live_charts_ = new RunLiveCharts;
+    split_->addWidget(live_charts_);
+    results_ = new RunResultsView(buildHistoryTab());
+    connect(results_, &RunResultsView::chartTabChosen, this, [this] {
+        // The bar chart needs some height to be read: make room when it is chosen.
+        const QList<int> sizes = split_->sizes();
+        if (sizes.size() == 2 && sizes[1] < 340 && sizes[0] + sizes[1] > 700) split_->setSizes({sizes[0] + sizes[1] - 340, 340});
+    });
+    split_->addWidget(results_);
     split_->setStretchFactor(0, 3);
     split_->setStretchFactor(1, 2);
     root->addWidget(split_, 1);
@@ -211,33 +133,17 @@ void RunPanel::buildUi() {
 
 void RunPanel::setSettingsVisible(bool on) {
     form_->setVisible(on);
-    settings_toggle_->blockSignals(true);
-    settings_toggle_->setChecked(on);
-    settings_toggle_->blockSignals(false);
-    settings_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-    settings_summary_->setText(on ? QString() : form_->summaryText());
+    top_->showSettingsOpen(on, on ? QString() : form_->summaryText());
 }
 
 
-void RunPanel::updateTrainerBanner() {
-    const TrainerLocation& trainer = controller_->recheckTrainer();
-    if (trainer.ok()) {
-        banner_->hide();
-        start_->setToolTip("Launch wingspan-train (" + trainer.path + ") with these settings");
-    } else {
-        banner_->setText("<b>Training is not available: the trainer is missing.</b> " + trainer.problem.toHtmlEscaped());
-        banner_->show();
-        start_->setToolTip(trainer.problem);
-    }
-}
+void RunPanel::updateTrainerBanner() { top_->showTrainer(controller_->recheckTrainer()); }
 
 void RunPanel::updateFormEnabled() {
     const bool active = isRunning();
     form_->setEnabled(!active);
     form_->setRunning(active);
-    start_->setEnabled(!active);
-    stop_->setEnabled(active);
-    stop_->setText(controller_->isStopping() ? "Kill now" : "Stop ■");
+    top_->showRunState(active, controller_->isStopping());
 }
 
 
@@ -263,12 +169,12 @@ bool RunPanel::start(QString* error) {
 
 void RunPanel::onRunStarted() {
     loaded_.reset();
-    logs_seen_ = 0;
-    logs_dropped_noted_ = false;
-    log_->clear();
-    log_->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
-    log_->appendPlainText("run folder: " + qs(session()->folder().string()));
-    bottom_->setCurrentIndex(log_tab_);
+    log_feed_.logs_seen = 0;
+    log_feed_.dropped_noted = false;
+    results_->log()->clear();
+    results_->log()->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
+    results_->log()->appendPlainText("run folder: " + qs(session()->folder().string()));
+    results_->showTab(RunResultsView::Log);
     setSettingsVisible(false);
     const int h = std::max(400, split_->height());
     split_->setSizes({h * 70 / 100, h * 30 / 100});
@@ -280,14 +186,14 @@ void RunPanel::onRunStarted() {
 
 void RunPanel::trainPlan(const Plan& plan) {
     if (isRunning()) {
-        status_->setText("<b>A run is in progress.</b> Stop it first to train the new plan.");
+        status_line_->setStatus("<b>A run is in progress.</b> Stop it first to train the new plan.");
         return;
     }
     // Train ▶ trains what the plan shows: the settings follow it again.
     form_->setFollowsPlanner(true);
     setPlan(plan);
     if (const QString why = cannot_train_reason(plan); !why.isEmpty()) {
-        status_->setText("<b>Not started:</b> " + why.toHtmlEscaped());
+        status_line_->setStatus("<b>Not started:</b> " + why.toHtmlEscaped());
         return;
     }
     startOrOfferDownload();
@@ -297,7 +203,7 @@ void RunPanel::showStartError(const QString& error) {
     // A missing trainer is explained in the banner above; the status line only points there.
     const QString text = controller_->trainer().ok() ? error.toHtmlEscaped()
                                        : "wingspan-train is missing; the note above says how to build it (./dev.sh run).";
-    status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>" + fit_offer_);
+    status_line_->setStatus("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>" + fit_offer_);
 }
 
 void RunPanel::stop() { controller_->stop(); }      // stateChanged repaints
@@ -309,14 +215,14 @@ void RunPanel::onSessionFinished() {
     refresh(true);
     refreshSummary();
     refreshHistory();
-    bottom_->setCurrentIndex(0);
+    results_->showTab(RunResultsView::Summary);
     const int h = std::max(400, split_->height());
     split_->setSizes({h * 56 / 100, h * 44 / 100});   // the summary gets room at the end
     emit runFinished();   // the controller then closes a window waiting for the trainer
 }
 
 
-QString RunPanel::statusText() const { return status_->text(); }
+QString RunPanel::statusText() const { return status_line_->statusText(); }
 QString RunPanel::stopMessage() const {
     if (loaded_) return {};
     return session() ? session()->stopMessage() : QString();
@@ -330,30 +236,16 @@ void RunPanel::refresh(bool force) {
     // During a live run the charts redraw at most 2.5 times a second (the status line 5 times):
     // on a busy CPU reading the trainer's events comes before drawing them.
     const bool live_tick = !force && session() && session()->isActive() && !loaded_;
-    if (!live_tick || !charts_clock_.isValid() || charts_clock_.elapsed() >= 400) {
-        charts_clock_.restart();
-        const RunChartInputs in = chartInputs();
-        memory_data_ = run_memory_chart(in);
-        loss_data_ = run_loss_chart(in);
-        throughput_data_ = run_throughput_chart(in);
-        memory_chart_->setData(memory_data_);
-        loss_chart_->setData(loss_data_);
-        throughput_chart_->setData(throughput_data_);
-    }
+    if (live_charts_->due(live_tick)) live_charts_->show(chartInputs());
     appendLog();
 
-    view_banner_->setVisible(bool(loaded_) || bool(overlay_));
-    back_live_->setVisible(bool(loaded_));
-    back_live_->setText(session() ? "Back to the last run" : "Close");
-    if (loaded_ || overlay_) {
-        QString text;
-        if (loaded_) text = "Showing the saved run <b>" + loaded_->label.toHtmlEscaped() + "</b> (" +
-                            qs(loaded_->record.status_text()).toHtmlEscaped() + ").";
-        if (overlay_)
-            text += " Compared with <b>B</b>: " + describe(overlay_->options).toHtmlEscaped() + " (" +
-                    overlay_->label.toHtmlEscaped() + "), dotted lines.";
-        view_banner_->setText(text);
-    }
+    QString view;
+    if (loaded_) view = "Showing the saved run <b>" + loaded_->label.toHtmlEscaped() + "</b> (" +
+                        qs(loaded_->record.status_text()).toHtmlEscaped() + ").";
+    if (overlay_)
+        view += " Compared with <b>B</b>: " + describe(overlay_->options).toHtmlEscaped() + " (" +
+                overlay_->label.toHtmlEscaped() + "), dotted lines.";
+    status_line_->showViewBanner(view, !loaded_ ? QString() : session() ? "Back to the last run" : "Close");
 
     const bool live = !loaded_ && session() && session()->isActive();
     RunStatusFacts f;
@@ -372,12 +264,8 @@ void RunPanel::refresh(bool force) {
     }
     const ChartStyle style = ChartStyle::from_palette(palette());
     const QColor highlight = palette().color(QPalette::Highlight);
-    status_->setText(run_status_html(f, {highlight, style.tight, style.fits, style.tight, style.no}));
-    const RunProgress p = run_progress(f);
-    progress_->setTextVisible(true);
-    progress_->setRange(p.minimum, p.maximum);
-    progress_->setValue(p.value);
-    if (p.maximum > 0) progress_->setFormat(p.format);
+    status_line_->setStatus(run_status_html(f, {highlight, style.tight, style.fits, style.tight, style.no}));
+    status_line_->setProgress(run_progress(f));
     if (!f.record) return;
     if (live || loaded_) refreshSummary();
 }
@@ -409,10 +297,10 @@ bool RunPanel::confirmClose(QWidget* window) {
 }
 
 void RunPanel::showEvent(QShowEvent* e) {
-    if (unit_source_ && unit_source_() != unit_) setUnit(unit_source_());
-    if (plan_pending_ && plan_source_ && !isRunning()) {
-        plan_pending_ = false;
-        setPlan(plan_source_());
+    if (planner_.unit && planner_.unit() != unit_) setUnit(planner_.unit());
+    if (planner_.moved && planner_.plan && !isRunning()) {
+        planner_.moved = false;
+        setPlan(planner_.plan());
     }
     QWidget::showEvent(e);
 }
@@ -466,18 +354,18 @@ void RunPanel::setUnit(ByteUnit unit) {
 }
 
 void RunPanel::setPlanSource(std::function<Plan()> plan, std::function<ByteUnit()> unit) {
-    plan_source_ = std::move(plan);
-    unit_source_ = std::move(unit);
+    planner_.plan = std::move(plan);
+    planner_.unit = std::move(unit);
 }
 
 void RunPanel::planSourceChanged() {
-    plan_pending_ = true;
+    planner_.moved = true;
     // Train ▶ follows the planner at once, the settings when the panel shows.
-    if (plan_source_) controller_->showTrainAvailability(cannot_train_reason(plan_source_()));
+    if (planner_.plan) controller_->showTrainAvailability(cannot_train_reason(planner_.plan()));
 }
 
 void RunPanel::setTrainAction(QAction* action) {
-    controller_->setTrainAction(action, plan_source_ ? cannot_train_reason(plan_source_()) : trainBlockedReason());
+    controller_->setTrainAction(action, planner_.plan ? cannot_train_reason(planner_.plan()) : trainBlockedReason());
 }
 
 // ------------------------------------------------------------------ install ----

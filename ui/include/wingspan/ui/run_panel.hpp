@@ -4,13 +4,16 @@
 // ceiling, the process RSS sampled independently, loss, tokens/s, progress, stderr), stops it
 // cleanly, compares predicted and measured at the end and keeps every run in the history.
 //
-// Three layers, each usable alone:
+// The layers, each usable alone:
 //   RunOptions / trainer_arguments / find_trainer   what to launch and where the trainer is
 //   RunSession (run_session.hpp)                     one trainer process (QProcess), its
 //                                                    RunRecord and run folder; no widgets
+//   RunController (run_controller.hpp)               the session, its states, Train ▶
+//   run_status.hpp, RunHistoryModel                  status text, ETA, progress; the history
 //   TimeChartData / TimeChartWidget (run_charts.hpp) the charts (Qt Charts)
-//   RunPanel                                         the panel, assembled from parts:
-//     run_form.cpp, run_live_view.cpp, run_results.cpp, run_history.cpp, run_compare.cpp
+//   RunPanel                                         the assembly of the views (ui/src):
+//     RunTopBar (banner, run header, buttons), RunForm (what trains), RunStatusLine,
+//     RunLiveCharts, RunResultsView (summary, chart, log, Try it, history)
 // Nothing here computes memory: the prediction comes from the trainer's `predicted` event
 // (core linked into the trainer), the measurements from its `memory` events and /proc.
 #include <cstdint>
@@ -68,6 +71,10 @@ namespace wingspan::ui {
 class MainWindow;
 class PairGrid;
 class RunForm;
+class RunStatusLine;
+class RunTopBar;
+class RunLiveCharts;
+class RunResultsView;
 class TableModel;
 
 // ------------------------------------------------------------------ the panel ----
@@ -146,7 +153,7 @@ public:
     QString checkpointText() const;
     int repaintCount() const { return repaints_; }
     // "Try it" on the shown run: a prompt through the fine-tuned model (run_try_it.hpp).
-    TryItBox* tryIt() const { return try_it_; }
+    TryItBox* tryIt() const;
 
     // History.
     void refreshHistory();
@@ -185,9 +192,6 @@ protected:
     void showEvent(QShowEvent* e) override;
 
 private:
-    bool plan_pending_ = false;
-    std::function<Plan()> plan_source_;
-    std::function<ByteUnit()> unit_source_;
     struct Loaded {
         std::filesystem::path folder;
         RunRecord record;
@@ -200,9 +204,7 @@ private:
         RankTrack ranks;
     };
     void buildUi();
-    QWidget* buildCharts();
-    QWidget* buildBottom();        // run_results.cpp: summary, chart, log; the history tab from:
-    QWidget* buildHistoryTab();    // run_history.cpp
+    QWidget* buildHistoryTab();    // run_history.cpp: the results view's History page
     void updateTrainerBanner();
     void updateFormEnabled();
     void setSettingsVisible(bool on);
@@ -220,60 +222,39 @@ private:
     QString verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device,
                         const RankTrack* ranks = nullptr) const;
 
-    QString executable_;
-    RunController* controller_ = nullptr;
+    void takeFitOffer(const QString& link);                 // run_guard.cpp
+    void onDownloadChoice(ModelDownloadDialog* dialog);     // run_download.cpp
+
+    // The planner the settings follow, read when the panel shows once it moved.
+    struct PlannerSource {
+        std::function<Plan()> plan;
+        std::function<ByteUnit()> unit;
+        bool moved = false;
+    };
+    PlannerSource planner_;
+    RunController* controller_ = nullptr;    // run_controller.hpp: the session, its states, Train ▶
     const ProfileLibrary* lib_ = nullptr;
     ByteUnit unit_ = ByteUnit::GB;
-    std::optional<Loaded> loaded_;
-    std::optional<Loaded> overlay_;
-    size_t logs_seen_ = 0;
-    bool logs_dropped_noted_ = false;
+    std::optional<Loaded> loaded_;           // a saved run shown instead of the live one
+    std::optional<Loaded> overlay_;          // a saved run drawn over the shown one
+    struct LogFeed {
+        size_t logs_seen = 0;                // the live record's log lines already in the Log tab
+        bool dropped_noted = false;          // "… log lines dropped" said once
+    };
+    LogFeed log_feed_;
     int repaints_ = 0;
-    QElapsedTimer charts_clock_;   // the live charts' last redraw
-
-    TimeChartData memory_data_, loss_data_, throughput_data_;
-
-    // Form.
-    RunForm* form_ = nullptr;   // run_form.hpp
-    QPushButton* start_ = nullptr;
-    QPushButton* stop_ = nullptr;
-    QLabel* banner_ = nullptr;
-    QLabel* run_header_ = nullptr;
-    QPushButton* follow_ = nullptr;
-    QToolButton* settings_toggle_ = nullptr;
-    QLabel* settings_summary_ = nullptr;
-    QSplitter* split_ = nullptr;
-
-    // Status.
-    QLabel* status_ = nullptr;
-    QCheckBox* whole_process_ = nullptr;
-    QString fit_offer_;   // links to what fits, after a run the guard refused
-    void takeFitOffer(const QString& link);
-    QProgressBar* progress_ = nullptr;
-    QLabel* view_banner_ = nullptr;
-    QPushButton* back_live_ = nullptr;
-
-    // Charts.
-    TimeChartWidget* memory_chart_ = nullptr;
-    TimeChartWidget* loss_chart_ = nullptr;
-    TimeChartWidget* throughput_chart_ = nullptr;
-
-    // Bottom.
-    QTabWidget* bottom_ = nullptr;
-    int log_tab_ = 2;
-    int chart_tab_ = 1;
-    QTableView* summary_view_ = nullptr;
-    TableModel* summary_model_ = nullptr;
-    RunSummaryChartView* summary_chart_ = nullptr;
-    QLabel* summary_text_ = nullptr;
-    QPlainTextEdit* sample_ = nullptr;
-    QPlainTextEdit* log_ = nullptr;
-    TryItBox* try_it_ = nullptr;
+    QString fit_offer_;                      // links to what fits, after a run the guard refused
     QPointer<ModelDownloadDialog> download_dialog_;
-    void onDownloadChoice(ModelDownloadDialog* dialog);   // run_download.cpp
-    QTreeView* history_ = nullptr;
+
+    // The parts, top to bottom.
+    RunTopBar* top_ = nullptr;               // run_top_bar.hpp: banner, run header, buttons
+    RunForm* form_ = nullptr;                // run_form.hpp
+    RunStatusLine* status_line_ = nullptr;   // run_status_line.hpp
+    QSplitter* split_ = nullptr;             // the live charts over the results
+    RunLiveCharts* live_charts_ = nullptr;   // run_live_charts.hpp
+    RunResultsView* results_ = nullptr;      // run_results_view.hpp: summary, chart, log, Try it, history
+    QTreeView* history_ = nullptr;           // the History page, over:
     RunHistoryModel* history_model_ = nullptr;
-    QToolButton* export_ = nullptr;
 };
 
 // Adds the run panel as a tab of the planner window, connects "Train ▶" to it and guards
