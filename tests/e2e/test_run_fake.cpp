@@ -465,14 +465,10 @@ private slots:
         QVERIFY(!run_reached_peak(r));
         QCOMPARE(result_of(*panel)["reached_peak"].get<bool>(), false);
         // The history's error column: "not reached", for this run.
-        auto* history = panel->findChild<QTreeWidget*>("runHistory");
-        QVERIFY(history);
-        const QString folder = QString::fromStdString(panel->session()->folder().string());
-        QTreeWidgetItem* row = nullptr;
-        for (int i = 0; i < history->topLevelItemCount(); ++i)
-            if (history->topLevelItem(i)->data(0, Qt::UserRole).toString() == folder) row = history->topLevelItem(i);
-        QVERIFY2(row, "the stopped run is in the history");
-        QCOMPARE(row->text(5), QString("not reached"));
+        const RunHistoryModel* history = panel->historyModel();
+        const int row = history->rowOf(panel->session()->folder());
+        QVERIFY2(row >= 0, "the stopped run is in the history");
+        QCOMPARE(history->index(row, RunHistoryModel::Error).data().toString(), QString("not reached"));
         if (printsSetup) {
             const std::vector<TableCell>* act = row_named(panel->summaryTable(), "Activations");
             QVERIFY(act);

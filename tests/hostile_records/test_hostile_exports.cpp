@@ -94,23 +94,22 @@ private slots:
         QElapsedTimer clock;
         clock.start();
         panel.refreshHistory();
-        auto* tree = panel.findChild<QTreeWidget*>("runHistory");
-        QVERIFY(tree);
-        QCOMPARE(tree->topLevelItemCount(), int(expect.size()));
-        for (int i = 0; i < tree->topLevelItemCount(); ++i) {
-            const QTreeWidgetItem* item = tree->topLevelItem(i);
-            const std::string name = item->text(0).toStdString();
+        const RunHistoryModel* history = panel.historyModel();
+        QCOMPARE(history->rowCount(), int(expect.size()));
+        for (int i = 0; i < history->rowCount(); ++i) {
+            const std::string name = history->index(i, RunHistoryModel::Run).data().toString().toStdString();
+            const QString status = history->index(i, RunHistoryModel::Status).data().toString();
             QVERIFY2(expect.count(name), name.c_str());
-            const bool unreadable = item->text(2) == "unreadable";
-            QVERIFY2(unreadable == !expect.at(name), (name + ": " + item->text(2).toStdString()).c_str());
-            if (unreadable) QVERIFY2(!item->toolTip(2).isEmpty(), name.c_str());
+            const bool unreadable = status == "unreadable";
+            QVERIFY2(unreadable == !expect.at(name), (name + ": " + status.toStdString()).c_str());
+            if (unreadable) QVERIFY2(!history->index(i, RunHistoryModel::Status).data(Qt::ToolTipRole).toString().isEmpty(), name.c_str());
             // Opening it: the run, or a message; never an abort or a hang.
             QString error;
             if (!panel.openRun(runs / name, &error)) QVERIFY2(!error.isEmpty(), name.c_str());
         }
-        const QList<QTreeWidgetItem*> big = tree->findItems("20250101-000020-result-3mb", Qt::MatchExactly);
-        QCOMPARE(big.size(), 1);
-        QCOMPARE(big[0]->text(2), QString("completed"));   // class 14: listed with what could be read
+        const int big = history->rowOf(runs / "20250101-000020-result-3mb");
+        QVERIFY(big >= 0);
+        QCOMPARE(history->index(big, RunHistoryModel::Status).data().toString(), QString("completed"));   // class 14: listed with what could be read
         QVERIFY2(clock.elapsed() < 20000, "listing and opening the hostile history took too long");
 
         // The program itself: `wingspan --screenshot` with this store starts, draws and exits 0.

@@ -460,7 +460,14 @@ private slots:
         QSignalSpy spy(w.get(), &MainWindow::trainRequested);
         Plan received;
         connect(w.get(), &MainWindow::trainRequested, this, [&](const Plan& p) { received = p; });
+        QVERIFY(!train->isVisible());   // a connection alone does not show it: whoever trains takes the action
+        w->trainAction()->setVisible(true);
         QVERIFY(train->isVisible());
+        w->trainAction()->setEnabled(false);
+        w->trainAction()->setToolTip("not now");
+        QVERIFY(!train->isEnabled());
+        QCOMPARE(train->toolTip(), QString("not now"));
+        w->trainAction()->setEnabled(true);
         QTest::mouseClick(train, Qt::LeftButton);
         QCOMPARE(spy.count(), 1);
         QCOMPARE(received.to_json().dump(), w->plan().to_json().dump());

@@ -321,6 +321,9 @@ private slots:
         QVERIFY(w.hasLibrary());
         RunPanel* panel = install_run_panel(w, QString());
         QVERIFY(panel);
+        // No run yet: Start ▶ is on and Stop ■ off.
+        QVERIFY(child<QPushButton>(panel, "runStart")->isEnabled());
+        QVERIFY(!child<QPushButton>(panel, "runStop")->isEnabled());
         panel->setTrainerPath(trainer);
         panel->setStoreRoot(dir.filePath("runs").toStdString());
         Plan plan = Plan::lesson_default();
@@ -404,17 +407,16 @@ private slots:
         RunPanel panel(QString(), nullptr);
         panel.setStoreRoot(dir.filePath("runs").toStdString());
         panel.refreshHistory();
-        auto* history = panel.findChild<QTreeWidget*>("runHistory");
-        QVERIFY(history);
-        QCOMPARE(history->topLevelItemCount(), 2);
+        const RunHistoryModel* history = panel.historyModel();
+        QCOMPARE(history->rowCount(), 2);
         for (int i = 0; i < 2; ++i) {
-            const QTreeWidgetItem* item = history->topLevelItem(i);
-            const QString name = item->text(0);
+            const QString name = history->index(i, RunHistoryModel::Run).data().toString();
+            const QString error = history->index(i, RunHistoryModel::Error).data().toString();
             if (name.endsWith("killed-in-setup")) {
-                QCOMPARE(item->text(5), QString("not reached"));
+                QCOMPARE(error, QString("not reached"));
             } else {
                 QVERIFY2(name.endsWith("killed-after-a-step"), qPrintable(name));
-                QVERIFY2(item->text(5).endsWith("%"), qPrintable(item->text(5)));
+                QVERIFY2(error.endsWith("%"), qPrintable(error));
             }
         }
         QVERIFY(!RunStore::read_listing(killed).result->reached_peak.value_or(true));

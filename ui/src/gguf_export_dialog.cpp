@@ -20,7 +20,7 @@
 #include "wingspan/gguf_file.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 #include "wingspan/protocol.hpp"
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_session.hpp"
 
 namespace wingspan::ui {
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <QAction>
 #include <QActionGroup>
 #include <QComboBox>
 #include <QDockWidget>
@@ -12,7 +13,6 @@
 #include <QScreen>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QMetaMethod>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
@@ -226,11 +226,16 @@ QWidget* MainWindow::buildActionBar() {
     export_table->setObjectName("exportTableButton");
     export_table->setToolTip("Save the table on screen as CSV (exact bytes) or Markdown (rounded)");
     connect(export_table, &QPushButton::clicked, this, &MainWindow::exportTableDialog);
-    train_ = new QPushButton("Train ▶");
+    // Train ▶ is one action (trainAction()): hidden until a run panel takes it, which then sets
+    // its state and tooltip; the button shows the action.
+    train_action_ = new QAction("Train ▶", this);
+    train_action_->setObjectName("trainAction");
+    train_action_->setToolTip("Train this plan with wingspan-train on this machine and watch its memory live");
+    train_action_->setVisible(false);
+    connect(train_action_, &QAction::triggered, this, &MainWindow::requestTrain);
+    train_ = new QPushButton(train_action_->text());
     train_->setObjectName("trainButton");
-    train_->setToolTip("Train this plan with wingspan-train on this machine and watch its memory live");
-    train_->setVisible(train_connected_);
-    connect(train_, &QPushButton::clicked, this, &MainWindow::requestTrain);
+    connect(train_, &QPushButton::clicked, train_action_, &QAction::trigger);
     scale_box_ = new QComboBox;
     scale_box_->setObjectName("chartScale");
     scale_box_->addItem("Scale: fit the ceilings", chart_scale_id(ChartScale::Auto));
@@ -246,6 +251,13 @@ QWidget* MainWindow::buildActionBar() {
     h->addWidget(scale_box_);
     h->addStretch(1);
     h->addWidget(train_);
+    auto show_action = [this] {
+        train_->setVisible(train_action_->isVisible());
+        train_->setEnabled(train_action_->isEnabled());
+        train_->setToolTip(train_action_->toolTip());
+    };
+    show_action();
+    connect(train_action_, &QAction::changed, train_, show_action);
     return bar;
 }
 
@@ -558,14 +570,6 @@ int MainWindow::addRunTab(QWidget* widget, const QString& title) {
 
 void MainWindow::requestTrain() {
     if (eval_.ok()) emit trainRequested(plan_);
-}
-
-void MainWindow::connectNotify(const QMetaMethod& signal) {
-    if (signal == QMetaMethod::fromSignal(&MainWindow::trainRequested)) {
-        train_connected_ = true;
-        if (train_) train_->setVisible(true);
-    }
-    QMainWindow::connectNotify(signal);
 }
 
 }  // namespace wingspan::ui

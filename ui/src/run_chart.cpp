@@ -8,7 +8,8 @@
 #include <QLocale>
 
 #include "wingspan/ui/run_device.hpp"
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_charts.hpp"
+#include "wingspan/ui/run_session.hpp"
 #include "wingspan/ui/run_ranks.hpp"
 
 namespace wingspan::ui {

@@ -1,45 +1,26 @@
-// The run panel's form: what trains (model, method, setup, data, output, ceiling, cap), filled
-// from the planner, read back as RunOptions.
-#include <algorithm>
-#include <fstream>
+// The run panel's form (run_form.hpp): what trains, filled from the planner, read back as
+// RunOptions; and the devices wingspan-train lists.
+#include "run_form.hpp"
 
-#include <QApplication>
+#include <algorithm>
+
 #include <QCheckBox>
-#include <QCloseEvent>
 #include <QComboBox>
-#include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFontDatabase>
-#include <QFormLayout>
-#include <QGridLayout>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
-#include <QLocale>
 #include <QLineEdit>
-#include <QMenu>
 #include <QMessageBox>
-#include <QPlainTextEdit>
-#include <QProgressBar>
+#include <QProcess>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
-#include <QSplitter>
-#include <QTabWidget>
-#include <QTableView>
 #include <QTimer>
 #include <QToolButton>
-#include <QTreeWidget>
-#include <QUrl>
-#include <QVBoxLayout>
 
-#include "wingspan/ui/run_panel.hpp"
-#include "wingspan/ui/widgets.hpp"
-
-#include "pair_grid.hpp"
 #include "run_panel_text.hpp"
 
 namespace fs = std::filesystem;
@@ -76,20 +57,33 @@ QSpinBox* spin(const char* name, int lo, int hi, const QString& tip) {
 }
 }  // namespace
 
-QWidget* RunPanel::buildForm() {
+RunForm::RunForm(const ProfileLibrary* lib, const QString& sample_data, QWidget* parent) : PairGrid(parent), lib_(lib) {
     // Four pairs a row where the tab is wide, two or one where it is not (PairGrid).
-    auto* g = new PairGrid;
-    g->setObjectName("runForm");
-    addModelRows(g);
-    addSetupRows(g);
-    addPathRow(g);
-    addMachineRow(g);
-    addRanksRow(g);
-    connectFormEdits();
-    return g;
+    setObjectName("runForm");
+    last_model_dir_ = QSettings().value("run/modelDir").toString();
+    // The model the user chose last time (the demo, random weights, a folder) stays chosen.
+    const QVariant choice = QSettings().value("run/modelChoice");
+    if (choice.isValid() && choice.toInt() >= 0 && choice.toInt() <= int(RunOptions::ModelSource::Planned))
+        model_choice_ = RunOptions::ModelSource(choice.toInt());
+    addModelRows();
+    addSetupRows();
+    addPathRow(sample_data);
+    addMachineRow();
+    addRanksRow();
+    connectEdits();
+    populateModelSources();
 }
 
-void RunPanel::addModelRows(PairGrid* g) {
+RunForm::~RunForm() {
+    if (devices_process_) {
+        // Its finished signal must not reach a form half torn down.
+        devices_process_->disconnect(this);
+        devices_process_->kill();
+        devices_process_->waitForFinished(2000);
+    }
+}
+
+void RunForm::addModelRows() {
     // Row 0: the model, and what it means for the plan's model.
     model_ = new QComboBox;
     model_->setObjectName("runModel");
@@ -100,30 +94,30 @@ void RunPanel::addModelRows(PairGrid* g) {
                        "(large models need that much RAM). A folder holds a Hugging Face model: config.json + safetensors.");
     model_browse_ = new QPushButton("Folder…");
     model_browse_->setToolTip("Train a model from a local Hugging Face folder (config.json, *.safetensors, tokenizer.json)");
-    connect(model_browse_, &QPushButton::clicked, this, &RunPanel::chooseModelFolder);
-    connect(model_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    connect(model_browse_, &QPushButton::clicked, this, &RunForm::chooseModelFolder);
+    connect(model_, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
     auto* model_row = new QHBoxLayout;
     model_row->addWidget(model_, 1);
     model_row->addWidget(model_browse_);
-    g->addWholeRow(label("Model", model_), boxed(model_row));
+    addWholeRow(label("Model", model_), boxed(model_row));
     model_note_ = new QLabel;
     model_note_->setObjectName("modelNote");
     model_note_->setWordWrap(true);
     QPalette muted = model_note_->palette();
     muted.setColor(QPalette::WindowText, muted.color(QPalette::PlaceholderText));
     model_note_->setPalette(muted);
-    g->addWholeRow(new QLabel, model_note_);
+    addWholeRow(new QLabel, model_note_);
 
 }
 
-void RunPanel::addSetupRows(PairGrid* g) {
+void RunForm::addSetupRows() {
     // Rows 2-3: the setup (from the plan).
     method_ = new QComboBox;
     method_->setObjectName("runMethod");
     method_->addItem("LoRA", int(Method::Lora));
     method_->addItem("QLoRA", int(Method::Qlora));
     method_->addItem("Full fine-tune", int(Method::Full));
-    connect(method_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    connect(method_, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
     rank_ = spin("runRank", 1, 4096, "LoRA rank r (--rank); alpha is kept at the plan's ratio");
     seq_ = spin("runSeq", 8, 1 << 20, "Tokens per sequence (--seq)");
     batch_ = spin("runBatch", 1, 4096, "Sequences per micro-batch (--batch)");
@@ -146,24 +140,24 @@ void RunPanel::addSetupRows(PairGrid* g) {
         {2, {{"Method", method_}, {"Rank", rank_}, {"Sequence", seq_}, {"Batch", batch_}}},
         {3, {{"Precision", precision_}, {"Accum.", accum_}, {"Steps", steps_}}}};
     for (const auto& [row, pairs] : fields) {
-        for (const auto& [text, field] : pairs) g->addPair(label(text, field), field);
-        if (row == 3) g->addPair(nullptr, ckpt_);
-        g->endRow();
+        for (const auto& [text, field] : pairs) addPair(label(text, field), field);
+        if (row == 3) addPair(nullptr, ckpt_);
+        endRow();
     }
 
 }
 
-void RunPanel::addPathRow(PairGrid* g) {
+void RunForm::addPathRow(const QString& sample_data) {
     // Row 4: data and output.
     data_ = new QLineEdit;
     data_->setObjectName("runData");
     data_->setPlaceholderText("the bundled sample (chat.jsonl)");
     data_->setToolTip("JSONL with text, prompt/completion or chat messages (--data). Empty: the bundled sample set\n" +
-                      (sample_data_.isEmpty() ? QString("(not found next to Wingspan)") : sample_data_));
+                      (sample_data.isEmpty() ? QString("(not found next to Wingspan)") : sample_data));
     auto* data_browse = new QToolButton;
     data_browse->setText("…");
     data_browse->setToolTip("Choose a data file");
-    connect(data_browse, &QToolButton::clicked, this, &RunPanel::chooseDataFile);
+    connect(data_browse, &QToolButton::clicked, this, &RunForm::chooseDataFile);
     out_ = new QLineEdit;
     out_->setObjectName("runOut");
     out_->setPlaceholderText("in the run's history folder");
@@ -171,21 +165,21 @@ void RunPanel::addPathRow(PairGrid* g) {
     auto* out_browse = new QToolButton;
     out_browse->setText("…");
     out_browse->setToolTip("Choose an output folder");
-    connect(out_browse, &QToolButton::clicked, this, &RunPanel::chooseOutDir);
+    connect(out_browse, &QToolButton::clicked, this, &RunForm::chooseOutDir);
     auto* data_row = new QHBoxLayout;
     data_row->addWidget(data_, 1);
     data_row->addWidget(data_browse);
     auto* out_row = new QHBoxLayout;
     out_row->addWidget(out_, 1);
     out_row->addWidget(out_browse);
-    g->addPair(label("Data", data_), boxed(data_row), 2);
-    g->addPair(label("Output", out_), boxed(out_row), 2);
-    g->endRow();
+    addPair(label("Data", data_), boxed(data_row), 2);
+    addPair(label("Output", out_), boxed(out_row), 2);
+    endRow();
 
 }
 
 // Row 5: the device, the ceiling drawn and the memory cap.
-void RunPanel::addMachineRow(PairGrid* g) {
+void RunForm::addMachineRow() {
     machine_ = new QComboBox;
     machine_->setObjectName("runMachine");
     machine_->setMinimumContentsLength(14);
@@ -204,7 +198,7 @@ void RunPanel::addMachineRow(PairGrid* g) {
     cap_gb_->setRange(0.001, 100000);
     cap_gb_->setValue(1.0);
     cap_gb_->setSuffix(" GB");
-    connect(cap_mode_, &QComboBox::currentIndexChanged, this, [this] { updateFormEnabled(); });
+    connect(cap_mode_, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
     auto* cap_row = new QHBoxLayout;
     cap_row->addWidget(cap_mode_);
     cap_row->addWidget(cap_gb_, 1);
@@ -218,17 +212,17 @@ void RunPanel::addMachineRow(PairGrid* g) {
                         "allocated tensors.");
     connect(device_, &QComboBox::activated, this, [this] {
         device_choice_ = device_->currentData().toString();
-        updateFormEnabled();
-        updateRunHeader();
+        updateEnabled();
+        notifyChanged();
     });
-    g->addPair(label("Device", device_), device_);
-    g->addPair(label("Ceiling", machine_), machine_);
-    g->addPair(label("Memory cap", cap_mode_), boxed(cap_row), 2);
-    g->endRow();
+    addPair(label("Device", device_), device_);
+    addPair(label("Ceiling", machine_), machine_);
+    addPair(label("Memory cap", cap_mode_), boxed(cap_row), 2);
+    endRow();
 
 }
 
-void RunPanel::addRanksRow(PairGrid* g) {
+void RunForm::addRanksRow() {
     // Row 6: data-parallel ranks on this machine (wingspan-train --nproc / --sharding).
     processes_ = spin("runProcesses", 1, 64,
                       "Data-parallel ranks on this machine (--nproc N): one process each, each training its slice of every\n"
@@ -243,35 +237,35 @@ void RunPanel::addRanksRow(PairGrid* g) {
     sharding_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     sharding_->setToolTip("--sharding: what each rank holds. The trainer predicts each rank's memory for this sharding\n"
                           "(one device's share, from the planner's model) and the chart shows every rank against it.");
-    g->addPair(label("Processes", processes_), processes_);
-    g->addPair(label("Sharding", sharding_), sharding_, 2);
+    addPair(label("Processes", processes_), processes_);
+    addPair(label("Sharding", sharding_), sharding_, 2);
     connect(processes_, &QSpinBox::valueChanged, this, [this] {
-        updateFormEnabled();
-        updateRunHeader();
+        updateEnabled();
+        notifyChanged();
     });
-    connect(sharding_, &QComboBox::currentIndexChanged, this, [this] { updateRunHeader(); });
+    connect(sharding_, &QComboBox::currentIndexChanged, this, [this] { notifyChanged(); });
 
 }
 
-void RunPanel::connectFormEdits() {
+void RunForm::connectEdits() {
     if (!lib_) machine_->addItem("—");
     // The user's edits stop the form from following the planner (code filling it does not).
     for (QSpinBox* sb : {rank_, seq_, batch_, accum_})
-        connect(sb, &QSpinBox::valueChanged, this, &RunPanel::onFormEdited);
-    for (QComboBox* cb : {method_, precision_}) connect(cb, &QComboBox::currentIndexChanged, this, &RunPanel::onFormEdited);
-    connect(ckpt_, &QCheckBox::toggled, this, &RunPanel::onFormEdited);
-    connect(steps_, &QSpinBox::valueChanged, this, [this] { updateRunHeader(); });
-    connect(machine_, &QComboBox::currentIndexChanged, this, [this] { updateRunHeader(); });
+        connect(sb, &QSpinBox::valueChanged, this, &RunForm::onEdited);
+    for (QComboBox* cb : {method_, precision_}) connect(cb, &QComboBox::currentIndexChanged, this, &RunForm::onEdited);
+    connect(ckpt_, &QCheckBox::toggled, this, &RunForm::onEdited);
+    connect(steps_, &QSpinBox::valueChanged, this, [this] { notifyChanged(); });
+    connect(machine_, &QComboBox::currentIndexChanged, this, [this] { notifyChanged(); });
     // The model is the user's choice once they pick one; it stays through plan changes.
     connect(model_, &QComboBox::activated, this, [this] {
         model_choice_ = RunOptions::ModelSource(model_->currentData().toInt());
         QSettings().setValue("run/modelChoice", int(*model_choice_));
-        updateRunHeader();
+        notifyChanged();
     });
 }
 
 
-void RunPanel::populateModelSources() {
+void RunForm::populateModelSources() {
     const auto current = model_->currentData().toInt();
     model_->blockSignals(true);
     model_->clear();
@@ -302,22 +296,21 @@ void RunPanel::populateModelSources() {
     if (idx < 0) idx = model_->findData(int(RunOptions::ModelSource::Planned));
     model_->setCurrentIndex(idx >= 0 ? idx : 0);
     model_->blockSignals(false);
-    updateFormEnabled();
+    updateEnabled();
 }
 
 
 // ------------------------------------------------------------------ options ----
 
-void RunPanel::setPlan(const Plan& plan) {
+void RunForm::setPlan(const Plan& plan) {
     plan_ = plan;
     has_plan_ = true;
-    emit trainAvailabilityChanged(trainBlockedReason().isEmpty(), trainBlockedReason());
     if (!follow_planner_) {
         // The user edited the settings: keep them, and say how the run differs from the plan.
         syncing_ = true;
         populateModelSources();
         syncing_ = false;
-        updateRunHeader();
+        notifyChanged();
         return;
     }
     const RunOptions keep = options();
@@ -353,10 +346,10 @@ void RunPanel::setPlan(const Plan& plan) {
     setOptions(o);
     model_choice_ = choice;   // following the plan is not a choice of model
     follow_planner_ = true;
-    updateRunHeader();
+    notifyChanged();
 }
 
-RunOptions RunPanel::options() const {
+RunOptions RunForm::options() const {
     RunOptions o;
     o.model_source = RunOptions::ModelSource(model_->currentData().toInt());
     o.model_label = "built-in";
@@ -422,7 +415,7 @@ RunOptions RunPanel::options() const {
     return o;
 }
 
-void RunPanel::setOptions(const RunOptions& o) {
+void RunForm::setOptions(const RunOptions& o) {
     const bool was_syncing = syncing_;
     syncing_ = true;
     // Options given in code are the caller's choice of model (a test, a reopened run).
@@ -467,11 +460,11 @@ void RunPanel::setOptions(const RunOptions& o) {
         cap_mode_->setCurrentIndex(0);
     }
     syncing_ = was_syncing;
-    updateFormEnabled();
-    updateRunHeader();
+    updateEnabled();
+    notifyChanged();
 }
 
-void RunPanel::chooseModelFolder() {
+void RunForm::chooseModelFolder() {
     const QString dir = QFileDialog::getExistingDirectory(this, "Model folder (config.json + safetensors)",
                                                           last_model_dir_.isEmpty() ? QDir::homePath() : last_model_dir_);
     if (dir.isEmpty()) return;
@@ -486,37 +479,78 @@ void RunPanel::chooseModelFolder() {
     populateModelSources();
     model_->setCurrentIndex(model_->findData(int(RunOptions::ModelSource::Folder)));
     model_choice_ = RunOptions::ModelSource::Folder;
-    updateRunHeader();
+    notifyChanged();
 }
 
-void RunPanel::chooseDataFile() {
+void RunForm::chooseDataFile() {
     const QString f = QFileDialog::getOpenFileName(this, "Training data", data_->text().isEmpty() ? QDir::homePath() : data_->text(),
                                                    "JSON lines (*.jsonl *.json);;All files (*)");
     if (!f.isEmpty()) data_->setText(f);
 }
 
-void RunPanel::chooseOutDir() {
+void RunForm::chooseOutDir() {
     const QString d = QFileDialog::getExistingDirectory(this, "Output folder", out_->text().isEmpty() ? QDir::homePath() : out_->text());
     if (!d.isEmpty()) out_->setText(d);
 }
 
-void RunPanel::setTrainerPath(const QString& path) {
-    trainer_override_ = path;
-    trainer_ = check_trainer(path);
-    updateTrainerBanner();
-    refreshDevices();
+// ------------------------------------------------------------------ following ----
+
+void RunForm::onEdited() {
+    if (syncing_) return;
+    if (has_plan_) follow_planner_ = false;
+    notifyChanged();
 }
 
-void RunPanel::setStoreRoot(const fs::path& root) {
-    store_root_ = root;
-    refreshHistory();
+void RunForm::notifyChanged() {
+    if (!syncing_) emit changed();
 }
 
-void RunPanel::setUnit(ByteUnit unit) {
-    unit_ = unit;
-    refresh(true);
-    refreshSummary();
-    refreshHistory();
+void RunForm::followPlanner() {
+    follow_planner_ = true;
+    if (has_plan_) setPlan(plan_);
+}
+
+QString RunForm::trainBlockedReason() const { return has_plan_ ? cannot_train_reason(plan_) : QString(); }
+
+PlanRunComparison RunForm::planComparison() const {
+    const RunOptions o = options();
+    if (!has_plan_) return {};
+    return compare_plan_and_run(lib_, plan_, o, o.device_label);
+}
+
+QString RunForm::summaryText() const {
+    return describe(options()) + " · " + precision_->currentText() + (ckpt_->isChecked() ? " · checkpointing" : "");
+}
+
+void RunForm::setRunning(bool running) {
+    running_ = running;
+    updateEnabled();
+}
+
+void RunForm::updateEnabled() {
+    rank_->setEnabled(method_->currentData().toInt() != int(Method::Full));
+    cap_gb_->setEnabled(cap_mode_->currentIndex() == 2);
+    sharding_->setEnabled(processes_->value() > 1);
+    model_browse_->setEnabled(!running_);
+}
+
+// ------------------------------------------------------------------ the model offered ----
+
+bool RunForm::offersModelSource(RunOptions::ModelSource source) const { return model_->findData(int(source)) >= 0; }
+
+void RunForm::chooseModelSource(RunOptions::ModelSource source) {
+    // For this run only: the next Train ▶ of a plan whose model is missing asks again, so the
+    // demo or random weights never become a silent default.
+    const int i = model_->findData(int(source));
+    if (i >= 0) model_->setCurrentIndex(i);
+    notifyChanged();
+}
+
+void RunForm::modelDownloaded(const QString& snapshot) {
+    // The cache now has it: the plan's model is found there like any cached model.
+    populateModelSources();
+    if (planned_.folder.isEmpty()) planned_.folder = snapshot;   // a cache folder set elsewhere
+    chooseModelSource(RunOptions::ModelSource::Planned);
 }
 
 }  // namespace wingspan::ui

@@ -7,6 +7,8 @@
 
 #include "wingspan/ui/run_panel.hpp"
 
+#include "run_form.hpp"
+
 namespace wingspan::ui {
 
 namespace {
@@ -93,9 +95,10 @@ namespace wingspan::ui {
 
 bool RunPanel::runFits(const RunOptions& o, QString* error) {
     fit_offer_.clear();
-    const RunFitCheck fit = check_run_fit(lib_, has_plan_ ? &plan_ : nullptr, o);
+    const RunFitCheck fit = check_run_fit(lib_, form_->hasPlan() ? &form_->plan() : nullptr, o);
     if (fit.fits) return true;
-    const QString model = planned_.name.isEmpty() ? o.model_label : planned_.name;
+    const QString& planned = form_->plannedModel().name;
+    const QString model = planned.isEmpty() ? o.model_label : planned;
     if (error) *error = run_fit_problem(fit, model, unit_);
     // What fits instead, one click each: the demo always, a shorter sequence when one fits.
     QStringList offers{"<a href=\"wingspan-run:demo\">train the built-in demo model</a>"};
@@ -111,7 +114,7 @@ bool RunPanel::runFits(const RunOptions& o, QString* error) {
 void RunPanel::takeFitOffer(const QString& link) {
     if (isRunning()) return;
     if (link == "wingspan-run:demo") {
-        chooseModelSource(RunOptions::ModelSource::BuiltIn);
+        form_->chooseModelSource(RunOptions::ModelSource::BuiltIn);
     } else if (link.startsWith("wingspan-run:seq:")) {
         RunOptions o = options();
         o.seq = link.section(':', 2).toLongLong();

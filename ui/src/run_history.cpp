@@ -31,7 +31,7 @@
 #include <QTableView>
 #include <QTimer>
 #include <QToolButton>
-#include <QTreeWidget>
+#include <QTreeView>
 #include <QUrl>
 #include <QVBoxLayout>
 
@@ -41,6 +41,7 @@
 #include "wingspan/ui/widgets.hpp"
 
 #include "run_panel_text.hpp"
+#include "run_results_view.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -69,27 +70,34 @@ QWidget* RunPanel::buildHistoryTab() {
     auto* hist = new QWidget;
     auto* hv = new QVBoxLayout(hist);
     hv->setContentsMargins(4, 4, 4, 4);
-    history_ = new QTreeWidget;
+    history_model_ = new RunHistoryModel(this);
+    history_ = new QTreeView;
     history_->setObjectName("runHistory");
     history_->setAccessibleName("Past runs");
+    history_->setModel(history_model_);
     history_->setRootIsDecorated(false);
     history_->setUniformRowHeights(true);
     history_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    history_->setHeaderLabels({"Run", "Settings", "Status", "Tensors peak", "Predicted", "Error", "RSS peak"});
-    history_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    history_->header()->setSectionResizeMode(1, QHeaderView::Stretch);
+    history_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    history_->header()->setSectionResizeMode(RunHistoryModel::Run, QHeaderView::ResizeToContents);
+    history_->header()->setSectionResizeMode(RunHistoryModel::Settings, QHeaderView::Stretch);
     history_->header()->setStretchLastSection(false);
-    connect(history_, &QTreeWidget::itemDoubleClicked, this, [this](QTreeWidgetItem* item) {
+    connect(history_, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
         QString error;
-        if (!openRun(fs::path(item->data(0, Qt::UserRole).toString().toStdString()), &error))
-            QMessageBox::warning(this, "Open run", error);
+        if (!openRun(history_model_->folder(index.row()), &error)) QMessageBox::warning(this, "Open run", error);
     });
-    auto* hb = new QGridLayout;
-    auto selected = [this]() -> std::optional<fs::path> {
-        auto items = history_->selectedItems();
-        if (items.isEmpty()) return std::nullopt;
-        return fs::path(items.first()->data(0, Qt::UserRole).toString().toStdString());
+    // The selected runs, in the order they were selected.
+    auto chosen = [this] {
+        std::vector<fs::path> runs;
+        for (const QModelIndex& index : history_->selectionModel()->selectedRows()) runs.push_back(history_model_->folder(index.row()));
+        return runs;
     };
+    auto selected = [chosen]() -> std::optional<fs::path> {
+        const auto runs = chosen();
+        if (runs.empty()) return std::nullopt;
+        return runs.front();
+    };
+    auto* hb = new QGridLayout;
     auto* open = new QPushButton("Open");
     open->setToolTip("Show this run's charts, summary and log");
     connect(open, &QPushButton::clicked, this, [this, selected] {
@@ -100,14 +108,12 @@ QWidget* RunPanel::buildHistoryTab() {
     });
     auto* compare = new QPushButton("Compare with shown run");
     compare->setToolTip("Draw the selected run over the shown one, dotted (memory, loss, tokens/s)");
-    connect(compare, &QPushButton::clicked, this, [this, selected] {
-        auto items = history_->selectedItems();
-        if (items.size() == 2) {
+    connect(compare, &QPushButton::clicked, this, [this, chosen, selected] {
+        const auto runs = chosen();
+        if (runs.size() == 2) {
             // Two selected: show the first, compare with the second.
             QString error;
-            if (!openRun(fs::path(items[0]->data(0, Qt::UserRole).toString().toStdString()), &error) ||
-                !overlayRun(fs::path(items[1]->data(0, Qt::UserRole).toString().toStdString()), &error))
-                QMessageBox::warning(this, "Compare runs", error);
+            if (!openRun(runs[0], &error) || !overlayRun(runs[1], &error)) QMessageBox::warning(this, "Compare runs", error);
             return;
         }
         if (auto p = selected()) {
@@ -125,7 +131,7 @@ QWidget* RunPanel::buildHistoryTab() {
     connect(remove, &QPushButton::clicked, this, [this, selected] {
         auto p = selected();
         if (!p) return;
-        if (session_ && session_->isActive() && session_->folder() == *p) return;
+        if (session() && session()->isActive() && session()->folder() == *p) return;
         if (QMessageBox::question(this, "Delete run", "Delete " + qs(p->filename().string()) + " and everything in its folder?") !=
             QMessageBox::Yes)
             return;
@@ -150,58 +156,21 @@ QWidget* RunPanel::buildHistoryTab() {
 
 std::vector<fs::path> RunPanel::historyRuns() const {
     try {
-        return RunStore(store_root_).list();
+        return RunStore(controller_->storeRoot()).list();
     } catch (const std::exception&) {
         return {};
     }
 }
 
 void RunPanel::refreshHistory() {
-    if (!history_) return;
-    const QString selected =
-        history_->currentItem() ? history_->currentItem()->data(0, Qt::UserRole).toString() : QString();
-    history_->clear();
-    const auto runs = historyRuns();
-    int shown = 0;
-    for (const auto& run : runs) {
-        if (++shown > 500) break;
-        auto* item = new QTreeWidgetItem(history_);
-        item->setData(0, Qt::UserRole, qs(run.string()));
-        item->setText(0, qs(run.filename().string()));
-        // core's bounded, typed reader: a malformed record is one "unreadable" row, never fatal.
-        const RunListing listing = RunStore::read_listing(run);
-        if (listing.plan.is_object() && listing.plan.contains("options"))
-            item->setText(1, describe(RunOptions::from_json(listing.plan["options"])));
-        const bool live = session_ && session_->isActive() && session_->folder() == run;
-        if (live) {
-            item->setText(2, "running");
-        } else if (!listing.readable()) {
-            item->setText(2, "unreadable");
-            item->setToolTip(2, qs(listing.problem));
-            item->setForeground(2, status_color(RunStatus::Failed, palette()));
-        } else if (const auto& result = listing.result) {
-            item->setText(2, qs(result->status));
-            item->setToolTip(2, qs(result->status_text + (result->note.empty() ? "" : " (" + result->note + ")")));
-            item->setForeground(2, status_color(result->run_status(), palette()));
-            const std::int64_t measured = result->measured_peak, predicted = result->predicted_peak;
-            if (measured > 0) item->setText(3, format_run_bytes(double(measured), unit_));
-            if (predicted > 0) item->setText(4, format_run_bytes(double(predicted), unit_));
-            if (result->reached_peak == false) {
-                // Stopped before its first step: what it measured is where it got to.
-                item->setText(5, "not reached");
-                item->setToolTip(5, "The run ended before its first step: its peak was never reached, so there is no error to show");
-            } else if (measured > 0 && predicted > 0) {
-                item->setText(5, QString::asprintf("%+.1f %%", 100.0 * (double(predicted) - double(measured)) / double(measured)));
-            }
-            if (result->measured_rss_peak > 0) item->setText(6, format_run_bytes(double(result->measured_rss_peak), unit_));
-        } else {
-            item->setText(2, "failed (no result)");
-            item->setToolTip(2, "The run ended together with its launcher; its events are kept");
-            item->setForeground(2, status_color(RunStatus::Failed, palette()));
-        }
-        if (qs(run.string()) == selected) history_->setCurrentItem(item);
-    }
-    for (int c = 2; c < history_->columnCount(); ++c) history_->resizeColumnToContents(c);
+    if (!history_model_) return;
+    const QModelIndex current = history_->currentIndex();
+    const fs::path selected = current.isValid() ? history_model_->folder(current.row()) : fs::path();
+    const fs::path live = isRunning() ? session()->folder() : fs::path();
+    history_model_->reload(controller_->storeRoot(), live, unit_, [this](RunStatus s) { return status_color(s, palette()); });
+    if (const int row = selected.empty() ? -1 : history_model_->rowOf(selected); row >= 0)
+        history_->setCurrentIndex(history_model_->index(row, 0));
+    for (int c = RunHistoryModel::Status; c < RunHistoryModel::ColumnCount; ++c) history_->resizeColumnToContents(c);
 }
 
 std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QString* error) const {
@@ -246,7 +215,7 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
 }
 
 bool RunPanel::openRun(const fs::path& folder, QString* error) {
-    if (session_ && session_->isActive() && session_->folder() == folder) {
+    if (session() && session()->isActive() && session()->folder() == folder) {
         showLive();
         return true;
     }
@@ -255,10 +224,10 @@ bool RunPanel::openRun(const fs::path& folder, QString* error) {
     loaded_ = std::move(l);
     if (overlay_ && overlay_->folder == folder) overlay_.reset();
     setSettingsVisible(false);
-    log_->clear();
+    results_->log()->clear();
     QStringList lines;
     for (const auto& s : loaded_->record.logs()) lines << "trainer › " + qs(s);
-    log_->setPlainText(loaded_->log + (loaded_->log.isEmpty() ? "" : "\n") + lines.join('\n'));
+    results_->log()->setPlainText(loaded_->log + (loaded_->log.isEmpty() ? "" : "\n") + lines.join('\n'));
     refresh(true);
     refreshSummary();
     return true;
@@ -266,15 +235,15 @@ bool RunPanel::openRun(const fs::path& folder, QString* error) {
 
 void RunPanel::showLive() {
     loaded_.reset();
-    log_->clear();
-    if (session_) {
-        log_->appendPlainText("$ " + trainer_.path + " " + session_->arguments().join(' '));
+    results_->log()->clear();
+    if (session()) {
+        results_->log()->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
         QStringList lines;
-        for (const QString& l : session_->stderrTail()) lines << l;
-        for (const auto& l : session_->record().logs()) lines << "trainer › " + qs(l);
-        log_->appendPlainText(lines.join('\n'));
-        session_->takeNewStderr();
-        logs_seen_ = session_->record().logs().size();
+        for (const QString& l : session()->stderrTail()) lines << l;
+        for (const auto& l : session()->record().logs()) lines << "trainer › " + qs(l);
+        results_->log()->appendPlainText(lines.join('\n'));
+        session()->takeNewStderr();
+        log_feed_.logs_seen = session()->record().logs().size();
     }
     refresh(true);
     refreshSummary();

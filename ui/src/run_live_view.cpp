@@ -39,7 +39,10 @@
 #include "wingspan/ui/run_panel.hpp"
 #include "wingspan/ui/widgets.hpp"
 
+#include "run_live_charts.hpp"
+#include "run_status_line.hpp"
 #include "run_panel_text.hpp"
+#include "run_results_view.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -50,73 +53,32 @@ using namespace run_text;
 
 // ------------------------------------------------------------------ live view ----
 
-QWidget* RunPanel::buildCharts() {
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->setChildrenCollapsible(false);
-    memory_chart_ = new TimeChartWidget;
-    memory_chart_->setObjectName("runMemoryChart");
-    memory_chart_->setMinimumSize(360, 240);
-    loss_chart_ = new TimeChartWidget;
-    loss_chart_->setObjectName("runLossChart");
-    throughput_chart_ = new TimeChartWidget;
-    throughput_chart_->setObjectName("runThroughputChart");
-    auto* right = new QSplitter(Qt::Vertical);
-    right->setChildrenCollapsible(false);
-    right->addWidget(loss_chart_);
-    right->addWidget(throughput_chart_);
-    split->addWidget(memory_chart_);
-    split->addWidget(right);
-    split->setStretchFactor(0, 5);
-    split->setStretchFactor(1, 3);
-    // The charts take the keyboard (Tab to one, arrows walk its samples); what the cursor
-    // reads is said on this line, as the hover says it.
-    auto* box = new QWidget;
-    auto* v = new QVBoxLayout(box);
-    v->setContentsMargins(0, 0, 0, 0);
-    v->setSpacing(2);
-    auto* cursor = new QLabel("Tab to a chart, then ← → Home End walk its samples.");
-    cursor->setObjectName("runChartCursor");
-    cursor->setTextFormat(Qt::RichText);
-    cursor->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    const std::pair<TimeChartWidget*, const char*> charts[] = {
-        {memory_chart_, "Memory over time, per component"}, {loss_chart_, "Loss per step"}, {throughput_chart_, "Tokens per second"}};
-    for (const auto& [chart, name] : charts) {
-        chart->setAccessibleName(name);
-        connect(chart, &TimeChartWidget::cursorTextChanged, cursor,
-                [cursor](const QString& html) { cursor->setText(QString(html).replace("<br>", " · ")); });
-    }
-    v->addWidget(split, 1);
-    v->addWidget(cursor);
-    return box;
-}
-
-
 // ------------------------------------------------------------------ showing ----
 
 const RunRecord* RunPanel::shownRecord() const {
     if (loaded_) return &loaded_->record;
-    return session_ ? &session_->record() : nullptr;
+    return session() ? &session()->record() : nullptr;
 }
 
 const RankTrack* RunPanel::shownRanks() const {
     if (loaded_) return &loaded_->ranks;
-    return session_ ? &session_->ranks() : nullptr;
+    return session() ? &session()->ranks() : nullptr;
 }
 
 fs::path RunPanel::shownFolder() const {
     if (loaded_) return loaded_->folder;
-    return session_ ? session_->folder() : fs::path();
+    return session() ? session()->folder() : fs::path();
 }
 
-const TimeChartData& RunPanel::memoryChart() const { return memory_data_; }
-const TimeChartData& RunPanel::lossChart() const { return loss_data_; }
-const TimeChartData& RunPanel::throughputChart() const { return throughput_data_; }
+const TimeChartData& RunPanel::memoryChart() const { return live_charts_->memory(); }
+const TimeChartData& RunPanel::lossChart() const { return live_charts_->loss(); }
+const TimeChartData& RunPanel::throughputChart() const { return live_charts_->throughput(); }
 
 RunChartInputs RunPanel::chartInputs() const {
     RunChartInputs in;
     in.unit = unit_;
     in.max_points = 500;   // about two points per pixel column of the chart: more only costs repaints
-    in.whole_process = whole_process_ && whole_process_->isChecked();
+    in.whole_process = status_line_ && status_line_->wholeProcess();
     if (loaded_) {
         in.record = &loaded_->record;
         in.rss = &loaded_->rss;
@@ -124,13 +86,13 @@ RunChartInputs RunPanel::chartInputs() const {
         in.device = &loaded_->device;
         in.ranks = &loaded_->ranks;
         in.title = "Memory · " + describe(loaded_->options);
-    } else if (session_) {
-        in.record = &session_->record();
-        in.rss = &session_->rssSamples();
-        in.options = &session_->options();
-        in.device = &session_->deviceMemory();
-        in.ranks = &session_->ranks();
-        in.title = "Memory · " + describe(session_->options());
+    } else if (session()) {
+        in.record = &session()->record();
+        in.rss = &session()->rssSamples();
+        in.options = &session()->options();
+        in.device = &session()->deviceMemory();
+        in.ranks = &session()->ranks();
+        in.title = "Memory · " + describe(session()->options());
     }
     if (overlay_) {
         in.overlay = &overlay_->record;
@@ -143,23 +105,23 @@ RunChartInputs RunPanel::chartInputs() const {
 }
 
 
-QString RunPanel::logText() const { return log_->toPlainText(); }
-QString RunPanel::sampleText() const { return sample_->toPlainText(); }
+QString RunPanel::logText() const { return results_->log()->toPlainText(); }
+QString RunPanel::sampleText() const { return results_->sampleText(); }
 QString RunPanel::checkpointText() const {
     const RunRecord* r = shownRecord();
     return r && !r->checkpoints().empty() ? qs(r->checkpoints().back()) : QString();
 }
 
 void RunPanel::appendLog() {
-    if (loaded_ || !session_) return;
-    QStringList lines = session_->takeNewStderr();
-    const auto& logs = session_->record().logs();
-    for (; logs_seen_ < logs.size(); ++logs_seen_) {
-        const QString l = qs(logs[logs_seen_]);
+    if (loaded_ || !session()) return;
+    QStringList lines = session()->takeNewStderr();
+    const auto& logs = session()->record().logs();
+    for (; log_feed_.logs_seen < logs.size(); ++log_feed_.logs_seen) {
+        const QString l = qs(logs[log_feed_.logs_seen]);
         lines << (l.startsWith("ignored:") ? "wingspan › " + l : "trainer › " + l);
     }
-    if (!logs_dropped_noted_ && session_->record().dropped_log_lines() > 0) {
-        logs_dropped_noted_ = true;
+    if (!log_feed_.dropped_noted && session()->record().dropped_log_lines() > 0) {
+        log_feed_.dropped_noted = true;
         lines << "wingspan › the trainer's log passed " + QString::number(RunRecord::kMaxLogLines) +
                      " lines; further lines are counted, not shown (events.jsonl in the run folder has them all)";
     }
@@ -173,7 +135,7 @@ void RunPanel::appendLog() {
         kept << lines.mid(lines.size() - kTail);
         lines = kept;
     }
-    log_->appendPlainText(lines.join('\n'));
+    results_->log()->appendPlainText(lines.join('\n'));
 }
 
 }  // namespace wingspan::ui

@@ -11,7 +11,7 @@
 #include "wingspan/ui/run_model.hpp"
 
 #include "wingspan/json_input.hpp"
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_session.hpp"
 
 namespace wingspan::ui {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
@@ -37,9 +38,15 @@
 
 #include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_status.hpp"
 #include "wingspan/ui/widgets.hpp"
 
+#include "run_form.hpp"
+#include "run_status_line.hpp"
+#include "run_top_bar.hpp"
+#include "run_live_charts.hpp"
 #include "run_panel_text.hpp"
+#include "run_results_view.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -49,41 +56,29 @@ namespace wingspan::ui {
 using namespace run_text;
 
 RunPanel::RunPanel(const QString& executable, const ProfileLibrary* lib, QWidget* parent)
-    : QWidget(parent), executable_(executable), lib_(lib) {
+    : QWidget(parent), lib_(lib), controller_(new RunController(executable, this)) {
     setObjectName("runPanel");
-    trainer_ = find_trainer(executable);
-    sample_data_ = find_sample_data(executable);
-    store_root_ = RunStore::default_root();
-    last_model_dir_ = QSettings().value("run/modelDir").toString();
-    // The model the user chose last time (the demo, random weights, a folder) stays chosen.
-    const QVariant choice = QSettings().value("run/modelChoice");
-    if (choice.isValid() && choice.toInt() >= 0 && choice.toInt() <= int(RunOptions::ModelSource::Planned))
-        model_choice_ = RunOptions::ModelSource(choice.toInt());
     buildUi();
-    repaint_timer_ = new QTimer(this);
-    repaint_timer_->setInterval(200);   // charts repaint on this clock, never per event
-    connect(repaint_timer_, &QTimer::timeout, this, [this] { refresh(false); });
-    populateModelSources();
+    connect(controller_, &RunController::started, this, &RunPanel::onRunStarted);
+    connect(controller_, &RunController::stateChanged, this, [this] {
+        updateFormEnabled();
+        refresh(true);
+    });
+    connect(controller_, &RunController::finished, this, &RunPanel::onSessionFinished);
+    connect(controller_, &RunController::tick, this, [this] { refresh(false); });
     updateTrainerBanner();
+    updateFormEnabled();   // no run yet: Start ▶ on, Stop ■ off
     refreshDevices();
     refreshHistory();
     refresh(true);
-    if (!historyRuns().empty()) bottom_->setCurrentIndex(bottom_->count() - 1);   // past runs, until there is a new one
+    if (!historyRuns().empty()) results_->showTab(RunResultsView::History);   // past runs, until there is a new one
 }
 
 RunPanel::~RunPanel() {
-    if (devices_process_) {
-        // Its finished signal must not reach a panel half torn down.
-        devices_process_->disconnect(this);
-        devices_process_->kill();
-        devices_process_->waitForFinished(2000);
-    }
-    if (session_) {
-        // Stop a live trainer before the widgets it reports to are gone.
-        session_->disconnect(this);
-        delete session_;
-        session_ = nullptr;
-    }
+    // Stop a live trainer before the widgets it reports to are gone.
+    controller_->disconnect(this);
+    delete controller_;
+    controller_ = nullptr;
 }
 
 
@@ -94,124 +89,43 @@ void RunPanel::buildUi() {
     root->setContentsMargins(6, 6, 6, 6);
     root->setSpacing(5);
 
-    banner_ = new QLabel;
-    banner_->setObjectName("trainerBanner");
-    banner_->setWordWrap(true);
-    banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    banner_->setStyleSheet("QLabel { background: #fff4e5; color: #5a2d00; border: 1px solid #f0b36b; border-radius: 4px; padding: 6px; }");
-    root->addWidget(banner_);
-
-    // What trains, in plain view: "Planner: X → this run: Y" whenever they differ.
-    auto* header_row = new QHBoxLayout;
-    run_header_ = new QLabel;
-    run_header_->setObjectName("runHeader");
-    run_header_->setAccessibleName("What this run trains");
-    run_header_->setWordWrap(true);
-    run_header_->setTextFormat(Qt::RichText);
-    run_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    run_header_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    follow_ = new QPushButton("Follow the planner");
-    follow_->setObjectName("runFollowPlanner");
-    follow_->setToolTip("Fill the settings from the planner again (they stopped following it when you edited one)");
-    follow_->hide();
-    connect(follow_, &QPushButton::clicked, this, &RunPanel::followPlanner);
-    header_row->addWidget(run_header_, 1);
-    header_row->addWidget(follow_, 0, Qt::AlignTop);
-    root->addLayout(header_row);
-
-    // Top bar: the settings (folded while a run is shown), the buttons.
-    auto* bar = new QHBoxLayout;
-    settings_toggle_ = new QToolButton;
-    settings_toggle_->setObjectName("runSettingsToggle");
-    settings_toggle_->setAutoRaise(true);
-    settings_toggle_->setCheckable(true);
-    settings_toggle_->setChecked(true);
-    settings_toggle_->setArrowType(Qt::DownArrow);
-    settings_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    settings_toggle_->setText("Settings");
-    settings_toggle_->setToolTip("Show or hide the launch settings");
-    settings_summary_ = new QLabel;
-    settings_summary_->setObjectName("runSettingsSummary");
-    settings_summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    settings_summary_->setTextFormat(Qt::PlainText);
-    connect(settings_toggle_, &QToolButton::toggled, this, [this](bool on) { setSettingsVisible(on); });
-    start_ = new QPushButton("Start ▶");
-    start_->setObjectName("runStart");
-    start_->setDefault(true);
-    QFont bf = start_->font();
-    bf.setBold(true);
-    start_->setFont(bf);
-    connect(start_, &QPushButton::clicked, this, &RunPanel::startOrOfferDownload);
-    stop_ = new QPushButton("Stop ■");
-    stop_->setObjectName("runStop");
-    stop_->setToolTip("SIGTERM: the trainer finishes its step, saves a checkpoint and exits; it is killed if it takes too long");
-    connect(stop_, &QPushButton::clicked, this, [this] {
-        if (session_ && session_->state() == RunSession::State::Stopping) killNow();
+    top_ = new RunTopBar;
+    connect(top_, &RunTopBar::followClicked, this, &RunPanel::followPlanner);
+    connect(top_, &RunTopBar::settingsToggled, this, &RunPanel::setSettingsVisible);
+    connect(top_, &RunTopBar::startClicked, this, &RunPanel::startOrOfferDownload);
+    connect(top_, &RunTopBar::stopClicked, this, [this] {
+        if (controller_->isStopping()) killNow();
         else stop();
     });
-    export_ = new QToolButton;
-    export_->setObjectName("runExport");
-    export_->setText("Export");
-    export_->setPopupMode(QToolButton::InstantPopup);
-    export_->setToolTip("Export the shown run's charts (PNG, SVG, PDF) and its summary table (CSV, Markdown)");
-    auto* menu = new QMenu(export_);
-    const char* items[] = {"&Memory chart…", "&Loss chart…", "&Throughput chart…", "&Predicted vs measured chart…",
-                           "&Summary table…"};
-    for (int i = 0; i < 5; ++i) menu->addAction(items[i], this, [this, i] { exportMenu(i); });
-    menu->addSeparator();
-    menu->addAction("&Everything to a folder…", this, &RunPanel::exportAllDialog);
-    export_->setMenu(menu);
-    bar->addWidget(settings_toggle_);
-    bar->addWidget(settings_summary_, 1);
-    bar->addWidget(start_);
-    bar->addWidget(stop_);
-    bar->addWidget(export_);
-    root->addLayout(bar);
+    connect(top_, &RunTopBar::exportChosen, this, &RunPanel::exportMenu);
+    connect(top_, &RunTopBar::exportAllChosen, this, &RunPanel::exportAllDialog);
+    root->addWidget(top_);
 
-    form_ = buildForm();
+    form_ = new RunForm(lib_, controller_->sampleData());
+    connect(form_, &RunForm::changed, this, &RunPanel::updateRunHeader);
+    connect(form_, &RunForm::devicesChanged, this, &RunPanel::devicesChanged);
     root->addWidget(form_);
 
-    auto* status_row = new QHBoxLayout;
-    status_ = new QLabel;
-    status_->setObjectName("runStatus");
-    status_->setAccessibleName("Run status");
-    status_->setTextFormat(Qt::RichText);
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse | Qt::LinksAccessibleByKeyboard);
-    connect(status_, &QLabel::linkActivated, this, &RunPanel::takeFitOffer);
-    progress_ = new QProgressBar;
-    progress_->setObjectName("runProgress");
-    progress_->setAccessibleName("Training progress");
-    progress_->setMinimumWidth(160);
-    progress_->setMaximumWidth(300);
-    progress_->setTextVisible(true);
-    whole_process_ = new QCheckBox("Scale to the whole process");
-    whole_process_->setObjectName("runWholeProcess");
-    whole_process_->setToolTip("Off: the memory chart's axis fits the tensors (the planner's components) and the process RSS\n"
-                               "is listed above it when it is larger. On: the axis also fits the RSS and the predicted process total.");
-    connect(whole_process_, &QCheckBox::toggled, this, [this] {
+    status_line_ = new RunStatusLine;
+    connect(status_line_, &RunStatusLine::linkActivated, this, &RunPanel::takeFitOffer);
+    connect(status_line_, &RunStatusLine::wholeProcessToggled, this, [this] {
         refresh(true);
         refreshSummary();
     });
-    status_row->addWidget(status_, 1);
-    status_row->addWidget(whole_process_, 0, Qt::AlignTop);
-    status_row->addWidget(progress_, 0, Qt::AlignTop);
-    root->addLayout(status_row);
-
-    auto* view_row = new QHBoxLayout;
-    view_banner_ = new QLabel;
-    view_banner_->setObjectName("viewBanner");
-    view_banner_->setWordWrap(true);
-    back_live_ = new QPushButton("Back to the live run");
-    connect(back_live_, &QPushButton::clicked, this, &RunPanel::showLive);
-    view_row->addWidget(view_banner_, 1);
-    view_row->addWidget(back_live_);
-    root->addLayout(view_row);
+    connect(status_line_, &RunStatusLine::backClicked, this, &RunPanel::showLive);
+    root->addWidget(status_line_);
 
     split_ = new QSplitter(Qt::Vertical);
     split_->setChildrenCollapsible(false);
-    split_->addWidget(buildCharts());
-    split_->addWidget(buildBottom());
+    live_charts_ = new RunLiveCharts;
+    split_->addWidget(live_charts_);
+    results_ = new RunResultsView(buildHistoryTab());
+    connect(results_, &RunResultsView::chartTabChosen, this, [this] {
+        // The bar chart needs some height to be read: make room when it is chosen.
+        const QList<int> sizes = split_->sizes();
+        if (sizes.size() == 2 && sizes[1] < 340 && sizes[0] + sizes[1] > 700) split_->setSizes({sizes[0] + sizes[1] - 340, 340});
+    });
+    split_->addWidget(results_);
     split_->setStretchFactor(0, 3);
     split_->setStretchFactor(1, 2);
     root->addWidget(split_, 1);
@@ -219,43 +133,23 @@ void RunPanel::buildUi() {
 
 void RunPanel::setSettingsVisible(bool on) {
     form_->setVisible(on);
-    settings_toggle_->blockSignals(true);
-    settings_toggle_->setChecked(on);
-    settings_toggle_->blockSignals(false);
-    settings_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-    settings_summary_->setText(on ? QString() : describe(options()) + " · " + precision_->currentText() +
-                                                   (ckpt_->isChecked() ? " · checkpointing" : ""));
+    top_->showSettingsOpen(on, on ? QString() : form_->summaryText());
 }
 
 
-void RunPanel::updateTrainerBanner() {
-    if (!trainer_override_.isEmpty()) trainer_ = check_trainer(trainer_override_);
-    if (trainer_.ok()) {
-        banner_->hide();
-        start_->setToolTip("Launch wingspan-train (" + trainer_.path + ") with these settings");
-    } else {
-        banner_->setText("<b>Training is not available: the trainer is missing.</b> " + trainer_.problem.toHtmlEscaped());
-        banner_->show();
-        start_->setToolTip(trainer_.problem);
-    }
-}
+void RunPanel::updateTrainerBanner() { top_->showTrainer(controller_->recheckTrainer()); }
 
 void RunPanel::updateFormEnabled() {
     const bool active = isRunning();
     form_->setEnabled(!active);
-    start_->setEnabled(!active);
-    stop_->setEnabled(active);
-    stop_->setText(session_ && session_->state() == RunSession::State::Stopping ? "Kill now" : "Stop ■");
-    rank_->setEnabled(method_->currentData().toInt() != int(Method::Full));
-    cap_gb_->setEnabled(cap_mode_->currentIndex() == 2);
-    sharding_->setEnabled(processes_->value() > 1);
-    model_browse_->setEnabled(!active);
+    form_->setRunning(active);
+    top_->showRunState(active, controller_->isStopping());
 }
 
 
 // ------------------------------------------------------------------ running ----
 
-bool RunPanel::isRunning() const { return session_ && session_->isActive(); }
+bool RunPanel::isRunning() const { return controller_ && controller_->isRunning(); }
 
 bool RunPanel::start(QString* error) {
     fit_offer_.clear();
@@ -264,57 +158,42 @@ bool RunPanel::start(QString* error) {
         return false;
     }
     updateTrainerBanner();
-    if (!trainer_.ok()) {
-        if (error) *error = trainer_.problem;
+    if (!controller_->trainer().ok()) {
+        if (error) *error = controller_->trainer().problem;
         return false;
     }
     const RunOptions o = options();
     if (!runFits(o, error)) return false;
-    auto* s = new RunSession(this);
-    QString err;
-    if (!s->start(trainer_.path, o, has_plan_ ? plan_.to_json() : json(nullptr), store_root_, sample_data_, &err)) {
-        delete s;
-        if (error) *error = err;
-        return false;
-    }
-    if (session_) {
-        session_->disconnect(this);
-        session_->deleteLater();
-    }
-    session_ = s;
-    connect(s, &RunSession::finished, this, &RunPanel::onSessionFinished);
-    connect(s, &RunSession::stateChanged, this, [this] {
-        updateFormEnabled();
-        refresh(true);
-    });
+    return controller_->start(o, form_->hasPlan() ? form_->plan().to_json() : json(nullptr), error);   // onRunStarted follows
+}
+
+void RunPanel::onRunStarted() {
     loaded_.reset();
-    logs_seen_ = 0;
-    logs_dropped_noted_ = false;
-    log_->clear();
-    log_->appendPlainText("$ " + trainer_.path + " " + s->arguments().join(' '));
-    log_->appendPlainText("run folder: " + qs(s->folder().string()));
-    bottom_->setCurrentIndex(log_tab_);
+    log_feed_.logs_seen = 0;
+    log_feed_.dropped_noted = false;
+    results_->log()->clear();
+    results_->log()->appendPlainText("$ " + controller_->trainer().path + " " + session()->arguments().join(' '));
+    results_->log()->appendPlainText("run folder: " + qs(session()->folder().string()));
+    results_->showTab(RunResultsView::Log);
     setSettingsVisible(false);
     const int h = std::max(400, split_->height());
     split_->setSizes({h * 70 / 100, h * 30 / 100});
-    repaint_timer_->start();
     updateFormEnabled();
     refreshHistory();
     refresh(true);
     emit runStarted();
-    return true;
 }
 
 void RunPanel::trainPlan(const Plan& plan) {
     if (isRunning()) {
-        status_->setText("<b>A run is in progress.</b> Stop it first to train the new plan.");
+        status_line_->setStatus("<b>A run is in progress.</b> Stop it first to train the new plan.");
         return;
     }
     // Train ▶ trains what the plan shows: the settings follow it again.
-    follow_planner_ = true;
+    form_->setFollowsPlanner(true);
     setPlan(plan);
     if (const QString why = cannot_train_reason(plan); !why.isEmpty()) {
-        status_->setText("<b>Not started:</b> " + why.toHtmlEscaped());
+        status_line_->setStatus("<b>Not started:</b> " + why.toHtmlEscaped());
         return;
     }
     startOrOfferDownload();
@@ -322,160 +201,72 @@ void RunPanel::trainPlan(const Plan& plan) {
 
 void RunPanel::showStartError(const QString& error) {
     // A missing trainer is explained in the banner above; the status line only points there.
-    const QString text = trainer_.ok() ? error.toHtmlEscaped()
+    const QString text = controller_->trainer().ok() ? error.toHtmlEscaped()
                                        : "wingspan-train is missing; the note above says how to build it (./dev.sh run).";
-    status_->setText("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>" + fit_offer_);
+    status_line_->setStatus("<span style='color:#c2410c'><b>Cannot start:</b> " + text + "</span>" + fit_offer_);
 }
 
-void RunPanel::stop() {
-    if (!isRunning()) return;
-    session_->stop(kill_timeout_ms_);
-    updateFormEnabled();
-    refresh(true);
-}
+void RunPanel::stop() { controller_->stop(); }      // stateChanged repaints
 
-void RunPanel::killNow() {
-    if (!isRunning()) return;
-    session_->killNow();
-    refresh(true);
-}
+void RunPanel::killNow() { controller_->killNow(); }
 
 void RunPanel::onSessionFinished() {
-    repaint_timer_->stop();
     updateFormEnabled();
     refresh(true);
     refreshSummary();
     refreshHistory();
-    bottom_->setCurrentIndex(0);
+    results_->showTab(RunResultsView::Summary);
     const int h = std::max(400, split_->height());
     split_->setSizes({h * 56 / 100, h * 44 / 100});   // the summary gets room at the end
-    emit runFinished();
-    if (closing_window_) {
-        QPointer<QWidget> w = closing_window_;
-        QTimer::singleShot(0, this, [w] {
-            if (w) w->close();
-        });
-    }
+    emit runFinished();   // the controller then closes a window waiting for the trainer
 }
 
 
-QString RunPanel::statusText() const { return status_->text(); }
+QString RunPanel::statusText() const { return status_line_->statusText(); }
 QString RunPanel::stopMessage() const {
     if (loaded_) return {};
-    return session_ ? session_->stopMessage() : QString();
+    return session() ? session()->stopMessage() : QString();
 }
 
 void RunPanel::refresh(bool force) {
     // Repaint only when something arrived (or to count down a stop), at most 5 times a second.
-    if (!force && (!session_ || (!session_->dirty() && session_->state() != RunSession::State::Stopping))) return;
-    if (session_) session_->clearDirty();
+    if (!force && (!session() || (!session()->dirty() && session()->state() != RunSession::State::Stopping))) return;
+    if (session()) session()->clearDirty();
     ++repaints_;
     // During a live run the charts redraw at most 2.5 times a second (the status line 5 times):
     // on a busy CPU reading the trainer's events comes before drawing them.
-    const bool live_tick = !force && session_ && session_->isActive() && !loaded_;
-    if (!live_tick || !charts_clock_.isValid() || charts_clock_.elapsed() >= 400) {
-        charts_clock_.restart();
-        const RunChartInputs in = chartInputs();
-        memory_data_ = run_memory_chart(in);
-        loss_data_ = run_loss_chart(in);
-        throughput_data_ = run_throughput_chart(in);
-        memory_chart_->setData(memory_data_);
-        loss_chart_->setData(loss_data_);
-        throughput_chart_->setData(throughput_data_);
-    }
+    const bool live_tick = !force && session() && session()->isActive() && !loaded_;
+    if (live_charts_->due(live_tick)) live_charts_->show(chartInputs());
     appendLog();
 
-    view_banner_->setVisible(bool(loaded_) || bool(overlay_));
-    back_live_->setVisible(bool(loaded_));
-    back_live_->setText(session_ ? "Back to the last run" : "Close");
-    if (loaded_ || overlay_) {
-        QString text;
-        if (loaded_) text = "Showing the saved run <b>" + loaded_->label.toHtmlEscaped() + "</b> (" +
-                            qs(loaded_->record.status_text()).toHtmlEscaped() + ").";
-        if (overlay_)
-            text += " Compared with <b>B</b>: " + describe(overlay_->options).toHtmlEscaped() + " (" +
-                    overlay_->label.toHtmlEscaped() + "), dotted lines.";
-        view_banner_->setText(text);
-    }
+    QString view;
+    if (loaded_) view = "Showing the saved run <b>" + loaded_->label.toHtmlEscaped() + "</b> (" +
+                        qs(loaded_->record.status_text()).toHtmlEscaped() + ").";
+    if (overlay_)
+        view += " Compared with <b>B</b>: " + describe(overlay_->options).toHtmlEscaped() + " (" +
+                overlay_->label.toHtmlEscaped() + "), dotted lines.";
+    status_line_->showViewBanner(view, !loaded_ ? QString() : session() ? "Back to the last run" : "Close");
 
-    const RunRecord* r = shownRecord();
-    if (!r) {
-        status_->setText(trainer_.ok() ? "Ready. <b>Start ▶</b> trains with these settings; <b>Train ▶</b> in the planner "
-                                         "fills them from the plan and starts."
-                                       : "<span style='color:#c2410c'>Training needs wingspan-train; the note above says "
-                                         "how to build it.</span>");
-        progress_->setRange(0, 1);
-        progress_->setValue(0);
-        progress_->setFormat("no run");
-        return;
+    const bool live = !loaded_ && session() && session()->isActive();
+    RunStatusFacts f;
+    f.record = shownRecord();
+    f.trainer_ok = controller_->trainer().ok();
+    if (f.record) {
+        f.planned_steps = (loaded_ ? loaded_->options : session()->options()).steps;
+        f.live = live;
+        f.stopping = live && session()->state() == RunSession::State::Stopping;
+        f.stop_deadline_s = live ? session()->stopDeadlineSeconds() : 0;
+        f.elapsed_s = live ? session()->elapsedSeconds() : 0;
+        if (!live && !loaded_) f.launch_error = session()->launchError();
+        if (const RankTrack* ranks = shownRanks(); ranks && ranks->multi()) f.ranks_summary = ranks->summaryText(unit_);
+        f.stderr_dropped = live ? std::int64_t(session()->stderrDropped()) : 0;
+        f.stop_message = stopMessage();
     }
-    const bool live = !loaded_ && session_ && session_->isActive();
-    const auto& steps = r->steps();
-    const std::int64_t step = steps.empty() ? 0 : steps.back().step;
-    std::int64_t total = steps.empty() ? 0 : steps.back().total_steps;
-    const RunOptions* o = loaded_ ? &loaded_->options : &session_->options();
-    if (total <= 0) total = o->steps;
-    QStringList parts;
-    if (live) {
-        const bool stopping = session_->state() == RunSession::State::Stopping;
-        if (stopping) {
-            parts << QString("<b style='color:%1'>■ Stopping</b>: SIGTERM sent; waiting for the trainer to finish its step "
-                             "and save (SIGKILL in %2 s)")
-                         .arg(ChartStyle::from_palette(palette()).tight.name())
-                         .arg(std::ceil(session_->stopDeadlineSeconds()));
-        } else {
-            parts << QString("<b style='color:%1'>● Running</b>").arg(palette().color(QPalette::Highlight).name());
-        }
-        if (steps.empty()) parts << "setting up (loading the model and data)";
-        else parts << QString("step %1 of %2").arg(step).arg(total);
-        if (!steps.empty()) {
-            parts << QLocale().toString(steps.back().tokens_per_s, 'f', 0) + " tokens/s";
-            parts << QString("loss %1").arg(steps.back().loss, 0, 'f', 3);
-        }
-        parts << duration_text(session_->elapsedSeconds()) + " elapsed";
-        progress_->setTextVisible(true);
-        if (steps.empty()) {
-            progress_->setRange(0, 0);   // busy until the first step
-        } else {
-            progress_->setRange(0, int(std::min<std::int64_t>(total, 1 << 30)));
-            progress_->setValue(int(std::min(step, total)));
-            // ETA from the last steps' pace.
-            const size_t n = std::min<size_t>(steps.size(), 12);
-            const auto& a = steps[steps.size() - n];
-            const auto& b = steps.back();
-            double per_step = n > 1 && b.step > a.step ? (b.t - a.t) / double(b.step - a.step)
-                                                       : b.t / double(std::max<std::int64_t>(1, b.step));
-            const double eta = per_step * double(std::max<std::int64_t>(0, total - step));
-            progress_->setFormat(QString("%p% · ETA %1").arg(duration_text(eta)));
-        }
-    } else {
-        const RunStatus st = r->status();
-        const QString icon = st == RunStatus::Completed ? "✓" : st == RunStatus::Interrupted ? "■" : "✗";
-        QString text = qs(r->status_text());
-        if (!text.isEmpty()) text[0] = text[0].toUpper();
-        parts << QString("<b style='color:%1'>%2 %3</b>").arg(status_color(st, palette()).name(), icon, text.toHtmlEscaped());
-        if (!steps.empty()) parts << QString("%1 of %2 steps").arg(step).arg(total);
-        double last_t = r->done() ? r->done()->t : 0;
-        if (!r->memory().empty()) last_t = std::max(last_t, r->memory().back().t);
-        if (last_t > 0) parts << "in " + duration_text(last_t);
-        if (!steps.empty()) parts << "final loss " + QString::number(steps.back().loss, 'f', 3);
-        if (!loaded_ && !session_->launchError().isEmpty()) parts << session_->launchError().toHtmlEscaped();
-        progress_->setTextVisible(true);
-        progress_->setRange(0, int(std::max<std::int64_t>(1, std::min<std::int64_t>(total, 1 << 30))));
-        progress_->setValue(int(std::min(step, total)));
-        progress_->setFormat(st == RunStatus::Completed ? QString("done") : QString("%p% · ") + qs(to_string(st)));
-    }
-    if (const RankTrack* ranks = shownRanks(); ranks && ranks->multi()) parts << ranks->summaryText(unit_).toHtmlEscaped();
-    if (r->malformed_lines() > 0)
-        parts << QString("<span style='color:%1'>%2 unreadable line%3 ignored (see Log)</span>")
-                     .arg(ChartStyle::from_palette(palette()).tight.name())
-                     .arg(r->malformed_lines())
-                     .arg(r->malformed_lines() == 1 ? "" : "s");
-    if (live && session_->stderrDropped() > 0) parts << QString("%1 stderr lines skipped").arg(session_->stderrDropped());
-    QString html = parts.join(" · ");
-    const QString stop_message = stopMessage();
-    if (!stop_message.isEmpty()) html += "<br>" + stop_message.toHtmlEscaped();
-    status_->setText(html);
+    const ChartStyle style = ChartStyle::from_palette(palette());
+    const QColor highlight = palette().color(QPalette::Highlight);
+    status_line_->setStatus(run_status_html(f, {highlight, style.tight, style.fits, style.tight, style.no}));
+    status_line_->setProgress(run_progress(f));
+    if (!f.record) return;
     if (live || loaded_) refreshSummary();
 }
 
@@ -488,28 +279,28 @@ void RunPanel::guardClose(QWidget* window) {
 
 bool RunPanel::confirmClose(QWidget* window) {
     if (!isRunning()) return true;
-    if (closing_window_) return false;   // already stopping for this close
+    if (controller_->closing()) return false;   // already stopping for this close
     QMessageBox box(QMessageBox::Question, "A training run is in progress", "Stop the run and close Wingspan?",
                     QMessageBox::NoButton, this);
     box.setObjectName("closeDuringRun");
     box.setInformativeText(QString("Wingspan sends SIGTERM: the trainer finishes its step, saves a checkpoint and exits "
                                    "(it is killed if that takes more than %1 s). The run stays in the history.")
-                               .arg(kill_timeout_ms_ / 1000));
+                               .arg(controller_->killTimeout() / 1000));
     QPushButton* yes = box.addButton("Stop and close", QMessageBox::AcceptRole);
     box.addButton("Keep running", QMessageBox::RejectRole);
     box.setDefaultButton(yes);
     box.exec();
     if (box.clickedButton() != yes) return false;
-    closing_window_ = window;
+    controller_->closeWhenFinished(window);
     stop();
     return false;
 }
 
 void RunPanel::showEvent(QShowEvent* e) {
-    if (unit_source_ && unit_source_() != unit_) setUnit(unit_source_());
-    if (plan_pending_ && plan_source_ && !isRunning()) {
-        plan_pending_ = false;
-        setPlan(plan_source_());
+    if (planner_.unit && planner_.unit() != unit_) setUnit(planner_.unit());
+    if (planner_.moved && planner_.plan && !isRunning()) {
+        planner_.moved = false;
+        setPlan(planner_.plan());
     }
     QWidget::showEvent(e);
 }
@@ -524,6 +315,59 @@ bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
     return QWidget::eventFilter(watched, event);
 }
 
+// ------------------------------------------------------------------ the form ----
+
+void RunPanel::setPlan(const Plan& plan) {
+    controller_->showTrainAvailability(cannot_train_reason(plan));
+    emit trainAvailabilityChanged(cannot_train_reason(plan).isEmpty(), cannot_train_reason(plan));
+    form_->setPlan(plan);
+}
+
+RunOptions RunPanel::options() const { return form_->options(); }
+void RunPanel::setOptions(const RunOptions& options) { form_->setOptions(options); }
+bool RunPanel::followsPlanner() const { return form_->followsPlanner(); }
+void RunPanel::followPlanner() { form_->followPlanner(); }
+const PlannedModel& RunPanel::plannedModel() const { return form_->plannedModel(); }
+const DeviceChoice& RunPanel::devices() const { return form_->devices(); }
+void RunPanel::refreshDevices() { form_->refreshDevices(controller_->trainer()); }
+bool RunPanel::devicesPending() const { return form_->devicesPending(); }
+QString RunPanel::trainBlockedReason() const { return form_->trainBlockedReason(); }
+PlanRunComparison RunPanel::planComparison() const { return form_->planComparison(); }
+
+void RunPanel::setTrainerPath(const QString& path) {
+    controller_->setTrainerPath(path);
+    updateTrainerBanner();
+    refreshDevices();
+}
+
+void RunPanel::setStoreRoot(const fs::path& root) {
+    controller_->setStoreRoot(root);
+    refreshHistory();
+}
+
+void RunPanel::setUnit(ByteUnit unit) {
+    unit_ = unit;
+    form_->setUnit(unit);
+    refresh(true);
+    refreshSummary();
+    refreshHistory();
+}
+
+void RunPanel::setPlanSource(std::function<Plan()> plan, std::function<ByteUnit()> unit) {
+    planner_.plan = std::move(plan);
+    planner_.unit = std::move(unit);
+}
+
+void RunPanel::planSourceChanged() {
+    planner_.moved = true;
+    // Train ▶ follows the planner at once, the settings when the panel shows.
+    if (planner_.plan) controller_->showTrainAvailability(cannot_train_reason(planner_.plan()));
+}
+
+void RunPanel::setTrainAction(QAction* action) {
+    controller_->setTrainAction(action, planner_.plan ? cannot_train_reason(planner_.plan()) : trainBlockedReason());
+}
+
 // ------------------------------------------------------------------ install ----
 
 RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
@@ -535,27 +379,15 @@ RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
     }
     panel->setUnit(window.unit());
     if (window.hasLibrary()) panel->setPlan(window.plan());
-    // The settings follow the planner while the run tab is out of sight, applied when it shows
-    // (not on every slider move: the planner's frame budget is not ours to spend).
-    QObject::connect(&window, &MainWindow::planChanged, panel, [panel] { panel->plan_pending_ = true; });
-    panel->plan_source_ = [&window] { return window.plan(); };
-    panel->unit_source_ = [&window] { return window.unit(); };
+    // The settings follow the planner while the run tab is out of sight, applied when it shows.
+    panel->setPlanSource([&window] { return window.plan(); }, [&window] { return window.unit(); });
+    QObject::connect(&window, &MainWindow::planChanged, panel, &RunPanel::planSourceChanged);
     QObject::connect(&window, &MainWindow::trainRequested, panel, [&window, panel, index](const Plan& plan) {
         window.tabs()->setCurrentIndex(index);
         panel->setUnit(window.unit());
         panel->trainPlan(plan);
     });
-    // Honest Train ▶: off for plans that do not train (Serve), with the reason as its tooltip.
-    if (auto* train = window.findChild<QPushButton*>("trainButton")) {
-        const QString tip = train->toolTip();
-        auto update = [train, tip](const Plan& plan) {
-            const QString why = cannot_train_reason(plan);
-            train->setEnabled(why.isEmpty());
-            train->setToolTip(why.isEmpty() ? tip : why);
-        };
-        update(window.plan());
-        QObject::connect(&window, &MainWindow::planChanged, train, [&window, update] { update(window.plan()); });
-    }
+    panel->setTrainAction(window.trainAction());
     panel->guardClose(&window);
     return panel;
 }

@@ -11,19 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/json_input.hpp"
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/chart.hpp"
+#include "wingspan/ui/run_session.hpp"
+#include "wingspan/ui/run_status.hpp"
 
 namespace wingspan::ui::run_text {
 
 inline QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-// "1:05" or "1:02:03".
-inline QString duration_text(double s) {
-    if (s < 0) s = 0;
-    const qint64 t = qint64(std::llround(s));
-    if (t < 3600) return QString("%1:%2").arg(t / 60).arg(t % 60, 2, 10, QChar('0'));
-    return QString("%1:%2:%3").arg(t / 3600).arg((t % 3600) / 60, 2, 10, QChar('0')).arg(t % 60, 2, 10, QChar('0'));
-}
 
 inline QString method_text(Method m) {
     switch (m) {

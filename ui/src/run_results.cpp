@@ -40,6 +40,8 @@
 #include "wingspan/ui/widgets.hpp"
 
 #include "run_panel_text.hpp"
+#include "run_results_view.hpp"
+#include "run_status_line.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -48,98 +50,20 @@ namespace wingspan::ui {
 
 using namespace run_text;
 
-QWidget* RunPanel::buildBottom() {
-    bottom_ = new QTabWidget;
-    bottom_->setObjectName("runBottom");
-    bottom_->setDocumentMode(true);
-
-    // Summary.
-    auto* summary = new QWidget;
-    auto* sh = new QHBoxLayout(summary);
-    sh->setContentsMargins(4, 4, 4, 4);
-    auto* left = new QVBoxLayout;
-    summary_text_ = new QLabel;
-    summary_text_->setObjectName("runSummaryText");
-    summary_text_->setWordWrap(true);
-    summary_text_->setTextFormat(Qt::RichText);
-    summary_text_->setTextInteractionFlags(Qt::TextBrowserInteraction);
-    summary_text_->setOpenExternalLinks(false);
-    connect(summary_text_, &QLabel::linkActivated, this,
-            [](const QString& link) { QDesktopServices::openUrl(QUrl::fromLocalFile(link)); });
-    summary_model_ = new TableModel(this);
-    summary_view_ = new QTableView;
-    summary_view_->setObjectName("runSummaryTable");
-    summary_view_->setAccessibleName("Predicted and measured bytes per component");
-    summary_view_->setModel(summary_model_);
-    summary_view_->verticalHeader()->hide();
-    summary_view_->horizontalHeader()->setStretchLastSection(true);
-    summary_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    summary_view_->setAlternatingRowColors(true);
-    summary_view_->verticalHeader()->setDefaultSectionSize(summary_view_->fontMetrics().height() + 8);
-    summary_view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    sample_ = new QPlainTextEdit;
-    sample_->setObjectName("runSample");
-    sample_->setAccessibleName("Sample the model generated");
-    sample_->setReadOnly(true);
-    sample_->setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
-    sample_->setPlaceholderText("The text the model generates at the end of the run appears here.");
-    left->addWidget(summary_text_);
-    left->addWidget(summary_view_, 1);
-    auto* right = new QVBoxLayout;
-    auto* sample_label = new QLabel("Sample the model generated at the end:");
-    sample_label->setBuddy(sample_);
-    right->addWidget(sample_label);
-    right->addWidget(sample_, 1);
-    sh->addLayout(left, 3);
-    sh->addLayout(right, 2);
-    bottom_->addTab(summary, "Summar&y");
-
-    // Predicted vs measured as the planner draws it: two stacked bars.
-    summary_chart_ = new RunSummaryChartView;
-    summary_chart_->setObjectName("runSummaryChart");
-    summary_chart_->setMinimumSize(280, 180);
-    bottom_->addTab(summary_chart_, "Predicted vs measured");
-    chart_tab_ = bottom_->count() - 1;
-    connect(bottom_, &QTabWidget::currentChanged, this, [this](int index) {
-        // The bar chart needs some height to be read: make room when it is chosen.
-        if (index != chart_tab_ || !split_) return;
-        const QList<int> sizes = split_->sizes();
-        if (sizes.size() == 2 && sizes[1] < 340 && sizes[0] + sizes[1] > 700)
-            split_->setSizes({sizes[0] + sizes[1] - 340, 340});
-    });
-
-    // Log.
-    log_ = new QPlainTextEdit;
-    log_->setObjectName("runLog");
-    log_->setAccessibleName("Trainer log");
-    log_->setReadOnly(true);
-    log_->setMaximumBlockCount(5000);   // bounded, however much the trainer writes
-    log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    log_->setLineWrapMode(QPlainTextEdit::NoWrap);
-    log_->setPlaceholderText("The trainer's stderr, its log events and every line Wingspan could not read.");
-    bottom_->addTab(log_, "Lo&g");
-    log_tab_ = bottom_->count() - 1;
-
-    // Try it: the finished run's model answers a prompt.
-    try_it_ = new TryItBox;
-    bottom_->addTab(try_it_, "&Try it");
-
-    bottom_->addTab(buildHistoryTab(), "History");
-    return bottom_;
-}
+TryItBox* RunPanel::tryIt() const { return results_->tryIt(); }
 
 ChartData RunPanel::summaryChart() const {
     const RunRecord* r = shownRecord();
     if (!r) return {};
-    const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr;
-    return run_summary_chart(*r, o, {}, unit_, whole_process_ && whole_process_->isChecked());
+    const RunOptions* o = loaded_ ? &loaded_->options : session() ? &session()->options() : nullptr;
+    return run_summary_chart(*r, o, {}, unit_, status_line_ && status_line_->wholeProcess());
 }
 
 QString RunPanel::verdictText() const {
     const RunRecord* r = shownRecord();
     if (!r) return {};
     if (loaded_) return verdictLine(*r, loaded_->options, &loaded_->device, &loaded_->ranks);
-    return verdictLine(*r, session_->options(), &session_->deviceMemory(), &session_->ranks());
+    return verdictLine(*r, session()->options(), &session()->deviceMemory(), &session()->ranks());
 }
 
 Table RunPanel::summaryTable() const {
@@ -150,19 +74,16 @@ Table RunPanel::summaryTable() const {
 
 void RunPanel::refreshSummary() {
     const RunRecord* r = shownRecord();
-    summary_model_->setTable(summaryTable());
-    summary_view_->resizeColumnsToContents();
-    summary_chart_->setData(summaryChart());
     if (!r) {
-        summary_text_->clear();
-        sample_->clear();
+        results_->setSummary(summaryTable(), summaryChart(), {});
+        results_->clearSample();
         TryItTarget none;
         none.unavailable = "No run yet: a LoRA or QLoRA run of a model folder can be tried here once it has finished.";
-        try_it_->setTarget(none);
+        results_->tryIt()->setTarget(none);
         return;
     }
     QString html;
-    const bool live = !loaded_ && session_ && session_->isActive();
+    const bool live = !loaded_ && session() && session()->isActive();
     if (live) html = "<b>So far</b> (the run is still going; the table fills in as the peaks arrive).";
     else {
         QString st = qs(r->status_text());
@@ -186,13 +107,12 @@ void RunPanel::refreshSummary() {
                 "prediction read “not reached”, not as errors.";
     const QString msg = loaded_ ? loaded_->stop_message : stopMessage();
     if (!msg.isEmpty()) html += "<br>" + msg.toHtmlEscaped();
-    summary_text_->setText(html);
+    results_->setSummary(summaryTable(), summaryChart(), html);
     QString sample = r->done() ? qs(r->done()->string_field("sample")) : QString();
     if (sample.trimmed().isEmpty()) sample.clear();   // whitespace only: the note below says so
-    if (sample_->toPlainText() != sample) sample_->setPlainText(sample);
-    if (const RunOptions* o = loaded_ ? &loaded_->options : session_ ? &session_->options() : nullptr)
-        try_it_->setTarget(try_it_target(trainer_.path, *o, *r, live));
-    sample_->setPlaceholderText(!r->done() ? "The text the model generates at the end of the run appears here."
+    if (const RunOptions* o = loaded_ ? &loaded_->options : session() ? &session()->options() : nullptr)
+        results_->tryIt()->setTarget(try_it_target(controller_->trainer().path, *o, *r, live));
+    results_->setSample(sample, !r->done() ? "The text the model generates at the end of the run appears here."
                                 : sample.trimmed().isEmpty()
                                     ? "The model generated only whitespace: it has not learned enough yet (random "
                                       "weights and a few steps)."

@@ -17,7 +17,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "wingspan/ui/run_panel.hpp"
+#include "wingspan/ui/run_session.hpp"
 
 namespace wingspan::ui {
 

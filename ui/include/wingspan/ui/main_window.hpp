@@ -15,6 +15,7 @@
 #include "wingspan/ui/which_machine_page.hpp"
 #include "wingspan/ui/widgets.hpp"
 
+class QAction;
 class QActionGroup;
 class QComboBox;
 class QLabel;
@@ -85,6 +86,9 @@ public:
     // For a run panel (issue 5): adds a tab beside the charts and returns its index.
     int addRunTab(QWidget* widget, const QString& title);
     QTabWidget* tabs() const { return tabs_; }
+    // "Train ▶" (the button shows it): triggered, emits trainRequested. Hidden until a run panel
+    // takes it (install_run_panel); the run controller then sets its state and tooltip.
+    QAction* trainAction() const { return train_action_; }
     MemoryChartWidget* machineChartWidget() const { return machine_chart_; }
     ServeGgufPanel* serveGgufPanel() const { return serve_gguf_; }
 
@@ -120,7 +124,6 @@ protected:
     void closeEvent(QCloseEvent* e) override;
     void dragEnterEvent(QDragEnterEvent* e) override;   // a plan or a training config dropped on the window
     void dropEvent(QDropEvent* e) override;
-    void connectNotify(const QMetaMethod& signal) override;
 
 private:
     void buildUi();
@@ -157,7 +160,6 @@ private:
     Theme theme_ = Theme::System;
     QString plan_path_;
     bool syncing_ = false;
-    bool train_connected_ = false;
 
     // Lazily refreshed tables: 0 methods, 1 sizes, 2 machines.
     bool dirty_[3] = {true, true, true};
@@ -179,7 +181,8 @@ private:
     ServeGgufPanel* serve_gguf_ = nullptr;   // serve mode: llama.cpp's view under the chart
     MemoryChartWidget* methods_chart_ = nullptr;
     MemoryChartWidget* sizes_chart_ = nullptr;
-    QPushButton* train_ = nullptr;
+    QAction* train_action_ = nullptr;
+    QPushButton* train_ = nullptr;   // shows train_action_
     QComboBox* scale_box_ = nullptr;
     QLabel* focus_line_ = nullptr;   // what the chart's keyboard focus is on
     QActionGroup* unit_group_ = nullptr;

@@ -4,13 +4,16 @@
 // ceiling, the process RSS sampled independently, loss, tokens/s, progress, stderr), stops it
 // cleanly, compares predicted and measured at the end and keeps every run in the history.
 //
-// Three layers, each usable alone:
+// The layers, each usable alone:
 //   RunOptions / trainer_arguments / find_trainer   what to launch and where the trainer is
 //   RunSession (run_session.hpp)                     one trainer process (QProcess), its
 //                                                    RunRecord and run folder; no widgets
+//   RunController (run_controller.hpp)               the session, its states, Train ▶
+//   run_status.hpp, RunHistoryModel                  status text, ETA, progress; the history
 //   TimeChartData / TimeChartWidget (run_charts.hpp) the charts (Qt Charts)
-//   RunPanel                                         the panel, assembled from parts:
-//     run_form.cpp, run_live_view.cpp, run_results.cpp, run_history.cpp, run_compare.cpp
+//   RunPanel                                         the assembly of the views (ui/src):
+//     RunTopBar (banner, run header, buttons), RunForm (what trains), RunStatusLine,
+//     RunLiveCharts, RunResultsView (summary, chart, log, Try it, history)
 // Nothing here computes memory: the prediction comes from the trainer's `predicted` event
 // (core linked into the trainer), the measurements from its `memory` events and /proc.
 #include <cstdint>
@@ -37,13 +40,16 @@
 #include "wingspan/ui/export.hpp"
 #include "wingspan/plan.hpp"
 #include "wingspan/ui/run_charts.hpp"
+#include "wingspan/ui/run_controller.hpp"
 #include "wingspan/ui/run_device.hpp"
+#include "wingspan/ui/run_history_model.hpp"
 #include "wingspan/ui/run_model.hpp"
 #include "wingspan/ui/model_download_dialog.hpp"
 #include "wingspan/ui/run_ranks.hpp"
 #include "wingspan/ui/run_session.hpp"
 #include "wingspan/ui/run_try_it.hpp"
 
+class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -58,12 +64,17 @@ class QTabWidget;
 class QTableView;
 class QTimer;
 class QToolButton;
-class QTreeWidget;
+class QTreeView;
 
 namespace wingspan::ui {
 
 class MainWindow;
 class PairGrid;
+class RunForm;
+class RunStatusLine;
+class RunTopBar;
+class RunLiveCharts;
+class RunResultsView;
 class TableModel;
 
 // ------------------------------------------------------------------ the panel ----
@@ -101,24 +112,26 @@ public:
     QString runHeaderText() const;
     PlanRunComparison planComparison() const;
     // The settings follow the planner until the user edits one; followPlanner() goes back.
-    bool followsPlanner() const { return follow_planner_; }
+    bool followsPlanner() const;
     void followPlanner();
     // The plan's model and where its weights are (empty folder: not on this machine).
-    const PlannedModel& plannedModel() const { return planned_; }
+    const PlannedModel& plannedModel() const;
     // Devices from `wingspan-train devices` (the CPU alone when the trainer cannot list them).
-    const DeviceChoice& devices() const { return devices_; }
+    const DeviceChoice& devices() const;
     void refreshDevices();                      // asks the trainer again (asynchronously)
-    bool devicesPending() const { return bool(devices_process_); }
+    bool devicesPending() const;
 
     void setTrainerPath(const QString& path);  // overrides the search (tests, odd installs)
-    TrainerLocation trainer() const { return trainer_; }
+    TrainerLocation trainer() const { return controller_->trainer(); }
     void setStoreRoot(const std::filesystem::path& root);
-    std::filesystem::path storeRoot() const { return store_root_; }
-    void setKillTimeout(int ms) { kill_timeout_ms_ = ms; }
-    int killTimeout() const { return kill_timeout_ms_; }
+    std::filesystem::path storeRoot() const { return controller_->storeRoot(); }
+    void setKillTimeout(int ms) { controller_->setKillTimeout(ms); }
+    int killTimeout() const { return controller_->killTimeout(); }
     void setUnit(ByteUnit unit);
 
-    RunSession* session() const { return session_; }
+    // The session, its states and Train ▶ (run_controller.hpp).
+    RunController* controller() const { return controller_; }
+    RunSession* session() const { return controller_ ? controller_->session() : nullptr; }
     // The run the charts show: the live one, or one opened from the history.
     const RunRecord* shownRecord() const;
     std::filesystem::path shownFolder() const;
@@ -140,11 +153,12 @@ public:
     QString checkpointText() const;
     int repaintCount() const { return repaints_; }
     // "Try it" on the shown run: a prompt through the fine-tuned model (run_try_it.hpp).
-    TryItBox* tryIt() const { return try_it_; }
+    TryItBox* tryIt() const;
 
     // History.
     void refreshHistory();
     std::vector<std::filesystem::path> historyRuns() const;
+    RunHistoryModel* historyModel() const { return history_model_; }   // what the history lists
     bool openRun(const std::filesystem::path& folder, QString* error = nullptr);
     void showLive();
     bool overlayRun(const std::filesystem::path& folder, QString* error = nullptr);
@@ -152,6 +166,14 @@ public:
     bool hasOverlay() const { return bool(overlay_); }
     // Writes the shown run's charts (png/svg/pdf) and summary table (csv/md) into `dir`.
     ExportResult exportCharts(const QString& dir, const QStringList& formats, const ImageOptions& options);
+
+    // The planner the settings follow: read when the panel shows, once planSourceChanged() said
+    // it moved (not on every slider step: the planner's frame budget is not ours to spend).
+    void setPlanSource(std::function<Plan()> plan, std::function<ByteUnit()> unit);
+    void planSourceChanged();
+    // Train ▶, the planner's action: shown, and enabled with its tooltip when the plan trains,
+    // disabled with the reason as its tooltip when it does not (Serve, KTO).
+    void setTrainAction(QAction* action);
 
     // Closing `window` during a run asks, then stops the trainer and closes once it exited.
     void guardClose(QWidget* window);
@@ -170,10 +192,6 @@ protected:
     void showEvent(QShowEvent* e) override;
 
 private:
-    friend RunPanel* install_run_panel(MainWindow& window, const QString& executable);
-    bool plan_pending_ = false;
-    std::function<Plan()> plan_source_;
-    std::function<ByteUnit()> unit_source_;
     struct Loaded {
         std::filesystem::path folder;
         RunRecord record;
@@ -186,22 +204,12 @@ private:
         RankTrack ranks;
     };
     void buildUi();
-    QWidget* buildForm();
-    // The form's rows (run_form.cpp), in order, and the edits that stop it following the planner.
-    void addModelRows(PairGrid* g);
-    void addSetupRows(PairGrid* g);
-    void addPathRow(PairGrid* g);
-    void addMachineRow(PairGrid* g);
-    void addRanksRow(PairGrid* g);
-    void connectFormEdits();
-    QWidget* buildCharts();
-    QWidget* buildBottom();        // run_results.cpp: summary, chart, log; the history tab from:
-    QWidget* buildHistoryTab();    // run_history.cpp
-    void populateModelSources();
+    QWidget* buildHistoryTab();    // run_history.cpp: the results view's History page
     void updateTrainerBanner();
     void updateFormEnabled();
     void setSettingsVisible(bool on);
     void showStartError(const QString& error);
+    void onRunStarted();
     void onSessionFinished();
     void refresh(bool force = false);       // rebuilds charts and texts from the shown run
     void refreshSummary();
@@ -210,107 +218,43 @@ private:
     void exportAllDialog();
     RunChartInputs chartInputs() const;
     std::optional<Loaded> loadRun(const std::filesystem::path& folder, QString* error) const;
-    void chooseModelFolder();
-    void chooseDataFile();
-    void chooseOutDir();
-    void onFormEdited();                     // run_form.cpp: a field changed by the user
     void updateRunHeader();
-    void populateDevices();
     QString verdictLine(const RunRecord& r, const RunOptions& o, const DeviceMemoryTrack* device,
                         const RankTrack* ranks = nullptr) const;
 
-    QString executable_;
+    void takeFitOffer(const QString& link);                 // run_guard.cpp
+    void onDownloadChoice(ModelDownloadDialog* dialog);     // run_download.cpp
+
+    // The planner the settings follow, read when the panel shows once it moved.
+    struct PlannerSource {
+        std::function<Plan()> plan;
+        std::function<ByteUnit()> unit;
+        bool moved = false;
+    };
+    PlannerSource planner_;
+    RunController* controller_ = nullptr;    // run_controller.hpp: the session, its states, Train ▶
     const ProfileLibrary* lib_ = nullptr;
-    Plan plan_;
-    bool has_plan_ = false;
-    TrainerLocation trainer_;
-    QString trainer_override_;
-    QString sample_data_;
-    std::filesystem::path store_root_;
-    int kill_timeout_ms_ = 60000;
     ByteUnit unit_ = ByteUnit::GB;
-    RunSession* session_ = nullptr;
-    std::optional<Loaded> loaded_;
-    std::optional<Loaded> overlay_;
-    size_t logs_seen_ = 0;
-    bool logs_dropped_noted_ = false;
+    std::optional<Loaded> loaded_;           // a saved run shown instead of the live one
+    std::optional<Loaded> overlay_;          // a saved run drawn over the shown one
+    struct LogFeed {
+        size_t logs_seen = 0;                // the live record's log lines already in the Log tab
+        bool dropped_noted = false;          // "… log lines dropped" said once
+    };
+    LogFeed log_feed_;
     int repaints_ = 0;
-    QElapsedTimer charts_clock_;   // the live charts' last redraw
-    QPointer<QWidget> closing_window_;
-    QString last_model_dir_;
-    bool follow_planner_ = true;
-    bool syncing_ = false;                   // the form is being filled by code, not the user
-    std::optional<RunOptions::ModelSource> model_choice_;   // what the user chose to train
-    PlannedModel planned_;
-    DeviceChoice devices_;
-    QString device_choice_;                  // the device id the user chose
-    QPointer<QProcess> devices_process_;
-    QStringList extra_args_;
-    int threads_ = 0;
-
-    TimeChartData memory_data_, loss_data_, throughput_data_;
-
-    // Form.
-    QComboBox* model_ = nullptr;
-    QPushButton* model_browse_ = nullptr;
-    QLabel* model_note_ = nullptr;
-    QComboBox* method_ = nullptr;
-    QSpinBox* rank_ = nullptr;
-    QSpinBox* seq_ = nullptr;
-    QSpinBox* batch_ = nullptr;
-    QSpinBox* accum_ = nullptr;
-    QSpinBox* steps_ = nullptr;
-    QComboBox* precision_ = nullptr;
-    QCheckBox* ckpt_ = nullptr;
-    QCheckBox* whole_process_ = nullptr;
-    QLineEdit* data_ = nullptr;
-    QLineEdit* out_ = nullptr;
-    QComboBox* machine_ = nullptr;
-    QComboBox* cap_mode_ = nullptr;
-    QDoubleSpinBox* cap_gb_ = nullptr;
-    QPushButton* start_ = nullptr;
-    QPushButton* stop_ = nullptr;
-    QLabel* banner_ = nullptr;
-    QLabel* run_header_ = nullptr;
-    QPushButton* follow_ = nullptr;
-    QComboBox* device_ = nullptr;
-    QSpinBox* processes_ = nullptr;
-    QComboBox* sharding_ = nullptr;
-    QWidget* form_ = nullptr;
-    QToolButton* settings_toggle_ = nullptr;
-    QLabel* settings_summary_ = nullptr;
-    QSplitter* split_ = nullptr;
-
-    // Status.
-    QLabel* status_ = nullptr;
-    QString fit_offer_;   // links to what fits, after a run the guard refused
-    void takeFitOffer(const QString& link);
-    QProgressBar* progress_ = nullptr;
-    QLabel* view_banner_ = nullptr;
-    QPushButton* back_live_ = nullptr;
-
-    // Charts.
-    TimeChartWidget* memory_chart_ = nullptr;
-    TimeChartWidget* loss_chart_ = nullptr;
-    TimeChartWidget* throughput_chart_ = nullptr;
-
-    // Bottom.
-    QTabWidget* bottom_ = nullptr;
-    int log_tab_ = 2;
-    int chart_tab_ = 1;
-    QTableView* summary_view_ = nullptr;
-    TableModel* summary_model_ = nullptr;
-    RunSummaryChartView* summary_chart_ = nullptr;
-    QLabel* summary_text_ = nullptr;
-    QPlainTextEdit* sample_ = nullptr;
-    QPlainTextEdit* log_ = nullptr;
-    TryItBox* try_it_ = nullptr;
+    QString fit_offer_;                      // links to what fits, after a run the guard refused
     QPointer<ModelDownloadDialog> download_dialog_;
-    void onDownloadChoice(ModelDownloadDialog* dialog);   // run_download.cpp
-    void chooseModelSource(RunOptions::ModelSource source);
-    QTreeWidget* history_ = nullptr;
-    QToolButton* export_ = nullptr;
-    QTimer* repaint_timer_ = nullptr;
+
+    // The parts, top to bottom.
+    RunTopBar* top_ = nullptr;               // run_top_bar.hpp: banner, run header, buttons
+    RunForm* form_ = nullptr;                // run_form.hpp
+    RunStatusLine* status_line_ = nullptr;   // run_status_line.hpp
+    QSplitter* split_ = nullptr;             // the live charts over the results
+    RunLiveCharts* live_charts_ = nullptr;   // run_live_charts.hpp
+    RunResultsView* results_ = nullptr;      // run_results_view.hpp: summary, chart, log, Try it, history
+    QTreeView* history_ = nullptr;           // the History page, over:
+    RunHistoryModel* history_model_ = nullptr;
 };
 
 // Adds the run panel as a tab of the planner window, connects "Train ▶" to it and guards
