@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -61,12 +62,21 @@ int main(int argc, char** argv) {
             o.n_ubatch = c.value("n_ubatch", 512);
             o.n_parallel = c.value("n_parallel", 1);
             o.flash_attn = c.value("flash_attn", false);
-            const lc::ServePlan p = lc::plan(m, o);
+            // The llama.cpp release that printed the log builds its graph one way or the other
+            // (ServeOptions::graph): "legacy-2024" for logs that say llama_new_context_with_model.
+            const std::string era = c.value("llama_cpp_graph", std::string("current"));
+            if (era != "current" && era != "legacy-2024") throw std::runtime_error("llama_cpp_graph: current or legacy-2024, got " + era);
+            o.graph = era == "current" ? lc::GraphEra::Current : lc::GraphEra::Legacy2024;
+            const lc::ServePlan p = lc::plan(m, o);   // every layer and the output offloaded (-ngl 999)
             for (const auto& [key, printed] : c.at("printed").items()) {
                 const double value = printed.get<double>();
-                const double ours = key == "weights_gib" ? double(m.weight_bytes()) / (1024.0 * 1024 * 1024)
-                                    : key == "kv_mib"    ? double(p.kv.total()) / (1024.0 * 1024)
-                                                         : double(p.compute.total()) / (1024.0 * 1024);
+                const double mib = 1024.0 * 1024;
+                double ours = 0;
+                if (key == "weights_gib") ours = double(m.weight_bytes()) / (mib * 1024);
+                else if (key == "kv_mib") ours = double(p.kv.total()) / mib;
+                else if (key == "compute_mib") ours = double(p.compute_gpu) / mib;
+                else if (key == "host_compute_mib") ours = double(p.compute_host) / mib;
+                else throw std::runtime_error("unknown printed figure " + key);
                 const double err = ours / value - 1;
                 ++figures;
                 within5 += std::abs(err) <= 0.05;
@@ -81,8 +91,9 @@ int main(int argc, char** argv) {
         md << "# Published llama.cpp serving figures vs the planner\n\n"
            << "Written by `build/bin/bench_serving` (bench/published/bench_serving.cpp) from bench/published/serving.json: "
               "each figure as llama.cpp printed it (weights: `model size` in GiB; KV: `KV self size` in MiB; compute: "
-              "`CUDA0 compute buffer size` in MiB), predicted by core/src/llama_cpp_terms.cpp from the bundled profile and "
-              "quantization or the shape the log prints. Sources (URLs) are in serving.json. Error = (predicted - printed) / "
+              "`CUDA0 compute buffer size` in MiB; host_compute: `CUDA_Host compute buffer size` in MiB), predicted by core/src/llama_cpp_terms.cpp from the bundled profile and "
+              "quantization or the shape the log prints, with the graph of the llama.cpp release that printed it "
+              "(core/src/llama_cpp_graph.cpp). Sources (URLs) are in serving.json. Error = (predicted - printed) / "
               "printed.\n\n";
         char summary[256];
         std::snprintf(summary, sizeof summary, "%d figures from %zu cases: within 5 %%: %d, worst %.1f %%.\n\n", figures,
