@@ -270,12 +270,16 @@ ServePlan plan(const ServeModel& m, const ServeOptions& o) {
     }
     p.weights_host += m.input_bytes;
     (p.output_on_gpu ? p.weights_gpu : p.weights_host) += m.output_bytes;
-    // Everything offloaded, a replayed graph: the device's buffer and the host's (the graph's
-    // inputs and token_embd's get_rows, which stay on the CPU backend) as ggml_backend_sched splits it.
-    const auto offloaded = p.output_on_gpu ? replay_compute_graph(m, o, true) : std::nullopt;
+    // A replayed graph with layers on the GPU: the device's buffer as ggml_backend_sched splits the
+    // offloaded graph. With some layers on the host the device buffer stays the same: the CUDA
+    // backend's offload_op takes every op of n_ubatch >= 32 rows that reads a host weight
+    // (ggml-cuda.cu ggml_backend_cuda_device_offload_op), so each layer's peak is on the GPU
+    // still. The host holds the graph's inputs and token_embd's get_rows (everything offloaded),
+    // or the whole graph on one backend (an upper bound) when layers stay on the host.
+    const auto offloaded = p.gpu_layers > 0 ? replay_compute_graph(m, o, true) : std::nullopt;
     if (offloaded) {
         p.compute_gpu = offloaded->device;
-        p.compute_host = offloaded->host;
+        p.compute_host = p.output_on_gpu ? offloaded->host : p.compute.total();
         return p;
     }
     if (p.gpu_layers > 0) p.compute_gpu = p.compute.total();

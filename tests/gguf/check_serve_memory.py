@@ -10,7 +10,8 @@ and prints its model buffer, each KV cache and its compute buffer; the planner's
 kv_cache and compute_buffer bytes must match:
   - weights and KV cache within 2 % (or the 0.005 MiB llama.cpp's two printed decimals hide);
   - compute buffer within COMPUTE_TOLERANCE (ggml's graph allocator places tensors in an order
-    the formula does not follow; the measured errors are printed).
+    the formula does not follow; the measured errors are printed); where core replays the graph
+    (llama files without flash attention) the printed MiB to its 4 decimals.
 Exit 0 when everything holds; 1 with the failures listed.
 """
 import json
@@ -109,8 +110,10 @@ def llama_cpp_prints(path, n_ctx, kv_type, flash):
 
 
 def planner(path, n_ctx, kv_name, flash):
+    # --n-gpu-layers 0: llama.cpp here is a CPU build, one backend holds the whole graph.
     p = subprocess.run([WINGSPAN, "plan", "--method", "serve", "--gguf", path, "--ctx", str(n_ctx), "--kv-type", kv_name,
-                        "--flash-attn", "on" if flash else "off", "--machine", "cpu-laptop-8gb", "--json"],
+                        "--flash-attn", "on" if flash else "off", "--n-gpu-layers", "0", "--machine", "cpu-laptop-8gb",
+                        "--json"],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, f"wingspan plan --gguf {path}: exit {p.returncode} {p.stderr[-300:]!r}")
     j = json.loads(p.stdout)
@@ -143,6 +146,9 @@ def main():
                 check(close(ours["model"], printed["model"]), f"{path} {n_ctx}: weights {ours['model']} vs {printed['model']}")
                 check(close(ours["kv"], printed["kv"]), f"{path} {n_ctx} {kv_name}: KV {ours['kv']} vs {printed['kv']}")
                 check(abs(err) <= COMPUTE_TOLERANCE[flash], f"{path} {n_ctx} {kv_name} flash {flash}: compute {100 * err:+.1f} %")
+                if arch == "llama" and not flash:   # the replayed graph (core/src/llama_cpp_graph.cpp): the printed bytes
+                    check(abs(ours["compute"] - printed["compute"]) < 0.0001,
+                          f"{path} {n_ctx}: replayed compute {ours['compute']:.5f} vs {printed['compute']:.4f} MiB")
     print(f"compute buffer: largest error {100 * worst[False]:.1f} % without flash attention, "
           f"{100 * worst[True]:.1f} % with it")
     if FAILURES:
