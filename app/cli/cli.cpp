@@ -5,6 +5,7 @@
 #include "from_config_cmd.hpp"
 #include "recipe_cmd.hpp"
 #include "serve_gguf_cmd.hpp"
+#include "serve_vllm_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -94,6 +95,8 @@ plan / fit options:
 serving with llama.cpp (plan --method serve):
   --gguf FILE.gguf | --model ID --quant q4_k_m|q5_k_m|q6_k|q8_0|q4_0|f16|bf16
   --ctx N  --kv-type f16|q8_0|q4_0  --n-gpu-layers N|all  --ubatch N  --parallel N  --flash-attn on|off
+serving with vLLM (plan --method serve --framework vllm): --model ID  --ctx N (max_model_len)
+  --gpu-memory-utilization F  --max-num-seqs N  --max-num-batched-tokens N  --tensor-parallel N  --kv-type bf16|fp8
 fit: --solve batch|seq|rank|size
 table: --scenario ID [--format markdown|csv]
 )";
@@ -131,7 +134,8 @@ const std::set<std::string> kValueOptions = {
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
     "--generations", "--beta", "--vllm-share", "--from", "--from-format", "--data", "--padding",
-    "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
+    "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn",
+    "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--tensor-parallel"};
 const std::set<std::string> kFlagOptions = {"--json", "--offload", "--train-embeddings", "--help", "--offline", "--dora",
                                             "--optimizer-in-backward", "--activation-offload", "--compile",
                                             "--optimizer-offload", "--rows"};
@@ -796,6 +800,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
             return run_from_config(lib, args, out, err);
         if ((o.has("--data") || o.has("--padding")) && cmd != "plan" && cmd != "fit" && cmd != "explain-oom")
             throw InputError("--data and --padding are read by `wingspan plan`, `fit` and `explain-oom` (not by " + cmd + ")");
+        if (cmd == "plan" && wants_vllm_serve(args)) return run_serve_vllm(lib, dir, args, out);
         if (cmd == "plan" && wants_llama_cpp_serve(args)) return run_serve_gguf(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);
