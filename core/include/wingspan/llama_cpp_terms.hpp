@@ -104,9 +104,12 @@ struct ServePlan {
     std::uint64_t host_total() const { return weights_host + kv_host + compute_host; }
 };
 // Layers [layers - n_gpu_layers, layers) and their KV go to the GPU, the output too when
-// n_gpu_layers > layers, token_embd never (llama_model::load_tensors). The compute buffer is on
-// the GPU when any layer is; with some layers on the host the host runs their part of the
-// graph, whose buffer is the attention and MLP moments without the logits.
+// n_gpu_layers > layers, token_embd never (llama_model::load_tensors). Where the graph is
+// replayed (llama_cpp_graph.hpp) and a layer is on the GPU, the GPU holds the offloaded graph's
+// device buffer and the host its inputs and token rows (everything offloaded) or the whole
+// graph on one backend (some layers on the host: an upper bound). Elsewhere the compute buffer
+// is on the GPU when any layer is, and with some layers on the host the host runs their part of
+// the graph, whose buffer is the attention and MLP moments without the logits.
 ServePlan plan(const ServeModel& m, const ServeOptions& o);
 
 // Solvers: the most GPU layers (0 .. layers + 1) whose GPU bytes fit `gpu_budget`, and the
