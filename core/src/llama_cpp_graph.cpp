@@ -201,6 +201,7 @@ struct Shape {
     std::uint64_t tokens = 0, cells = 0, mask_rows = 0;
     std::int64_t layers = 0;
     bool current = true;
+    bool flash = false;   // flash attention: an f16 mask, one fused op, V stored untransposed
 };
 
 struct Inputs {
@@ -232,11 +233,17 @@ int build_layer(Graph& g, const Shape& s, int d, int in, const Inputs& x, bool l
         g.view(k_cache, d, {k_rope, g.view(k_cache, d, {k_cache})});
         g.view(v_cache, d, {g.view(v, d, {g.view(v, d, {v})}), g.view(v_cache, d, {v_cache})});
     }
-    // build_attn_mha without flash attention: kq = k·q (f32 scores), soft_max in place, kqv = v·kq.
-    const int kq = g.op(s.cells * T * s.heads * f, d, {g.view(k_cache, d, {k_cache}), g.view(q_rope, d, {q_rope})});
-    const int kq_soft_max = g.op(s.cells * T * s.heads * f, d, {kq, x.mask}, true);
-    const int kqv = g.op(s.head_dim * s.heads * T * f, d, {g.view(v_cache, d, {v_cache}), kq_soft_max});
-    const int kqv_out = g.op(s.head_dim * s.heads * T * f, d, {g.view(kqv, d, {kqv})});
+    int kqv_out = 0;
+    if (s.flash) {   // build_attn_mha: ggml_flash_attn_ext(q, k, v, mask) -> [head_dim, heads, T] f32, then a reshape
+        const int fa = g.op(s.head_dim * s.heads * T * f, d,
+                            {g.view(q_rope, d, {q_rope}), g.view(k_cache, d, {k_cache}), g.view(v_cache, d, {v_cache}), x.mask});
+        kqv_out = g.view(fa, d, {fa});
+    } else {         // kq = k·q (f32 scores), soft_max in place, kqv = v·kq, cont
+        const int kq = g.op(s.cells * T * s.heads * f, d, {g.view(k_cache, d, {k_cache}), g.view(q_rope, d, {q_rope})});
+        const int kq_soft_max = g.op(s.cells * T * s.heads * f, d, {kq, x.mask}, true);
+        const int kqv = g.op(s.head_dim * s.heads * T * f, d, {g.view(v_cache, d, {v_cache}), kq_soft_max});
+        kqv_out = g.op(s.head_dim * s.heads * T * f, d, {g.view(kqv, d, {kqv})});
+    }
     int attn_out = matmul(s.e, kqv_out), residual = in;
     if (last) {   // the last layer keeps the output rows only (every one at the worst case)
         attn_out = g.op(s.e * T * f, d, {attn_out, x.out_ids});
@@ -268,10 +275,11 @@ GraphBuffers replay(const Shape& s, bool offload) {
         // 0.3.36 printout is one embedding × n_ubatch × 4 B larger than the replay).
         embd = g.view(embd, kHost, {embd, g.input(s.e * T * 4, true)});
     }
-    Inputs x{g.input(T * 4), g.input(s.cells * s.mask_rows * 4), -1, -1, g.input(T * 4)};
+    Inputs x{g.input(T * 4), g.input(s.cells * s.mask_rows * (s.flash ? 2 : 4)), -1, -1, g.input(T * 4)};
     if (s.current) {
         x.k_idxs = g.input(T * 8);
-        x.v_idxs = g.input(T * s.kv * 8);   // V is stored transposed: one index per value
+        // Without flash attention V is stored transposed: one index per value; with it, per row.
+        x.v_idxs = g.input(T * (s.flash ? 1 : s.kv) * 8);
     }
     int in = embd;
     if (offload) {   // the device split's inputs, copied in the order its nodes first use them
@@ -293,7 +301,10 @@ GraphBuffers replay(const Shape& s, bool offload) {
 bool graph_replay_covers(const ServeModel& m, const ServeOptions& o) {
     static const char* const kDense[] = {"llama", "mistral", "qwen2"};
     const bool dense = std::any_of(std::begin(kDense), std::end(kDense), [&](const char* a) { return m.architecture == a; });
-    return dense && !o.flash_attn && m.sliding_window <= 0 && m.kv_lora_rank <= 0 && m.experts_used <= 0 &&
+    // Flash attention: replayed with f16 K and V on the current graph (checked against llama.cpp
+    // 0.3.36); a quantized cache adds tensors the replay does not build.
+    const bool attention = !o.flash_attn || (o.graph == GraphEra::Current && o.type_k == 1 && o.type_v == 1);
+    return dense && attention && m.sliding_window <= 0 && m.kv_lora_rank <= 0 && m.experts_used <= 0 &&
            m.layers > 0 && m.layers <= 1024 && m.heads > 0 && m.key_length == m.value_length;
 }
 
@@ -312,6 +323,7 @@ std::optional<GraphBuffers> replay_compute_graph(const ServeModel& m, const Serv
     s.tokens = u(std::min(o.n_ctx, o.n_ubatch));
     s.cells = u((o.n_ctx + 255) / 256 * 256);
     s.current = o.graph == GraphEra::Current;
+    s.flash = o.flash_attn;
     // The mask's rows: n_ubatch in llama.cpp 0.3.36; padded to GGML_KQ_MASK_PAD (32) in 2024.
     s.mask_rows = s.current ? s.tokens : (s.tokens + 31) / 32 * 32;
     // The largest tensor is the scores, cells × tokens × heads × 4 B: reject what overflows it.

@@ -172,11 +172,15 @@ private slots:
     }
     // The replayed graph (core/src/llama_cpp_graph.cpp) against llama-cpp-python 0.3.36's CPU
     // printouts ("compute buffer size is X MiB", 4 decimals) for files of these shapes written by
-    // tests/gguf/check_serve_memory.py's write_model, n_ubatch 512, no flash attention: the same
-    // bytes, to the printed decimals.
+    // tests/gguf/check_serve_memory.py's write_model, n_ubatch 512, f16 cache, without and with
+    // flash attention: the same bytes, to the printed decimals.
     void replayedGraphMatchesLlamaCppCpu() {
-        struct Case { std::int64_t e, layers, heads, kv_heads, ff, vocab, ctx; double printed_mib; };
+        struct Case { std::int64_t e, layers, heads, kv_heads, ff, vocab, ctx; double printed_mib; bool fa = false; };
         const Case cases[] = {
+            // flash attention, f16 cache (the same loads with flash_attn=True)
+            {256, 2, 4, 2, 512, 1000, 1024, 5.0137, true},     {256, 2, 4, 2, 512, 1000, 16384, 20.0137, true},
+            {512, 2, 8, 2, 1536, 32000, 4096, 64.502, true},   {256, 3, 4, 4, 8192, 1000, 4096, 54.0137, true},
+            {256, 3, 4, 4, 8192, 1000, 16384, 66.0137, true},
             {256, 2, 4, 2, 512, 1000, 1024, 13.0098},    {256, 2, 4, 2, 512, 1000, 4096, 43.0098},
             {256, 2, 4, 2, 512, 1000, 16384, 163.0098},  {512, 2, 8, 2, 1536, 32000, 1024, 64.502},
             {512, 2, 8, 2, 1536, 32000, 4096, 77.5098},  {512, 2, 8, 2, 1536, 32000, 16384, 293.5098},
@@ -190,6 +194,7 @@ private slots:
             auto o = at(c.ctx);
             o.n_ubatch = 512;
             o.n_gpu_layers = 0;
+            o.flash_attn = c.fa;
             const auto b = lc::compute_buffer(m, o);
             QVERIFY(b.replayed > 0);
             const double ours = double(b.total()) / kMiBd;
@@ -223,9 +228,15 @@ private slots:
         auto m = shape(2, 256, 4, 2, 64);
         auto o = at(1024);
         QVERIFY(lc::graph_replay_covers(m, o));
-        o.flash_attn = true;
+        o.flash_attn = true;   // flash attention over an f16 cache is replayed; a quantized cache is not
+        QVERIFY(lc::replay_compute_graph(m, o, false).has_value());
+        o.type_k = o.type_v = lc::parse_cache_type("q8_0");
         QVERIFY(!lc::replay_compute_graph(m, o, false));
         QCOMPARE(lc::compute_buffer(m, o).replayed, std::uint64_t(0));
+        o.type_k = o.type_v = lc::parse_cache_type("f16");
+        o.graph = lc::GraphEra::Legacy2024;   // the 2024 flash-attention graph is not replayed
+        QVERIFY(!lc::replay_compute_graph(m, o, false));
+        o.graph = lc::GraphEra::Current;
         o.flash_attn = false;
         auto moe = m;
         moe.experts_used = 8;

@@ -12,7 +12,7 @@ kv_cache and compute_buffer bytes must match:
   - weights and KV cache within 2 % (or the 0.005 MiB llama.cpp's two printed decimals hide);
   - compute buffer within COMPUTE_TOLERANCE (ggml's graph allocator places tensors in an order
     the formula does not follow; the measured errors are printed); where core replays the graph
-    (llama and qwen2 files without flash attention) the printed MiB to its 4 decimals.
+    (llama and qwen2 files, f16 cache) the printed MiB to its 4 decimals.
 Exit 0 when everything holds; 1 with the failures listed.
 """
 import json
@@ -26,10 +26,9 @@ import numpy as np
 
 WINGSPAN, WORK = sys.argv[1], sys.argv[2]
 MIB = 1024.0 * 1024.0
-# Measured (README, "Serving with llama.cpp"): without flash attention within 1.5 % on the llama
-# files and -3.4 % on the sliding-window file; with flash attention, where no tensor dominates
-# these tiny models, up to +19.7 % (+5 % or less where the logits or the MLP dominate).
-COMPUTE_TOLERANCE = {False: 0.05, True: 0.25}
+# Measured (README, "Serving with llama.cpp"), where the formula stands (the gemma3 file, and
+# flash attention over a q8_0 cache): -3.4 .. -0.3 % without flash attention, up to +8.2 % with it.
+COMPUTE_TOLERANCE = {False: 0.05, True: 0.10}
 FAILURES = []
 
 
@@ -151,7 +150,9 @@ def main():
                 check(close(ours["model"], printed["model"]), f"{path} {n_ctx}: weights {ours['model']} vs {printed['model']}")
                 check(close(ours["kv"], printed["kv"]), f"{path} {n_ctx} {kv_name}: KV {ours['kv']} vs {printed['kv']}")
                 check(abs(err) <= COMPUTE_TOLERANCE[flash], f"{path} {n_ctx} {kv_name} flash {flash}: compute {100 * err:+.1f} %")
-                if arch in ("llama", "qwen2") and not flash:   # the replayed graph (core/src/llama_cpp_graph.cpp): the printed bytes
+                # The replayed graph (core/src/llama_cpp_graph.cpp: without flash attention, or with
+                # it over an f16 cache): the printed bytes.
+                if arch in ("llama", "qwen2") and (not flash or kv_name == "f16"):
                     check(abs(ours["compute"] - printed["compute"]) < 0.0001,
                           f"{path} {n_ctx}: replayed compute {ours['compute']:.5f} vs {printed['compute']:.4f} MiB")
     print(f"compute buffer: largest error {100 * worst[False]:.1f} % without flash attention, "

@@ -23,7 +23,8 @@ struct GraphBuffers {
 };
 
 // Whether the replay covers this model and these options: a dense llama-family graph (no
-// sliding window, MLA or experts), no flash attention. Elsewhere compute_buffer's formula holds.
+// sliding window, MLA or experts), without flash attention or with it over an f16 cache on the
+// current graph. Elsewhere compute_buffer's formula holds.
 bool graph_replay_covers(const ServeModel& m, const ServeOptions& o);
 
 // The buffers of the worst-case graph (n_ubatch tokens, every one an output) with every layer
