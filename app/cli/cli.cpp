@@ -6,6 +6,7 @@
 #include "plan_cmd.hpp"
 #include "recipe_cmd.hpp"
 #include "serve_gguf_cmd.hpp"
+#include "serve_vllm_cmd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -98,6 +99,8 @@ plan / fit options:
 serving with llama.cpp (plan --method serve):
   --gguf FILE.gguf | --model ID --quant q4_k_m|q5_k_m|q6_k|q8_0|q4_0|f16|bf16
   --ctx N  --kv-type f16|q8_0|q4_0  --n-gpu-layers N|all  --ubatch N  --parallel N  --flash-attn on|off
+serving with vLLM (plan --method serve --framework vllm): --model ID  --ctx N (max_model_len)
+  --gpu-memory-utilization F  --max-num-seqs N  --max-num-batched-tokens N  --tensor-parallel N  --kv-type bf16|fp8
 fit: --solve batch|seq|rank|size
 table: --scenario ID [--format markdown|csv]
 )";
@@ -343,6 +346,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
             return run_from_config(lib, args, out, err);
         if ((o.has("--data") || o.has("--padding")) && cmd != "plan" && cmd != "fit" && cmd != "explain-oom")
             throw InputError("--data and --padding are read by `wingspan plan`, `fit` and `explain-oom` (not by " + cmd + ")");
+        if (cmd == "plan" && wants_vllm_serve(args)) return run_serve_vllm(lib, dir, args, out);
         if (cmd == "plan" && wants_llama_cpp_serve(args)) return run_serve_gguf(lib, args, out, err);
         if (cmd == "plan") return cmd_plan(lib, o, out, err);
         if (cmd == "fit") return cmd_fit(lib, o, out, err);

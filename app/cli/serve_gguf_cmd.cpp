@@ -139,7 +139,8 @@ json plan_json(const Model& model, const lc::ServeOptions& o) {
         {"compute_buffer",
          {{"bytes", p.compute_gpu + p.compute_host}, {"gpu_bytes", p.compute_gpu}, {"host_bytes", p.compute_host},
           {"attention_bytes", p.compute.attention}, {"mlp_bytes", p.compute.mlp}, {"output_bytes", p.compute.output},
-          {"formula", "the largest of the worst-case graph's attention, MLP and output moments at n_ubatch tokens"}}}};
+          {"formula", p.compute.replayed > 0 ? "the worst-case graph at n_ubatch tokens replayed through ggml's graph allocator, per backend"
+                                             : "the largest of the worst-case graph's attention, MLP and output moments at n_ubatch tokens"}}}};
     j["gpu_layers"] = {{"count", p.gpu_layers}, {"of", p.layers}, {"output_on_gpu", p.output_on_gpu},
                        {"gpu_bytes", p.gpu_total()}, {"host_bytes", p.host_total()}};
     j["total_bytes"] = p.gpu_total() + p.host_total();

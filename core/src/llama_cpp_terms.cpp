@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "wingspan/checked_math.hpp"
+#include "wingspan/llama_cpp_graph.hpp"
 #include "wingspan/errors.hpp"
 
 namespace wingspan::llama_cpp {
@@ -136,6 +137,7 @@ ServeModel model_from_gguf(const gguf::File& f) {
     const auto used = f.integer(a + "expert_used_count");
     const auto sane = [](std::optional<std::int64_t> v) { return v && *v > 0 && *v <= (std::int64_t{1} << 24); };
     m.feed_forward = sane(expert_ff) && sane(used) ? *expert_ff * *used : ff.value_or(4 * m.embedding);
+    m.experts_used = sane(expert_ff) && sane(used) ? *used : 0;
     m.context_length = f.integer(a + "context_length").value_or(0);
     m.kv_lora_rank = f.integer(a + "attention.kv_lora_rank").value_or(0);
     if (m.kv_lora_rank > 0) m.rope_dim = f.integer(a + "rope.dimension_count").value_or(64);
@@ -169,6 +171,7 @@ ServeModel model_from_architecture(const Architecture& arch, const std::string& 
     std::tie(m.layers, m.embedding, m.heads, m.kv_heads) = std::tuple(arch.layers, arch.hidden, arch.heads, arch.kv_heads);
     m.key_length = m.value_length = arch.head_dim;
     m.feed_forward = arch.is_moe() ? arch.expert_intermediate * arch.experts_per_token : arch.intermediate;
+    m.experts_used = arch.is_moe() ? arch.experts_per_token : 0;
     m.vocab = arch.vocab;
     m.context_length = arch.max_positions;
     m.layer_bytes.assign(static_cast<size_t>(std::max<std::int64_t>(0, arch.layers)), 0);
@@ -227,7 +230,7 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o) {
     return kv;
 }
 
-std::uint64_t ComputeBuffer::total() const { return std::max({attention, mlp, output}); }
+std::uint64_t ComputeBuffer::total() const { return replayed > 0 ? replayed : std::max({attention, mlp, output}); }
 
 ComputeBuffer compute_buffer(const ServeModel& m, const ServeOptions& o) {
     // kv_cache checks n_ctx and n_ubatch; model_from_gguf bounds the dimensions (each < 2^24), so
@@ -246,6 +249,7 @@ ComputeBuffer compute_buffer(const ServeModel& m, const ServeOptions& o) {
     c.attention = add(add(mask, scores, what), mul(4 * t, 4 * e + u(m.heads) * hd + 2 * u(m.kv_heads) * hd, what), what);
     c.mlp = add(mask, mul(4 * t, 3 * u(m.feed_forward) + 4 * e, what), what);
     c.output = mul(4 * t, u(m.vocab) + 3 * e, what);
+    if (const auto r = replay_compute_graph(m, o, false)) c.replayed = r->host;
     return c;
 }
 
@@ -266,6 +270,18 @@ ServePlan plan(const ServeModel& m, const ServeOptions& o) {
     }
     p.weights_host += m.input_bytes;
     (p.output_on_gpu ? p.weights_gpu : p.weights_host) += m.output_bytes;
+    // A replayed graph with layers on the GPU: the device's buffer as ggml_backend_sched splits the
+    // offloaded graph. With some layers on the host the device buffer stays the same: the CUDA
+    // backend's offload_op takes every op of n_ubatch >= 32 rows that reads a host weight
+    // (ggml-cuda.cu ggml_backend_cuda_device_offload_op), so each layer's peak is on the GPU
+    // still. The host holds the graph's inputs and token_embd's get_rows (everything offloaded),
+    // or the whole graph on one backend (an upper bound) when layers stay on the host.
+    const auto offloaded = p.gpu_layers > 0 ? replay_compute_graph(m, o, true) : std::nullopt;
+    if (offloaded) {
+        p.compute_gpu = offloaded->device;
+        p.compute_host = p.output_on_gpu ? offloaded->host : p.compute.total();
+        return p;
+    }
     if (p.gpu_layers > 0) p.compute_gpu = p.compute.total();
     if (p.gpu_layers < m.layers) p.compute_host = p.gpu_layers > 0 ? std::max(p.compute.attention, p.compute.mlp) : p.compute.total();
     return p;

@@ -6,6 +6,7 @@
 #include "cli_result.hpp"
 #include "test_support.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/llama_cpp_graph.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
 
 using namespace wingspan;
@@ -161,7 +162,89 @@ private slots:
         QVERIFY(p.output_on_gpu);
         QCOMPARE(p.weights_gpu, std::uint64_t(470));
         QCOMPARE(p.weights_host, std::uint64_t(50));
-        QCOMPARE(p.compute_host, std::uint64_t(0));
+        // The host keeps the graph's inputs (all allocated before any node) and token_embd's
+        // rows: tokens, positions and output ids (4 B a token), the K indices (8 B a token), the V
+        // indices (8 B a cached value), the f32 mask (256 cells a token), and the rows plus the
+        // embeddings input (4 B × embedding a token each). T = 256 tokens.
+        const std::uint64_t T = 256;
+        QCOMPARE(p.compute_host, T * (3 * 4 + 8 + 8 * 2 * 64 + 256 * 4 + 2 * 4 * 256));
+        QVERIFY(p.compute_gpu > 0);
+    }
+    // The replayed graph (core/src/llama_cpp_graph.cpp) against llama-cpp-python 0.3.36's CPU
+    // printouts ("compute buffer size is X MiB", 4 decimals) for files of these shapes written by
+    // tests/gguf/check_serve_memory.py's write_model, n_ubatch 512, f16 cache, without and with
+    // flash attention: the same bytes, to the printed decimals.
+    void replayedGraphMatchesLlamaCppCpu() {
+        struct Case { std::int64_t e, layers, heads, kv_heads, ff, vocab, ctx; double printed_mib; bool fa = false; };
+        const Case cases[] = {
+            // flash attention, f16 cache (the same loads with flash_attn=True)
+            {256, 2, 4, 2, 512, 1000, 1024, 5.0137, true},     {256, 2, 4, 2, 512, 1000, 16384, 20.0137, true},
+            {512, 2, 8, 2, 1536, 32000, 4096, 64.502, true},   {256, 3, 4, 4, 8192, 1000, 4096, 54.0137, true},
+            {256, 3, 4, 4, 8192, 1000, 16384, 66.0137, true},
+            {256, 2, 4, 2, 512, 1000, 1024, 13.0098},    {256, 2, 4, 2, 512, 1000, 4096, 43.0098},
+            {256, 2, 4, 2, 512, 1000, 16384, 163.0098},  {512, 2, 8, 2, 1536, 32000, 1024, 64.502},
+            {512, 2, 8, 2, 1536, 32000, 4096, 77.5098},  {512, 2, 8, 2, 1536, 32000, 16384, 293.5098},
+            {256, 3, 4, 4, 8192, 1000, 1024, 52.5098},   {256, 3, 4, 4, 8192, 1000, 4096, 58.5098},
+            {256, 3, 4, 4, 8192, 1000, 16384, 163.5098},
+        };
+        for (const auto& c : cases) {
+            auto m = shape(c.layers, c.e, c.heads, c.kv_heads, c.e / c.heads);
+            m.feed_forward = c.ff;
+            m.vocab = c.vocab;
+            auto o = at(c.ctx);
+            o.n_ubatch = 512;
+            o.n_gpu_layers = 0;
+            o.flash_attn = c.fa;
+            const auto b = lc::compute_buffer(m, o);
+            QVERIFY(b.replayed > 0);
+            const double ours = double(b.total()) / kMiBd;
+            QVERIFY2(std::abs(ours - c.printed_mib) < 0.00006,
+                     qPrintable(QString("E %1 F %2 ctx %3: ours %4 MiB, llama.cpp %5").arg(c.e).arg(c.ff).arg(c.ctx)
+                                    .arg(ours, 0, 'f', 5).arg(c.printed_mib)));
+            QCOMPARE(lc::plan(m, o).compute_host, b.total());
+        }
+    }
+    // The 2024 graph, every layer offloaded, against published CUDA logs (bench/published/
+    // serving.json): fedora-copr/logdetective#106, Mistral-7B-shaped at n_ctx 2048 and 32768,
+    // and ollama/ollama#9352, Llama 3 8B with 10 slots of 8192. "CUDA0 compute buffer size" and
+    // "CUDA_Host compute buffer size", 2 decimals.
+    void replayedGraphMatchesPublishedCudaLogs() {
+        struct Case { std::int64_t vocab, ctx; double cuda0_mib, host_mib; };
+        for (const Case& c : {Case{32000, 2048, 164.00, 12.01}, Case{32000, 32768, 2144.00, 72.01},
+                              Case{128256, 81920, 5312.00, 168.01}}) {
+            auto m = shape(32, 4096, 32, 8, 128);
+            m.feed_forward = 14336;
+            m.vocab = c.vocab;
+            auto o = at(c.ctx);
+            o.graph = lc::GraphEra::Legacy2024;
+            const auto p = lc::plan(m, o);
+            QCOMPARE(std::round(double(p.compute_gpu) / kMiBd * 100) / 100, c.cuda0_mib);
+            QCOMPARE(std::round(double(p.compute_host) / kMiBd * 100) / 100, c.host_mib);
+        }
+    }
+    // Flash attention, sliding windows, MLA and experts build other graphs: the replay declines
+    // them and the three-moment formula stands.
+    void replayDeclinesOtherGraphs() {
+        auto m = shape(2, 256, 4, 2, 64);
+        auto o = at(1024);
+        QVERIFY(lc::graph_replay_covers(m, o));
+        o.flash_attn = true;   // flash attention over an f16 cache is replayed; a quantized cache is not
+        QVERIFY(lc::replay_compute_graph(m, o, false).has_value());
+        o.type_k = o.type_v = lc::parse_cache_type("q8_0");
+        QVERIFY(!lc::replay_compute_graph(m, o, false));
+        QCOMPARE(lc::compute_buffer(m, o).replayed, std::uint64_t(0));
+        o.type_k = o.type_v = lc::parse_cache_type("f16");
+        o.graph = lc::GraphEra::Legacy2024;   // the 2024 flash-attention graph is not replayed
+        QVERIFY(!lc::replay_compute_graph(m, o, false));
+        o.graph = lc::GraphEra::Current;
+        o.flash_attn = false;
+        auto moe = m;
+        moe.experts_used = 8;
+        QVERIFY(!lc::graph_replay_covers(moe, o));
+        QCOMPARE(lc::compute_buffer(mla(2, 256, 4), o).replayed, std::uint64_t(0));
+        auto gemma = m;
+        gemma.architecture = "gemma3";
+        QCOMPARE(lc::compute_buffer(gemma, o).replayed, std::uint64_t(0));
     }
     void solvers() {
         auto m = shape(8, 1024, 8, 8, 128);

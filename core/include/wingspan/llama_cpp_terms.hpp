@@ -26,6 +26,7 @@ struct ServeModel {
     // Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2, GLM-5): the cache holds
     // kv_lora_rank + rope_dim values per token and layer, one "head", no separate V.
     std::int64_t kv_lora_rank = 0, rope_dim = 0;
+    std::int64_t experts_used = 0;                 // mixture of experts: routed experts per token (0: dense)
     std::vector<std::uint64_t> layer_bytes;       // blk.N.* tensors, by N
     std::uint64_t input_bytes = 0;                 // token_embd & co.: llama.cpp keeps them in host RAM
     std::uint64_t output_bytes = 0;                // output.weight, output_norm: on the GPU only when all layers are
@@ -46,6 +47,12 @@ ServeModel model_from_architecture(const Architecture& arch, const std::string& 
 bool is_gguf_quant(const std::string& quant);
 std::uint32_t parse_cache_type(const std::string& name);   // f16|q8_0|q4_0|f32|bf16 -> ggml type
 
+// Which llama.cpp builds the worst-case graph (the compute buffer): Current is llama-graph.cpp's
+// build_attn with set_rows into the cache and the fused SWIGLU (llama.cpp from mid-2025;
+// llama-cpp-python 0.3.36); Legacy2024 is src/llama.cpp's llm_build_kv (ggml_cpy into the cache,
+// silu × up) that printed "llama_new_context_with_model" (2024 to early 2025).
+enum class GraphEra { Current, Legacy2024 };
+
 struct ServeOptions {
     std::int64_t n_ctx = 4096;
     std::int64_t n_ubatch = 512;        // llama.cpp's default
@@ -54,6 +61,7 @@ struct ServeOptions {
     bool flash_attn = false;
     bool swa_full = false;              // windowed layers get the full cache (llama.cpp's --swa-full)
     std::int64_t n_gpu_layers = -1;     // -1: every layer and the output (llama.cpp's -ngl 999)
+    GraphEra graph = GraphEra::Current;
 };
 
 struct KvCache {
@@ -65,9 +73,11 @@ struct KvCache {
 KvCache kv_cache(const ServeModel& m, const ServeOptions& o);
 
 // The worst-case graph's buffer (llama_context's sched reserve at n_tokens = min(n_ctx,
-// n_ubatch), every token an output). ggml's graph allocator reuses freed tensors, so the buffer
-// is the largest of three moments, each with what is live then (measured against llama.cpp's
-// printout: tests/gguf/check_compute_buffer.py):
+// n_ubatch), every token an output). For dense llama-family models without flash attention the
+// graph is replayed through a copy of ggml's allocator (llama_cpp_graph.hpp): `replayed` holds
+// the buffer with everything on one backend, and plan() replays the offloaded split for the
+// device and host buffers. Elsewhere, three moments of what is live (fitted on llama.cpp's CPU
+// printouts: tests/gguf/check_serve_memory.py); the buffer is the largest:
 //   attention  mask + (no flash attention: the f32 scores n_kv × T × heads)
 //              + 4 B × T × (4·embedding + heads·key_length + 2·kv_heads·key_length)
 //   MLP        mask + 4 B × T × (3·feed_forward + 4·embedding)
@@ -76,6 +86,7 @@ KvCache kv_cache(const ServeModel& m, const ServeOptions& o);
 // second one over the windowed cache's cells.
 struct ComputeBuffer {
     std::uint64_t attention = 0, mlp = 0, output = 0;
+    std::uint64_t replayed = 0;   // the replayed graph on one backend; 0 where not replayed
     std::uint64_t total() const;
 };
 ComputeBuffer compute_buffer(const ServeModel& m, const ServeOptions& o);
@@ -93,9 +104,12 @@ struct ServePlan {
     std::uint64_t host_total() const { return weights_host + kv_host + compute_host; }
 };
 // Layers [layers - n_gpu_layers, layers) and their KV go to the GPU, the output too when
-// n_gpu_layers > layers, token_embd never (llama_model::load_tensors). The compute buffer is on
-// the GPU when any layer is; with some layers on the host the host runs their part of the
-// graph, whose buffer is the attention and MLP moments without the logits.
+// n_gpu_layers > layers, token_embd never (llama_model::load_tensors). Where the graph is
+// replayed (llama_cpp_graph.hpp) and a layer is on the GPU, the GPU holds the offloaded graph's
+// device buffer and the host its inputs and token rows (everything offloaded) or the whole
+// graph on one backend (some layers on the host: an upper bound). Elsewhere the compute buffer
+// is on the GPU when any layer is, and with some layers on the host the host runs their part of
+// the graph, whose buffer is the attention and MLP moments without the logits.
 ServePlan plan(const ServeModel& m, const ServeOptions& o);
 
 // Solvers: the most GPU layers (0 .. layers + 1) whose GPU bytes fit `gpu_budget`, and the

@@ -39,7 +39,8 @@ const std::set<std::string>& plan_value_flags() {
     "--solve", "--scenario", "--format", "--profiles", "--hf", "--model-dir", "--revision",
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
     "--generations", "--beta", "--vllm-share", "--from", "--from-format", "--data", "--padding",
-    "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
+    "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn",
+    "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--tensor-parallel"};
     return flags;
 }
 const std::set<std::string>& plan_switch_flags() {
