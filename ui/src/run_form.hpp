@@ -10,7 +10,7 @@
 #include <QStringList>
 
 #include "pair_grid.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 #include "wingspan/ui/run_device.hpp"
 #include "wingspan/ui/run_model.hpp"
 #include "wingspan/ui/run_session.hpp"

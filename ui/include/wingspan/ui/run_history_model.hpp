@@ -13,7 +13,7 @@
 #include <QString>
 
 #include "wingspan/run_record.hpp"
-#include "wingspan/ui/plan.hpp"
+#include "wingspan/plan.hpp"
 
 namespace wingspan::ui {
 
