@@ -96,6 +96,32 @@ LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup&
     return {forward, backward, N, formula, no_grad};
 }
 
+// Apple's Cut Cross-Entropy as Unsloth 2025.1 called it: unsloth/models/llama.py CausalLM_fast_forward
+// (3c789bc8, lines 1013-1026) passes the final hidden states and the head's weight to unsloth_zoo's
+// fused_linear_cross_entropy (loss_utils.py @5572cc46 lines 141-166: linear_cross_entropy(...,
+// shift=True, filter_eps="auto")), cut-cross-entropy 24.12.1 (@1f3ebdb) cce.py
+// LinearCrossEntropyFunction. Per token N = b·s, per vocabulary entry V:
+//   forward (lines 46-77): utils.py _build_flat_valids, the int64 index of each labelled position;
+//            cce_lse_forward.py lines 168, 176: the fp32 log-sum-exp per token and the fp32 logit
+//            average per vocabulary entry (filter_eps set); indexed_dot's fp32 per token; it saves
+//            the hidden states (the final norm's output, counted with it), lse, the index, logit_avg;
+//   backward (lines 83-117): argsort(logit_avg) as int32, and cce_backward.py lines 268-269
+//            de = zeros_like(e) (the hidden states' gradient) and dc = zeros_like(c) (the head's, made
+//            even for a frozen head and dropped as the node returns), lines 294-295 int32 locks
+//            of about one per token and one per vocabulary entry.
+LossMemory cut_cross_entropy_memory(const LossShape& shape) {
+    const std::int64_t N = shape.tokens, V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const std::int64_t saved = N * (4 + 8) + V * 4;
+    const std::int64_t forward = saved + N * 4;
+    const std::int64_t gradients = N * h * e + V * h * e;
+    const std::int64_t backward = saved + V * 4 + gradients + (N + V) * 4;
+    std::string formula = "Cut Cross-Entropy (no logits): " + n(N) + " tokens × 16 B in forward (fp32 log-sum-exp, int64 index, fp32 "
+                          "dot) + " + n(V) + " vocab × 4 B logit average; in backward the hidden states' gradient " + n(N) +
+                          " × " + n(h) + " × " + std::to_string(e) + " B and the head's " + n(V) + " × " + n(h) + " × " +
+                          std::to_string(e) + " B (allocated even for a frozen head), the int32 vocabulary order and locks";
+    return {forward, backward, 0, formula};
+}
+
 }  // namespace
 
 bool compiled_loss(const FrameworkProfile& fw) {
@@ -127,6 +153,8 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
     std::int64_t logits_forward = 0, logits_backward = 0;
     std::string logits_formula;
     if (trains && fused_logprob_head(fw, setup)) return fused_logprob_memory(fw, setup, shape);
+    if (trains && fw.traits.loss.cut_cross_entropy && bs > fw.traits.loss.cut_cross_entropy_above_tokens)
+        return cut_cross_entropy_memory(shape);
     if (!trains) {
         logits_forward = logits_backward = b * V * 4;
         logits_formula = "last-token logits: b·vocab·4 B";

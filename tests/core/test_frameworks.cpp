@@ -245,6 +245,63 @@ private slots:
 
     // A typo in a profile key is an error naming the file and the key (issue 25), at the top
     // level and inside a section, with the key it was probably meant to be.
+    // Unsloth 2025.1 sent more than 1,024 tokens to Apple's Cut Cross-Entropy (profile release
+    // "2025.1"): no logits, an fp32 log-sum-exp, an int64 index and an fp32 dot per token and an fp32
+    // average per vocabulary entry; in backward the int32 vocabulary order, int32 locks (one per token
+    // and per vocabulary entry) and the bf16 gradients of the hidden states and of the frozen head.
+    void releases_plan_their_own_loss() {
+        const auto& lib = test::library();
+        const FrameworkProfile& current = lib.framework("unsloth");
+        const FrameworkProfile& jan2025 = lib.framework("unsloth@2025.1");
+        QCOMPARE(jan2025.release, std::string("2025.1"));
+        QCOMPARE(jan2025.id, std::string("unsloth"));
+        QVERIFY(jan2025.traits.loss.cut_cross_entropy && !current.traits.loss.cut_cross_entropy);
+        QCOMPARE(jan2025.traits.loss.cut_cross_entropy_above_tokens, std::int64_t(1024));
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.precision = Precision::Bf16;
+        s.seq_len = 2048;
+        s.micro_batch = 2;
+        const std::int64_t N = 4096, V = 128256, h = 4096;
+        const std::int64_t cce = N * 12 + V * 4 + V * 4 + N * h * 2 + V * h * 2 + (N + V) * 4;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, jan2025), Component::LogitsLoss), cce);
+        // 1,024 tokens keep the logits (RETURN_LOGITS): the release plans as the profile does.
+        s.seq_len = 512;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, jan2025), Component::LogitsLoss),
+                 term_bytes(estimate_memory(llama8b(), s, current), Component::LogitsLoss));
+        try {
+            lib.framework("unsloth@2024.6");
+            QFAIL("an unknown release was accepted");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("its releases: 2025.1") != std::string::npos, e.what());
+        }
+    }
+
+    // A release's behaviour is checked like the profile's own: a misspelt key names the release.
+    void release_keys_are_checked() {
+        const nlohmann::json base = {{"id", "x"}, {"loss", {{"upcast_fp32", true}}}};
+        auto with_release = [&](nlohmann::json release) {
+            nlohmann::json j = base;
+            j["releases"] = {{"1.0", release}};
+            return j;
+        };
+        try {
+            parse_framework_profile(with_release({{"summary", "x 1.0"}, {"behaviour", {{"loss", {{"cut_cross_entrop", true}}}}}}),
+                                    "rel.json");
+            QFAIL("a misspelt release key was accepted");
+        } catch (const ProfileError& e) {
+            QCOMPARE(e.field(), std::string("releases.1.0.behaviour.loss.cut_cross_entrop"));
+        }
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(with_release({{"behaviour", nlohmann::json::object()}}), "rel.json"));
+        QVERIFY_THROWS_EXCEPTION(ProfileError,
+                                 parse_framework_profile(with_release({{"summary", "x"}, {"behaviour", {{"loss", {{"upcast_fp32", 3}}}}}}),
+                                                         "rel.json"));
+        const FrameworkProfile ok =
+            parse_framework_profile(with_release({{"summary", "x 1.0"}, {"behaviour", {{"loss", {{"upcast_fp32", false}}}}}}), "rel.json");
+        QCOMPARE(ok.releases.size(), std::size_t(1));
+        QVERIFY(ok.loss_upcast_fp32 && !ok.releases.front().profile->loss_upcast_fp32);
+    }
+
     void unknown_profile_keys_are_errors() {
         try {
             parse_framework_profile(nlohmann::json{{"id", "x"}, {"allocator_slak", 0.1}}, "typo.json");

@@ -41,6 +41,12 @@ struct FrameworkBehaviour {
         bool unties_embeddings = false;
         bool rotary_table_once = false;
     } model;
+    struct Loss {
+        // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from
+        // the hidden states and the head, no logits (Unsloth 2025.1 above 1,024 tokens).
+        bool cut_cross_entropy = false;
+        std::int64_t cut_cross_entropy_above_tokens = 0;   // tokens a batch must exceed to take it
+    } loss;
     struct Objective {
         bool reference_before_policy = false;
         bool fused_logprob_head = false;
