@@ -99,6 +99,11 @@ const std::vector<BehaviourKey>& behaviour_keys() {
             "LinearCrossEntropyFunction): no logits; forward keeps an fp32 log-sum-exp and an int64 index per token and an "
             "fp32 average per vocabulary entry, backward allocates the hidden states' and the head's gradients (`zeros_like`, "
             "the head's even when frozen). Unsloth 2025.1 (release `2025.1` of its profile)"),
+        flag<&B::loss, &B::Loss::shifts_logits_copy>(
+            "loss", "shifts_logits_copy",
+            "the loss shifts the fp32 logits with `logits[..., :-1, :].contiguous()` (transformers 4.46.0 to at least 4.48.0 "
+            "`loss/loss_utils.py` ForCausalLMLoss): one more fp32 b·(s−1)·vocab in forward when b > 1; one sequence's slice "
+            "is already contiguous (release `4.46` of the hf-transformers profile)"),
         {"loss", "cut_cross_entropy_above_tokens", "integer", "0 (always)",
          "with `cut_cross_entropy`, only batches of more tokens take it; smaller ones keep the profile's other loss keys "
          "(Unsloth 2025.1: 1,024, `if bsz*q_len <= 1024: RETURN_LOGITS = True`)"},

@@ -228,10 +228,16 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
         const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
         const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : e;
+        // transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38 at 4.46.3): logits.float(), then
+        // logits[..., :-1, :].contiguous(), a copy where the batch has more than one row, freed once
+        // the log-softmax has its output.
+        const std::int64_t shifted_copy =
+            fw.traits.loss.shifts_logits_copy && b > 1 && !fw.loss_fused ? b * std::max<std::int64_t>(bs / b - 1, 0) * V * 4 : 0;
         tensors = {{"logits the model returns", bs * V * logits_kept, bs * V * logits_kept, true},
                    {std::string(lsm == 4 ? "fp32" : "16-bit") + " log-softmax", bs * V * (held - logits_kept),
                     bs * V * (held - logits_kept), true},
                    {"a chunk's logits, fp32 upcast and fused loss temporaries", chunk * V * fwd_chunk, 0},
+                   {"contiguous copy of the shifted fp32 logits", shifted_copy, 0},
                    {"a chunk's two log-softmax gradients", 0, chunk * V * bwd_chunk},
                    {"the hidden states' gradient made in forward", hidden_grad, hidden_grad, true},
                    {"quantized head dequantized for its matmul", head_dequant, head_dequant}};
@@ -243,6 +249,7 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
                          ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
                          " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
                          " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
+                         (shifted_copy ? " + the shifted fp32 logits' contiguous copy in forward (" + n(shifted_copy) + " B)" : "") +
                          (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the

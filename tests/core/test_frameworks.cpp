@@ -269,12 +269,36 @@ private slots:
         s.seq_len = 512;
         QCOMPARE(term_bytes(estimate_memory(llama8b(), s, jan2025), Component::LogitsLoss),
                  term_bytes(estimate_memory(llama8b(), s, current), Component::LogitsLoss));
+        // The CLI takes a release as framework@release.
+        const auto cli = run_cli({"plan", "--model", "llama-3.1-8b", "--method", "qlora", "--seq", "4096", "--framework", "unsloth@2025.1"});
+        QCOMPARE(cli.code, 0);
+        QVERIFY2(cli.out.find("Cut Cross-Entropy (no logits)") != std::string::npos, cli.out.c_str());
+        QVERIFY(run_cli({"plan", "--model", "llama-3.1-8b", "--framework", "unsloth@2024.6"}).code != 0);
         try {
             lib.framework("unsloth@2024.6");
             QFAIL("an unknown release was accepted");
         } catch (const InputError& e) {
             QVERIFY2(std::string(e.what()).find("its releases: 2025.1") != std::string::npos, e.what());
         }
+    }
+
+    // transformers 4.46-4.48 shift a contiguous copy of the fp32 logits: with 2 sequences of 2048 tokens one
+    // more fp32 2 × 2047 × 128,256 in forward (the forward moment is then the loss's largest: 6 + 4 + 4 B
+    // per token·vocab against 12 B in backward); one sequence's slice needs no copy.
+    void transformers_release_shifts_a_logits_copy() {
+        const auto& lib = test::library();
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.precision = Precision::Bf16;
+        s.seq_len = 2048;
+        s.micro_batch = 2;
+        const std::int64_t tv = 4096LL * 128256;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, lib.framework("hf-transformers")), Component::LogitsLoss), tv * 12);
+        const auto old = estimate_memory(llama8b(), s, lib.framework("hf-transformers@4.46"));
+        QCOMPARE(term_bytes(old, Component::LogitsLoss), tv * 10 + 2LL * 2047 * 128256 * 4);
+        s.micro_batch = 1;
+        s.seq_len = 4096;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, lib.framework("hf-transformers@4.46")), Component::LogitsLoss), tv * 12);
     }
 
     // A release's behaviour is checked like the profile's own: a misspelt key names the release.
