@@ -32,6 +32,16 @@ TrainingSetup qlora_setup() {
     return s;
 }
 
+// LoRA in bf16 (no autocast), 2 sequences of 2048 tokens: the loss tests' setup.
+TrainingSetup lora_bf16_2x2048() {
+    TrainingSetup s;
+    s.method = Method::Lora;
+    s.precision = Precision::Bf16;
+    s.seq_len = 2048;
+    s.micro_batch = 2;
+    return s;
+}
+
 struct CliResult {
     int code;
     std::string out, err;
@@ -122,11 +132,7 @@ private slots:
         // backward, (4 + 8) B per token·vocab (in forward 2 + 4 + 4: logits, upcast, log-softmax). torchtune: no
         // logits kept, fp32 log-softmax kept, 8 chunks of 512 tokens: 4 B + (8 B)/8.
         const auto& lib = test::library();
-        TrainingSetup s;
-        s.method = Method::Lora;
-        s.precision = Precision::Bf16;
-        s.seq_len = 2048;
-        s.micro_batch = 2;
+        TrainingSetup s = lora_bf16_2x2048();
         const std::int64_t tv = 4096LL * 128256;
         const auto hf = estimate_memory(llama8b(), s, lib.framework("hf-transformers"));
         const auto tt = estimate_memory(llama8b(), s, lib.framework("torchtune"));
@@ -257,11 +263,7 @@ private slots:
         QCOMPARE(jan2025.id, std::string("unsloth"));
         QVERIFY(jan2025.traits.loss.cut_cross_entropy && !current.traits.loss.cut_cross_entropy);
         QCOMPARE(jan2025.traits.loss.cut_cross_entropy_above_tokens, std::int64_t(1024));
-        TrainingSetup s;
-        s.method = Method::Lora;
-        s.precision = Precision::Bf16;
-        s.seq_len = 2048;
-        s.micro_batch = 2;
+        TrainingSetup s = lora_bf16_2x2048();
         const std::int64_t N = 4096, V = 128256, h = 4096;
         const std::int64_t cce = N * 12 + V * 4 + V * 4 + N * h * 2 + V * h * 2 + (N + V) * 4;
         QCOMPARE(term_bytes(estimate_memory(llama8b(), s, jan2025), Component::LogitsLoss), cce);
@@ -287,11 +289,7 @@ private slots:
     // per token·vocab against 12 B in backward); one sequence's slice needs no copy.
     void transformers_release_shifts_a_logits_copy() {
         const auto& lib = test::library();
-        TrainingSetup s;
-        s.method = Method::Lora;
-        s.precision = Precision::Bf16;
-        s.seq_len = 2048;
-        s.micro_batch = 2;
+        TrainingSetup s = lora_bf16_2x2048();
         const std::int64_t tv = 4096LL * 128256;
         QCOMPARE(term_bytes(estimate_memory(llama8b(), s, lib.framework("hf-transformers")), Component::LogitsLoss), tv * 12);
         const auto old = estimate_memory(llama8b(), s, lib.framework("hf-transformers@4.46"));
