@@ -50,13 +50,28 @@ double static_bytes(const MemoryEstimate& est, const std::string& statistic) {
 // The profile as the case was measured: a case may name behaviour of an older release of a
 // library the framework used then (with its source in "behaviour_note"), applied over the
 // bundled profile file as a JSON merge patch; the bundled profile itself is never changed.
+// A case measured with an earlier release of the framework itself names it ("framework_release",
+// one of the profile's "releases"): the profile at that release, then the case's own behaviour.
 FrameworkProfile as_measured(const FrameworkProfile& bundled, const json& c) {
     if (!c.contains("framework_behaviour")) return bundled;
     std::ifstream in(bundled.file);
     if (!in) throw InputError("cannot read " + bundled.file.string());
     json profile = json::parse(in);
+    if (!bundled.release.empty()) profile.merge_patch(profile.at("releases").at(bundled.release).at("behaviour"));
+    profile.erase("releases");
     profile.merge_patch(c.at("framework_behaviour"));
     return parse_framework_profile(profile, bundled.file.string());
+}
+
+std::string release_summary(const ProfileLibrary& lib, const json& c) {
+    for (const auto& r : lib.framework(c.at("framework").get<std::string>()).releases)
+        if (r.name == c.value("framework_release", std::string())) return r.summary;
+    return {};
+}
+
+std::string framework_id(const json& c) {
+    return c.at("framework").get<std::string>() +
+           (c.contains("framework_release") ? "@" + c.at("framework_release").get<std::string>() : std::string());
 }
 
 std::string gb(double bytes) {
@@ -90,7 +105,7 @@ int main(int argc, char** argv) {
         table << "| Case | Framework profile | Statistic | Measured | Predicted | Error |\n|---|---|---|---|---|---|\n";
         std::ostringstream sources;
         for (const auto& c : doc.at("cases")) {
-            const FrameworkProfile fw = as_measured(lib.framework(c.at("framework").get<std::string>()), c);
+            const FrameworkProfile fw = as_measured(lib.framework(framework_id(c)), c);
             const ModelProfile& model = lib.model(c.at("model").get<std::string>());
             const TrainingSetup setup = TrainingSetup::from_json(c.at("setup"));
             setup.validate(model.arch);
@@ -124,13 +139,15 @@ int main(int argc, char** argv) {
                          << " is below the " << gb(floor) << " of weights, gradients and optimizer state of its configuration\n";
             char err[32];
             std::snprintf(err, sizeof err, "%+.1f %%", error);
-            table << "| " << c.at("id").get<std::string>() << (comparable ? "" : " (not comparable)") << " | " << fw.id
+            table << "| " << c.at("id").get<std::string>() << (comparable ? "" : " (not comparable)") << " | " << framework_id(c)
                   << " | " << statistic << " | " << c.value("measured_text", gb(measured)) << " | " << gb(predicted)
                   << " | " << err << " |\n";
             sources << "- **" << c.at("id").get<std::string>() << "**: " << c.at("source").get<std::string>()
                     << "; model `" << model.id << "`; setup `" << setup.to_json().dump() << "`"
                     << (c.contains("statistic_note") ? "; " + c["statistic_note"].get<std::string>() : "")
                     << (c.contains("setup_note") ? "; " + c["setup_note"].get<std::string>() : "")
+                    << (fw.release.empty() ? std::string()
+                                           : "; framework release `" + fw.release + "`: " + release_summary(lib, c))
                     << (c.contains("framework_behaviour") ? "; behaviour as measured `" + c["framework_behaviour"].dump() + "`: " +
                                                                 c.value("behaviour_note", std::string())
                                                           : std::string())
@@ -155,8 +172,10 @@ int main(int argc, char** argv) {
         md << "# Published single-GPU peak memory vs the planner\n\n"
            << "Written by `build/bin/bench_published` (bench/published/bench_published.cpp) from "
            << "bench/published/cases.json with the bundled profiles: each case's framework profile, "
-           << "bundled model and full configuration, no per-case constants. A case measured with an older release of a library "
-           << "than the bundled profile describes names that behaviour (its `framework_behaviour`, with the source, listed below). "
+           << "bundled model and full configuration, no per-case constants. A case measured with an earlier release of the framework "
+           << "names it (`framework_release`: one of the profile's `releases`, shown as `framework@release`); one measured with an "
+           << "older release of a library than the bundled profile describes names that behaviour (its `framework_behaviour`). "
+           << "Both are listed below with their sources. "
            << "Error = (predicted − measured) / measured.\n\n"
            << summary << "\n\n" << table.str();
         if (!excluded.str().empty())

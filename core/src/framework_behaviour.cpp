@@ -40,6 +40,11 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "other ids that resolve to this profile (`hf-transformers` answers to `pytorch-cuda`, `mlx-lm` to `mlx`)"},
         {"", "devices", "array of strings", "all kinds",
          "where it runs: `gpu`, `unified`, `cpu` (the window offers a machine the frameworks of its kind)"},
+        {"", "releases", "object", "none",
+         "earlier releases whose behaviour differs, keyed by release (`\"2025.1\"`): each has a `summary` (the versions "
+         "and the source that shows the difference) and `behaviour`, the sections that differ, applied over the profile as "
+         "a JSON merge patch and checked like the profile's own. `--framework unsloth@2025.1` (and a published case's "
+         "`framework_release`) plans with that release; the profile's own sections describe the current release"},
         {"defaults", "precision", "string", "the planner's",
          "the precision the framework trains in when the user does not say: `bf16` (bf16-true: no autocast, no master), "
          "`bf16-mixed` (autocast), `fp32`, `fp16-mixed`"},
@@ -88,6 +93,20 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "as many chunks (a multiple of `chunks_multiple`) as keep one chunk's fp32 logits under this many bytes (Unsloth: "
          "4 GiB)"},
         {"loss", "chunks_multiple", "integer", "1", "the chunk count is a multiple of this (Unsloth: 4)"},
+        flag<&B::loss, &B::Loss::cut_cross_entropy>(
+            "loss", "cut_cross_entropy",
+            "Apple's Cut Cross-Entropy takes the hidden states and the head (cut-cross-entropy 24.12 `cce.py` "
+            "LinearCrossEntropyFunction): no logits; forward keeps an fp32 log-sum-exp and an int64 index per token and an "
+            "fp32 average per vocabulary entry, backward allocates the hidden states' and the head's gradients (`zeros_like`, "
+            "the head's even when frozen). Unsloth 2025.1 (release `2025.1` of its profile)"),
+        flag<&B::loss, &B::Loss::shifts_logits_copy>(
+            "loss", "shifts_logits_copy",
+            "the loss shifts the fp32 logits with `logits[..., :-1, :].contiguous()` (transformers 4.46.0 to at least 4.48.0 "
+            "`loss/loss_utils.py` ForCausalLMLoss): one more fp32 b·(s−1)·vocab in forward when b > 1; one sequence's slice "
+            "is already contiguous (release `4.46` of the hf-transformers profile)"),
+        {"loss", "cut_cross_entropy_above_tokens", "integer", "0 (always)",
+         "with `cut_cross_entropy`, only batches of more tokens take it; smaller ones keep the profile's other loss keys "
+         "(Unsloth 2025.1: 1,024, `if bsz*q_len <= 1024: RETURN_LOGITS = True`)"},
         {"checkpointing", "offload", "bool", "false",
          "checkpointed layer inputs live in host RAM (Unsloth's `\"unsloth\"` checkpointing)"},
         flag<&B::model, &B::Model::rotary_table_once>(
@@ -180,6 +199,12 @@ FrameworkBehaviour parse_framework_behaviour_flags(const json& j, const std::str
         if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 4)
             throw ProfileError(file, "qlora.extra_embedding_copies", "expected 0 to 4");
         b.qlora.extra_embedding_copies = v.get<std::int64_t>();
+    }
+    if (const auto l = j.find("loss"); l != j.end() && l->is_object() && l->contains("cut_cross_entropy_above_tokens")) {
+        const json& v = l->at("cut_cross_entropy_above_tokens");
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+            throw ProfileError(file, "loss.cut_cross_entropy_above_tokens", "expected a token count of 0 or more");
+        b.loss.cut_cross_entropy_above_tokens = v.get<std::int64_t>();
     }
     if (const auto k = j.find("kernels"); k != j.end() && k->is_object() && k->contains("unfused_model_types")) {
         const json& list = k->at("unfused_model_types");

@@ -11,6 +11,20 @@ namespace {
 std::string n(std::int64_t v) { return format_count(v); }
 }  // namespace
 
+LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::string formula, std::int64_t no_grad) {
+    LossMemory out;
+    for (const auto& t : tensors) {
+        out.forward += t.forward;
+        out.backward += t.backward;
+    }
+    out.tokens = tokens;
+    out.formula = std::move(formula);
+    out.no_grad = no_grad;
+    std::erase_if(tensors, [](const LossTensor& t) { return t.forward == 0 && t.backward == 0; });
+    out.tensors = std::move(tensors);
+    return out;
+}
+
 bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char* key) {
     const auto it = fw.behaviour.find(section);
     return it != fw.behaviour.end() && it->is_object() && it->value(key, false);
@@ -71,7 +85,6 @@ LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup&
     // log-probs and the fold's per-token reductions: 12 fp32 per token at the fold's peak.
     const std::int64_t per_token_fwd = 8 + 12 * 4;
     const std::int64_t cpu_fwd = labelled_only ? 0 : 3 * block * 4 + (top1 ? block : 0);
-    const std::int64_t forward = tile + cpu_fwd + N * per_token_fwd;
     // Backward: the saved targets, log_z and entropy, the log-probs' fp32 gradient, the fp32
     // accumulator of the hidden states' gradient (and its copy in the compute dtype as it returns),
     // the head's fp32 gradient where it trains.
@@ -80,7 +93,15 @@ LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup&
     const std::int64_t cpu_bwd = labelled_only ? 0 : 7 * block * 4 + block;
     const std::int64_t hidden_grad = N * h * 4 + (e < 4 ? N * h * e : 0);
     const std::int64_t head_grad = head_trains ? V * h * 4 : 0;
-    const std::int64_t backward = saved + N * 4 + tile + cpu_bwd + hidden_grad + head_grad;
+    std::vector<LossTensor> tensors = {
+        {"log-prob tile (mm_buf; recomputed in backward)", tile, tile},
+        {"the torch fold's fp32 temporaries", cpu_fwd, cpu_bwd},
+        {"int64 targets, fp32 log-sum-exp and entropy per position (saved)", saved, saved, true},
+        {"fp32 statistics and outputs per position", N * per_token_fwd - saved, 0},
+        {"the log-probs' fp32 gradient", 0, N * 4},
+        {"the hidden states' gradient (fp32 accumulator and its copy)", 0, hidden_grad},
+        {"the head's fp32 gradient", 0, head_grad},
+    };
     // Under no_grad (a reference's log-probs): the forward's tile, statistics and outputs, nothing saved.
     const std::int64_t no_grad = tile + cpu_fwd + N * per_token_fwd;
     std::string formula =
@@ -93,7 +114,38 @@ LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup&
         (e < 4 ? " and its " + std::to_string(e) + "-byte copy" : "") +
         (head_grad ? " and the head's fp32 gradient " + n(V) + " × " + n(h) + " × 4 B" : "") +
         (head_cast ? "; the fp32 head cast to the compute dtype block by block (" + n(head_cast) + " B)" : "");
-    return {forward, backward, N, formula, no_grad};
+    return loss_of(std::move(tensors), N, std::move(formula), no_grad);
+}
+
+// Apple's Cut Cross-Entropy as Unsloth 2025.1 called it: unsloth/models/llama.py CausalLM_fast_forward
+// (3c789bc8, lines 1013-1026) passes the final hidden states and the head's weight to unsloth_zoo's
+// fused_linear_cross_entropy (loss_utils.py @5572cc46 lines 141-166: linear_cross_entropy(...,
+// shift=True, filter_eps="auto")), cut-cross-entropy 24.12.1 (@1f3ebdb) cce.py
+// LinearCrossEntropyFunction. Per token N = b·s, per vocabulary entry V:
+//   forward (lines 46-77): utils.py _build_flat_valids, the int64 index of each labelled position;
+//            cce_lse_forward.py lines 168, 176: the fp32 log-sum-exp per token and the fp32 logit
+//            average per vocabulary entry (filter_eps set); indexed_dot's fp32 per token; it saves
+//            the hidden states (the final norm's output, counted with it), lse, the index, logit_avg;
+//   backward (lines 83-117): argsort(logit_avg) as int32, and cce_backward.py lines 268-269
+//            de = zeros_like(e) (the hidden states' gradient) and dc = zeros_like(c) (the head's, made
+//            even for a frozen head and dropped as the node returns), lines 294-295 int32 locks
+//            of about one per token and one per vocabulary entry.
+LossMemory cut_cross_entropy_memory(const LossShape& shape) {
+    const std::int64_t N = shape.tokens, V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const std::int64_t saved = N * (4 + 8) + V * 4;
+    std::vector<LossTensor> tensors = {
+        {"fp32 log-sum-exp and int64 index per token, fp32 logit average per vocabulary entry (saved)", saved, saved, true},
+        {"fp32 indexed dot per token", N * 4, 0},
+        {"int32 vocabulary order", 0, V * 4},
+        {"the hidden states' gradient", 0, N * h * e},
+        {"the head's gradient (made even for a frozen head)", 0, V * h * e},
+        {"int32 locks", 0, (N + V) * 4},
+    };
+    std::string formula = "Cut Cross-Entropy (no logits): " + n(N) + " tokens × 16 B in forward (fp32 log-sum-exp, int64 index, fp32 "
+                          "dot) + " + n(V) + " vocab × 4 B logit average; in backward the hidden states' gradient " + n(N) +
+                          " × " + n(h) + " × " + std::to_string(e) + " B and the head's " + n(V) + " × " + n(h) + " × " +
+                          std::to_string(e) + " B (allocated even for a frozen head), the int32 vocabulary order and locks";
+    return loss_of(std::move(tensors), 0, std::move(formula));
 }
 
 }  // namespace
@@ -124,19 +176,23 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
     }
     if (setup.loss_chunk_tokens > 0) chunk = std::min(chunk, setup.loss_chunk_tokens);
     chunks = (bs + chunk - 1) / chunk;
-    std::int64_t logits_forward = 0, logits_backward = 0;
+    std::vector<LossTensor> tensors;
     std::string logits_formula;
     if (trains && fused_logprob_head(fw, setup)) return fused_logprob_memory(fw, setup, shape);
+    if (trains && fw.traits.loss.cut_cross_entropy && bs > fw.traits.loss.cut_cross_entropy_above_tokens)
+        return cut_cross_entropy_memory(shape);
     if (!trains) {
-        logits_forward = logits_backward = b * V * 4;
+        tensors = {{"last-token fp32 logits", b * V * 4, b * V * 4, true}};
         logits_formula = "last-token logits: b·vocab·4 B";
     } else if (fw.loss_in_place) {
         // Head and loss in one function: it keeps the fp32 probabilities and turns them into the
         // logits' gradient in place. Forward briefly holds a second fp32 [tokens, vocab] inside
         // logsumexp (16-bit: the logits and their fp32 upcast); backward a 16-bit copy of the
         // gradient for the matmuls. Per token: int64 label index, label mask, int64 count.
-        logits_forward = logit_tokens * V * 8 + 17 * bs;
-        logits_backward = logit_tokens * V * (4 + (e < 4 ? e : 0)) + 17 * bs;
+        tensors = {{"fp32 probabilities (the logits' gradient in backward)", logit_tokens * V * 4, logit_tokens * V * 4, true},
+                   {"logsumexp's fp32 temporary", logit_tokens * V * 4, 0},
+                   {"16-bit copy of the gradient for the matmuls", 0, e < 4 ? logit_tokens * V * e : 0},
+                   {"label index, mask and count per token", 17 * bs, 17 * bs, true}};
         logits_formula = n(logit_tokens) + " tokens × " + n(V) +
                          " vocab × (8 B in forward: fp32 probabilities + logsumexp's fp32 temporary; " +
                          std::to_string(4 + (e < 4 ? e : 0)) +
@@ -147,8 +203,10 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // one generated kernel that saves only its 16-bit input (the chunk's logits) and an fp32
         // logsumexp per token; its backward writes the chunk's logits gradient in the compute dtype.
         const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
-        logits_forward = bs * V * e + bs * 4 + head_dequant;
-        logits_backward = bs * V * e + bs * 4 + chunk * V * e + head_dequant;
+        tensors = {{"16-bit logits (the compiled loss's input)", bs * V * e, bs * V * e, true},
+                   {"fp32 logsumexp per token", bs * 4, bs * 4, true},
+                   {"a chunk's 16-bit logits gradient", 0, chunk * V * e},
+                   {"quantized head dequantized for its matmul", head_dequant, head_dequant}};
         logit_tokens = chunk;
         logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(e) +
                          " B kept (16-bit logits: the compiled loss fuses the fp32 upcast and saves only its input) + 4 B "
@@ -169,8 +227,20 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
         // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
         const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
-        logits_forward = bs * V * held + chunk * V * fwd_chunk + hidden_grad + head_dequant;
-        logits_backward = bs * V * held + chunk * V * bwd_chunk + hidden_grad + head_dequant;
+        const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : e;
+        // transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38 at 4.46.3): logits.float(), then
+        // logits[..., :-1, :].contiguous(), a copy where the batch has more than one row, freed once
+        // the log-softmax has its output.
+        const std::int64_t shifted_copy =
+            fw.traits.loss.shifts_logits_copy && b > 1 && !fw.loss_fused ? b * std::max<std::int64_t>(bs / b - 1, 0) * V * 4 : 0;
+        tensors = {{"logits the model returns", bs * V * logits_kept, bs * V * logits_kept, true},
+                   {std::string(lsm == 4 ? "fp32" : "16-bit") + " log-softmax", bs * V * (held - logits_kept),
+                    bs * V * (held - logits_kept), true},
+                   {"a chunk's logits, fp32 upcast and fused loss temporaries", chunk * V * fwd_chunk, 0},
+                   {"contiguous copy of the shifted fp32 logits", shifted_copy, 0},
+                   {"a chunk's two log-softmax gradients", 0, chunk * V * bwd_chunk},
+                   {"the hidden states' gradient made in forward", hidden_grad, hidden_grad, true},
+                   {"quantized head dequantized for its matmul", head_dequant, head_dequant}};
         logit_tokens = chunk;
         logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
                          (fw.loss_fused ? std::string("fused loss: nothing")
@@ -179,19 +249,21 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
                          ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
                          " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
                          " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
+                         (shifted_copy ? " + the shifted fp32 logits' contiguous copy in forward (" + n(shifted_copy) + " B)" : "") +
                          (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
         // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
         // its output and the fp32 gradient of the logits are alive beside both.
         const std::int64_t held = e < 4 ? e + 4 : 8;
-        logits_forward = logit_tokens * V * held;
-        logits_backward = logit_tokens * V * (held + 8);
+        tensors = {{"logits the model returns", logit_tokens * V * (held - 4), logit_tokens * V * (held - 4), true},
+                   {"fp32 log-softmax", logit_tokens * V * 4, logit_tokens * V * 4, true},
+                   {"the log-softmax's two fp32 gradients", 0, logit_tokens * V * 8}};
         logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(held) +
                          " B after forward: logits + fp32 log-softmax; +8 B in its backward: two fp32 gradients)" +
                          (logit_tokens < bs ? " (chunked loss)" : "");
     }
-    return {logits_forward, logits_backward, logit_tokens, logits_formula};
+    return loss_of(std::move(tensors), logit_tokens, std::move(logits_formula));
 }
 
 }  // namespace wingspan

@@ -3,6 +3,7 @@
 // compiled), with the formula that explains them. Internal to core's memory model.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "wingspan/profiles.hpp"
 #include "wingspan/setup.hpp"
@@ -18,6 +19,16 @@ struct LossShape {
     bool quantized = false;          // frozen linears are stored quantized
 };
 
+// One tensor (or a group of one kind) of the loss: its bytes at the end of forward and during the
+// loss's backward. A kept tensor is the same allocation in both (forward == backward); otherwise
+// each moment allocates its own (0: none there).
+struct LossTensor {
+    std::string name;
+    std::int64_t forward = 0;
+    std::int64_t backward = 0;
+    bool kept = false;
+};
+
 struct LossMemory {
     std::int64_t forward = 0;        // live at the end of forward
     std::int64_t backward = 0;       // live during the loss's backward
@@ -26,7 +37,11 @@ struct LossMemory {
     // The same head run under no_grad for a reference model's log-probs (its forward transient,
     // nothing kept for backward); -1 where the framework materializes full logits for it.
     std::int64_t no_grad = -1;
+    std::vector<LossTensor> tensors;   // forward and backward above are their sums
 };
+
+// The loss's bytes from its tensors: forward and backward are their sums.
+LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::string formula, std::int64_t no_grad = -1);
 
 // A boolean of one of the profile's behaviour sections as read ("compile", "enabled"); false
 // when the section or the key is absent. (Sections the public FrameworkProfile has no field for:

@@ -91,12 +91,13 @@ namespace {
 struct LogitsAndCache {
     std::int64_t forward = 0, backward = 0, kv_cache = 0;
     std::int64_t no_grad = -1;   // the head under no_grad (a reference's log-probs); -1: full logits
+    std::vector<LossTensor> tensors;
 };
 LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActivations& a, RowWriter& w) {
     const std::int64_t b = a.b, s = a.s, e = a.e, L = a.L, V = a.V, kvd = a.kvd;
     const LossMemory loss =
         loss_memory(c.fw, c.setup, LossShape{b, b * c.objective.logit_positions, V, a.h, e, c.quant != Quantization::None});
-    LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad};
+    LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad, loss.tensors};
     w.shown(figure(row("logits and loss buffers", Component::LogitsLoss, "global", "b·s·v (per chunk where chunked)",
                        loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
                    std::max(loss.forward, loss.backward)),
@@ -180,7 +181,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                    "the frozen reference the objective scores against (objective_terms.cpp)", {"objective"}),
                reference));
 
-    const PhaseInputs phases{c, totals, d, a, moments, logits.forward, logits.backward, logits.kv_cache, objective_in};
+    const PhaseInputs phases{c, totals, d, a, moments, logits.forward, logits.backward, logits.kv_cache, objective_in, logits.tensors};
     if (!c.trains)
         write_serving_phase(phases, w);
     else {

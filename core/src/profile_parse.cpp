@@ -264,6 +264,39 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
     p.traits = parse_framework_behaviour_flags(j, file);
 }
 
+// Earlier releases (profile key "releases"): each one's behaviour sections are merged over the
+// profile and the result parsed like any profile, so a typo in a release is an error too.
+void parse_framework_releases(const json& j, const std::string& file, FrameworkProfile& p) {
+    const auto list = j.find("releases");
+    if (list == j.end() || list->is_null()) return;
+    if (!list->is_object()) throw ProfileError(file, "releases", "expected an object keyed by release");
+    static const std::vector<std::string> kEntryKeys = {"summary", "behaviour"};
+    static const std::vector<std::string> kSections = {"defaults", "dtypes", "qlora", "quantization", "loss", "checkpointing",
+                                                       "compile", "kernels", "attention", "model", "objective"};
+    for (const auto& [name, entry] : list->items()) {
+        const std::string at = "releases." + name;
+        if (name.empty() || name.find('@') != std::string::npos) throw ProfileError(file, at, "a release name without '@'");
+        if (!entry.is_object()) throw ProfileError(file, at, "expected an object with summary and behaviour");
+        reject_unknown_keys(entry, kEntryKeys, file, at + ".");
+        if (!entry.contains("summary") || !entry["summary"].is_string() || entry["summary"].get<std::string>().empty())
+            throw ProfileError(file, at + ".summary", "expected the versions and the source that shows the difference");
+        if (!entry.contains("behaviour") || !entry["behaviour"].is_object())
+            throw ProfileError(file, at + ".behaviour", "expected an object of behaviour sections");
+        const json& behaviour = entry["behaviour"];
+        reject_unknown_keys(behaviour, kSections, file, at + ".behaviour.");
+        for (const auto& [section, keys] : behaviour.items())
+            if (keys.is_object() && section != "dtypes")
+                reject_unknown_keys(keys, framework_profile_keys().at(section), file, at + ".behaviour." + section + ".");
+        json merged = j;
+        merged.erase("releases");
+        merged.merge_patch(behaviour);
+        auto released = std::make_shared<FrameworkProfile>(parse_framework_profile(merged, file));
+        released->release = name;
+        released->name = p.name + " (release " + name + ")";
+        p.releases.push_back({name, entry["summary"].get<std::string>(), behaviour, std::move(released)});
+    }
+}
+
 }  // namespace
 
 const std::map<std::string, std::vector<std::string>>& framework_profile_keys() {
@@ -274,7 +307,7 @@ const std::map<std::string, std::vector<std::string>>& framework_profile_keys() 
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
               "dataset_bytes_per_token", "dataset_bytes_per_example",
               "technique_lead", "sources", "aliases", "devices", "defaults", "dtypes", "qlora", "quantization", "loss",
-              "checkpointing", "compile", "kernels", "attention", "model", "objective"}},
+              "checkpointing", "compile", "kernels", "attention", "model", "objective", "releases"}},
     };
     // The sections' keys are those of the generated table (framework_behaviour.cpp behaviour_keys).
     static const bool sections_added = [] {
@@ -331,6 +364,7 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     if (p.optimizer_step != "foreach" && p.optimizer_step != "per_tensor" && p.optimizer_step != "fused")
         throw ProfileError(file, "optimizer_step", "expected \"foreach\", \"per_tensor\" or \"fused\"");
     p.file = file;
+    parse_framework_releases(j, file, p);
     return p;
 }
 

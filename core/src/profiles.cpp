@@ -169,6 +169,13 @@ const MachineProfile* ProfileLibrary::find_machine(const std::string& id) const 
     return nullptr;
 }
 const FrameworkProfile* ProfileLibrary::find_framework(const std::string& id) const noexcept {
+    if (const auto at = id.find('@'); at != std::string::npos) {   // "unsloth@2025.1": an earlier release
+        const FrameworkProfile* base = find_framework(id.substr(0, at));
+        if (!base) return nullptr;
+        for (const auto& r : base->releases)
+            if (r.name == id.substr(at + 1)) return r.profile.get();
+        return nullptr;
+    }
     for (const auto& f : frameworks_)
         if (f.id == id) return &f;
     for (const auto& f : frameworks_)   // an alias, where no framework has it as its id
@@ -177,6 +184,13 @@ const FrameworkProfile* ProfileLibrary::find_framework(const std::string& id) co
 }
 const FrameworkProfile& ProfileLibrary::framework(const std::string& id) const {
     if (const FrameworkProfile* f = find_framework(id)) return *f;
+    if (const auto at = id.find('@'); at != std::string::npos) {
+        const FrameworkProfile& base = framework(id.substr(0, at));   // throws for an unknown framework
+        std::string known;
+        for (const auto& r : base.releases) known += (known.empty() ? "" : ", ") + r.name;
+        throw InputError("unknown release '" + id.substr(at + 1) + "' of framework '" + base.id + "' (" +
+                         (known.empty() ? std::string("it names no earlier release") : "its releases: " + known) + ")");
+    }
     return find_by_id(frameworks_, id, "framework");   // throws, naming the closest ids
 }
 

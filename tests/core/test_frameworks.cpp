@@ -32,6 +32,16 @@ TrainingSetup qlora_setup() {
     return s;
 }
 
+// LoRA in bf16 (no autocast), 2 sequences of 2048 tokens: the loss tests' setup.
+TrainingSetup lora_bf16_2x2048() {
+    TrainingSetup s;
+    s.method = Method::Lora;
+    s.precision = Precision::Bf16;
+    s.seq_len = 2048;
+    s.micro_batch = 2;
+    return s;
+}
+
 struct CliResult {
     int code;
     std::string out, err;
@@ -122,11 +132,7 @@ private slots:
         // backward, (4 + 8) B per token·vocab (in forward 2 + 4 + 4: logits, upcast, log-softmax). torchtune: no
         // logits kept, fp32 log-softmax kept, 8 chunks of 512 tokens: 4 B + (8 B)/8.
         const auto& lib = test::library();
-        TrainingSetup s;
-        s.method = Method::Lora;
-        s.precision = Precision::Bf16;
-        s.seq_len = 2048;
-        s.micro_batch = 2;
+        TrainingSetup s = lora_bf16_2x2048();
         const std::int64_t tv = 4096LL * 128256;
         const auto hf = estimate_memory(llama8b(), s, lib.framework("hf-transformers"));
         const auto tt = estimate_memory(llama8b(), s, lib.framework("torchtune"));
@@ -245,6 +251,79 @@ private slots:
 
     // A typo in a profile key is an error naming the file and the key (issue 25), at the top
     // level and inside a section, with the key it was probably meant to be.
+    // Unsloth 2025.1 sent more than 1,024 tokens to Apple's Cut Cross-Entropy (profile release
+    // "2025.1"): no logits, an fp32 log-sum-exp, an int64 index and an fp32 dot per token and an fp32
+    // average per vocabulary entry; in backward the int32 vocabulary order, int32 locks (one per token
+    // and per vocabulary entry) and the bf16 gradients of the hidden states and of the frozen head.
+    void releases_plan_their_own_loss() {
+        const auto& lib = test::library();
+        const FrameworkProfile& current = lib.framework("unsloth");
+        const FrameworkProfile& jan2025 = lib.framework("unsloth@2025.1");
+        QCOMPARE(jan2025.release, std::string("2025.1"));
+        QCOMPARE(jan2025.id, std::string("unsloth"));
+        QVERIFY(jan2025.traits.loss.cut_cross_entropy && !current.traits.loss.cut_cross_entropy);
+        QCOMPARE(jan2025.traits.loss.cut_cross_entropy_above_tokens, std::int64_t(1024));
+        TrainingSetup s = lora_bf16_2x2048();
+        const std::int64_t N = 4096, V = 128256, h = 4096;
+        const std::int64_t cce = N * 12 + V * 4 + V * 4 + N * h * 2 + V * h * 2 + (N + V) * 4;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, jan2025), Component::LogitsLoss), cce);
+        // 1,024 tokens keep the logits (RETURN_LOGITS): the release plans as the profile does.
+        s.seq_len = 512;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, jan2025), Component::LogitsLoss),
+                 term_bytes(estimate_memory(llama8b(), s, current), Component::LogitsLoss));
+        // The CLI takes a release as framework@release.
+        const auto cli = run_cli({"plan", "--model", "llama-3.1-8b", "--method", "qlora", "--seq", "4096", "--framework", "unsloth@2025.1"});
+        QCOMPARE(cli.code, 0);
+        QVERIFY2(cli.out.find("Cut Cross-Entropy (no logits)") != std::string::npos, cli.out.c_str());
+        QVERIFY(run_cli({"plan", "--model", "llama-3.1-8b", "--framework", "unsloth@2024.6"}).code != 0);
+        try {
+            lib.framework("unsloth@2024.6");
+            QFAIL("an unknown release was accepted");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("its releases: 2025.1") != std::string::npos, e.what());
+        }
+    }
+
+    // transformers 4.46-4.48 shift a contiguous copy of the fp32 logits: with 2 sequences of 2048 tokens one
+    // more fp32 2 × 2047 × 128,256 in forward (the forward moment is then the loss's largest: 6 + 4 + 4 B
+    // per token·vocab against 12 B in backward); one sequence's slice needs no copy.
+    void transformers_release_shifts_a_logits_copy() {
+        const auto& lib = test::library();
+        TrainingSetup s = lora_bf16_2x2048();
+        const std::int64_t tv = 4096LL * 128256;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, lib.framework("hf-transformers")), Component::LogitsLoss), tv * 12);
+        const auto old = estimate_memory(llama8b(), s, lib.framework("hf-transformers@4.46"));
+        QCOMPARE(term_bytes(old, Component::LogitsLoss), tv * 10 + 2LL * 2047 * 128256 * 4);
+        s.micro_batch = 1;
+        s.seq_len = 4096;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), s, lib.framework("hf-transformers@4.46")), Component::LogitsLoss), tv * 12);
+    }
+
+    // A release's behaviour is checked like the profile's own: a misspelt key names the release.
+    void release_keys_are_checked() {
+        const nlohmann::json base = {{"id", "x"}, {"loss", {{"upcast_fp32", true}}}};
+        auto with_release = [&](nlohmann::json release) {
+            nlohmann::json j = base;
+            j["releases"] = {{"1.0", release}};
+            return j;
+        };
+        try {
+            parse_framework_profile(with_release({{"summary", "x 1.0"}, {"behaviour", {{"loss", {{"cut_cross_entrop", true}}}}}}),
+                                    "rel.json");
+            QFAIL("a misspelt release key was accepted");
+        } catch (const ProfileError& e) {
+            QCOMPARE(e.field(), std::string("releases.1.0.behaviour.loss.cut_cross_entrop"));
+        }
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(with_release({{"behaviour", nlohmann::json::object()}}), "rel.json"));
+        QVERIFY_THROWS_EXCEPTION(ProfileError,
+                                 parse_framework_profile(with_release({{"summary", "x"}, {"behaviour", {{"loss", {{"upcast_fp32", 3}}}}}}),
+                                                         "rel.json"));
+        const FrameworkProfile ok =
+            parse_framework_profile(with_release({{"summary", "x 1.0"}, {"behaviour", {{"loss", {{"upcast_fp32", false}}}}}}), "rel.json");
+        QCOMPARE(ok.releases.size(), std::size_t(1));
+        QVERIFY(ok.loss_upcast_fp32 && !ok.releases.front().profile->loss_upcast_fp32);
+    }
+
     void unknown_profile_keys_are_errors() {
         try {
             parse_framework_profile(nlohmann::json{{"id", "x"}, {"allocator_slak", 0.1}}, "typo.json");

@@ -130,6 +130,43 @@ private slots:
         QVERIFY(!row_named(estimate_memory(arch, longer, lib.framework("hf-transformers")), name));
     }
 
+    // PEFT's QLoRA preparation (hf-transformers: qlora.upcast_non_quantized) under bf16 autocast: the
+    // residual stream is fp32 (bench/published/measure_hf_qlora_terms.py). Llama 3.2 1B (16 layers,
+    // hidden 2048, MLP 8192, vocab 128,256), 1 × 1024 tokens: each checkpointed input 1024 × 2048 × 4 B,
+    // a layer's MLP keeps gate, up and act(gate) in fp32 (3 × 1024 × 8192 × 2 B more), and the fp32
+    // head's bf16 copy (128,256 × 2048 × 2 B) lives to the loss's backward. Without autocast (bf16) or
+    // without the preparation nothing changes.
+    void peftPreparedQloraUnderAutocastHasAnFp32Stream() {
+        const auto& lib = test::library();
+        const auto& arch = lib.model("llama-3.2-1b").arch;
+        const FrameworkProfile& hf = lib.framework("hf-transformers");
+        FrameworkProfile unprepared = hf;
+        unprepared.qlora_upcast_non_quantized = false;
+        TrainingSetup s = lora_qv();
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4;
+        s.precision = Precision::Bf16Mixed;
+        s.micro_batch = 1;
+        s.grad_checkpointing = true;
+        const auto prepared = estimate_memory(arch, s, hf);
+        QCOMPARE(row_named(prepared, "checkpointed layer inputs")->bytes, std::int64_t(16) * 1024 * 2048 * 4);
+        QCOMPARE(row_named(estimate_memory(arch, s, unprepared), "checkpointed layer inputs")->bytes,
+                 std::int64_t(16) * 1024 * 2048 * 2);
+        const TensorRow* head = row_named(prepared, "fp32 head's 16-bit copy");
+        QVERIFY(head);
+        QCOMPARE(head->bytes, std::int64_t(128256) * 2048 * 2);
+        QCOMPARE(head->freed, std::string("loss_backward"));
+        s.grad_checkpointing = false;
+        const auto mlp = [&](const FrameworkProfile& fw) {
+            const TensorRow* r = row_named(estimate_memory(arch, s, fw), "MLP's saved tensors");
+            return r ? r->bytes : std::int64_t(-1);
+        };
+        QCOMPARE(mlp(hf) - mlp(unprepared), std::int64_t(16) * 3 * 1024 * 8192 * 2);
+        s.precision = Precision::Bf16;
+        QCOMPARE(mlp(hf), mlp(unprepared));
+        QVERIFY(!row_named(estimate_memory(arch, s, hf), "fp32 head's 16-bit copy"));
+    }
+
     // A paged optimizer's state paged back for its step is cudaMallocManaged by bitsandbytes
     // (functional.py get_paged): on the device (total_bytes), not in max_memory_allocated
     // (peak_allocated_bytes). Full Llama 3.2 1B, paged AdamW (fp32 moments), step in backward: the

@@ -41,6 +41,15 @@ struct FrameworkBehaviour {
         bool unties_embeddings = false;
         bool rotary_table_once = false;
     } model;
+    struct Loss {
+        // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from
+        // the hidden states and the head, no logits (Unsloth 2025.1 above 1,024 tokens).
+        bool cut_cross_entropy = false;
+        std::int64_t cut_cross_entropy_above_tokens = 0;   // tokens a batch must exceed to take it
+        // The loss shifts a contiguous copy of the fp32 logits (transformers 4.46-4.48 ForCausalLMLoss):
+        // one more fp32 [b, s-1, vocab] in forward where b > 1 (one sequence's slice is contiguous).
+        bool shifts_logits_copy = false;
+    } loss;
     struct Objective {
         bool reference_before_policy = false;
         bool fused_logprob_head = false;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,17 @@ struct MachineProfile {
     std::map<std::string, std::string> sources;  // field -> where the number comes from
     std::filesystem::path file;
     bool user_defined = false;
+};
+
+struct FrameworkProfile;
+
+// An earlier release of a framework whose behaviour differs from the profile's (the current one):
+// profile key "releases" (profiles/frameworks/README.md).
+struct FrameworkRelease {
+    std::string name;                      // "2025.1"
+    std::string summary;                   // the versions and the source that shows the difference
+    nlohmann::json behaviour;              // the sections that differ, a JSON merge patch
+    std::shared_ptr<const FrameworkProfile> profile;   // the profile at that release, parsed once
 };
 
 struct FrameworkProfile {
@@ -131,6 +143,8 @@ struct FrameworkProfile {
     FrameworkBehaviour traits;
     nlohmann::json behaviour;              // the behaviour sections as read, written back by calibrate
     std::vector<std::string> devices;      // "gpu", "unified", "cpu": where it runs
+    std::string release;                   // the release this profile describes ("": the current one)
+    std::vector<FrameworkRelease> releases;// earlier releases that behave differently
     std::map<std::string, std::string> sources;
     std::filesystem::path file;
 };
@@ -167,7 +181,8 @@ public:
     // The same without the error: nullptr on a miss (for callers that skip what is unknown).
     const MachineProfile* find_machine(const std::string& id) const noexcept;
     const FrameworkProfile* find_framework(const std::string& id) const noexcept;
-    // A framework by id or by one of its aliases ("pytorch-cuda" → hf-transformers).
+    // A framework by id or by one of its aliases ("pytorch-cuda" → hf-transformers); "id@release"
+    // names one of its earlier releases ("unsloth@2025.1").
     const FrameworkProfile& framework(const std::string& id) const;
     // The framework a machine uses unless the user picks another: its default_framework, else
     // by kind (CUDA → hf-transformers, Apple → mlx-lm, CPU → libtorch-cpu).

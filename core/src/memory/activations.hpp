@@ -16,6 +16,11 @@ namespace wingspan {
 struct LayerActivations {
     // sizes and flags
     std::int64_t e = 0;
+    // PEFT's QLoRA preparation under 16-bit autocast: the residual stream and the MLP's pointwise
+    // tensors are fp32 (rows_layer_saved.cpp norms_and_attention); stream_e their bytes per value.
+    bool fp32_stream = false;
+    std::int64_t stream_e = 0;
+    std::int64_t head_cast = 0;   // the fp32 head's 16-bit copy its matmul saves (same cause)
     std::int64_t b = 0;
     std::int64_t s = 0;
     std::int64_t h = 0;

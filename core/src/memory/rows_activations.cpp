@@ -42,13 +42,13 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             const std::int64_t kept = fw.checkpoint_offload ? a.layer_input + a.Lsaved * a.ckpt_state : kept_all;
             if (fw.checkpoint_offload) est.host_bytes += a.Lsaved * a.layer_input;
             // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
-            const std::int64_t shared_input = a.e >= 4 || a.kernel_norm ? a.layer_input : 0;
+            const std::int64_t shared_input = a.stream_e >= 4 || a.kernel_norm ? a.layer_input : 0;
             const std::int64_t recomputed = a.layer_saved - shared_input + a.layer_input + a.ckpt_state + a.G;
             act_forward = kept + a.outside_layers + a.ckpt_mask;
             top_base = kept + a.inputs + a.ckpt_mask + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
             bottom_base = a.layer_input + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
-            act_formula = "checkpointing: " + std::to_string(a.Lsaved) + " layers × b·s·h·" + std::to_string(a.e) +
+            act_formula = "checkpointing: " + std::to_string(a.Lsaved) + " layers × b·s·h·" + std::to_string(a.stream_e) +
                           " B kept (" + n(a.layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
                           ") + one layer recomputed in backward (" +
                           n(a.layer_saved) + " B: norms 2×" + a.norm_desc + "; attention " + n(a.attn_saved) + " [" +
@@ -210,6 +210,10 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
     w.add(kept_until("final norm's saved tensors", "global", "b·s·h …", a.final_norm, "the norm before the head"));
     w.add(kept_until("token ids, labels, rotary tables", "global", "b·s·16 + 2·rows·head_dim", a.inputs,
                 "int64 ids and labels; cos/sin per row (or once: profile model.rotary_table_once)"));
+    w.add(saved("fp32 head's 16-bit copy", "global", "v·h", a.head_cast,
+                "the fp32 head (QLoRA preparation) is cast for each call under autocast and its matmul keeps the copy for "
+                "the hidden states' gradient until the head's backward",
+                {"qlora"}, 0));
     if (a.keeps_quant_inputs && c.fw.quantizes_head)
         w.add(kept_until("4-bit head's input", "global", "b·s·h", a.bs * a.h * a.e, "the quantized head keeps its input", {"qlora"}));
     if (forward_attention) {

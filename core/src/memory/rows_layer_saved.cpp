@@ -22,6 +22,19 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
     a.b = trains ? setup.micro_batch : setup.serve_batch;
     a.s = setup.seq_len;
     a.h = arch.hidden;
+    // QLoRA prepared by PEFT (profile qlora.upcast_non_quantized) under 16-bit autocast: the embedding
+    // is fp32 (peft utils/other.py prepare_model_for_kbit_training, v0.13.2 lines 127-132), so the
+    // residual stream is; each norm multiplies by its fp32 weight, and bitsandbytes' Linear4bit.forward
+    // returns its input's dtype (nn/modules.py @0.45.0: matmul_4bit(x.to(compute_dtype), ...).to(inp_dtype)),
+    // so the projections' outputs and the MLP's pointwise tensors are fp32 too; attention (SDPA / flash
+    // under autocast) and the adapters' inputs are cast to 16 bits. The fp32 head under autocast is cast
+    // per call, not cached (a frozen leaf), and its matmul saves that 16-bit copy for the input's
+    // gradient. Measured on the CPU (transformers 5.25, torch 2.15; bench/published/measure_hf_qlora_terms.py):
+    // one layer saves 3·b·s·i·2 B more (gate, up, act(gate) in fp32), the checkpointed inputs are fp32,
+    // and the head saves a 16-bit copy of its weight.
+    const bool autocast = setup.precision == Precision::Bf16Mixed || setup.precision == Precision::Fp16Mixed;
+    a.fp32_stream = trains && c.upcast_plain && autocast && a.e < 4;
+    a.stream_e = a.fp32_stream ? 4 : a.e;
     a.L = arch.layers;
     a.V = arch.vocab;
     a.qd = arch.q_dim();
@@ -129,6 +142,9 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
     a.gated = arch.mlp == MlpKind::Gated;
     a.gated_tensors = a.recompute_pointwise || a.kernel_swiglu ? 2 : a.kernel_gated_act ? 3 : 4;
     a.mlp_saved = (a.gated ? a.gated_tensors : 2) * a.bs * a.inner * a.e + (arch.is_moe() ? a.bs * arch.experts * 4 : 0);
+    // In an fp32 stream the reference MLP's pointwise tensors are fp32 (the gate, up and activation;
+    // a plain MLP's first projection); the down projection's input is kept as its adapter's 16-bit cast.
+    if (a.fp32_stream && a.gated_tensors == 4) a.mlp_saved += (a.gated ? 3 : 1) * a.bs * a.inner * (4 - a.e);
     // LoRA keeps each adapted linear's r-wide intermediate (and, with dropout, the dropped input
     // and its mask); by role, because backward frees them at different times.
     a.lora_saved = a.lora_mlp = a.lora_down = a.lora_o = 0;
@@ -191,7 +207,7 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
     }
     a.layer_saved =
         2 * a.norm_saved + a.attn_saved + a.mlp_saved + a.lora_saved + a.quant_inputs_saved - a.unkept_inputs;
-    a.layer_input = a.bs * a.h * a.e;
+    a.layer_input = a.bs * a.h * a.stream_e;
     // Without checkpointing, a frozen embedding's output needs no gradient, so the first layer's
     // input norm is outside the graph and keeps only its output (for the adapters after it).
     a.first_norm_outside = !a.ckpt && setup.method != Method::Full && !setup.train_embeddings;
@@ -219,7 +235,7 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // A framework that builds cos/sin from position ids of one row (HF: position_ids =
     // cache_position.unsqueeze(0) when none are passed) keeps one s·head_dim table for the batch.
     a.rotary_rows = fw.traits.model.rotary_table_once ? a.s : a.bs;
-    a.inputs = a.bs * 16 + (arch.learned_positions ? 0 : 2 * a.rotary_rows * arch.head_dim * a.e);
+    a.inputs = a.bs * 16 + (arch.learned_positions ? 0 : 2 * a.rotary_rows * arch.head_dim * a.stream_e);
     // Autograd keeps the final norm's output only for a head that trains (F.linear saves its input for
     // the weight's gradient); a frozen head (LoRA, QLoRA) needs no copy of it. Fused norm kernels and
     // compiled graphs keep what their own profiles say.
@@ -227,6 +243,7 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     a.fused_logprob_head =
         setup.objective.kind != Objective::Sft && fw.traits.objective.fused_logprob_head;
     a.head_frozen = setup.method != Method::Full && !setup.train_embeddings && !a.fused_logprob_head;
+    a.head_cast = a.fp32_stream && !a.fused_logprob_head && !fw.quantizes_head ? a.V * a.h * a.e : 0;
     a.final_norm = a.norm_saved - (a.head_frozen && !a.kernel_norm && !a.recompute_pointwise ? a.norm_out : 0);
     a.outside_layers = a.final_norm + a.inputs + (a.keeps_quant_inputs && fw.quantizes_head ? a.bs * a.h * a.e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as
@@ -238,8 +255,8 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // the MLP's backward holds the gradients of its inner activations (one fewer for a plain
     // MLP; a quantized down projection is dequantized beside the first of them), the adapted
     // down projection's r-wide input already freed.
-    a.G = a.bs * a.h * a.e;   // gradient of a layer's output, and of the final hidden state
-    a.inner_grad = a.bs * a.inner * a.e;
+    a.G = a.bs * a.h * a.stream_e;   // gradient of a layer's output, and of the final hidden state
+    a.inner_grad = a.bs * a.inner * a.stream_e;
     // (torchao dequantizes in unfused ops that hold 14 B per weight at once: quantization.dequantize_bytes_per_weight.)
     const bool unfused_dequant = fw.quant_dequantize_bytes > 0 && !fw.traits.compile.enabled;
     a.dequant_down =

@@ -98,6 +98,31 @@ void moment(RowWriter& w, const std::string& phase, std::int64_t grads, std::int
     w.moment(phase, Component::LogitsLoss, logits, "logits and loss buffers", "the loss's logits (loss_memory.cpp)");
 }
 
+// The loss's tensors, one row each: a kept one from the end of forward through the loss's backward,
+// the others in the one moment that allocates them. The last layer's attention in forward
+// (forward_attention, after forward_end in the phase order) comes before the loss: what is kept
+// is taken back there.
+void write_loss_rows(const PhaseInputs& in, bool forward_attention, RowWriter& w) {
+    std::int64_t kept = 0;
+    auto loss_row = [&](const LossTensor& t, std::int64_t bytes, const std::string& created, const std::string& freed) {
+        TensorRow r = row(t.name, Component::LogitsLoss, "global", "", 0, 0, "the loss's own tensor (loss_memory.cpp)");
+        r.bytes = bytes;
+        r.created = created;
+        r.freed = freed;
+        w.add(std::move(r));
+    };
+    for (const auto& t : in.loss_tensors) {
+        if (t.kept) {
+            loss_row(t, t.forward, "forward_end", "loss_backward");
+            kept += t.forward;
+            continue;
+        }
+        loss_row(t, t.forward, "forward_end", "forward_end");
+        loss_row(t, t.backward, "loss_backward", "loss_backward");
+    }
+    if (forward_attention) loss_row({"the loss's kept tensors, not made yet"}, -kept, "forward_attention", "forward_attention");
+}
+
 }  // namespace
 
 void write_training_phases(const PhaseInputs& in, RowWriter& w) {
@@ -124,9 +149,10 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // The saved activations are rows by kind (write_saved_rows), alive from the end of forward to
     // the last backward moment; each backward moment adds its own row (write_backward_row). Here
     // only what a sharded model gathers.
-    moment(w, "forward_end", held_grads, 0, gathered, in.logits_forward);
+    moment(w, "forward_end", held_grads, 0, gathered);
     if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
-    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, in.logits_backward, paged_in_bwd);
+    moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
+    write_loss_rows(in, m.forward_attention > 0, w);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
         moment(w, phase, grads, step, gathered, 0, step > 0 ? paged_in_bwd : 0);
