@@ -41,6 +41,9 @@ struct MachineProfile {
     // cards reach 80-87 % of their datasheet peak, GeForce cards about all of it (their clocks
     // boost past the datasheet's); the speed model counts matmuls against this when known.
     double tflops_matmul_measured = 0;
+    // Dense int8 tensor-core TOPS (int32 accumulate) from the datasheet, 0 = not listed: llama.cpp's
+    // quantized prompt kernels (MMQ) multiply int8 codes at this rate (speed_model.cpp).
+    double tops_int8 = 0;
     bool bf16 = true;
     double power_w = 0;
     std::optional<double> price_per_hour;  // USD, rental, where known
