@@ -76,9 +76,9 @@ SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
             // (tflops_matmul_measured), not of the datasheet peak.
             s.matmul_efficiency = 0.95;
             s.rows_half = 304;
-            s.width_half = 228;
+            s.width_half = 209;
             s.attention_efficiency = 0.45;
-            s.bandwidth_efficiency = 0.66;
+            s.bandwidth_efficiency = 0.72;
             s.launch_s = 1.7e-6;
             s.eager_op_s = 24e-6;
             s.source = "bench_throughput fit (gpu: training, prefill and decode cases)";
@@ -167,7 +167,8 @@ StepTime training_step(const Architecture& arch, const TrainingSetup& setup, con
     const double attention_backward = setup.attention == Attention::Eager ? 2.0 : 2.5;
     t.attention_flops = 2.0 * double(arch.layers) * s * double(arch.q_dim()) * T * (fwd_passes + attention_backward);
     t.attention_s = t.attention_flops /
-                    (t.peak_tflops * 1e12 * std::max(1e-6, t.efficiency * k.attention_efficiency));
+                    (t.peak_tflops * 1e12 *
+                     std::max(1e-6, t.efficiency * k.attention_efficiency * m.flash_attention_relative));
     if (setup.attention == Attention::Eager) {
         // Materialised scores: written 16-bit, softmax in fp32 and back, read by PV; the
         // backward reads and writes them twice over (about 24 B per score in all).
@@ -280,7 +281,7 @@ SpeedFactors serve_factors(const MachineProfile& m, const FrameworkProfile& f, S
     const bool gpu = m.kind == MachineKind::Gpu, apple = m.kind == MachineKind::Unified;
     if (gpu && engine == ServeEngine::MlcLlm) s.bandwidth_efficiency = 0.85, s.launch_s = 9.0e-6;
     if (gpu && engine == ServeEngine::Exllama) s.bandwidth_efficiency = 0.95, s.launch_s = 40e-6;
-    if (gpu && engine == ServeEngine::LlamaCpp) s.bandwidth_efficiency = 0.605, s.launch_s = 0.1e-6;
+    if (gpu && engine == ServeEngine::LlamaCpp) s.bandwidth_efficiency = 0.605, s.launch_s = 1.3e-6;
     if (apple && engine == ServeEngine::Mlx) s.bandwidth_efficiency = 0.85, s.launch_s = 18e-6;
     if (apple && engine == ServeEngine::LlamaCpp) s.bandwidth_efficiency = 0.825, s.launch_s = 36e-6;
     // llama.cpp's quantized prompt products on an NVIDIA GPU with int8 tensor cores (Turing and
