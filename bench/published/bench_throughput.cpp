@@ -4,7 +4,9 @@
 //
 //   bench_throughput [--cases throughput.json] [--out bench/results/throughput.md]
 //
-// Held back: every third case in file order (index % 3 == 1); the fit never sees them.
+// Held back: every third case in file order (index % 3 == 1); the fit never sees them. Serving
+// cases run in the engine their "framework" names (serve_engine): an engine's decode bandwidth
+// share, launch cost and MMQ efficiency are fitted to that engine's fitting cases only.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -256,7 +258,8 @@ int main(int argc, char** argv) {
         md << "# Throughput: the speed model against measured tokens/s\n\n"
            << "Written by `build/bin/bench_throughput` (bench/published/bench_throughput.cpp) from "
               "bench/published/throughput.json. Every third case (file order, index % 3 == 1) is held back; the "
-              "factors per device class are fitted to the others by coordinate descent on Σ|log(predicted/measured)|. "
+              "factors per device class (and per serving engine: decode bandwidth share, launch cost, llama.cpp's MMQ "
+              "efficiency) are fitted to the others by coordinate descent on Σ|log(predicted/measured)|. "
               "Error = predicted / measured − 1.\n\n";
         std::snprintf(buf, sizeof buf,
                       "- Bundled factors (core/src/speed_model.cpp): held back %zu cases: median |error| %.1f %%, worst "

@@ -71,9 +71,11 @@ SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
         case MachineKind::Gpu:
             // CUDA GPUs: matmul rate, shape fill and attention fitted to the training cases (llm-foundry
             // MPT pretraining on A100 40/80 GB and H100, nanoGPT on the RTX 4090 and A100, MLX's CUDA
-            // LoRA on an A100); bandwidth, launch and eager-op costs to decode on the RTX 4090, 3090 Ti,
-            // 3080, L4 and A100. The matmul efficiency is a fraction of the measured matmul rate
-            // (tflops_matmul_measured), not of the datasheet peak.
+            // LoRA on an A100) and llama.cpp's prompt cases (the rows at half: its 512-row batches);
+            // bandwidth and eager-op costs to the training steps' memory-bound parts and to decoding
+            // in eager PyTorch (L4, A100); the serving engines' decode has its own (serve_factors).
+            // The matmul efficiency is a fraction of the measured matmul rate (tflops_matmul_measured),
+            // not of the datasheet peak.
             s.matmul_efficiency = 0.95;
             s.rows_half = 304;
             s.width_half = 209;

@@ -93,7 +93,7 @@ ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, c
 
 // The spread of measured/predicted time on the held-back cases of bench_throughput: a predicted
 // duration t is likely kTimeLow·t – kTimeHigh·t. The bench prints the held-back 10th–90th
-// percentile (0.53–1.25 with the 46 cases of bench/results/throughput.md); these keep the
+// percentile (0.73–1.06 with the 49 cases of bench/results/throughput.md); these keep the
 // wider range fitted to the first 26 cases, which contains it.
 inline constexpr double kTimeLow = 0.45;
 inline constexpr double kTimeHigh = 1.35;
