@@ -4,7 +4,9 @@
 //
 //   bench_throughput [--cases throughput.json] [--out bench/results/throughput.md]
 //
-// Held back: every third case in file order (index % 3 == 1); the fit never sees them.
+// Held back: every third case in file order (index % 3 == 1); the fit never sees them. Serving
+// cases run in the engine their "framework" names (serve_engine): an engine's decode bandwidth
+// share, launch cost and MMQ efficiency are fitted to that engine's fitting cases only.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -38,16 +40,44 @@ struct Case {
     double measured = 0;
     bool held_back = false;
     bool eager_generate = false;   // decoded op by op in eager PyTorch (transformers' generate)
+    ServeEngine engine = ServeEngine::Generic;   // serving cases: the engine named in "framework"
 };
 
 const char* kind_name(MachineKind k) {
     return k == MachineKind::Gpu ? "gpu" : k == MachineKind::Unified ? "unified" : "cpu";
 }
 
-using Factors = std::map<MachineKind, SpeedFactors>;
+// Factors per device class (engine Generic) and per (class, serving engine): an engine's entry
+// carries only its own decode bandwidth share, launch cost and MMQ efficiency (kEngineKnobs);
+// everything else comes from its class.
+using Group = std::pair<MachineKind, ServeEngine>;
+using Factors = std::map<Group, SpeedFactors>;
+
+const char* engine_name(ServeEngine e) {
+    switch (e) {
+        case ServeEngine::LlamaCpp: return "llama.cpp";
+        case ServeEngine::Mlx: return "mlx";
+        case ServeEngine::MlcLlm: return "mlc-llm";
+        case ServeEngine::Exllama: return "exllama";
+        case ServeEngine::Generic: break;
+    }
+    return "";
+}
+
+SpeedFactors group_factors(const Factors& factors, MachineKind kind, ServeEngine engine) {
+    SpeedFactors k = factors.at({kind, ServeEngine::Generic});
+    if (engine != ServeEngine::Generic) {
+        const SpeedFactors& e = factors.at({kind, engine});
+        k.bandwidth_efficiency = e.bandwidth_efficiency;
+        k.launch_s = e.launch_s;
+        k.mmq_efficiency = e.mmq_efficiency;
+        k.engine = engine;
+    }
+    return k;
+}
 
 double predict(const Case& c, const Factors& factors) {
-    SpeedFactors k = factors.at(c.machine.kind);
+    SpeedFactors k = group_factors(factors, c.machine.kind, c.engine);
     const SpeedFactors own = speed_factors(c.machine, c.framework);
     k.elementwise_scale = own.elementwise_scale;
     k.framework_speedup = own.framework_speedup;
@@ -73,6 +103,9 @@ Factors fit(const std::vector<Case>& cases, Factors f) {
         double SpeedFactors::*field;
         double lo, hi;
     };
+    const std::vector<Knob> engine_knobs = {{&SpeedFactors::bandwidth_efficiency, 0.1, 0.95},
+                                            {&SpeedFactors::launch_s, 1e-7, 2e-4},
+                                            {&SpeedFactors::mmq_efficiency, 0.02, 0.95}};
     const std::vector<Knob> knobs = {{&SpeedFactors::matmul_efficiency, 0.05, 0.95},
                                      {&SpeedFactors::bandwidth_efficiency, 0.1, 0.95},
                                      {&SpeedFactors::rows_half, 1, 4096},
@@ -81,8 +114,8 @@ Factors fit(const std::vector<Case>& cases, Factors f) {
                                      {&SpeedFactors::launch_s, 1e-7, 2e-4},
                                      {&SpeedFactors::eager_op_s, 1e-6, 2e-4}};
     for (int sweep = 0; sweep < 6; ++sweep)
-        for (auto& [kind, k] : f)
-            for (const auto& knob : knobs) {
+        for (auto& [group, k] : f)
+            for (const auto& knob : group.second == ServeEngine::Generic ? knobs : engine_knobs) {
                 double best = k.*knob.field, best_loss = loss(cases, f);
                 for (double step = 0.5; step <= 2.0001; step *= 1.0905) {
                     const double keep = k.*knob.field;
@@ -129,10 +162,19 @@ const char* const kFactorsHeader =
 std::string factors_text(const Factors& f) {
     std::ostringstream o;
     char buf[200];
-    for (const auto& [kind, k] : f) {
-        std::snprintf(buf, sizeof buf, "| %s | %.3f | %.0f | %.0f | %.3f | %.3f | %.2g | %.2g |\n", kind_name(kind),
-                      k.matmul_efficiency, k.rows_half, k.width_half, k.attention_efficiency, k.bandwidth_efficiency,
-                      k.launch_s, k.eager_op_s);
+    for (const auto& [group, k] : f) {
+        if (group.second != ServeEngine::Generic) continue;
+        std::snprintf(buf, sizeof buf, "| %s | %.3f | %.0f | %.0f | %.3f | %.3f | %.2g | %.2g |\n",
+                      kind_name(group.first), k.matmul_efficiency, k.rows_half, k.width_half, k.attention_efficiency,
+                      k.bandwidth_efficiency, k.launch_s, k.eager_op_s);
+        o << buf;
+    }
+    o << "\n| class | engine | decode bandwidth efficiency | launch s per kernel | MMQ efficiency (of int8 peak) |\n"
+         "|---|---|---|---|---|\n";
+    for (const auto& [group, k] : f) {
+        if (group.second == ServeEngine::Generic) continue;
+        std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %.2g | %.3f |\n", kind_name(group.first),
+                      engine_name(group.second), k.bandwidth_efficiency, k.launch_s, k.mmq_efficiency);
         o << buf;
     }
     return o.str();
@@ -167,6 +209,7 @@ std::vector<Case> load_cases(const json& doc, const ProfileLibrary& lib) {
         for (const auto& f : lib.frameworks()) known = known || f.id == fid;
         c.eager_generate = j.value("eager_generate", false);
         c.framework = known ? lib.framework(fid) : lib.framework(ProfileLibrary::default_framework_id(c.machine.kind));
+        c.engine = c.kind == "train" ? ServeEngine::Generic : serve_engine(fid);
         c.held_back = out.size() % 3 == 1;
         out.push_back(std::move(c));
     }
@@ -193,12 +236,18 @@ int main(int argc, char** argv) {
         if (!in) throw InputError("cannot read " + cases_path);
         const std::vector<Case> cases = load_cases(json::parse(in), lib);
         Factors bundled;
-        for (const auto& c : cases) bundled.emplace(c.machine.kind, speed_factors(c.machine, c.framework));
-        for (auto& [kind, k] : bundled) k.elementwise_scale = 1.0;
+        for (const auto& c : cases) {
+            bundled.emplace(Group{c.machine.kind, ServeEngine::Generic}, speed_factors(c.machine, c.framework));
+            if (c.engine != ServeEngine::Generic)
+                bundled.emplace(Group{c.machine.kind, c.engine}, serve_factors(c.machine, c.framework, c.engine));
+        }
+        for (auto& [group, k] : bundled) k.elementwise_scale = 1.0;
         if (!explain.empty()) {
             for (const auto& c : cases)
                 if (c.id == explain && c.kind == "train")
-                    std::cout << training_step(c.arch, c.setup, c.machine, c.framework, bundled.at(c.machine.kind)).explain();
+                    std::cout << training_step(c.arch, c.setup, c.machine, c.framework,
+                                               group_factors(bundled, c.machine.kind, ServeEngine::Generic))
+                                     .explain();
             return 0;
         }
         const Factors fitted = fit(cases, bundled);
@@ -209,7 +258,8 @@ int main(int argc, char** argv) {
         md << "# Throughput: the speed model against measured tokens/s\n\n"
            << "Written by `build/bin/bench_throughput` (bench/published/bench_throughput.cpp) from "
               "bench/published/throughput.json. Every third case (file order, index % 3 == 1) is held back; the "
-              "factors per device class are fitted to the others by coordinate descent on Σ|log(predicted/measured)|. "
+              "factors per device class (and per serving engine: decode bandwidth share, launch cost, llama.cpp's MMQ "
+              "efficiency) are fitted to the others by coordinate descent on Σ|log(predicted/measured)|. "
               "Error = predicted / measured − 1.\n\n";
         std::snprintf(buf, sizeof buf,
                       "- Bundled factors (core/src/speed_model.cpp): held back %zu cases: median |error| %.1f %%, worst "

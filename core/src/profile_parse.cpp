@@ -130,6 +130,12 @@ MachineProfile parse_machine_profile(const json& j, const std::string& file) {
     m.tflops_matmul_measured = f.num("tflops_matmul_measured", 0.0);
     if (m.tflops_matmul_measured < 0 || !std::isfinite(m.tflops_matmul_measured))
         throw ProfileError(file, "tflops_matmul_measured", "must be finite and not negative");
+    m.tops_int8 = f.num("tops_int8", 0.0);
+    if (m.tops_int8 < 0 || !std::isfinite(m.tops_int8))
+        throw ProfileError(file, "tops_int8", "must be finite and not negative");
+    m.flash_attention_relative = f.num("flash_attention_relative", 1.0);
+    if (!(m.flash_attention_relative > 0) || m.flash_attention_relative > 1.5 || !std::isfinite(m.flash_attention_relative))
+        throw ProfileError(file, "flash_attention_relative", "must be in (0, 1.5]");
     m.bf16 = f.boolean("bf16", m.tflops_bf16 > 0);
     m.power_w = f.num("power_w", 0.0);
     if (j.contains("price_per_hour") && !j["price_per_hour"].is_null())
@@ -159,6 +165,8 @@ json machine_profile_to_json(const MachineProfile& m) {
               {"default_framework", m.default_framework},
               {"sources", m.sources}};
     if (m.tflops_matmul_measured > 0) j["tflops_matmul_measured"] = m.tflops_matmul_measured;
+    if (m.tops_int8 > 0) j["tops_int8"] = m.tops_int8;
+    if (m.flash_attention_relative != 1.0) j["flash_attention_relative"] = m.flash_attention_relative;
     if (m.user_defined) j["user_defined"] = true;
     return j;
 }

@@ -71,14 +71,16 @@ SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
         case MachineKind::Gpu:
             // CUDA GPUs: matmul rate, shape fill and attention fitted to the training cases (llm-foundry
             // MPT pretraining on A100 40/80 GB and H100, nanoGPT on the RTX 4090 and A100, MLX's CUDA
-            // LoRA on an A100); bandwidth, launch and eager-op costs to decode on the RTX 4090, 3090 Ti,
-            // 3080, L4 and A100. The matmul efficiency is a fraction of the measured matmul rate
-            // (tflops_matmul_measured), not of the datasheet peak.
+            // LoRA on an A100) and llama.cpp's prompt cases (the rows at half: its 512-row batches);
+            // bandwidth and eager-op costs to the training steps' memory-bound parts and to decoding
+            // in eager PyTorch (L4, A100); the serving engines' decode has its own (serve_factors).
+            // The matmul efficiency is a fraction of the measured matmul rate (tflops_matmul_measured),
+            // not of the datasheet peak.
             s.matmul_efficiency = 0.95;
-            s.rows_half = 362;
-            s.width_half = 228;
+            s.rows_half = 304;
+            s.width_half = 209;
             s.attention_efficiency = 0.45;
-            s.bandwidth_efficiency = 0.66;
+            s.bandwidth_efficiency = 0.72;
             s.launch_s = 1.7e-6;
             s.eager_op_s = 24e-6;
             s.source = "bench_throughput fit (gpu: training, prefill and decode cases)";
@@ -167,7 +169,8 @@ StepTime training_step(const Architecture& arch, const TrainingSetup& setup, con
     const double attention_backward = setup.attention == Attention::Eager ? 2.0 : 2.5;
     t.attention_flops = 2.0 * double(arch.layers) * s * double(arch.q_dim()) * T * (fwd_passes + attention_backward);
     t.attention_s = t.attention_flops /
-                    (t.peak_tflops * 1e12 * std::max(1e-6, t.efficiency * k.attention_efficiency));
+                    (t.peak_tflops * 1e12 *
+                     std::max(1e-6, t.efficiency * k.attention_efficiency * m.flash_attention_relative));
     if (setup.attention == Attention::Eager) {
         // Materialised scores: written 16-bit, softmax in fp32 and back, read by PV; the
         // backward reads and writes them twice over (about 24 B per score in all).
@@ -257,6 +260,43 @@ std::string StepTime::explain() const {
     return o.str();
 }
 
+ServeEngine serve_engine(const std::string& id) {
+    if (id == "llama.cpp") return ServeEngine::LlamaCpp;
+    if (id == "mlx-lm" || id == "mlx") return ServeEngine::Mlx;
+    if (id == "mlc-llm") return ServeEngine::MlcLlm;
+    if (id == "exllama") return ServeEngine::Exllama;
+    return ServeEngine::Generic;
+}
+
+SpeedFactors serve_factors(const MachineProfile& m, const FrameworkProfile& f, ServeEngine engine) {
+    SpeedFactors s = speed_factors(m, f);
+    s.engine = engine;
+    // Each engine's decode kernels stream the weights at their own share of the bandwidth and
+    // cost their own dispatch per layer and token: fitted by bench_throughput to the engine's
+    // fitting (not held-back) decode cases in throughput.json; the rest keep the class's values.
+    //   MLC (2023, TVM-compiled q4f16_1 GEMV): RTX 4090 7B, RTX 3090 Ti 7B and 13B.
+    //   Exllama v1 (GPTQ 4-bit): RTX 4090 13B, RTX 3090 Ti 7B (two cases: the 3090 Ti runs its
+    //   dequantizing kernel well below the bandwidth, which one share per engine cannot follow).
+    //   llama.cpp CUDA (MMVQ): RTX 4090 Q6_K, RTX 3080 Q4_K_M.
+    //   MLX (quantized qmv / bf16 gemv): M2 Ultra 70B bf16, M3 Ultra 8B 4-bit.
+    //   llama.cpp Metal: M1 Ultra TinyLlama Q4_K_M (the class's values are that case's fit).
+    const bool gpu = m.kind == MachineKind::Gpu, apple = m.kind == MachineKind::Unified;
+    if (gpu && engine == ServeEngine::MlcLlm) s.bandwidth_efficiency = 0.85, s.launch_s = 9.0e-6;
+    if (gpu && engine == ServeEngine::Exllama) s.bandwidth_efficiency = 0.95, s.launch_s = 40e-6;
+    if (gpu && engine == ServeEngine::LlamaCpp) s.bandwidth_efficiency = 0.605, s.launch_s = 1.3e-6;
+    if (apple && engine == ServeEngine::Mlx) s.bandwidth_efficiency = 0.85, s.launch_s = 18e-6;
+    if (apple && engine == ServeEngine::LlamaCpp) s.bandwidth_efficiency = 0.825, s.launch_s = 36e-6;
+    // llama.cpp's quantized prompt products on an NVIDIA GPU with int8 tensor cores (Turing and
+    // later) always take the MMQ kernels (ggml/src/ggml-cuda/mmq.cu, ggml_cuda_should_use_mmq:
+    // "if (turing_mma_available(cc)) return true;", llama.cpp commit 027ef87; int8 mma since PR
+    // #7676 / #7860, June 2024): the activations are quantized to q8_1 and multiplied with the
+    // weights' int8 codes on the int8 tensor cores, the block scales applied after. The kernels
+    // reach a fraction of the dense int8 rate nobody publishes: fitted to the fitting cases of
+    // llama.cpp prompt processing on CUDA (RTX 3090 Q6_K, PR #7860; RTX 2080 Ti Q4_K_M).
+    s.mmq_efficiency = 0.30;
+    return s;
+}
+
 ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, const MachineProfile& m,
                          const SpeedFactors& k, double weight_bits) {
     ServeSpeed out;
@@ -289,11 +329,19 @@ ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, c
                                                                        k.matmul_efficiency);
     const double step = std::max((out.weight_bytes + out.kv_bytes_per_step) / bw, decode_compute) + launches;
     out.decode_tokens_per_s = b / step;
-    // Prefill: the whole prompt at once, compute-bound; causal attention over the prompt.
+    // Prefill: the whole prompt, compute-bound; causal attention over the prompt. llama.cpp cuts
+    // it into physical batches of n_ubatch = 512 tokens (common/common.h, "physical batch size
+    // for prompt processing"; llama-bench's default too): its GEMMs have at most 512 rows.
     const double T = b * ctx;
-    const double flops = 2.0 * T * (sh.linear + sh.head) + 2.0 * double(arch.layers) * ctx * double(arch.q_dim()) * T;
-    const double eff = k.matmul_efficiency * fill(T, k.rows_half) * fill(double(arch.hidden), k.width_half);
-    const double prefill = std::max(flops / (peak_tflops(m, setup.precision) * 1e12 * eff), out.weight_bytes / bw) + launches;
+    const double rows = k.engine == ServeEngine::LlamaCpp ? std::min(T, 512.0) : T;
+    const double linear_flops = 2.0 * T * (sh.linear + sh.head);
+    const double attention_flops = 2.0 * double(arch.layers) * ctx * double(arch.q_dim()) * T;
+    const double fills = fill(rows, k.rows_half) * fill(double(arch.hidden), k.width_half);
+    const double fp16_rate = peak_tflops(m, setup.precision) * 1e12 * k.matmul_efficiency * fills;
+    double compute = (linear_flops + attention_flops) / fp16_rate;
+    if (k.engine == ServeEngine::LlamaCpp && m.kind == MachineKind::Gpu && quantized && m.tops_int8 > 0)
+        compute = linear_flops / (m.tops_int8 * 1e12 * k.mmq_efficiency * fills) + attention_flops / fp16_rate;
+    const double prefill = std::max(compute, out.weight_bytes / bw) + launches;
     out.prefill_tokens_per_s = T / prefill;
     return out;
 }

@@ -114,12 +114,14 @@ SpeedEstimate estimate_speed(const Architecture& arch, const TrainingSetup& setu
     char buf[256];
     if (!setup.trains()) {
         // Serving: generated tokens per second over all sequences (decode reads every weight
-        // and the KV cache once per step: bandwidth-bound).
-        const ServeSpeed serve = serving_speed(arch, setup, m, factors);
+        // and the KV cache once per step: bandwidth-bound), in the framework's own serving engine
+        // where it is one (MLX on a Mac: serve_factors), else at the machine class's factors.
+        const SpeedFactors serve_k = serve_factors(m, f, serve_engine(f.id));
+        const ServeSpeed serve = serving_speed(arch, setup, m, serve_k);
         s.tokens_per_s = serve.decode_tokens_per_s;
         s.prefill_tokens_per_s = serve.prefill_tokens_per_s;
         std::snprintf(buf, sizeof buf, "decode: (%.3g B weights + %.3g B KV cache) per step / %.0f GB/s × %.2f",
-                      serve.weight_bytes, serve.kv_bytes_per_step, m.bandwidth_gb_s, factors.bandwidth_efficiency);
+                      serve.weight_bytes, serve.kv_bytes_per_step, m.bandwidth_gb_s, serve_k.bandwidth_efficiency);
         s.formula = buf;
         return s;
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "test_support.hpp"
+#include "wingspan/errors.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/speed_model.hpp"
 #include "wingspan/verdict.hpp"
@@ -202,6 +203,101 @@ private slots:
         QCOMPARE(likely_span(1800), std::string(expected));
         QCOMPARE(likely_range(INFINITY), std::string("—"));
         QVERIFY(kTimeLow < 1.0 && kTimeHigh > 1.0);
+    }
+
+    // llama.cpp's quantized prompt products on a CUDA GPU with int8 tensor cores run in its MMQ
+    // kernels at mmq_efficiency × the datasheet's dense int8 rate, in physical batches of 512
+    // tokens; attention stays on the 16-bit path. Other engines, unquantized weights and GPUs
+    // without an int8 figure keep the 16-bit GEMM rate.
+    void llamaCppPromptsRunOnTheInt8TensorCores() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.1-8b").arch;
+        const MachineProfile& m = lib.machine("rtx-3080");
+        QCOMPARE(m.tops_int8, 238.0);
+        QVERIFY(m.sources.count("tops_int8"));
+        const FrameworkProfile& f = lib.framework_for(m);
+        TrainingSetup s;
+        s.method = Method::Serve;
+        s.precision = Precision::Fp16Mixed;
+        s.seq_len = 512;
+        const SpeedFactors k = serve_factors(m, f, ServeEngine::LlamaCpp);
+        QCOMPARE(int(k.engine), int(ServeEngine::LlamaCpp));
+        const double bits = 4.9;
+        const ServeSpeed v = serving_speed(a, s, m, k, bits);
+        // By hand: linear maps + head (8,030,261,248 − the 128,256 × 4,096 input embedding) at
+        // 2 FLOPs per weight and token; causal attention 2 × 32 layers × 512 × 4,096 per token.
+        const double weights = 8030261248.0 - 128256.0 * 4096.0;
+        const double fills = 512.0 / (512.0 + k.rows_half) * 4096.0 / (4096.0 + k.width_half);
+        const double linear_s = 2.0 * 512 * weights / (238e12 * k.mmq_efficiency * fills);
+        const double attention_s = 2.0 * 32 * 512 * 4096.0 * 512 / (59.5e12 * 0.80 * k.matmul_efficiency * fills);
+        const double expected = 512.0 / (linear_s + attention_s + 4.0 * 32 * k.launch_s);
+        QVERIFY2(std::fabs(v.prefill_tokens_per_s / expected - 1) < 1e-6, qPrintable(QString::number(v.prefill_tokens_per_s)));
+        // The 16-bit path (a generic engine) is slower here: 0.8 × 59.5 TFLOPS × efficiency
+        // against 238 TOPS × the MMQ share.
+        const ServeSpeed generic = serving_speed(a, s, m, serve_factors(m, f, ServeEngine::Generic), bits);
+        QVERIFY(generic.prefill_tokens_per_s < v.prefill_tokens_per_s);
+        MachineProfile no_int8 = m;
+        no_int8.tops_int8 = 0;
+        QVERIFY(serving_speed(a, s, no_int8, k, bits).prefill_tokens_per_s < v.prefill_tokens_per_s);
+        // A 4,096-token prompt still multiplies in 512-row batches: the GEMM fill stays that of 512
+        // rows, so tokens/s only falls by the longer attention.
+        s.seq_len = 4096;
+        const ServeSpeed longer = serving_speed(a, s, m, k, bits);
+        QVERIFY(longer.prefill_tokens_per_s < v.prefill_tokens_per_s);
+        QVERIFY(longer.prefill_tokens_per_s > 0.5 * v.prefill_tokens_per_s);
+    }
+
+    // Serving engines decode at their own bandwidth share and dispatch cost (fitted per engine by
+    // bench_throughput); a framework id names the engine; a generic engine keeps the class's.
+    void servingEnginesCarryTheirOwnDecodeFactors() {
+        QCOMPARE(int(serve_engine("llama.cpp")), int(ServeEngine::LlamaCpp));
+        QCOMPARE(int(serve_engine("mlx-lm")), int(ServeEngine::Mlx));
+        QCOMPARE(int(serve_engine("mlc-llm")), int(ServeEngine::MlcLlm));
+        QCOMPARE(int(serve_engine("exllama")), int(ServeEngine::Exllama));
+        QCOMPARE(int(serve_engine("hf-transformers")), int(ServeEngine::Generic));
+        const auto& lib = test::library();
+        const MachineProfile& mac = lib.machine("m4-pro-48gb");
+        const FrameworkProfile& f = lib.framework_for(mac);
+        const SpeedFactors cls = speed_factors(mac, f), generic = serve_factors(mac, f, ServeEngine::Generic),
+                           mlx = serve_factors(mac, f, ServeEngine::Mlx);
+        QCOMPARE(generic.bandwidth_efficiency, cls.bandwidth_efficiency);
+        QCOMPARE(generic.launch_s, cls.launch_s);
+        QVERIFY(mlx.launch_s < cls.launch_s);   // MLX: 18 µs per kernel against llama.cpp Metal's 36
+        // Qwen3-0.6B at 8.5 bits: MLX's cheaper dispatch decodes faster than the class's.
+        const Architecture q = lib.model("qwen3-0.6b").arch;
+        TrainingSetup s;
+        s.method = Method::Serve;
+        s.seq_len = 128;
+        QVERIFY(serving_speed(q, s, mac, mlx, 8.5).decode_tokens_per_s >
+                serving_speed(q, s, mac, generic, 8.5).decode_tokens_per_s);
+    }
+
+    // FlashAttention-2 reaches a smaller share of Hopper's peak than of an A100's (35 % against
+    // up to 73 %: the FA3 and FA2 papers): the H100's attention runs at 0.48 of the class's share.
+    void flashAttentionRunsBelowItsShareOnHopper() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("llama-3.2-1b").arch;
+        MachineProfile h100 = lib.machine("h100");
+        QCOMPARE(h100.flash_attention_relative, 0.48);
+        QVERIFY(h100.sources.count("flash_attention_relative"));
+        QCOMPARE(lib.machine("a100-80gb").flash_attention_relative, 1.0);
+        const FrameworkProfile& f = lib.framework_for(h100);
+        TrainingSetup s = lora(false);
+        s.attention = Attention::Flash;
+        const StepTime hopper = training_step(a, s, h100, f, speed_factors(h100, f));
+        h100.flash_attention_relative = 1.0;
+        const StepTime as_ampere = training_step(a, s, h100, f, speed_factors(h100, f));
+        QVERIFY(std::fabs(hopper.attention_s / as_ampere.attention_s - 1.0 / 0.48) < 1e-9);
+        QCOMPARE(hopper.matmul_s, as_ampere.matmul_s);
+        // A profile's value outside (0, 1.5] is refused.
+        nlohmann::json j = machine_profile_to_json(lib.machine("h100"));
+        j["flash_attention_relative"] = 0;
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_machine_profile(j, "bad.json"));
+        j["flash_attention_relative"] = 0.48;
+        j["tops_int8"] = -1;
+        QVERIFY_THROWS_EXCEPTION(ProfileError, parse_machine_profile(j, "bad.json"));
+        j["tops_int8"] = 1979;
+        QCOMPARE(parse_machine_profile(j, "ok.json").tops_int8, 1979.0);
     }
 
     void bundledMachinesCarrySourcedSpeedFields() {

@@ -42,6 +42,13 @@ struct MachineProfile {
     // cards reach 80-87 % of their datasheet peak, GeForce cards about all of it (their clocks
     // boost past the datasheet's); the speed model counts matmuls against this when known.
     double tflops_matmul_measured = 0;
+    // Dense int8 tensor-core TOPS (int32 accumulate) from the datasheet, 0 = not listed: llama.cpp's
+    // quantized prompt kernels (MMQ) multiply int8 codes at this rate (speed_model.cpp).
+    double tops_int8 = 0;
+    // FlashAttention-2's share of this chip's peak relative to its share on an A100 (1 = as on the
+    // A100s the attention efficiency is fitted to): FA2 is written for Ampere's mma.sync and
+    // reaches a smaller share of Hopper's peak.
+    double flash_attention_relative = 1.0;
     bool bf16 = true;
     double power_w = 0;
     std::optional<double> price_per_hour;  // USD, rental, where known

@@ -13,6 +13,12 @@
 
 namespace wingspan {
 
+// The serving engine where its kernels change the arithmetic of prefill or decode. Generic: a
+// serving engine the bench has no cases for (vLLM, ...), at the device class's factors.
+enum class ServeEngine { Generic, LlamaCpp, Mlx, MlcLlm, Exllama };
+// "llama.cpp", "mlx-lm" (and MLX-based servers), "mlc-llm", "exllama"; anything else is Generic.
+ServeEngine serve_engine(const std::string& framework_id);
+
 // The factors a device class (and framework) reaches; everything else is counted.
 struct SpeedFactors {
     double matmul_efficiency = 0.5;     // fraction of the matmul rate (measured, else the datasheet's peak) a large GEMM reaches
@@ -28,11 +34,21 @@ struct SpeedFactors {
     // launch a few fused kernels per layer at launch_s.
     bool eager_decode = false;
     double eager_op_s = 40e-6;
+    // The serving engine (serve_factors): its decode kernels reach their own share of the
+    // bandwidth (bandwidth_efficiency) and cost their own per-layer dispatch (launch_s).
+    ServeEngine engine = ServeEngine::Generic;
+    // llama.cpp on a CUDA GPU with int8 tensor cores multiplies quantized weights in its MMQ
+    // kernels at this fraction of the datasheet's dense int8 rate (tops_int8).
+    double mmq_efficiency = 0.2;
     std::string source;                 // where the numbers come from
 };
 
 // The bundled factors for a machine's class (gpu / unified / cpu) and framework.
 SpeedFactors speed_factors(const MachineProfile& machine, const FrameworkProfile& framework);
+
+// The factors one serving engine reaches on a machine: the class's factors (speed_factors) with
+// the engine's own decode bandwidth share and per-layer dispatch where the bench fitted them.
+SpeedFactors serve_factors(const MachineProfile& machine, const FrameworkProfile& framework, ServeEngine engine);
 
 // Seconds of one micro-step (one forward and backward of micro_batch × seq_len tokens; the
 // optimizer step counted once per grad_accum micro-steps).
@@ -77,7 +93,7 @@ ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, c
 
 // The spread of measured/predicted time on the held-back cases of bench_throughput: a predicted
 // duration t is likely kTimeLow·t – kTimeHigh·t. The bench prints the held-back 10th–90th
-// percentile (0.53–1.25 with the 46 cases of bench/results/throughput.md); these keep the
+// percentile (0.73–1.06 with the 49 cases of bench/results/throughput.md); these keep the
 // wider range fitted to the first 26 cases, which contains it.
 inline constexpr double kTimeLow = 0.45;
 inline constexpr double kTimeHigh = 1.35;
