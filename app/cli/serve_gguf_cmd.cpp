@@ -24,36 +24,14 @@ namespace lc = llama_cpp;
 
 const std::set<std::string> kServeFlags = {"--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn"};
 
-struct Args {
-    std::map<std::string, std::string> values;
-    std::vector<std::string> machines;
-    bool json = false;
-};
+using Args = ServeArgs;
 
 Args parse(const std::vector<std::string>& args) {
-    Args a;
-    for (size_t i = 1; i < args.size(); ++i) {
-        std::string k = args[i], v;
-        const auto eq = k.find('=');
-        const bool inline_value = k.rfind("--", 0) == 0 && eq != std::string::npos;
-        if (inline_value) v = k.substr(eq + 1), k = k.substr(0, eq);
-        if (k == "--json") {
-            a.json = true;
-            continue;
-        }
-        if (!inline_value) {
-            if (i + 1 >= args.size()) throw InputError("option " + k + " needs a value");
-            v = args[++i];
-        }
-        if (k == "--machine") a.machines.push_back(v);
-        else a.values[k] = v;
-    }
-    for (const auto& [k, v] : a.values)
-        if (!kServeFlags.count(k) && k != "--model" && k != "--config" && k != "--quant" && k != "--method" && k != "--unit" &&
-            k != "--profiles")
-            throw InputError(k + " does not apply to a llama.cpp serve plan (it takes --gguf or --model/--config with "
-                                 "--quant, and --ctx --kv-type --n-gpu-layers --ubatch --parallel --flash-attn --machine)");
-    return a;
+    std::set<std::string> takes = kServeFlags;
+    takes.insert({"--model", "--config", "--quant", "--method", "--unit", "--profiles"});
+    return parse_serve_args(args, takes,
+                            "a llama.cpp serve plan (it takes --gguf or --model/--config with --quant, and --ctx --kv-type "
+                            "--n-gpu-layers --ubatch --parallel --flash-attn --machine)");
 }
 
 std::int64_t integer(const Args& a, const std::string& k, std::int64_t fallback, std::int64_t min) {
@@ -218,6 +196,29 @@ int run_serve_gguf(const ProfileLibrary& lib, const std::vector<std::string>& ar
     out << "\nMiB = 2^20 bytes. Compute buffer: llama.cpp's worst-case graph at n_ubatch tokens (README, \"Serving "
            "with llama.cpp\", gives its measured error).\n";
     return kExitOk;
+}
+
+ServeArgs parse_serve_args(const std::vector<std::string>& args, const std::set<std::string>& takes,
+                           const std::string& plan_kind) {
+    ServeArgs a;
+    for (size_t i = 1; i < args.size(); ++i) {
+        std::string k = args[i], v;
+        const auto eq = k.find('=');
+        const bool inline_value = k.rfind("--", 0) == 0 && eq != std::string::npos;
+        if (inline_value) v = k.substr(eq + 1), k = k.substr(0, eq);
+        if (k == "--json") {
+            a.json = true;
+            continue;
+        }
+        if (!inline_value) {
+            if (i + 1 >= args.size()) throw InputError("option " + k + " needs a value");
+            v = args[++i];
+        }
+        if (k == "--machine") a.machines.push_back(v);
+        else if (!takes.count(k)) throw InputError(k + " does not apply to " + plan_kind);
+        else a.values[k] = v;
+    }
+    return a;
 }
 
 }  // namespace wingspan::cli

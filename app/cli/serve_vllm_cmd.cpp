@@ -1,4 +1,5 @@
 #include "serve_vllm_cmd.hpp"
+#include "serve_gguf_cmd.hpp"
 
 #include <cstdio>
 #include <map>
@@ -21,34 +22,12 @@ const std::set<std::string> kVllmFlags = {"--framework", "--method", "--model", 
                                           "--max-num-seqs", "--max-num-batched-tokens", "--tensor-parallel", "--kv-type",
                                           "--unit", "--profiles"};
 
-struct Args {
-    std::map<std::string, std::string> values;
-    std::vector<std::string> machines;
-    bool json = false;
-};
+using Args = ServeArgs;
 
 Args parse(const std::vector<std::string>& args) {
-    Args a;
-    for (size_t i = 1; i < args.size(); ++i) {
-        std::string k = args[i], v;
-        const auto eq = k.find('=');
-        const bool inline_value = k.rfind("--", 0) == 0 && eq != std::string::npos;
-        if (inline_value) v = k.substr(eq + 1), k = k.substr(0, eq);
-        if (k == "--json") {
-            a.json = true;
-            continue;
-        }
-        if (!inline_value) {
-            if (i + 1 >= args.size()) throw InputError("option " + k + " needs a value");
-            v = args[++i];
-        }
-        if (k == "--machine") a.machines.push_back(v);
-        else if (!kVllmFlags.count(k))
-            throw InputError(k + " does not apply to a vLLM serve plan (it takes --model/--config, --ctx, "
-                                 "--gpu-memory-utilization, --max-num-seqs, --max-num-batched-tokens, --tensor-parallel, "
-                                 "--kv-type bf16|fp8 and --machine)");
-        else a.values[k] = v;
-    }
+    Args a = parse_serve_args(args, kVllmFlags,
+                              "a vLLM serve plan (it takes --model/--config, --ctx, --gpu-memory-utilization, "
+                              "--max-num-seqs, --max-num-batched-tokens, --tensor-parallel, --kv-type bf16|fp8 and --machine)");
     if (const auto it = a.values.find("--method"); it != a.values.end() && it->second != "serve")
         throw InputError("--framework vllm plans serving: use --method serve");
     return a;
