@@ -4,6 +4,8 @@
 // The same JSON as a run's saved options (RunOptions::from_json: never throws).
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -28,7 +30,13 @@ int main() {
         }
         std::ofstream(file, std::ios::binary | std::ios::trunc) << input;
         const Plan p = read_plan_file(file.string());
-        (void)p.to_json().dump();
+        // What a plan file reads back as, it writes and reads back unchanged: a plan the window
+        // saves reopens as the same plan.
+        const nlohmann::json written = p.to_json();
+        if (Plan::from_json(written).to_json() != written) {
+            std::fprintf(stderr, "a plan did not read back as written: %s\n", written.dump().c_str());
+            std::abort();
+        }
         const Evaluation eval = evaluate_plan(lib, p);
         if (!eval.ok()) return;
         (void)ui::chart_table(ui::machines_chart(eval, ByteUnit::GB)).to_csv();
