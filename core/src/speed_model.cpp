@@ -99,15 +99,18 @@ SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
             break;
         case MachineKind::Cpu:
             // wingspan-train's own kernels (oneDNN sgemm / bf16 gemm): fitted to its measured
-            // steps on this machine (peak: the sgemm rate of a 512×1536×1536 product, measured in
-            // the same sessions). The fit puts no penalty on narrow products (width at half 1): the
-            // tiny built-in model's matrices stay in cache and run faster than that product, which
-            // one efficiency cannot follow (bench/results/throughput-cpu.md).
-            s.matmul_efficiency = 0.46;
+            // steps on this machine with no build beside them (2026-12-05, peak: the sgemm rate of a
+            // 512×1536×1536 product measured in the same rounds; bench/results/throughput-cpu.md).
+            // The fit puts no penalty on narrow products (width at half 1): the tiny built-in
+            // model's matrices stay in cache and run faster than that product, which one
+            // efficiency cannot follow. Element-wise ops run at about a quarter of the memory
+            // bandwidth: eager libtorch makes one pass per op, each through a fresh buffer.
+            s.matmul_efficiency = 0.773;
             s.rows_half = 1;
             s.width_half = 1;
-            s.bandwidth_efficiency = 0.95;
-            s.launch_s = 1e-7;
+            s.attention_efficiency = 0.917;
+            s.bandwidth_efficiency = 0.282;
+            s.launch_s = 6.4e-6;
             s.eager_op_s = 40e-6;
             s.source = "bench_throughput fit (cpu: wingspan-train runs)";
             break;
