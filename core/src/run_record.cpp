@@ -111,20 +111,17 @@ void RunRecord::ingest(const protocol::Event& e) {
     switch (e.type) {
         case EventType::Hello:
             hello_ = e.body;
-            if (e.body.contains("plan")) plan_ = e.body["plan"];
+            if (auto h = protocol::as_hello(e); !h->plan.is_null()) plan_ = h->plan;
             break;
         case EventType::Predicted: {
-            predicted_ = e.components();
-            predicted_peak_ = e.int_field("peak_bytes");
-            predicted_total_ = e.int_field("total_bytes");
-            predicted_maxima_.clear();
-            if (auto it = e.body.find("component_maxima"); it != e.body.end() && it->is_object())
-                for (const auto& [name, v] : it->items())
-                    if (auto c = component_from_name(name); c && v.is_number()) predicted_maxima_[*c] = v.get<std::int64_t>();
-            if (predicted_maxima_.empty()) predicted_maxima_ = predicted_;
-            predicted_tokens_per_s_ = std::max(0.0, e.number_field("tokens_per_s"));
-            predicted_step_time_s_ = std::max(0.0, e.number_field("step_time_s"));
-            predicted_speed_scale_ = e.number_field("speed_scale") > 0 ? e.number_field("speed_scale") : 1.0;
+            protocol::PredictedEvent p = *protocol::as_predicted(e);
+            predicted_ = std::move(p.components);
+            predicted_maxima_ = std::move(p.component_maxima);
+            predicted_peak_ = p.peak_bytes;
+            predicted_total_ = p.total_bytes;
+            predicted_tokens_per_s_ = p.tokens_per_s;
+            predicted_step_time_s_ = p.step_time_s;
+            predicted_speed_scale_ = p.speed_scale;
             break;
         }
         case EventType::Memory: {

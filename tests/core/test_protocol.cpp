@@ -163,6 +163,72 @@ private slots:
                  std::string("/c"));
         QCOMPARE(as_eval(*parse_line(encode(EventType::Eval, 6, {{"step", 10}, {"loss", 1.5}})).event)->loss, 1.5);
     }
+
+    // hello and predicted as docs/protocol.md writes them: nested objects (precision, params,
+    // plan, batch, cpu) read into fields; wrong types keep the defaults.
+    void helloAndPredictedAreTyped() {
+        const char* hello_line =
+            R"({"v":1,"event":"hello","t":0.01,"trainer":"wingspan-train","version":"0.1.0","torch":"1.13.1",)"
+            R"("device":"cpu","device_name":"AMD EPYC 7B13","threads":2,"plan":{"method":"lora","sharding":"zero2"},)"
+            R"("precision":{"precision":"bf16-mixed","auto":true,"reason":"hardware bf16"},)"
+            R"("params":{"total":1234,"trainable":56},"objective":{"kind":"dpo","beta":0.1},"rank":1,"world_size":2,"pid":4242})";
+        const auto h = as_hello(*parse_line(hello_line).event);
+        QVERIFY(h);
+        QCOMPARE(h->trainer, std::string("wingspan-train"));
+        QCOMPARE(h->device_name, std::string("AMD EPYC 7B13"));
+        QCOMPARE(h->threads, std::int64_t(2));
+        QCOMPARE(h->params_total, std::int64_t(1234));
+        QCOMPARE(h->params_trainable, std::int64_t(56));
+        QCOMPARE(h->precision.precision, std::string("bf16-mixed"));
+        QVERIFY(h->precision.automatic);
+        QCOMPARE(h->precision.reason, std::string("hardware bf16"));
+        QCOMPARE(h->sharding, std::string("zero2"));
+        QCOMPARE(h->objective, std::string("dpo"));
+        QCOMPARE(h->rank, std::int64_t(1));
+        QCOMPARE(h->world_size, std::int64_t(2));
+        QCOMPARE(h->pid, std::int64_t(4242));
+        QCOMPARE(h->plan.value("method", ""), std::string("lora"));
+        QVERIFY(!as_predicted(*parse_line(hello_line).event) && !as_done(*parse_line(hello_line).event));
+
+        // An older trainer's hello: no precision, no objective, params as a number, plan a string.
+        const auto old = as_hello(*parse_line(R"({"v":1,"event":"hello","t":0,"params":7,"plan":"x"})").event);
+        QVERIFY(old);
+        QCOMPARE(old->precision.precision, std::string());
+        QVERIFY(!old->precision.automatic);
+        QCOMPARE(old->objective, std::string("sft"));
+        QCOMPARE(old->params_total, std::int64_t(0));
+        QVERIFY(old->plan.is_null());
+        QCOMPARE(old->world_size, std::int64_t(1));
+        QCOMPARE(old->device, std::string("cpu"));
+
+        const auto p = as_predicted(*parse_line(
+            R"({"v":1,"event":"predicted","t":0.02,"components":{"frozen_weights":1024,"activations":2048},)"
+            R"("component_maxima":{"activations":4096},"peak_bytes":123456,"total_bytes":234567,"framework":"libtorch-cpu",)"
+            R"("batch":{"rows":4,"cols":399,"padding":"dynamic","tokens":1596},"tokens_per_s":512.5,"step_time_s":2.0,)"
+            R"("speed_scale":-3,"cpu":{"bf16_isa":"avx512_bf16","bf16_path":"hardware"},"precision":{"precision":"fp32"}})").event);
+        QVERIFY(p);
+        QCOMPARE(p->components.at(Component::FrozenWeights), std::int64_t(1024));
+        QCOMPARE(p->component_maxima.size(), std::size_t(1));
+        QCOMPARE(p->component_maxima.at(Component::Activations), std::int64_t(4096));
+        QCOMPARE(p->peak_bytes, std::int64_t(123456));
+        QCOMPARE(p->total_bytes, std::int64_t(234567));
+        QCOMPARE(p->framework, std::string("libtorch-cpu"));
+        QCOMPARE(p->batch_rows, std::int64_t(4));
+        QCOMPARE(p->batch_cols, std::int64_t(399));
+        QCOMPARE(p->batch_tokens, std::int64_t(1596));
+        QCOMPARE(p->padding, std::string("dynamic"));
+        QCOMPARE(p->tokens_per_s, 512.5);
+        QCOMPARE(p->step_time_s, 2.0);
+        QCOMPARE(p->speed_scale, 1.0);   // not positive: uncalibrated
+        QCOMPARE(p->bf16_isa, std::string("avx512_bf16"));
+        QCOMPARE(p->bf16_path, std::string("hardware"));
+        QCOMPARE(p->precision.precision, std::string("fp32"));
+        // Without component_maxima the maxima are the peak phase's components.
+        const auto bare = as_predicted(*parse_line(R"({"v":1,"event":"predicted","t":0,"components":{"gradients":8}})").event);
+        QVERIFY(bare);
+        QCOMPARE(bare->component_maxima, bare->components);
+        QCOMPARE(bare->tokens_per_s, 0.0);
+    }
 };
 
 QTEST_APPLESS_MAIN(ProtocolTest)

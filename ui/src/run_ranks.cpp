@@ -24,22 +24,20 @@ void RankTrack::ingest(const protocol::Event& e) {
     const int r = e.rank();
     switch (e.type) {
         case EventType::Hello: {
-            world_size = std::max(world_size, e.world_size());
+            const protocol::HelloEvent hello = *protocol::as_hello(e);
+            world_size = std::max<int>(world_size, int(hello.world_size));
             RankMemory& m = ranks[r];
             m.rank = r;
-            m.pid = e.int_field("pid");
-            if (r == 0) {
-                auto plan = e.body.find("plan");
-                if (plan != e.body.end() && plan->is_object() && plan->contains("sharding") && (*plan)["sharding"].is_string())
-                    sharding = QString::fromStdString((*plan)["sharding"].get<std::string>());
-            }
+            m.pid = hello.pid;
+            if (r == 0 && !hello.sharding.empty()) sharding = QString::fromStdString(hello.sharding);
             break;
         }
         case EventType::Predicted: {
+            const protocol::PredictedEvent predicted = *protocol::as_predicted(e);
             RankMemory& m = ranks[r];
             m.rank = r;
-            m.predicted_peak = e.int_field("peak_bytes");
-            m.predicted_total = e.int_field("total_bytes");
+            m.predicted_peak = predicted.peak_bytes;
+            m.predicted_total = predicted.total_bytes;
             break;
         }
         case EventType::Memory: {
@@ -111,11 +109,8 @@ RankTrack RankTrack::from_run(const std::filesystem::path& run) {
 
 RunRecord load_panel_record(const std::filesystem::path& run) {
     RunRecord all = RunStore::load(run);   // validates the folder and reads how it ended
-    const nlohmann::json& hello = all.hello();
-    const auto ws = hello.is_object() && hello.contains("world_size") && hello["world_size"].is_number_integer()
-                        ? hello["world_size"].get<std::int64_t>()
-                        : 1;
-    if (ws <= 1)
+    const auto hello = protocol::as_hello(protocol::Event{protocol::EventType::Hello, 0, all.hello()});
+    if (hello->world_size <= 1)
         return all;
     RunRecord r;
     RunStore::for_each_event_line(run, [&](std::string_view line) {
