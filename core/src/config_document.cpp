@@ -197,6 +197,9 @@ json ConfigImport::setup_json() const {
         else if (flag == "--grad-checkpointing") j["grad_checkpointing"] = value == "on";
         else if (flag == "--train-embeddings") j["train_embeddings"] = true;
         else if (flag == "--dora") j["dora"] = true;
+        else if (flag == "--compile") j["compile"] = true;
+        else if (flag == "--activation-offload") j["activation_offload"] = true;
+        else if (flag == "--optimizer-in-backward") j["optimizer_in_backward"] = true;
     }
     return j;
 }

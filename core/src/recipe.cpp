@@ -419,6 +419,7 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         {"grad_ckpt", flag(s.grad_checkpointing)},
         {"has_max_steps", flag(in.training.max_steps > 0)},
         {"train_embeddings", flag(s.train_embeddings)},
+        {"dora", flag(lora && s.dora)},   // ModelConfig use_dora, axolotl peft_use_dora, LLaMA-Factory use_dora
     };
 
     add_objective_vars(s, flag, vars);

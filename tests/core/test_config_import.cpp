@@ -146,6 +146,9 @@ private slots:
         f = flags_of(import_fixture("torchtune/8B_full_single_device.yaml"));
         QCOMPARE(f["--method"], std::string("full"));
         QCOMPARE(f["--optimizer"], std::string("paged-adamw8bit"));   // bitsandbytes.optim.PagedAdamW8bit
+        // optimizer_in_bwd: True is the technique; compile and enable_activation_offloading False are read as off.
+        QVERIFY(f.count("--optimizer-in-backward") && !f.count("--compile") && !f.count("--activation-offload"));
+        QVERIFY(has_note(import_fixture("torchtune/8B_full_single_device.yaml").read, "enable_activation_offloading"));
     }
 
     void hfTrlAndPeft() {

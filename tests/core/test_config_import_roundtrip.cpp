@@ -1,5 +1,5 @@
 // Issue 26: `wingspan recipe` -> `wingspan plan --from` gives back the plan it was written from, for
-// every framework, method and objective Wingspan writes and every setting that changes a plan. A
+// every framework, method and objective Wingspan writes and the settings that change a plan. A
 // setting the framework's config has no key for comes back at the plan's default, and both the
 // recipe's notes and the import's defaults say "not expressible in <framework>" (checked word for
 // word): the round trip never loses a setting silently.
@@ -120,6 +120,24 @@ std::vector<Row> sft_rows() {
     return rows;
 }
 
+// The memory techniques (issue 25) and DoRA, each in the frameworks whose config has a key for it
+// (the others' recipes say what they run instead, and read back as that).
+std::vector<Row> technique_rows() {
+    std::vector<Row> rows;
+    for (const char* fw : {"hf-transformers", "axolotl", "llama-factory", "torchtune"}) {
+        rows.push_back({fw, kLora + Flags{"--compile"}});
+        rows.push_back({fw, kFull + Flags{"--optimizer", "paged-adamw"}});
+    }
+    for (const char* fw : {"hf-transformers", "axolotl", "llama-factory"}) {
+        rows.push_back({fw, kLora + Flags{"--dora"}});
+        rows.push_back({fw, kQlora + Flags{"--dora"}});
+    }
+    for (const char* fw : {"axolotl", "llama-factory", "torchtune"}) rows.push_back({fw, kQlora + Flags{"--activation-offload"}});
+    rows.push_back({"torchtune", kFull + Flags{"--optimizer-in-backward"}});
+    rows.push_back({"torchtune", kFull + Flags{"--optimizer-in-backward", "--compile", "--optimizer", "paged-adamw8bit"}});
+    return rows;
+}
+
 // DPO, ORPO, SimPO and KTO: each method, the prompt/completion split, and each reference.
 std::vector<Row> preference_rows() {
     std::vector<Row> rows;
@@ -237,8 +255,8 @@ class ConfigImportRoundTripTest : public QObject {
 private slots:
     void everyFrameworkObjectiveAndSetting() {
         std::vector<Row> rows = sft_rows();
-        for (auto more : {preference_rows(), grpo_rows()}) rows.insert(rows.end(), more.begin(), more.end());
-        QCOMPARE(rows.size(), std::size_t(100));   // 21 SFT, 69 preference, 10 GRPO: a row lost in an edit shows
+        for (auto more : {technique_rows(), preference_rows(), grpo_rows()}) rows.insert(rows.end(), more.begin(), more.end());
+        QCOMPARE(rows.size(), std::size_t(119));   // 21 SFT, 19 techniques, 69 preference, 10 GRPO: a lost row shows
         std::string failed;   // every row that did not come back, not only the first
         for (const Row& row : rows)
             if (const std::string f = check(row); !f.empty()) failed += "\n" + f;
