@@ -308,6 +308,13 @@ private slots:
         QCOMPARE(f["--generations"], std::string("8"));
         QCOMPARE(f["--batch"], std::string("1"));
         QCOMPARE(f["--beta"], std::string("0.04"));
+        // The window takes the same flags as a setup (ConfigImport::setup_json), the objective's too.
+        const TrainingSetup opened = TrainingSetup::from_json(im.setup_json());
+        QCOMPARE(opened.objective.kind, Objective::Grpo);
+        QCOMPARE(opened.objective.generations, std::int64_t(8));
+        QCOMPARE(opened.objective.vllm_share, 0.3);
+        QCOMPARE(opened.objective.beta, 0.04);
+        QCOMPARE(opened.objective.completion_len, std::int64_t(256));
         // TRL 1.16 has no prompt length: reported with the defaults, the plan keeps its own.
         QVERIFY(has_note(im.defaults, "max_prompt_length") && !f.count("--prompt-length"));
         // precompute_ref_log_probs: no reference while training; KTO and SimPO by their keys.
