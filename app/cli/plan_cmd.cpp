@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/framework_spec.hpp"
 #include "wingspan/plan.hpp"
 #include "wingspan/speed_model.hpp"
 #include "wingspan/units.hpp"
@@ -89,7 +90,7 @@ json plan_report_json(const PlanReport& r) {
     j["model"] = {{"id", model.id}, {"name", model.name}, {"family", model.family},
                   {"config", model.arch.to_hf_config()}, {"assumptions", model.arch.assumptions}};
     j["setup"] = setup.to_json();
-    j["framework"] = top_fw.id;
+    j["framework"] = framework_spec(top_fw);
     j["precision_in_force"] = precision_in_force(setup, top_fw);
     if (!r.precision_reason.empty()) j["precision_reason"] = r.precision_reason;
     j["quantization_format"] = quantization_label(setup, top_fw);
@@ -103,7 +104,7 @@ json plan_report_json(const PlanReport& r) {
     for (size_t i = 0; i < r.verdicts.size(); ++i) {
         const auto& v = r.verdicts[i];
         json m = v.to_json();
-        m["framework"] = v.framework ? v.framework->id : top_fw.id;
+        m["framework"] = framework_spec(v.framework ? *v.framework : top_fw);
         if (!serving) {
             const RunCost cost = estimate_run(v.speed, *v.machine, r.machine_tokens[i]);
             m["run_seconds"] = cost.seconds;
@@ -139,7 +140,7 @@ int cmd_plan(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, s
     out << "\n" << describe_setup_detailed(setup, top_fw) << "\n";
     if (data.lengths) print_data_summary(*data.lengths, data.summary(top_fw.id), setup.seq_len, out);
     for (const auto& a : model.arch.assumptions) out << "warning: " << a << "\n";
-    out << "Framework for the totals below: " << top_fw.name << " [" << top_fw.id << "]\n"
+    out << "Framework for the totals below: " << top_fw.name << " [" << framework_spec(top_fw) << "]\n"
         << "Precision in force: " << precision_in_force(setup, top_fw)
         << (!r.precision_reason.empty() ? " (" + r.precision_reason + ")"
             : r.chosen.precision          ? std::string(" (--precision)")
@@ -183,7 +184,7 @@ int cmd_plan(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, s
         out << pad(v.machine->name.substr(0, 33), 34) << pad(format_bytes(double(v.usable_bytes), unit), 10, true)
             << pad(format_bytes(double(v.needed_bytes), unit), 10, true)
             << pad(format_bytes(double(v.margin_bytes), unit), 10, true) << "  " << pad(to_string(v.fit), 8)
-            << pad(v.framework ? v.framework->id : top_fw.id, 17);
+            << pad(framework_spec(v.framework ? *v.framework : top_fw), 17);
         if (!serving) {
             const RunCost cost = estimate_run(v.speed, *v.machine, r.machine_tokens[i]);
             char tps[32], dollars[32] = "—";

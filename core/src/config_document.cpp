@@ -189,6 +189,11 @@ json ConfigImport::setup_json() const {
         {"--rank", "lora_rank"}, {"--seq", "seq_len"}, {"--batch", "micro_batch"}, {"--grad-accum", "grad_accum"},
         {"--lora-layers", "lora_layers"}, {"--loss-chunk", "loss_chunk_tokens"}, {"--devices", "devices"}};
     static const std::map<std::string, std::string> real = {{"--alpha", "lora_alpha"}, {"--dropout", "lora_dropout"}};
+    // The objective's flags (issue 31), under setup.objective as to_json writes them.
+    static const std::map<std::string, std::string> objective_text = {{"--objective", "kind"}, {"--reference", "reference"}};
+    static const std::map<std::string, std::string> objective_whole = {
+        {"--prompt-length", "prompt_len"}, {"--completion-length", "completion_len"}, {"--generations", "generations"}};
+    static const std::map<std::string, std::string> objective_real = {{"--beta", "beta"}, {"--vllm-share", "vllm_share"}};
     json j = json::object();
     for (const auto& [flag, value] : flags) {
         if (auto t = text.find(flag); t != text.end()) j[t->second] = value;
@@ -197,6 +202,12 @@ json ConfigImport::setup_json() const {
         else if (flag == "--grad-checkpointing") j["grad_checkpointing"] = value == "on";
         else if (flag == "--train-embeddings") j["train_embeddings"] = true;
         else if (flag == "--dora") j["dora"] = true;
+        else if (flag == "--compile") j["compile"] = true;
+        else if (flag == "--activation-offload") j["activation_offload"] = true;
+        else if (flag == "--optimizer-in-backward") j["optimizer_in_backward"] = true;
+        else if (auto t = objective_text.find(flag); t != objective_text.end()) j["objective"][t->second] = value;
+        else if (auto w = objective_whole.find(flag); w != objective_whole.end()) j["objective"][w->second] = std::stoll(value);
+        else if (auto r = objective_real.find(flag); r != objective_real.end()) j["objective"][r->second] = std::stod(value);
     }
     return j;
 }

@@ -84,6 +84,7 @@ std::string optimizer_from(const std::string& name) {
     std::string s = name;
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     if (s.find("paged") != std::string::npos && s.find("8bit") != std::string::npos) return "paged-adamw8bit";
+    if (s.find("paged") != std::string::npos && s.find("adam") != std::string::npos) return "paged-adamw";   // paged_adamw_32bit
     if (s.find("8bit") != std::string::npos) return "adamw8bit";
     if (s.find("adafactor") != std::string::npos) return "adafactor";
     if (s.find("sgd") != std::string::npos) return "sgd";
@@ -133,6 +134,13 @@ void read_padding(Reader& r, std::initializer_list<const char*> keys, const char
     r.assume(*keys.begin(), "--padding", fallback, why);
 }
 
+// A memory technique (issue 25) a framework switches with a key of its own: on is the plan flag.
+void read_technique(Reader& r, const std::string& key, const std::string& flag, const std::string& why) {
+    if (!r.get(key)) return;
+    if (r.truthy(key)) r.flag(key, flag, "", why);
+    else r.note_read(key, "off");
+}
+
 void model_flags(Reader& r, ConfigImport& out, const std::string& key, const ProfileLibrary* lib) {
     const json* v = r.get(key);
     if (!v || !v->is_string()) return;
@@ -171,6 +179,8 @@ void read_axolotl(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     r.count("gradient_accumulation_steps", "--grad-accum");
     r.on_off("gradient_checkpointing", "--grad-checkpointing", "off", "axolotl's default (unset: off)");
     read_optimizer(r, "optimizer");
+    read_technique(r, "torch_compile", "--compile", "torch.compile's fused kernels");
+    read_technique(r, "activation_offloading", "--activation-offload", "checkpointed layer inputs in host RAM");
     read_precision(r, "bf16", "fp16");
     if (r.truthy("flash_attention") || (r.get("attn_implementation") && text_of(*r.get("attn_implementation")).find("flash") != std::string::npos))
         r.flag("flash_attention", "--attention", "flash");
@@ -222,6 +232,9 @@ void read_llama_factory(Reader& r, ConfigImport& out, const ProfileLibrary* lib)
     r.on_off("disable_gradient_checkpointing", "--grad-checkpointing", "on",
              "LLaMA-Factory turns gradient checkpointing on unless disable_gradient_checkpointing", true);
     read_optimizer(r, "optim");
+    read_technique(r, "torch_compile", "--compile", "torch.compile's fused kernels");
+    // model_args.py use_unsloth_gc: Unsloth's gradient checkpointing, the checkpoints in host RAM.
+    read_technique(r, "use_unsloth_gc", "--activation-offload", "Unsloth's checkpointing keeps the checkpoints in host RAM");
     if (r.truthy("pure_bf16")) r.flag("pure_bf16", "--precision", "bf16", "weights, gradients and moments in bf16");
     else read_precision(r, "bf16", "fp16");
     if (const json* v = r.get("flash_attn")) {
@@ -300,8 +313,11 @@ void read_torchtune(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     }
     read_padding(r, {"dataset.packed"}, "dynamic", "torchtune's default packed: False, each batch padded to its longest "
                                                    "(torchtune/data/_collate.py padded_collate_sft)");
-    if (r.truthy("optimizer_in_bwd")) r.ignore("optimizer_in_bwd", "steps each parameter in backward: the plan keeps whole gradients (an upper bound)");
-    if (r.truthy("enable_activation_offloading")) r.ignore("enable_activation_offloading", "activations offloaded to the CPU are not modelled (an upper bound)");
+    // Top-level keys of recipes/configs/llama3_1/8B_full_single_device.yaml; the recipe steps each
+    // parameter in a post-accumulate-grad hook (torchtune/training/memory.py register_optim_in_bwd_hooks).
+    read_technique(r, "optimizer_in_bwd", "--optimizer-in-backward", "each parameter steps as its gradient is ready");
+    read_technique(r, "enable_activation_offloading", "--activation-offload", "checkpointed activations in host memory");
+    read_technique(r, "compile", "--compile", "torch.compile's fused kernels");
     config_reader::read_torchtune_objective(r);
     r.assume("(framework)", "--framework", "torchtune", "the recipe is torchtune's");
 }
@@ -328,6 +344,7 @@ void read_hf(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
     r.count("gradient_accumulation_steps", "--grad-accum");
     r.on_off("gradient_checkpointing", "--grad-checkpointing", "off", "TrainingArguments' default");
     read_optimizer(r, "optim");
+    read_technique(r, "torch_compile", "--compile", "torch.compile's fused kernels");
     // ModelConfig's dtype (torch_dtype before transformers 4.56): bfloat16 weights without bf16/fp16
     // autocast train in pure bf16; with autocast, or in fp32, the bf16/fp16 switches decide.
     const char* dtype_key = r.get("dtype") ? "dtype" : "torch_dtype";

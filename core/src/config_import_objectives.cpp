@@ -1,6 +1,7 @@
 // The keys of preference tuning and RL (issue 31) read into `--objective` and its knobs. What a
 // key does to memory, and the default assumed where a file is silent, is cited at each reader.
 #include "config_reader.hpp"
+#include "objective_terms.hpp"
 
 namespace wingspan::config_reader {
 
@@ -11,16 +12,50 @@ constexpr const char* kTrlGenerations = "8";            // num_generations
 constexpr const char* kTrlCompletionLength = "512";     // max_completion_length (earlier releases: 256)
 constexpr const char* kTrlVllmShare = "0.3";            // vllm_gpu_memory_utilization
 
+// What the file's format cannot say, reported with the defaults (the round trip `wingspan recipe`
+// -> `plan --from` gives back every other setting; these the plan keeps at its own default).
+// Preference tuning caps prompt + completion with one length in every format Wingspan writes:
+// TRL 1.16's DPOConfig and KTOConfig have max_length only, ORPOConfig's and CPOConfig's
+// max_completion_length applies to encoder-decoder models only (orpo_trainer.py, cpo_trainer.py
+// "is_encoder_decoder"), LLaMA-Factory has cutoff_len (hparams/data_args.py), torchtune the
+// tokenizer's max_seq_len.
+void split_not_expressible(Reader& r, const std::string& key, const std::string& framework) {
+    r.not_expressible(key, framework,
+                      "--prompt-length and --completion-length (" + key +
+                          " caps prompt + completion together): the plan's sequence is their sum");
+}
+
+bool adapter(const Reader& r) {
+    const std::string m = r.flag_value("--method");
+    return m == "lora" || m == "qlora";
+}
+
+// The references a DPO or KTO file of `framework` cannot ask for, given its method; `why` cites it.
+void references_not_expressible(Reader& r, const std::string& framework, const std::string& which,
+                                const std::string& why) {
+    r.not_expressible("(reference)", framework, "--reference " + which + " (" + why + "): the plan takes " + framework +
+                                                    "'s own (--reference auto)");
+}
+
 void read_trl_grpo(Reader& r) {
     r.count("num_generations", "--generations", kTrlGenerations, "TRL GRPOConfig's default num_generations (grpo_config.py)");
     r.count("max_completion_length", "--completion-length", kTrlCompletionLength,
             "TRL 1.16 GRPOConfig's default max_completion_length (grpo_config.py)");
+    // TRL before 0.28 had max_prompt_length (trl#2598 added it, trl#4847 removed it); 1.16 cuts no prompt.
     if (r.has("max_prompt_length")) r.count("max_prompt_length", "--prompt-length");
     else
-        r.ignore("max_prompt_length", "absent: TRL 1.16's GRPOConfig has no max_prompt_length (prompts are not cut); "
-                                      "the plan's default prompt length stands (give --prompt-length)");
-    if (const json* b = r.get("beta")) r.flag("beta", "--beta", text_of(*b), b->get<double>() > 0 ? "a reference model is loaded" : "no reference model");
+        r.not_expressible("max_prompt_length", "TRL 1.16",
+                          "--prompt-length (GRPOConfig has no max_prompt_length: prompts are not cut, grpo_config.py): "
+                          "the plan assumes " + std::to_string(kTrlGrpoPromptLength) + " tokens; give --prompt-length");
+    const json* b = r.get("beta");
+    if (b) r.flag("beta", "--beta", text_of(*b), b->get<double>() > 0 ? "a reference model is loaded" : "no reference model");
     else r.assume("beta", "--beta", "0", "TRL 1.16 GRPOConfig's default beta 0.0 (grpo_config.py; earlier releases defaulted to 0.04): no reference model");
+    // GRPOTrainer.__init__ (grpo_trainer.py line 984): beta > 0 scores the reference with a PEFT
+    // policy's adapter disabled, else loads a copy; GRPOConfig has no key for another choice.
+    if (b && b->get<double>() > 0 && adapter(r))
+        references_not_expressible(r, "TRL 1.16", "copy",
+                                   "GRPOConfig has no key for it: GRPOTrainer disables a PEFT policy's adapter, "
+                                   "else loads a copy, grpo_trainer.py line 984");
     // per_device_train_batch_size counts completions (grpo_config.py: generation_batch_size =
     // per_device_train_batch_size × num_processes × steps_per_generation); the plan's batch counts
     // prompts of num_generations completions each, rounded up: an upper bound when it does not divide.
@@ -86,7 +121,7 @@ void read_trl_objective(Reader& r) {
         if (r.has("beta")) r.note_read("beta", "ORPO's λ: no memory of its own");
         for (const char* k : {"is_encoder_decoder", "padding_value", "generate_during_eval", "max_completion_length"})
             if (r.has(k) && k != std::string(orpo_key)) r.note_read(k, "ORPOConfig's: no memory of its own");
-        return;
+        return split_not_expressible(r, "max_length", "TRL 1.16");
     }
     const std::string objective = kto ? "kto" : simpo ? "simpo" : "dpo";
     r.flag(kto ? "desirable_weight" : simpo ? "loss_type" : "beta", "--objective", objective,
@@ -96,8 +131,18 @@ void read_trl_objective(Reader& r) {
     if (!loss.empty()) r.note_read("loss_type", loss + ": the same forwards, the same memory");
     if (r.has("max_prompt_length"))
         r.note_read("max_prompt_length", "the prompt's part of max_length: the plan's sequence is max_length");
-    if (objective != "simpo" && r.truthy("precompute_ref_log_probs"))
-        r.flag("precompute_ref_log_probs", "--reference", "precomputed", "no reference model while training");
+    split_not_expressible(r, "max_length", "TRL 1.16");
+    if (objective == "simpo") return;
+    if (r.truthy("precompute_ref_log_probs"))
+        return r.flag("precompute_ref_log_probs", "--reference", "precomputed", "no reference model while training");
+    // DPOTrainer/KTOTrainer.__init__ (dpo_trainer.py line 908, kto_trainer.py line 919): without
+    // precompute_ref_log_probs a PEFT policy is scored with its adapter disabled, anything else
+    // against a loaded copy; a copy beside a PEFT policy is the trainer's ref_model argument only.
+    references_not_expressible(r, "TRL 1.16", adapter(r) ? "copy or none" : "none",
+                               std::string(adapter(r) ? "a copy beside a PEFT policy is the trainer's ref_model argument, "
+                                                        "no config key; "
+                                                      : "") +
+                                   "DPOTrainer and KTOTrainer always score a reference, dpo_trainer.py line 908");
 }
 
 // LLaMA-Factory: finetuning_args.py stage (pt | sft | rm | ppo | dpo | kto), pref_loss (sigmoid |
@@ -124,8 +169,14 @@ void read_llama_factory_objective(Reader& r) {
         r.flag("stage", "--objective", "kto");
     }
     if (r.has("pref_beta")) r.note_read("pref_beta", "the loss's β: no memory of its own");
-    if (r.has("ref_model") && (objective == "dpo" || objective == "kto"))
-        r.flag("ref_model", "--reference", "copy", "a separate reference model is loaded");
+    split_not_expressible(r, "cutoff_len", "LLaMA-Factory");
+    if (objective != "dpo" && objective != "kto") return;
+    if (r.has("ref_model")) r.flag("ref_model", "--reference", "copy", "a separate reference model is loaded");
+    // train/dpo/trainer.py and train/kto/trainer.py set precompute_ref_log_probs = False: every step
+    // scores the reference.
+    references_not_expressible(r, "LLaMA-Factory", "precomputed or none",
+                               "its DPO and KTO trainers set precompute_ref_log_probs = False and always score a reference, "
+                               "train/dpo/trainer.py line 70");
 }
 
 // torchtune: recipes/lora_dpo_single_device.py trains with torchtune.rlhf.loss.DPOLoss (or
@@ -134,12 +185,17 @@ void read_torchtune_objective(Reader& r) {
     const json* v = r.get("loss._component_");
     if (!v) return;
     const std::string loss = text_of(*v);
-    if (loss.find("DPOLoss") != std::string::npos || loss.find("RSOLoss") != std::string::npos)
+    const bool dpo = loss.find("DPOLoss") != std::string::npos || loss.find("RSOLoss") != std::string::npos;
+    if (dpo)
         r.flag("loss._component_", "--objective", "dpo", loss + ": chosen and rejected, the reference with the adapters off");
     else if (loss.find("SimPOLoss") != std::string::npos)
         r.flag("loss._component_", "--objective", "simpo", loss + ": chosen and rejected, no reference");
     else
-        r.note_read("loss._component_", loss + ": the torchtune profile models its chunked loss");
+        return r.note_read("loss._component_", loss + ": the torchtune profile models its chunked loss");
+    split_not_expressible(r, "tokenizer.max_seq_len", "torchtune");
+    if (dpo)
+        references_not_expressible(r, "torchtune", "copy, precomputed or none",
+                                   "recipes/lora_dpo_single_device.py scores the reference every step with the adapters disabled");
 }
 
 }  // namespace wingspan::config_reader

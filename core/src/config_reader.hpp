@@ -101,6 +101,12 @@ public:
         seen_.insert(key.substr(0, key.find('.')));
         out_.ignored.push_back({key, why});
     }
+    // A setting of the plan the format has no key for: listed with the defaults (the plan keeps its
+    // own value, as it does where a file is silent), as "not expressible in <framework>: <what>".
+    void not_expressible(const std::string& key, const std::string& framework, const std::string& what) {
+        out_.defaults.push_back({key, "not expressible in " + framework + ": " + what});
+    }
+    std::string flag_value(const std::string& f) const { return out_.flag_value(f); }
     // Every top-level key nothing read: listed as ignored.
     void finish() {
         for (const auto& [k, v] : doc_.items())

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/framework_spec.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/quoting.hpp"
@@ -66,6 +67,8 @@ std::map<std::string, std::string> knob_keys(const RecipeInput& in) {
             {"max_steps", in.training.max_steps > 0 ? "set" : "none"},
             {"lora_layers", s.lora_layers > 0 && s.lora_layers < in.num_layers ? "last" : "all"},
             {"objective", to_string(s.objective.kind)},
+            // A preference plan's prompt and completion given apart, or one sequence (GRPO's are its own keys).
+            {"lengths", sequence_from_lengths(s) && s.objective.kind != Objective::Grpo ? "split" : "total"},
             {"reference", std::string(to_string(s.objective.kind)) + "/" + to_string(resolved_reference(s))},
             {"mlp_targets", s.method == Method::Full ? "all" : mlp == 0 ? "none" : mlp == 3 ? "all" : "partial"}};
 }
@@ -204,7 +207,7 @@ json prediction_json(const std::string& model_id, const std::string& model_name,
     json j = est.to_json();
     j["model"] = {{"id", model_id}, {"name", model_name}, {"family", family}, {"config", arch.to_hf_config()}};
     j["setup"] = setup.to_json();
-    j["framework"] = profile.id;
+    j["framework"] = framework_spec(profile);
     return j;
 }
 
@@ -416,6 +419,7 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
         {"grad_ckpt", flag(s.grad_checkpointing)},
         {"has_max_steps", flag(in.training.max_steps > 0)},
         {"train_embeddings", flag(s.train_embeddings)},
+        {"dora", flag(lora && s.dora)},   // ModelConfig use_dora, axolotl peft_use_dora, LLaMA-Factory use_dora
     };
 
     add_objective_vars(s, flag, vars);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/framework_spec.hpp"
 #include "wingspan/speed_model.hpp"
 #include "wingspan/units.hpp"
 #include "objective_terms.hpp"
@@ -225,7 +226,7 @@ MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, co
 json MachineVerdict::to_json() const {
     json j = {{"id", machine->id},
               {"name", machine->name},
-              {"framework", framework->id},
+              {"framework", framework_spec(*framework)},
               {"usable_bytes", usable_bytes},
               {"needed_bytes", needed_bytes},
               {"margin_bytes", margin_bytes},

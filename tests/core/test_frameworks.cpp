@@ -10,6 +10,7 @@
 #include "cli.hpp"
 #include "test_support.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/framework_spec.hpp"
 
 using namespace wingspan;
 
@@ -282,6 +283,38 @@ private slots:
         } catch (const InputError& e) {
             QVERIFY2(std::string(e.what()).find("its releases: 2025.1") != std::string::npos, e.what());
         }
+    }
+
+    // Issue 25: a plan names the release it planned, in the JSON's framework fields and in the text,
+    // so a saved plan says which release's behaviour made its numbers; the current one is the plain id.
+    void a_release_plan_names_its_release() {
+        const std::vector<std::string> plan = {"plan", "--model", "llama-3.1-8b", "--method", "qlora", "--seq", "4096",
+                                               "--machine", "rtx-4090"};
+        auto with = [&](std::vector<std::string> extra) {
+            std::vector<std::string> args = plan;
+            args.insert(args.end(), extra.begin(), extra.end());
+            const auto r = run_cli(args);
+            if (r.code != 0) throw std::runtime_error(r.err);
+            return r.out;
+        };
+        const auto old_json = nlohmann::json::parse(with({"--framework", "unsloth@2025.1", "--json"}));
+        QCOMPARE(old_json["framework"].get<std::string>(), std::string("unsloth@2025.1"));
+        QCOMPARE(old_json["machines"][0]["framework"].get<std::string>(), std::string("unsloth@2025.1"));
+        const auto now_json = nlohmann::json::parse(with({"--framework", "unsloth", "--json"}));
+        QCOMPARE(now_json["framework"].get<std::string>(), std::string("unsloth"));
+        QCOMPARE(now_json["machines"][0]["framework"].get<std::string>(), std::string("unsloth"));
+        // The release's own loss (Cut Cross-Entropy above 1,024 tokens) makes the numbers differ: the
+        // name is not a label on the current release's plan.
+        QVERIFY(old_json["total_bytes"] != now_json["total_bytes"]);
+        const std::string text = with({"--framework", "unsloth@2025.1"});
+        QVERIFY2(text.find("[unsloth@2025.1]") != std::string::npos, text.c_str());
+        QVERIFY2(text.find(" unsloth@2025.1 ") != std::string::npos, text.c_str());   // the machine's row
+        const std::string now_text = with({"--framework", "unsloth"});
+        QVERIFY2(now_text.find("[unsloth]") != std::string::npos && now_text.find("unsloth@") == std::string::npos, now_text.c_str());
+        // The spec is what --framework takes back.
+        QCOMPARE(framework_spec(test::library().framework("unsloth@2025.1")), std::string("unsloth@2025.1"));
+        QCOMPARE(framework_spec(test::library().framework("hf-transformers@4.46")), std::string("hf-transformers@4.46"));
+        QCOMPARE(framework_spec(test::library().framework("pytorch-cuda")), std::string("hf-transformers"));
     }
 
     // transformers 4.46-4.48 shift a contiguous copy of the fp32 logits: with 2 sequences of 2048 tokens one
