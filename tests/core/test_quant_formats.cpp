@@ -180,6 +180,26 @@ private slots:
             QVERIFY2(r.code == 2 && r.err.find(says) != std::string::npos, qPrintable(QString::fromStdString(r.err)));
         }
     }
+    // A plan file keeps the format and its group size; a group size the format cannot have is refused.
+    void planFileRoundTrip() {
+        TrainingSetup s;
+        s.method = Method::Serve;
+        s.quantization = Quantization::Gptq;
+        s.quant_group_size = 64;
+        const TrainingSetup back = TrainingSetup::from_json(s.to_json());
+        QCOMPARE(back.quantization, Quantization::Gptq);
+        QCOMPARE(back.quant_group_size, std::int64_t(64));
+        // Other formats write no group size: plans written before it read back as they were.
+        s.quantization = Quantization::Nf4;
+        QVERIFY(!s.to_json().contains("quant_group_size"));
+        nlohmann::json bad = {{"method", "serve"}, {"quantization", "awq"}, {"quant_group_size", 0}};
+        const Architecture a = test::library().model("qwen2.5-0.5b").arch;
+        QVERIFY_THROWS_EXCEPTION(InputError, TrainingSetup::from_json(bad).validate(a));
+        bad["quant_group_size"] = -1;   // GPTQ's per-column form is not AWQ's
+        QVERIFY_THROWS_EXCEPTION(InputError, TrainingSetup::from_json(bad).validate(a));
+        bad["quantization"] = "gptq";
+        TrainingSetup::from_json(bad).validate(a);
+    }
     // A profile's quantization.checkpoints must name checkpoint formats.
     void profileListsCheckpointFormats() {
         QVERIFY(test::library().framework("hf-transformers").traits.loads_checkpoint("gptq-int8"));
