@@ -101,6 +101,8 @@ serving with llama.cpp (plan --method serve):
   --ctx N  --kv-type f16|q8_0|q4_0  --n-gpu-layers N|all  --ubatch N  --parallel N  --flash-attn on|off
 serving with vLLM (plan --method serve --framework vllm): --model ID  --ctx N (max_model_len)
   --gpu-memory-utilization F  --max-num-seqs N  --max-num-batched-tokens N  --tensor-parallel N  --kv-type bf16|fp8
+pre-quantized checkpoints (plan --method serve, with hf-transformers or --framework vllm):
+  --quant awq|gptq|gptq-int8|fp8|fp8-channel|fp8-block  [--group-size N|-1 (AWQ/GPTQ, default 128)]
 fit: --solve batch|seq|rank|size
 table: --scenario ID [--format markdown|csv]
 )";

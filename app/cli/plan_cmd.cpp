@@ -68,6 +68,8 @@ PlanReport make_plan_report(const ProfileLibrary& lib, const PlanFlags& o, std::
         r.precision_reason = "auto: bf16-mixed for these totals (a GPU with bf16); each machine below takes its own";
     }
     setup.validate(r.model.arch);
+    // A framework the user named must load the checkpoint format it is asked to serve.
+    if (const std::string refused = forced ? checkpoint_not_loaded(setup, *forced) : ""; !refused.empty()) throw InputError(refused);
     // --data: each framework's batches of the real examples; memory at the peak batch, time from its tokens.
     r.data = plan_data_from_flags(o, asked, err);
     r.estimate = estimate_memory(r.model.arch, r.data.at_peak(setup, r.framework->id), *r.framework);

@@ -13,6 +13,7 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/llama_cpp_fit.hpp"
 #include "wingspan/llama_cpp_terms.hpp"
+#include "wingspan/quant_formats.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan::cli {
@@ -66,6 +67,9 @@ Model choose_model(const ProfileLibrary& lib, const Args& a) {
         return {*file, "gguf", lc::model_from_gguf(gguf::read_file(*file))};
     }
     const std::string quant = get("--quant").value_or("q4_k_m");
+    if (names_checkpoint_format(quant))
+        throw InputError("llama.cpp loads GGUF files, not " + quant + " checkpoints: give a GGUF type (--quant q4_k_m, q8_0, "
+                         "f16, ...), or plan " + quant + " with --framework vllm or without the llama.cpp flags (hf-transformers)");
     if (const auto cfg = get("--config"))
         return {*cfg, "config.json + " + quant, lc::model_from_architecture(Architecture::from_hf_config(read_untrusted_json_file(*cfg)), quant)};
     const std::string id = get("--model").value_or("llama-3.1-8b");

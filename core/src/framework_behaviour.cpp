@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/quant_formats.hpp"
 
 namespace wingspan {
 
@@ -13,6 +14,10 @@ using nlohmann::json;
 bool FrameworkBehaviour::kernels_cover(const std::string& model_type) const {
     return std::find(kernels.unfused_model_types.begin(), kernels.unfused_model_types.end(), model_type) ==
            kernels.unfused_model_types.end();
+}
+
+bool FrameworkBehaviour::loads_checkpoint(const std::string& format) const {
+    return std::find(checkpoint_formats.begin(), checkpoint_formats.end(), format) != checkpoint_formats.end();
 }
 
 namespace {
@@ -81,6 +86,10 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "bytes per element alive while a quantized weight is dequantized for its matmul, where the framework does it in "
          "several unfused ops (torchao's NF4Tensor.get_original_weight: 14.03); not with `compile.enabled`, whose "
          "generated kernel fuses the chain"},
+        {"quantization", "checkpoints", "array of strings", "none",
+         "the pre-quantized checkpoint formats it loads as stored for serving, as `--quant` names them: `awq`, `gptq`, "
+         "`gptq-int8`, `fp8`, `fp8-channel`, `fp8-block` (core/include/wingspan/quant_formats.hpp prices their tensors); a "
+         "serve plan in a format the machine's framework does not list does not run there"},
         {"quantization", "embeddings", "bool", "false", "the token embedding is quantized too (MLX)"},
         {"quantization", "head", "bool", "false", "the LM head is quantized too (MLX; LitGPT via Fabric)"},
         {"loss", "logits_held", "bool", "true", "the model returns the full logits and they live until backward"},
@@ -205,6 +214,17 @@ FrameworkBehaviour parse_framework_behaviour_flags(const json& j, const std::str
         if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
             throw ProfileError(file, "loss.cut_cross_entropy_above_tokens", "expected a token count of 0 or more");
         b.loss.cut_cross_entropy_above_tokens = v.get<std::int64_t>();
+    }
+    if (const auto q = j.find("quantization"); q != j.end() && q->is_object() && q->contains("checkpoints")) {
+        const json& list = q->at("checkpoints");
+        if (!list.is_array() || !std::all_of(list.begin(), list.end(), [](const json& t) { return t.is_string(); }))
+            throw ProfileError(file, "quantization.checkpoints", "expected an array of checkpoint format names");
+        for (const auto& t : list) {
+            const std::string name = t.get<std::string>();
+            if (!names_checkpoint_format(name))
+                throw ProfileError(file, "quantization.checkpoints", "'" + name + "' is not a checkpoint format");
+            b.checkpoint_formats.push_back(name);
+        }
     }
     if (const auto k = j.find("kernels"); k != j.end() && k->is_object() && k->contains("unfused_model_types")) {
         const json& list = k->at("unfused_model_types");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "storage_terms.hpp"
+#include "wingspan/quant_formats.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/units.hpp"
 
@@ -47,10 +48,18 @@ std::string precision_in_force(const TrainingSetup& setup, const FrameworkProfil
 std::string quantization_label(const TrainingSetup& s, const FrameworkProfile& fw) {
     const Quantization q = s.effective_quantization();
     if (q == Quantization::None) return "none";
+    if (is_checkpoint_format(q)) return checkpoint_format_label(q, s.quant_group_size);
     if (fw.quant_format == "affine")
         return "MLX affine " + std::to_string(q == Quantization::Int8 ? 8 : 4) + "-bit (groups of " +
                std::to_string(fw.quant_group) + ", scale + bias)";
     return q == Quantization::Int8 ? "int8" : q == Quantization::Nf4 ? "NF4" : "NF4 + double quant";
+}
+
+std::string checkpoint_not_loaded(const TrainingSetup& s, const FrameworkProfile& fw) {
+    const Quantization q = s.effective_quantization();
+    if (!is_checkpoint_format(q) || fw.traits.loads_checkpoint(to_string(q))) return "";
+    return fw.name + " does not load " + checkpoint_format_label(q, s.quant_group_size) +
+           " checkpoints (its profile's quantization.checkpoints): serve them with hf-transformers or --framework vllm";
 }
 
 std::int64_t slack_base_bytes(const FrameworkProfile& framework,

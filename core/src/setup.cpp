@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/quant_formats.hpp"
 
 namespace wingspan {
 
@@ -36,10 +37,16 @@ constexpr Names<Sharding, 6> kSharding{{{Sharding::None, "none"},
                                         {Sharding::Zero2, "zero2"},
                                         {Sharding::Zero3, "zero3"},
                                         {Sharding::Fsdp, "fsdp"}}};
-constexpr Names<Quantization, 4> kQuant{{{Quantization::None, "none"},
-                                         {Quantization::Nf4, "nf4"},
-                                         {Quantization::Nf4DoubleQuant, "nf4-dq"},
-                                         {Quantization::Int8, "int8"}}};
+constexpr Names<Quantization, 10> kQuant{{{Quantization::None, "none"},
+                                          {Quantization::Nf4, "nf4"},
+                                          {Quantization::Nf4DoubleQuant, "nf4-dq"},
+                                          {Quantization::Int8, "int8"},
+                                          {Quantization::Awq, "awq"},
+                                          {Quantization::Gptq, "gptq"},
+                                          {Quantization::GptqInt8, "gptq-int8"},
+                                          {Quantization::Fp8, "fp8"},
+                                          {Quantization::Fp8Channel, "fp8-channel"},
+                                          {Quantization::Fp8Block, "fp8-block"}}};
 constexpr Names<Objective, 6> kObjectives{{{Objective::Sft, "sft"},
                                            {Objective::Dpo, "dpo"},
                                            {Objective::Orpo, "orpo"},
@@ -192,6 +199,12 @@ void TrainingSetup::validate(const Architecture& arch) const {
     need(!activation_offload || method != Method::Serve, "--activation-offload offloads what training keeps for backward: it needs a training method");
     need(!activation_offload || grad_checkpointing,
          "--activation-offload moves the checkpointed layer inputs to host RAM: it needs --grad-checkpointing on");
+    // AWQ, GPTQ and fp8 checkpoints are loaded as stored to serve them; QLoRA here quantizes a
+    // 16-bit checkpoint with bitsandbytes-style NF4 or int8 at load.
+    need(!is_checkpoint_format(quantization) || method == Method::Serve,
+         std::string("--quant ") + to_string(quantization) + " prices a pre-quantized checkpoint for serving: use --method serve "
+         "(QLoRA takes nf4, nf4-dq or int8)");
+    require_valid_quant_group(quantization, quant_group_size);
     need(!(method == Method::Full && quantization != Quantization::None),
          "a full fine-tune cannot train quantized weights (use qlora)");
     validate_objective();
@@ -287,6 +300,9 @@ nlohmann::json TrainingSetup::to_json() const {
           {"beta", objective.beta},
           {"vllm_share", objective.vllm_share}}},
     };
+    // Only for the grouped checkpoint formats: other plans stay as they were.
+    const Quantization q = effective_quantization();
+    if (q == Quantization::Awq || q == Quantization::Gptq || q == Quantization::GptqInt8) j["quant_group_size"] = quant_group_size;
     if (dataset_tokens > 0) {   // only where a data set is counted: older plans stay as they were
         j["dataset_tokens"] = dataset_tokens;
         j["dataset_examples"] = dataset_examples;
@@ -341,6 +357,7 @@ TrainingSetup TrainingSetup::from_json(const nlohmann::json& j) {
     boolean("optimizer_in_backward", s.optimizer_in_backward);
     boolean("activation_offload", s.activation_offload);
     boolean("compile", s.compile);
+    integer("quant_group_size", s.quant_group_size);
     integer("dataset_tokens", s.dataset_tokens);
     integer("dataset_examples", s.dataset_examples);
     number("lora_alpha", s.lora_alpha);

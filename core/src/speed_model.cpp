@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "wingspan/memory_model.hpp"
+#include "wingspan/quant_formats.hpp"
 
 namespace wingspan {
 
@@ -311,6 +312,14 @@ ServeSpeed serving_speed(const Architecture& arch, const TrainingSetup& setup, c
             case Quantization::Nf4: bits = 4.5; break;             // 4-bit codes + fp32 absmax per 64
             case Quantization::Nf4DoubleQuant: bits = 4.127; break; // absmax in 8 bits + fp32 per 256 blocks
             case Quantization::Int8: bits = 8.5; break;            // LLM.int8: codes + row scales, outliers
+            case Quantization::Awq: case Quantization::Gptq: case Quantization::GptqInt8:
+            case Quantization::Fp8: case Quantization::Fp8Channel: case Quantization::Fp8Block: {
+                // The checkpoint's codes and constants, per weight of a hidden × hidden linear.
+                const QuantLayout l = checkpoint_layout(setup.effective_quantization(), arch.hidden, arch.hidden,
+                                                        setup.quant_group_size);
+                bits = 8.0 * double(l.packed_bytes + l.constant_bytes) / double(std::max<std::int64_t>(1, l.elements));
+                break;
+            }
         }
     }
     const double embedding_read = double(arch.hidden) * 2.0;       // one row per token

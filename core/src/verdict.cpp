@@ -216,6 +216,11 @@ MachineVerdict evaluate(const Architecture& arch, const TrainingSetup& setup, co
             v = std::move(mixed);
         }
     }
+    // A checkpoint format the machine's framework cannot load does not run there, whatever it needs.
+    if (const std::string refused = checkpoint_not_loaded(v.setup, framework); !refused.empty()) {
+        v.fit = Fit::No;
+        v.notes.push_back(refused);
+    }
     if (machine.kind == MachineKind::Unified && framework.working_set_fraction < 1.0)
         v.notes.push_back("the GPU may use " + std::to_string(int(framework.working_set_fraction * 100)) +
                           " % of unified memory by default");

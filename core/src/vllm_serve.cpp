@@ -8,6 +8,7 @@
 #include "wingspan/checked_math.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/quant_formats.hpp"
 
 namespace wingspan::vllm {
 
@@ -66,6 +67,25 @@ std::int64_t blocks_for(std::int64_t available_bytes, std::uint64_t block) {
     return available_bytes <= 0 || block == 0 ? 0 : static_cast<std::int64_t>(u(available_bytes) / block);
 }
 
+std::uint64_t weight_bytes(const Architecture& a, const Options& o, std::uint64_t* quantized) {
+    const auto tp = static_cast<std::uint64_t>(std::max<std::int64_t>(1, o.tensor_parallel));
+    if (quantized) *quantized = 0;
+    if (!is_checkpoint_format(o.quantization))   // every parameter in the load dtype
+        return static_cast<std::uint64_t>(double(a.parameter_count()) * o.weight_bytes_per_param / double(tp));
+    // The quantized linear methods create the checkpoint's tensors as stored (quant_formats.hpp:
+    // awq.py, gptq.py, fp8.py create_weights); embeddings, head and norms keep the model dtype.
+    require_valid_quant_group(o.quantization, o.quant_group_size);
+    const int plain = static_cast<int>(o.weight_bytes_per_param);
+    std::uint64_t all = 0, packed = 0;
+    for (const auto& g : a.tensor_groups()) {
+        const auto bytes = u(checkpoint_group_bytes(g, o.quantization, o.quant_group_size, plain));
+        all += bytes;
+        if (quantized_in_checkpoint(g)) packed += bytes;
+    }
+    if (quantized) *quantized = packed / tp;
+    return all / tp;
+}
+
 Plan plan(const Architecture& a, const Profile& profile, const Options& o, std::uint64_t total_bytes) {
     if (a.layers <= 0 || a.hidden <= 0 || a.head_dim <= 0 || a.vocab <= 0) throw InputError("vLLM plan: the model has no shape");
     const std::int64_t tp = o.tensor_parallel;
@@ -84,9 +104,9 @@ Plan plan(const Architecture& a, const Profile& profile, const Options& o, std::
                                                             : std::max(p.max_model_len, profile.min_batched_tokens);
     p.max_num_seqs = o.max_num_seqs > 0 ? o.max_num_seqs : profile.max_num_seqs;
     p.block_size = profile.block_size;
-    // Weights: every parameter in the load dtype, split over the tensor-parallel GPUs
-    // ("model weights take", the allocator's bytes after load_model).
-    p.weights = static_cast<std::uint64_t>(double(a.parameter_count()) * o.weight_bytes_per_param / double(tp));
+    // Weights split over the tensor-parallel GPUs ("model weights take", the allocator's bytes
+    // after load_model).
+    p.weights = weight_bytes(a, o, &p.quantized_weights);
     // The profile run's forward pass over max_num_batched_tokens tokens, in the model dtype, no
     // autograd: the MLP holds the residual and the normed hidden state (fused_add_rms_norm
     // works in place), gate_up (MergedColumnParallelLinear, 2 × intermediate) and SiluAndMul's

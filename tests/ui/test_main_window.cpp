@@ -195,6 +195,16 @@ private slots:
         expected.method = Method::Serve;
         checkChartIsCore(llama8b());
         QVERIFY(bar_components(bar_of(*w, "rtx-4090")).count(Component::KvCache));
+        // A pre-quantized checkpoint served as stored (issue 30 item 3), then back to NF4. The CUDA
+        // machine's framework loads it: its bar is core's estimate of the AWQ checkpoint.
+        quant->setCurrentIndex(quant->findData("awq"));
+        expected.quantization = Quantization::Awq;
+        QCOMPARE(w->plan().setup.to_json().dump(), expected.to_json().dump());
+        QVERIFY(bar_components(bar_of(*w, "rtx-4090")) ==
+                core_components(w->library(), llama8b(), expected, chosen_fields(w->plan()), "rtx-4090"));
+        quant->setCurrentIndex(quant->findData("nf4"));
+        expected.quantization = Quantization::Nf4;
+        checkChartIsCore(llama8b());
     }
 
     void loraRankAndTargets() {

@@ -22,6 +22,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "wingspan/quant_formats.hpp"
+
 namespace wingspan::ui {
 
 namespace {
@@ -211,6 +213,13 @@ QWidget* InputsPanel::buildMethodBox() {
     quant_->addItem("NF4 + double quant (QLoRA default)", "nf4-dq");
     quant_->addItem("NF4, 64-element blocks", "nf4");
     quant_->addItem("int8", "int8");
+    // Pre-quantized checkpoints, loaded as stored by a serve plan (core/include/wingspan/quant_formats.hpp).
+    quant_->addItem("AWQ 4-bit checkpoint (serve)", "awq");
+    quant_->addItem("GPTQ 4-bit checkpoint (serve)", "gptq");
+    quant_->addItem("GPTQ 8-bit checkpoint (serve)", "gptq-int8");
+    quant_->addItem("fp8 checkpoint, per-tensor scales (serve)", "fp8");
+    quant_->addItem("fp8 checkpoint, per-channel scales (serve)", "fp8-channel");
+    quant_->addItem("fp8 checkpoint, 128 × 128 block scales (serve)", "fp8-block");
     quant_->addItem("None (16-bit)", "none");
     quant_->setToolTip("How the frozen base is stored: NF4 is 0.5 bytes per parameter plus one constant per 64-element\n"
                        "block; double quantization stores those constants in 8 bits too. int8 is 1 byte per parameter.");
@@ -450,7 +459,9 @@ void InputsPanel::readInto(Plan& plan) {
     for (int i = 0; i < 7; ++i)
         if (targets_[i]->isChecked()) s.lora_targets.insert(kTargetRoles[i]);
     const Quantization q = parse_quantization(quant_->currentData().toString().toStdString());
-    s.quantization = (s.method == Method::Qlora || s.method == Method::Serve) ? q : Quantization::None;
+    // QLoRA quantizes a 16-bit checkpoint at load: a checkpoint format leaves it its default.
+    const bool takes = s.method == Method::Serve || (s.method == Method::Qlora && !is_checkpoint_format(q));
+    s.quantization = takes ? q : Quantization::None;
     s.seq_len = seq_spin_->value();
     s.micro_batch = batch_->value();
     s.serve_batch = batch_->value();

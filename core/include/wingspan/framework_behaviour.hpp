@@ -56,8 +56,14 @@ struct FrameworkBehaviour {
         bool logprob_labelled_only = false;   // the fused head's tile over labelled positions only
     } objective;
 
+    // The pre-quantized checkpoint formats the framework loads as stored (quantization.checkpoints,
+    // names as --quant spells them: "awq", "gptq", "fp8", ...); empty: it loads none.
+    std::vector<std::string> checkpoint_formats;
+
     // Whether the fused kernels cover this model_type (kernels.unfused_model_types leaves it out).
     bool kernels_cover(const std::string& model_type) const;
+    // Whether it loads checkpoints stored in `format` (a --quant name).
+    bool loads_checkpoint(const std::string& format) const;
 };
 
 // One key of a framework profile's behaviour sections: where it lives, its type and default, and

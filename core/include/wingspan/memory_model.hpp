@@ -103,6 +103,9 @@ TrainingSetup apply_framework_defaults(TrainingSetup setup, const FrameworkProfi
 // The quantized storage a setup gets under a framework, in words ("NF4 + double quant",
 // "MLX affine 4-bit (groups of 64, scale + bias)", "none").
 std::string quantization_label(const TrainingSetup& setup, const FrameworkProfile& framework);
+// Where the setup serves a pre-quantized checkpoint (AWQ, GPTQ, fp8) that the framework does not
+// load (its profile's quantization.checkpoints), the sentence that says so; else "".
+std::string checkpoint_not_loaded(const TrainingSetup& setup, const FrameworkProfile& framework);
 // What a setup's precision means under a framework, in words: "bf16 (bf16-true): weights bf16,
 // adapters fp32, gradients as their parameters, AdamW moments fp32, no master copy".
 std::string precision_in_force(const TrainingSetup& setup, const FrameworkProfile& framework);

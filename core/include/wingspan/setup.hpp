@@ -20,7 +20,11 @@ enum class Precision { Fp32, Bf16Mixed, Bf16, Fp16Mixed };
 enum class Optimizer { AdamW, AdamW8bit, PagedAdamW8bit, Sgd, Adafactor, PagedAdamW };
 enum class Attention { Eager, Sdpa, Flash };
 enum class Sharding { None, Ddp, Zero1, Zero2, Zero3, Fsdp };
-enum class Quantization { None, Nf4, Nf4DoubleQuant, Int8 };
+// Quantized frozen weights. Nf4, Nf4DoubleQuant and Int8 are what a framework makes of a 16-bit
+// checkpoint as it loads it (bitsandbytes, torchao, MLX); the others are pre-quantized checkpoints
+// that a serving engine loads as stored (quant_formats.hpp: AWQ 4-bit, GPTQ 4- and 8-bit, fp8 with
+// per-tensor, per-channel or 128 × 128 block scales).
+enum class Quantization { None, Nf4, Nf4DoubleQuant, Int8, Awq, Gptq, GptqInt8, Fp8, Fp8Channel, Fp8Block };
 // The training objective: supervised fine-tuning, preference tuning, or RL with verifiable
 // rewards. Each changes the rows a forward runs, the sequence, and what is held beside the policy.
 enum class Objective { Sft, Dpo, Orpo, Simpo, Kto, Grpo };
@@ -101,6 +105,9 @@ struct TrainingSetup {
     std::int64_t dataset_examples = 0;
     // QLoRA / quantized serving. Method::Qlora defaults to NF4 with double quantization.
     Quantization quantization = Quantization::None;
+    // AWQ / GPTQ: input values that share a scale and a zero point (the checkpoint's group_size;
+    // -1: one group over the whole input, GPTQ's per-channel form).
+    std::int64_t quant_group_size = 128;
     // Serving
     std::int64_t serve_batch = 1;      // concurrent sequences; seq_len is the context
     // Parallelism

@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "architecture.hpp"
+#include "setup.hpp"
 
 namespace wingspan::vllm {
 
@@ -41,12 +42,16 @@ struct Options {
     std::int64_t max_num_seqs = 0;           // 0: the profile's
     std::int64_t tensor_parallel = 1;
     std::int64_t kv_bytes = 2;               // per cached value: 2 for the model's bf16/fp16, 1 for fp8
-    double weight_bytes_per_param = 2;       // bf16/fp16 weights
+    double weight_bytes_per_param = 2;       // bf16/fp16 weights (and the activations' dtype)
+    // A pre-quantized checkpoint (AWQ, GPTQ, fp8: quant_formats.hpp) loaded as stored; None: 16-bit.
+    Quantization quantization = Quantization::None;
+    std::int64_t quant_group_size = 128;     // AWQ / GPTQ group_size (-1: one group per column)
 };
 
 struct Plan {
     std::uint64_t total = 0, requested = 0;    // the GPU's total; × gpu_memory_utilization
     std::uint64_t weights = 0, activation_peak = 0, non_torch = 0;
+    std::uint64_t quantized_weights = 0;       // of weights: the checkpoint format's linears (0 for 16-bit)
     std::uint64_t forward_peak = 0, sampler_peak = 0;   // the profile run's two moments; activation_peak is the larger
     std::int64_t kv_available = 0;             // requested - weights - activation_peak - non_torch (may be < 0)
     std::uint64_t block_bytes = 0;             // one block of block_size tokens, every layer, K and V
@@ -61,5 +66,8 @@ Plan plan(const Architecture& arch, const Profile& profile, const Options& o, st
 // available // block_bytes), for checking against a log that prints both.
 std::int64_t blocks_for(std::int64_t available_bytes, std::uint64_t block_bytes);
 std::uint64_t block_bytes(const Architecture& arch, std::int64_t block_size, std::int64_t kv_bytes, std::int64_t tensor_parallel);
+// The weights vLLM loads on one of tensor_parallel GPUs ("model weights take"): a checkpoint
+// format's quantized linears as stored, the rest in the 16-bit dtype. `quantized` gets the first part.
+std::uint64_t weight_bytes(const Architecture& arch, const Options& o, std::uint64_t* quantized = nullptr);
 
 }  // namespace wingspan::vllm

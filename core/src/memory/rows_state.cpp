@@ -5,6 +5,7 @@
 
 #include "state.hpp"
 #include "wingspan/nf4.hpp"
+#include "wingspan/quant_formats.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan {
@@ -29,18 +30,22 @@ void write_weight_rows(const PlanContext& c, const StateTotals& t, RowWriter& w,
         {{"bytes_per_param", c.frozen_bytes}, {"params", double(t.frozen_plain_elems)}, {"devices", double(c.param_div)}});
     if (quant != Quantization::None) {
         const bool int8 = quant == Quantization::Int8;
+        const bool checkpoint = is_checkpoint_format(quant);
+        const double code = checkpoint ? checkpoint_code_bytes(quant) : int8 ? 1.0 : 0.5;
         d.packed = w.shown(held(row("quantized weights (packed codes)", Component::FrozenWeights, "all layers",
-                                    "quantized params", t.quant_elems, int8 ? 1.0 : 0.5,
+                                    "quantized params", t.quant_elems, code,
                                     "the frozen linears stored quantized (" + quantization_label(setup, fw) + ")", {"qlora"}),
                                 t.packed / c.param_div),
-                           std::string(int8 ? "1 B" : "0.5 B") + " × " + n(t.quant_elems) + " " + quantization_label(setup, fw) +
+                           std::string(code == 1.0 ? "1 B" : "0.5 B") + " × " + n(t.quant_elems) + " " + quantization_label(setup, fw) +
                                " params (packed codes)" + (c.param_div > 1 ? c.per_dev : ""),
-                           {{"params", double(t.quant_elems)}, {"bytes_per_param", int8 ? 1.0 : 0.5}});
+                           {{"params", double(t.quant_elems)}, {"bytes_per_param", code}});
         d.constants = w.shown(
             held(row("quantization constants", Component::QuantConstants, "all layers", "quantized params / block", 0, 0,
                      "the scales (and biases) each block of codes needs to be dequantized", {"qlora"}),
                  t.constants / c.param_div),
-            fw.quant_format == "affine"
+            checkpoint ? checkpoint_format_formula(quant, setup.quant_group_size) + " (all constants: " +
+                             format_bytes(double(t.constants), ByteUnit::GiB, 2) + ")"
+            : fw.quant_format == "affine"
                 ? std::to_string(fw.quant_constant_bytes) + " B scale + bias per " + std::to_string(fw.quant_group) +
                       "-value group (" + n((t.quant_elems + fw.quant_group - 1) / fw.quant_group) + " groups)"
             : int8 ? "4 B fp32 scale per output row"

@@ -4,6 +4,7 @@
 
 #include "state.hpp"
 #include "wingspan/nf4.hpp"
+#include "wingspan/quant_formats.hpp"
 
 namespace wingspan {
 
@@ -56,7 +57,10 @@ struct GroupWalk {
 
     void add_quantized(const TensorGroup& g) {
         QuantLayout l;
-        if (c.fw.quant_format == "affine") {
+        if (is_checkpoint_format(c.quant)) {
+            // A pre-quantized checkpoint: its tensors as stored, whatever the framework quantizes to.
+            l = checkpoint_layout(c.quant, g.rows, g.cols, c.setup.quant_group_size);
+        } else if (c.fw.quant_format == "affine") {
             // MLX: bits per value packed in uint32 words, a scale and a bias per group.
             const std::int64_t bits = c.quant == Quantization::Int8 ? 8 : 4;
             l.packed_bytes = g.elements() * bits / 8;
@@ -72,6 +76,13 @@ struct GroupWalk {
         if (g.role == LinearRole::Down) t.down_quantized = std::max(t.down_quantized, g.elements());
     }
 };
+// Whether group g is stored quantized: a checkpoint format's own choice (quant_formats.hpp), else
+// the linears and what the framework's profile quantizes besides.
+bool stored_quantized(const PlanContext& c, const TensorGroup& g) {
+    if (is_checkpoint_format(c.quant)) return quantized_in_checkpoint(g);
+    return g.kind == TensorKind::Linear || (c.fw.quantizes_embeddings && g.kind == TensorKind::Embedding) ||
+           (c.fw.quantizes_head && g.kind == TensorKind::Head);
+}
 }  // namespace
 
 StateTotals walk_tensor_groups(const PlanContext& c) {
@@ -86,9 +97,7 @@ StateTotals walk_tensor_groups(const PlanContext& c) {
                                 (g.kind == TensorKind::Embedding || g.kind == TensorKind::Head));
         if (trainable) {
             walk.add_trainable(g.rows, g.cols, g.count, false);
-        } else if (c.quant != Quantization::None &&
-                   (g.kind == TensorKind::Linear || (c.fw.quantizes_embeddings && g.kind == TensorKind::Embedding) ||
-                    (c.fw.quantizes_head && g.kind == TensorKind::Head))) {
+        } else if (c.quant != Quantization::None && stored_quantized(c, g)) {
             walk.add_quantized(g);
         } else {
             t.frozen_plain += g.total_elements() * c.frozen_bytes;

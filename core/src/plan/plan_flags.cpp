@@ -7,6 +7,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/hub.hpp"
 #include "wingspan/json_input.hpp"
+#include "wingspan/quant_formats.hpp"
 #include "wingspan/verdict.hpp"
 
 namespace wingspan {
@@ -40,7 +41,7 @@ const std::set<std::string>& plan_value_flags() {
     "--lora-layers", "--num-layers", "--objective", "--reference", "--prompt-length", "--completion-length",
     "--generations", "--beta", "--vllm-share", "--from", "--from-format", "--data", "--padding",
     "--gguf", "--kv-type", "--ctx", "--n-gpu-layers", "--ubatch", "--parallel", "--flash-attn",
-    "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--tensor-parallel"};
+    "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--tensor-parallel", "--group-size"};
     return flags;
 }
 const std::set<std::string>& plan_switch_flags() {
@@ -178,6 +179,10 @@ TrainingSetup setup_from_flags(const PlanFlags& o, const Architecture& arch) {
     if (auto v = o.get("--sharding")) s.sharding = parse_sharding(*v);
     if (auto v = o.get("--quant")) s.quantization = parse_quantization(*v);
     if (auto v = o.get("--targets")) s.lora_targets = parse_targets(*v);
+    s.quant_group_size = o.integer("--group-size", s.quant_group_size, -1);   // AWQ / GPTQ (validate says which)
+    if (o.has("--group-size") && s.quantization != Quantization::Awq && s.quantization != Quantization::Gptq &&
+        s.quantization != Quantization::GptqInt8)
+        throw InputError("--group-size is AWQ's and GPTQ's (--quant awq, gptq or gptq-int8)");
     if (auto v = o.get("--grad-checkpointing")) {
         if (*v == "on" || *v == "true" || *v == "1") s.grad_checkpointing = true;
         else if (*v == "off" || *v == "false" || *v == "0") s.grad_checkpointing = false;
@@ -213,7 +218,7 @@ TrainingSetup setup_from_flags(const PlanFlags& o, const Architecture& arch) {
     s.objective.generations = o.integer("--generations", s.objective.generations);
     s.objective.beta = o.number("--beta", s.objective.beta);
     s.objective.vllm_share = o.number("--vllm-share", 0.0);
-    if (s.method == Method::Full && s.quantization != Quantization::None)
+    if (s.method == Method::Full && s.quantization != Quantization::None && !is_checkpoint_format(s.quantization))
         throw InputError("--quant needs --method qlora or serve");
     s.validate(arch);
     return s;
