@@ -7,7 +7,11 @@ Fails on
   - `std::ofstream` outside core's checked writers (core/src/safe_file.cpp): a run-folder or
     export write must be atomic or checked;
   - `json::parse(` outside core's bounded reader (core/src/json_input.cpp): untrusted JSON goes
-    through read_untrusted_json_file / parse_untrusted_json (size and depth bounded).
+    through read_untrusted_json_file / parse_untrusted_json (size and depth bounded);
+  - qt-private (issue 27 item 5), in ui/ and app/: a string naming a private class ("...Private",
+    as in a className() comparison that finds Qt's QBarSetPrivate) or an include of a private
+    header (`_p.h`, `private/`). Qt's private classes change between any two releases; the
+    programs use Qt's public API only. No site is listed as known: any one fails.
 
 The sites that predate this check are listed in scripts/lint_known.txt with how many each file
 has: a file may only go down. A new site anywhere fails, naming the file, line and rule; a
@@ -27,6 +31,9 @@ ALLOWED = {
 EMPTY_CATCH = re.compile(r"catch\s*\([^)]*\)\s*\{\s*\}", re.S)
 OFSTREAM = re.compile(r"\bstd::ofstream\b")
 JSON_PARSE = re.compile(r"\bjson::parse\(")
+QT_PRIVATE_FOLDERS = ("ui", "app")
+QT_PRIVATE_NAME = re.compile(r'"[^"\n]*Private"')
+QT_PRIVATE_INCLUDE = re.compile(r'#\s*include\s*[<"][^>"\n]*(?:_p\.h|\bprivate/[^>"\n]*)[>"]')
 
 
 def strip_comments(text):
@@ -62,8 +69,26 @@ def strip_comments(text):
     return "".join(out)
 
 
-def findings(root):
+def qt_private_findings(root):
+    """("qt-private", file, line) for each private Qt class name in a string or private include."""
     found = []
+    for folder in QT_PRIVATE_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix not in (".cpp", ".hpp", ".h") or not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            # The same text with comments blanked (and strings emptied): a match whose first
+            # character survives there is code, not a comment that mentions the class.
+            code = strip_comments(text)
+            for pattern in (QT_PRIVATE_NAME, QT_PRIVATE_INCLUDE):
+                for m in pattern.finditer(text):
+                    if code[m.start()] == text[m.start()]:
+                        found.append(("qt-private", path.relative_to(root).as_posix(), text.count("\n", 0, m.start()) + 1))
+    return sorted(found)
+
+
+def findings(root):
+    found = qt_private_findings(root)
     for folder in FOLDERS:
         for path in sorted((root / folder).rglob("*")):
             if path.suffix not in (".cpp", ".hpp", ".h") or not path.is_file():

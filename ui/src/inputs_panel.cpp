@@ -1,4 +1,5 @@
 #include "wingspan/ui/inputs_panel.hpp"
+#include "wingspan/plan_lookup.hpp"
 
 #include "inputs_panel_items.hpp"
 
@@ -345,11 +346,9 @@ void InputsPanel::updateSizeSlider(const Plan& plan) {
     const bool imported = !plan.model.config.is_null();
     std::string family;
     std::int64_t params = 0;
-    try {
-        const ResolvedModel r = resolve_model(*lib_, plan.model);
-        family = r.family;
-        params = r.arch.parameter_count();
-    } catch (const std::exception&) {
+    if (const auto r = try_resolve_model(*lib_, plan.model)) {
+        family = r->family;
+        params = r->arch.parameter_count();
     }
     current_model_id_ = plan.model.model_id;
     family_ = imported ? FamilyRange{} : family_range(*lib_, family);

@@ -1,4 +1,5 @@
 #include "wingspan/ui/machine_grid.hpp"
+#include "wingspan/plan_lookup.hpp"
 #include "wingspan/speed_model.hpp"
 
 #include <algorithm>
@@ -215,11 +216,7 @@ Table MachineGrid::to_table(ByteUnit unit) const {
 MachineGrid machine_grid(const ProfileLibrary& lib, const Plan& plan, ByteUnit unit, const std::vector<std::string>& compared) {
     MachineGrid g;
     std::vector<const ModelProfile*> models;
-    ResolvedModel current;
-    try {
-        current = resolve_model(lib, plan.model);
-    } catch (const std::exception&) {
-    }
+    const ResolvedModel current = try_resolve_model(lib, plan.model).value_or(ResolvedModel{});
     if (plan.model.config.is_null() && !current.family.empty()) models = family_range(lib, current.family).members;
     if (models.empty()) {
         for (const auto& m : lib.models())

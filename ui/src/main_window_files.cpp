@@ -1,13 +1,13 @@
 // The window's file work: plans opened and saved, charts and tables exported, the user's own
 // machines and imported models, and the settings remembered between sessions.
 #include "wingspan/ui/main_window.hpp"
+#include "wingspan/errors.hpp"
 #include "wingspan/json_input.hpp"
 #include "wingspan/ui/calibration_dialog.hpp"
 #include "wingspan/ui/hub_dialog.hpp"
 #include "wingspan/ui/machine_dialog.hpp"
 
 #include <algorithm>
-#include <fstream>
 
 #include <QActionGroup>
 #include <QApplication>
@@ -68,9 +68,15 @@ void MainWindow::importConfigDialog() {
     const QString path = QFileDialog::getOpenFileName(this, "Import a Hugging Face config.json", QDir::homePath(),
                                                       "Model config (config.json *.json)");
     if (path.isEmpty()) return;
-    std::ifstream in(path.toStdString());
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    // Any file can be picked here: read bounded in size and depth, and what went wrong said.
+    nlohmann::json j;
+    try {
+        j = read_untrusted_json_file(path.toStdString());
+    } catch (const InputError& e) {
+        QMessageBox::warning(this, "Import config.json", qs(e.what()));
+        return;
+    }
+    if (!j.is_object()) {
         QMessageBox::warning(this, "Import config.json", path + " is not a JSON object.");
         return;
     }

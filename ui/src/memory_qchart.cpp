@@ -1,6 +1,7 @@
 #include "wingspan/ui/memory_qchart.hpp"
 
 #include "chart_text.hpp"
+#include "memory_qchart_bars.hpp"
 #include "memory_qchart_decor.hpp"
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <cmath>
 
 #include <QBarCategoryAxis>
-#include <QBarSet>
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QGraphicsRectItem>
@@ -19,8 +19,6 @@
 #include <QLogValueAxis>
 #include <QPainter>
 #include <QRegularExpression>
-#include <QSignalBlocker>
-#include <QStackedBarSeries>
 #include <QValueAxis>
 
 namespace wingspan::ui {
@@ -37,23 +35,24 @@ QFont font_px(const ChartStyle& st, double px, bool bold = false) {
     return f;
 }
 
-// The object whose signals make Qt Charts lay a bar set's bars out (QBarSetPrivate, a child
-// of the set), or nullptr.
-QObject* value_notifier(QBarSet* set) {
-    for (QObject* child : set->children())
-        if (qstrcmp(child->metaObject()->className(), "QBarSetPrivate") == 0) return child;
-    return nullptr;
-}
-
 bool dark_background(const ChartStyle& st) { return st.background.lightness() < 128; }
 
 // The overhead is hatched: black lines on light backgrounds, light lines on dark ones.
 QColor hatch_colour(const ChartStyle& st) { return dark_background(st) ? QColor("#d8d8d8") : QColor("#000000"); }
 
-QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
+QBrush layer_brush(const std::optional<Component>& c, const ChartStyle& st) {
     if (!c) return QBrush(st.muted, Qt::Dense5Pattern);
     if (*c == Component::FrameworkOverhead) return QBrush(hatch_colour(st), Qt::BDiagPattern);
     return QBrush(component_qcolor(*c));
+}
+
+// A layer's outline: the background's colour between layers, the hatch's around the overhead.
+QPen layer_pen(const std::optional<Component>& c, const ChartStyle& st) {
+    return c && *c == Component::FrameworkOverhead ? QPen(hatch_colour(st), 1) : QPen(st.background, 0.8);
+}
+
+QString layer_name(const std::optional<Component>& c) {
+    return c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)";
 }
 
 
@@ -62,6 +61,7 @@ QBrush set_brush(const std::optional<Component>& c, const ChartStyle& st) {
 
 
 MemoryQChart::MemoryQChart(QGraphicsItem* parent) : QChart(parent), decor_(std::make_unique<Decor>()) {
+    bars_ = new StackedBars(this);
     setAnimationOptions(QChart::NoAnimation);
     setBackgroundRoundness(0);
     setDropShadowEnabled(false);
@@ -103,7 +103,7 @@ void MemoryQChart::setContent(const ChartData& data, const ChartStyle& style) {
     axis_ = chart_axis(data_);
     if (!same_lines) decor_->in_key.assign(data_.lines.size(), false);
     const QString sig = signature(data_);
-    if (sig != signature_ || !bars_) {
+    if (sig != signature_ || !frame_) {
         signature_ = sig;
         rebuild();
         clearDecorations();
@@ -124,8 +124,8 @@ double MemoryQChart::axisValue(double bytes) const {
 }
 
 QPointF MemoryQChart::toChart(double category, double bytes) const {
-    if (!bars_) return {};
-    return const_cast<MemoryQChart*>(this)->mapToPosition(QPointF(category, axisValue(bytes)), bars_);
+    if (!frame_) return {};
+    return const_cast<MemoryQChart*>(this)->mapToPosition(QPointF(category, axisValue(bytes)), frame_);
 }
 
 void MemoryQChart::rebuild() {
@@ -134,13 +134,12 @@ void MemoryQChart::rebuild() {
         removeAxis(a);
         delete a;
     }
-    bars_ = nullptr;
+    frame_ = nullptr;
     x_ = nullptr;
     y_ = nullptr;
-    sets_.clear();
     ceilings_.clear();
     lines_.clear();
-    set_components_.clear();
+    layer_components_.clear();
     category_of_bar_.clear();
 
     setBackgroundBrush(style_.background);
@@ -156,21 +155,16 @@ void MemoryQChart::rebuild() {
     }
     if (categories.isEmpty()) categories << "0";
 
-    bars_ = new QStackedBarSeries;
-    bars_->setBarWidth(kBarWidth);
-    // A set for every component, present or not: a component appearing as a slider moves (an
-    // offload, a master copy) then changes values, not the series. Empty sets draw nothing.
-    for (Component c : kAllComponents) set_components_.push_back(c);
-    set_components_.push_back(std::nullopt);
-    for (const auto& c : set_components_) {
-        auto* set = new QBarSet(c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)");
-        set->setBrush(set_brush(c, style_));
-        set->setPen(c && *c == Component::FrameworkOverhead ? QPen(hatch_colour(style_), 1) : QPen(style_.background, 0.8));
-        set->setLabelColor(style_.text);
-        sets_.push_back(set);
-        bars_->append(set);
-    }
-    addSeries(bars_);
+    // A layer for every component, present or not: a component appearing as a slider moves (an
+    // offload, a master copy) then changes values, not the items. Empty layers draw nothing.
+    for (Component c : kAllComponents) layer_components_.push_back(c);
+    layer_components_.push_back(std::nullopt);
+    std::vector<StackedBars::Layer> layers;
+    for (const auto& c : layer_components_) layers.push_back({layer_brush(c, style_), layer_pen(c, style_)});
+    bars_->setLayers(std::move(layers), int(data_.bars.size()));
+    frame_ = new QLineSeries;
+    addSeries(frame_);
+    frame_->setVisible(false);
 
     x_ = new QBarCategoryAxis;
     x_->append(categories);
@@ -179,7 +173,7 @@ void MemoryQChart::rebuild() {
     // out nor paints its labels and ticks on every slider step.
     x_->setVisible(false);
     addAxis(x_, Qt::AlignBottom);
-    bars_->attachAxis(x_);
+    frame_->attachAxis(x_);
 
     if (axis_.log) {
         auto* y = new QLogValueAxis;
@@ -199,7 +193,7 @@ void MemoryQChart::rebuild() {
     y_->setGridLinePen(QPen(style_.grid, 0));
     y_->setLinePen(QPen(style_.grid, 0));
     addAxis(y_, Qt::AlignLeft);
-    bars_->attachAxis(y_);
+    frame_->attachAxis(y_);
 
     QPen ceiling_pen(style_.ceiling, 2, Qt::DashLine);
     ceiling_pen.setCapStyle(Qt::FlatCap);
@@ -249,35 +243,15 @@ void MemoryQChart::applyAxis() {
 
 void MemoryQChart::updateValues() {
     applyAxis();
-    // Stacked on a log axis, an empty set still counts from the axis floor: give it nothing.
-    std::vector<std::pair<QBarSet*, QList<qreal>>> changed;
-    for (size_t s = 0; s < sets_.size(); ++s) {
-        QList<qreal> values(x_->count(), 0.0);
+    // Where the layers stand is placeBars' (it needs the plot, laid out after the axis changed).
+    layer_values_.assign(layer_components_.size(), std::vector<double>(data_.bars.size(), 0.0));
+    for (size_t k = 0; k < layer_components_.size(); ++k)
         for (size_t i = 0; i < data_.bars.size(); ++i) {
             double bytes = 0;
             for (const auto& seg : data_.bars[i].segments)
-                if (seg.component == set_components_[s]) bytes += double(seg.bytes);
-            values[category_of_bar_[i]] = bytes / axis_.unit_bytes;
+                if (seg.component == layer_components_[k]) bytes += double(seg.bytes);
+            layer_values_[k][i] = bytes / axis_.unit_bytes;
         }
-        bool same = sets_[s]->count() == int(values.size());
-        for (int k = 0; same && k < int(values.size()); ++k) same = sets_[s]->at(k) == values[k];
-        if (!same) changed.emplace_back(sets_[s], std::move(values));
-    }
-    // Qt Charts lays every bar of the series out again on each value signal of each set (a
-    // remove and an append per set: two full layouts per changed set). The sets take their new
-    // values quietly and only the last append speaks, so the series lays out once per step,
-    // from all the new values. The signals come from the set's private QObject child; where a
-    // Qt build has none, nothing is blocked and the result is the same, only slower.
-    for (size_t k = 0; k < changed.size(); ++k) {
-        auto& [set, values] = changed[k];
-        QObject* notifier = value_notifier(set);
-        {
-            const QSignalBlocker quiet(notifier);
-            set->remove(0, set->count());
-        }
-        const QSignalBlocker quiet_unless_last(k + 1 < changed.size() ? notifier : nullptr);
-        set->append(values);
-    }
     for (size_t i = 0; i < ceilings_.size(); ++i) {
         if (!ceilings_[i]) continue;
         const double c = double(category_of_bar_[i]);
@@ -367,9 +341,8 @@ void MemoryQChart::buildDecorations() {
         label->setText(name);
         d.legend.push_back({swatch, label});
     };
-    for (const auto& c : set_components_)
-        add_key(c ? QString::fromStdString(std::string(component_label(*c))) : "Offloaded state (same pool)",
-                set_brush(c, style_), QPen(c && *c == Component::FrameworkOverhead ? hatch_colour(style_) : style_.background));
+    for (const auto& c : layer_components_)
+        add_key(layer_name(c), layer_brush(c, style_), QPen(c && *c == Component::FrameworkOverhead ? hatch_colour(style_) : style_.background));
     add_key("Usable ceiling (dashed)", QBrush(Qt::NoBrush), QPen(style_.ceiling, 2, Qt::DashLine));
 }
 
@@ -389,8 +362,8 @@ void MemoryQChart::refreshDecorationTexts() {
     const std::vector<Component> present = data_.legend();
     for (size_t k = 0; k < d.legend.size(); ++k) {
         bool shown = false;
-        if (k < set_components_.size()) {
-            const auto& c = set_components_[k];
+        if (k < layer_components_.size()) {
+            const auto& c = layer_components_[k];
             shown = c ? std::find(present.begin(), present.end(), *c) != present.end() : data_.has_offloaded();
         } else {
             shown = std::any_of(data_.bars.begin(), data_.bars.end(), [](const ChartBar& b) { return b.ceiling.has_value(); });
@@ -471,7 +444,7 @@ void MemoryQChart::layoutDecorations() {
 
     // The captions under the bars, each row as many lines as its longest needs (at most two).
     const QRectF plot0 = plotArea();
-    const double slot0 = bars_ ? plot0.width() / std::max(1, x_->count()) : 0;
+    const double slot0 = frame_ ? plot0.width() / std::max(1, x_->count()) : 0;
     std::array<double, 3> row_height{0, 0, 0};
     d.captions_turned = false;
     for (size_t i = 0; i < d.captions.size(); ++i) {
@@ -507,7 +480,8 @@ void MemoryQChart::layoutDecorations() {
         m.setRight(16);
         setMargins(m);   // lays the plot out again, and this runs once more
     }
-    if (!bars_ || data_.bars.empty()) return;
+    placeBars();
+    if (!frame_ || data_.bars.empty()) return;
 
     const QRectF plot = plotArea();
     const double slot = plot.width() / std::max(1, x_->count());
@@ -539,60 +513,6 @@ void MemoryQChart::layoutDecorations() {
     }
     // A line newly sent to the key takes room at the top: lay out once more (the set only grows).
     if (placeLineLabels(plot)) layoutDecorations();
-}
-
-// ------------------------------------------------------------------------- geometry ----
-
-QRectF MemoryQChart::barRect(int bar) const {
-    if (!bars_ || bar < 0 || bar >= int(data_.bars.size())) return {};
-    const double c = category_of_bar_[size_t(bar)];
-    const double base = axis_.log ? axis_.min_bytes : 0.0;
-    const QPointF a = toChart(c - kBarWidth / 2, double(data_.bars[size_t(bar)].total));
-    const QPointF b = toChart(c + kBarWidth / 2, base);
-    return QRectF(a, b).normalized();
-}
-
-QRectF MemoryQChart::segmentRect(int bar, int segment) const {
-    if (!bars_ || bar < 0 || bar >= int(data_.bars.size())) return {};
-    const ChartBar& b = data_.bars[size_t(bar)];
-    if (segment < 0 || segment >= int(b.segments.size())) return {};
-    // Stacked in the series' set order, whatever order the segments are listed in.
-    auto set_index = [this](const ChartSegment& s) {
-        for (size_t k = 0; k < set_components_.size(); ++k)
-            if (set_components_[k] == s.component) return int(k);
-        return int(set_components_.size());
-    };
-    const int mine = set_index(b.segments[size_t(segment)]);
-    double below = axis_.log ? axis_.min_bytes : 0.0;
-    for (size_t k = 0; k < b.segments.size(); ++k) {
-        const int other = set_index(b.segments[k]);
-        if (other < mine || (other == mine && int(k) < segment)) below += double(b.segments[k].bytes);
-    }
-    const double c = category_of_bar_[size_t(bar)];
-    const QPointF p0 = toChart(c - kBarWidth / 2, below + double(b.segments[size_t(segment)].bytes));
-    const QPointF p1 = toChart(c + kBarWidth / 2, below);
-    return QRectF(p0, p1).normalized();
-}
-
-std::optional<ChartHit> MemoryQChart::hitAt(const QPointF& pos) const {
-    if (!bars_) return std::nullopt;
-    const QRectF plot = plotArea();
-    const double slot = plot.width() / std::max(1, x_->count());
-    for (int i = 0; i < int(data_.bars.size()); ++i) {
-        const ChartBar& b = data_.bars[size_t(i)];
-        const double cx = toChart(category_of_bar_[size_t(i)], 0).x();
-        if (std::fabs(pos.x() - cx) > slot / 2) continue;
-        if (b.ceiling) {
-            const double cyl = toChart(category_of_bar_[size_t(i)], double(*b.ceiling)).y();
-            if (std::fabs(pos.y() - cyl) <= 4 && std::fabs(pos.x() - cx) <= slot * kCeilingHalf) return ChartHit{i, -1, true, false};
-        }
-        for (int s = 0; s < int(b.segments.size()); ++s)
-            if (segmentRect(i, s).adjusted(0, -0.5, 0, 0.5).contains(pos)) return ChartHit{i, s, false, false};
-        // The caption under the plot, the total and verdict above the bar.
-        if (pos.y() > plot.bottom() || barRect(i).adjusted(-4, -2 * decor_->line_height - 6, 4, 0).contains(pos))
-            return ChartHit{i, -1, false, true};
-    }
-    return std::nullopt;
 }
 
 }  // namespace wingspan::ui

@@ -1,6 +1,6 @@
 #pragma once
-// What memory_qchart.cpp and memory_qchart_labels.cpp share: the chart's label items and where
-// bars and ceilings sit in a category.
+// What memory_qchart.cpp, memory_qchart_labels.cpp and memory_qchart_bars.cpp share: the chart's
+// label items and where bars and ceilings sit in a category.
 #include <array>
 #include <utility>
 #include <vector>
@@ -44,7 +44,7 @@ struct MemoryQChart::Decor {
     QSizeF key_for_size;        // the chart's size when `in_key` was decided
     // The bars' names read upwards when one has no room across its slot ("14B" under a bar 20 px wide).
     bool captions_turned = false;
-    std::vector<std::pair<QGraphicsRectItem*, ChartText*>> legend;   // swatch, name (per set, then the ceiling)
+    std::vector<std::pair<QGraphicsRectItem*, ChartText*>> legend;   // swatch, name (per layer, then the ceiling)
     std::vector<QLineF> ceilings;   // per bar, where its dashed ceiling is drawn (chart coordinates)
     double line_height = 14;
 };

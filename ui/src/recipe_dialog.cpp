@@ -17,10 +17,11 @@
 #include <csignal>
 #include <signal.h>
 #include <unistd.h>
-#include <fstream>
 #include <functional>
+#include <optional>
 
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 #include "wingspan/units.hpp"
 
 namespace wingspan::ui {
@@ -41,6 +42,27 @@ QWidget* with_browse(QLineEdit* edit, QWidget* parent, std::function<void()> bro
     QObject::connect(b, &QPushButton::clicked, row, browse);
     h->addWidget(b);
     return row;
+}
+
+// A recipe folder's JSON file (the recipe, its prediction), read through core's bounded reader:
+// a recipe folder may have been edited or sent by anyone. nullopt when missing or not JSON.
+std::optional<json> read_recipe_json(const fs::path& file) {
+    try {
+        return read_untrusted_json_file(file, 16ull << 20);
+    } catch (const InputError&) {
+        return std::nullopt;   // the caller says what it needed from the file
+    }
+}
+
+// The command a recipe runs, argument by argument; empty when it names none (or not as strings).
+std::vector<std::string> recipe_command(const std::optional<json>& spec) {
+    std::vector<std::string> command;
+    if (!spec || !spec->is_object() || !spec->contains("command") || !(*spec)["command"].is_array()) return command;
+    for (const auto& a : (*spec)["command"]) {
+        if (!a.is_string()) return {};
+        command.push_back(a.get<std::string>());
+    }
+    return command;
 }
 
 }  // namespace
@@ -201,20 +223,18 @@ bool RunRecipeDialog::running() const { return process_ && process_->state() != 
 
 bool RunRecipeDialog::start(const fs::path& folder) {
     if (running()) return (error_ = "a recipe is already running"), false;
-    std::ifstream in(folder / recipe::kRecipeFile);
-    const json spec = json::parse(in, nullptr, false);
-    if (!in.is_open() || spec.is_discarded() || !spec.contains("command") || !spec["command"].is_array() ||
-        spec["command"].empty()) {
+    const std::optional<json> spec = read_recipe_json(folder / recipe::kRecipeFile);
+    const std::vector<std::string> command = recipe_command(spec);
+    if (command.empty()) {
         error_ = qs((folder / recipe::kRecipeFile).string()) + " is missing or names no command (write the recipe again)";
         return false;
     }
-    std::ifstream pin(folder / "predicted.json");
-    json plan = json::parse(pin, nullptr, false);
-    if (plan.is_discarded()) plan = json();
-    std::vector<std::string> command;
-    for (const auto& a : spec["command"]) command.push_back(a.get<std::string>());
+    // The prediction is the run's to compare with; a recipe without one runs all the same.
+    const json plan = read_recipe_json(folder / "predicted.json").value_or(json());
+    const auto framework = spec->find("framework");
     try {
-        run_ = std::make_unique<WatchedRun>(RunStore(runs_root_), plan, spec.value("framework", ""), command);
+        run_ = std::make_unique<WatchedRun>(RunStore(runs_root_), plan,
+                                            framework != spec->end() && framework->is_string() ? framework->get<std::string>() : "", command);
     } catch (const std::exception& e) {
         error_ = e.what();
         return false;
@@ -241,7 +261,7 @@ bool RunRecipeDialog::start(const fs::path& folder) {
     process_->start(qs(command.front()), arguments);
     start_->setEnabled(false);
     stop_->setEnabled(true);
-    status_->setText("Running " + qs(spec["command"].dump()) + "; recording to " + qs(run_->folder().string()));
+    status_->setText("Running " + qs((*spec)["command"].dump()) + "; recording to " + qs(run_->folder().string()));
     return true;
 }
 

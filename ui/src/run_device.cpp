@@ -3,6 +3,7 @@
 
 #include <QLocale>
 
+#include "wingspan/json_input.hpp"
 #include "wingspan/ui/run_charts.hpp"
 #include "wingspan/ui/run_device.hpp"
 
@@ -27,12 +28,13 @@ std::vector<DeviceInfo> parse_devices(const QByteArray& text, QString* error) {
     };
     // The last line that parses as an object: a trainer may log before it (never on stdout, but
     // be lenient with what a future build prints).
+    // Each through core's bounded reader: a trainer's output is no more trusted than a file.
     nlohmann::json j;
     for (const QByteArray& line : text.split('\n')) {
-        const auto parsed = nlohmann::json::parse(line.toStdString(), nullptr, false);
-        if (parsed.is_object() && parsed.contains("devices")) j = parsed;
+        const auto parsed = try_parse_untrusted_json(std::string_view(line.constData(), size_t(line.size())));
+        if (parsed && parsed->is_object() && parsed->contains("devices")) j = *parsed;
     }
-    if (j.is_null()) j = nlohmann::json::parse(text.toStdString(), nullptr, false);
+    if (j.is_null()) j = try_parse_untrusted_json(std::string_view(text.constData(), size_t(text.size()))).value_or(nlohmann::json());
     if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array())
         return fail("not a {\"devices\": [...]} object");
     std::vector<DeviceInfo> out;

@@ -22,6 +22,7 @@
 #include <QToolButton>
 
 #include "run_panel_text.hpp"
+#include "wingspan/plan_lookup.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -278,14 +279,10 @@ void RunForm::populateModelSources() {
                                       : QString("Plan's model: %1 (not on this machine)").arg(planned_.name),
                         int(RunOptions::ModelSource::Planned));
         if (!planned_.ok()) model_note_->setText(planned_.missingText());
-        try {
-            const ResolvedModel m = resolve_model(*lib_, plan_.model);
-            const std::int64_t params = m.arch.parameter_count();
+        if (const auto m = try_resolve_model(*lib_, plan_.model))
             model_->addItem(QString("Plan's architecture: %1 (%2 params, random weights)")
-                                .arg(qs(m.name), qs(format_params_short(params))),
+                                .arg(qs(m->name), qs(format_params_short(m->arch.parameter_count()))),
                             int(RunOptions::ModelSource::PlanArchitecture));
-        } catch (const std::exception&) {
-        }
     }
     model_->addItem("Built-in demo model (3.1 M params, random weights)", int(RunOptions::ModelSource::BuiltIn));
     if (!last_model_dir_.isEmpty())

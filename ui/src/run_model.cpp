@@ -11,6 +11,7 @@
 #include "wingspan/ui/run_model.hpp"
 
 #include "wingspan/json_input.hpp"
+#include "wingspan/plan_lookup.hpp"
 #include "wingspan/ui/run_session.hpp"
 
 namespace wingspan::ui {
@@ -78,17 +79,15 @@ QString PlannedModel::missingText() const {
 
 PlannedModel find_planned_model(const ProfileLibrary& lib, const Plan& plan) {
     PlannedModel m;
-    try {
-        const ResolvedModel r = resolve_model(lib, plan.model);
-        m.name = qs(r.name);
-        m.params = r.arch.parameter_count();
-        if (!r.interpolated && plan.model.config.is_null()) {
-            try {
-                m.repo = qs(lib.model(r.id).hf_repo);
-            } catch (const std::exception&) {
-            }
+    if (const auto r = try_resolve_model(lib, plan.model)) {
+        m.name = qs(r->name);
+        m.params = r->arch.parameter_count();
+        if (!r->interpolated && plan.model.config.is_null()) {
+            const auto& models = lib.models();
+            const auto it = std::find_if(models.begin(), models.end(), [&](const ModelProfile& p) { return p.id == r->id; });
+            if (it != models.end()) m.repo = qs(it->hf_repo);
         }
-    } catch (const std::exception&) {
+    } else {
         m.name = qs(plan.model.model_id);
     }
     // An imported config names its repository or its folder.
@@ -127,12 +126,8 @@ PlanRunComparison compare_plan_and_run(const ProfileLibrary* lib, const Plan& pl
     // Each side as a list of (what, text); a pair that reads differently is a difference.
     QString plan_model = qs(plan.model.model_id);
     QString plan_machine;
-    if (lib) {
-        try {
-            plan_model = qs(resolve_model(*lib, plan.model).name);
-        } catch (const std::exception&) {
-        }
-    }
+    if (lib)
+        if (const auto m = try_resolve_model(*lib, plan.model)) plan_model = qs(m->name);
     // The machine the plan is drawn for: this machine when it lists it, else its first.
     plan_machine = run_options_for(plan, lib).machine_name;
     QString run_model, run_weights;

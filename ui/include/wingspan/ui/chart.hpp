@@ -1,7 +1,7 @@
 #pragma once
 // The stacked memory bar chart: a plain description of what to draw (ChartData, built from
-// core's results), drawn by Qt Charts (MemoryQChart: a QStackedBarSeries with a QBarSet per
-// component) in the window, in every export and offscreen for `wingspan export`.
+// core's results), drawn by MemoryQChart (its own bars on a Qt Charts plot and value axis)
+// in the window, in every export and offscreen for `wingspan export`.
 #include <optional>
 #include <vector>
 

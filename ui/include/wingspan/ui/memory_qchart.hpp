@@ -1,8 +1,10 @@
 #pragma once
-// ChartData drawn with Qt Charts: a QStackedBarSeries with one QBarSet per component (the
-// fixed Okabe-Ito colours, overhead hatched), dashed usable ceilings as line series, and the
-// totals, verdicts and captions placed over the plot. The window's chart view and every export
-// (PNG, SVG, PDF, offscreen) draw this same QChart.
+// ChartData drawn on a Qt Charts plot: Qt Charts lays the plot out and draws the value axis and
+// the dashed lines (usable ceilings, reference lines) as line series; the chart draws the rest
+// itself: the stacked bars (one rectangle per component of each bar, the fixed Okabe-Ito
+// colours, overhead hatched; StackedBars), their legend, and the totals, verdicts and captions
+// placed over the plot. The window's chart view and every export (PNG, SVG, PDF, offscreen)
+// draw this same QChart.
 #include <optional>
 #include <vector>
 
@@ -14,8 +16,6 @@ class QPainter;
 
 QT_BEGIN_NAMESPACE
 class QBarCategoryAxis;
-class QBarSet;
-class QStackedBarSeries;
 class QLineSeries;
 class QAbstractAxis;
 QT_END_NAMESPACE
@@ -23,6 +23,7 @@ QT_END_NAMESPACE
 namespace wingspan::ui {
 
 class ChartText;
+class StackedBars;
 
 class MemoryQChart : public QChart {
     Q_OBJECT
@@ -44,6 +45,10 @@ public:
     std::optional<ChartHit> hitAt(const QPointF& pos) const;
     // The rectangle of segment `segment` of bar `bar` (chart coordinates), for focus rings.
     QRectF segmentRect(int bar, int segment) const;
+    // Where the chart drew layer `layer` of bar `bar` (chart coordinates, not clipped; empty when
+    // the layer is): the layers stack from the bottom in kAllComponents order, then the
+    // same-pool offload.
+    QRectF drawnLayerRect(int bar, int layer) const;
     // Places the totals, verdicts and captions for the current plot area.
     void layoutDecorations();
     // Where bar i's total, verdict and dashed ceiling are drawn (chart coordinates; empty when
@@ -65,6 +70,7 @@ private:
     void rebuild();
     void updateValues();
     void applyAxis();
+    void placeBars();
     void clearDecorations();
     void buildDecorations();
     void refreshDecorationTexts();
@@ -81,9 +87,14 @@ private:
     ChartAxis axis_;
     QString signature_;
     std::vector<int> category_of_bar_;   // grouped charts leave a gap between groups
-    std::vector<std::optional<Component>> set_components_;
-    QStackedBarSeries* bars_ = nullptr;
-    std::vector<QBarSet*> sets_;
+    // The bars' layers, bottom first (every component, then same-pool offload), and each
+    // layer's value per bar in the value axis's units.
+    std::vector<std::optional<Component>> layer_components_;
+    std::vector<std::vector<double>> layer_values_;   // [layer][bar]
+    StackedBars* bars_ = nullptr;
+    // An undrawn series that carries both axes whatever the data (a chart may have no dashed
+    // line): the series every position on the plot is mapped through.
+    QLineSeries* frame_ = nullptr;
     std::vector<QLineSeries*> ceilings_;   // per bar (nullptr: no ceiling)
     std::vector<QLineSeries*> lines_;
     QBarCategoryAxis* x_ = nullptr;
