@@ -464,11 +464,10 @@ std::optional<fs::path> find_cached_snapshot(const std::string& repo_id, const s
     std::error_code ec;
     const std::string rev = revision.empty() ? "main" : revision;
     if (detail::safe_relative_file(rev)) {
+        // A ref is a commit hash: only a small regular file is read (a FIFO planted there never blocks).
+        const fs::path ref = repo_dir / "refs" / rev;
         std::string commit;
-        try {
-            commit = read_regular_file(repo_dir / "refs" / rev, 4096);   // a FIFO planted there never blocks
-        } catch (const InputError&) {
-        }
+        if (fs::is_regular_file(ref, ec) && fs::file_size(ref, ec) <= 4096 && !ec) commit = read_regular_file(ref, 4096);
         if (!commit.empty()) {
             commit = detail::trim(commit.substr(0, commit.find('\n')));
             if (is_hex(commit) && fs::is_directory(repo_dir / "snapshots" / commit, ec))
