@@ -420,59 +420,50 @@ ImportedModel import_from_folder(const std::filesystem::path& dir_in,
     return m;
 }
 
-nlohmann::json ImportedModel::to_json() const {
+namespace {
+
+// What an import found, as both to_json and the saved profile's "import" object hold it.
+nlohmann::json import_facts(const ImportedModel& m) {
     nlohmann::json by = nlohmann::json::object();
-    for (const auto& [dtype, t] : by_dtype)
+    for (const auto& [dtype, t] : m.by_dtype)
         by[dtype] = {{"elements", t.elements}, {"bytes", t.bytes}};
     nlohmann::json j = {
-        {"source", source},
-        {"id", profile.id},
-        {"name", profile.name},
-        {"family", profile.family},
-        {"parameters", parameters},
-        {"checkpoint_parameters", checkpoint_parameters},
-        {"architecture_parameters", architecture_parameters},
-        {"checkpoint_bytes", checkpoint_bytes},
-        {"has_checkpoint", has_checkpoint},
-        {"quantized_checkpoint", quantized_checkpoint},
+        {"source", m.source},
+        {"parameters", m.parameters},
+        {"checkpoint_parameters", m.checkpoint_parameters},
+        {"architecture_parameters", m.architecture_parameters},
+        {"checkpoint_bytes", m.checkpoint_bytes},
         {"by_dtype", by},
-        {"weight_files", weight_files},
-        {"warnings", warnings},
-        {"used_cache", used_cache},
-        {"config", config},
+        {"quantized_checkpoint", m.quantized_checkpoint},
+        {"weight_files", m.weight_files},
+        {"warnings", m.warnings},
     };
-    if (source == "hub") {
-        j["repo_id"] = repo_id;
-        j["revision"] = revision;
-        j["endpoint"] = endpoint;
+    if (m.source == "hub") {
+        j["repo_id"] = m.repo_id;
+        j["revision"] = m.revision;
+        j["endpoint"] = m.endpoint;
     }
+    if (!m.folder.empty()) j["folder"] = m.folder.string();
+    return j;
+}
+
+}  // namespace
+
+nlohmann::json ImportedModel::to_json() const {
+    nlohmann::json j = import_facts(*this);
+    j["id"] = profile.id;
+    j["name"] = profile.name;
+    j["family"] = profile.family;
+    j["has_checkpoint"] = has_checkpoint;
+    j["used_cache"] = used_cache;
+    j["config"] = config;
     if (!profile.hf_repo.empty()) j["hf_repo"] = profile.hf_repo;
-    if (!folder.empty()) j["folder"] = folder.string();
     return j;
 }
 
 nlohmann::json ImportedModel::profile_json() const {
-    nlohmann::json by = nlohmann::json::object();
-    for (const auto& [dtype, t] : by_dtype)
-        by[dtype] = {{"elements", t.elements}, {"bytes", t.bytes}};
-    nlohmann::json imp = {
-        {"source", source},
-        {"imported_at", detail::utc_now_iso8601()},
-        {"parameters", parameters},
-        {"checkpoint_parameters", checkpoint_parameters},
-        {"architecture_parameters", architecture_parameters},
-        {"checkpoint_bytes", checkpoint_bytes},
-        {"by_dtype", by},
-        {"quantized_checkpoint", quantized_checkpoint},
-        {"weight_files", weight_files},
-        {"warnings", warnings},
-    };
-    if (source == "hub") {
-        imp["repo_id"] = repo_id;
-        imp["revision"] = revision;
-        imp["endpoint"] = endpoint;
-    }
-    if (!folder.empty()) imp["folder"] = folder.string();
+    nlohmann::json imp = import_facts(*this);
+    imp["imported_at"] = detail::utc_now_iso8601();
     nlohmann::json j = {{"id", profile.id},
                         {"name", profile.name},
                         {"family", profile.family},
