@@ -9,7 +9,7 @@
 
 #include "device_ops.hpp"
 #include "kernels_nf4.hpp"
-#include "memory.hpp"
+#include "model.hpp"
 #include "wingspan/nf4.hpp"
 
 namespace wingspan::train {
