@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "wingspan/config_import.hpp"
 #include "wingspan/errors.hpp"
+#include "wingspan/json_input.hpp"
 
 namespace wingspan::cli {
 
@@ -84,7 +85,9 @@ int run_from_config(const ProfileLibrary& lib, const std::vector<std::string>& a
         return code;
     }
     if (json_out) {
-        json j = json::parse(inner_out.str());
+        // The command's own --json output, read back through the bounded reader (a JSON object,
+        // or an InputError naming what it could not read).
+        json j = parse_untrusted_json(inner_out.str(), "wingspan " + args[0] + " --json");
         if (j.is_object()) {
             j["import"] = im.to_json();
             j["import"]["file"] = file;

@@ -2,6 +2,7 @@
 // Internal to core's config import (config_import.cpp, config_import_objectives.cpp): the record
 // of one import (every key read, ignored or defaulted, and the plan flags it makes).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -26,6 +27,19 @@ inline std::string text_of(const json& v) {
         return v.dump();
     }
     return v.dump();
+}
+
+// A config's number written as text ("8", " +8"), read as std::stoll would read all of it, but
+// without exceptions: nullopt for anything else (trailing text, out of range).
+inline std::optional<long long> whole_number(const std::string& text) {
+    std::size_t start = text.find_first_not_of(" \t\n\v\f\r");
+    if (start == std::string::npos) return std::nullopt;
+    if (text[start] == '+' && start + 1 < text.size() && text[start + 1] != '-') ++start;
+    long long x = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data() + start, end, x);
+    if (error != std::errc() || stop != end) return std::nullopt;
+    return x;
 }
 
 // Keeps the record of one import: every key read, ignored or defaulted, and the flags.
@@ -63,13 +77,8 @@ public:
         const json* v = get(path);
         if (!v) return std::nullopt;
         if (v->is_number()) return (long long)std::llround(v->get<double>());
-        if (v->is_string()) {
-            try {
-                std::size_t used = 0;
-                const long long x = std::stoll(v->get<std::string>(), &used);
-                if (used == v->get<std::string>().size()) return x;
-            } catch (const std::exception&) {}
-        }
+        if (v->is_string())
+            if (const std::optional<long long> x = whole_number(v->get_ref<const std::string&>())) return x;
         throw InputError("config: " + path + " expects a whole number, got " + v->dump());
     }
     void flag_(const std::string& key, const std::string& flag, const std::string& value) { this->flag(key, flag, value); }

@@ -37,10 +37,9 @@ BehaviourKey flag(const char* section, const char* key, const char* meaning) {
     return {section, key, "bool", flag_at<Section, Member>(defaults) ? "true" : "false", meaning, &flag_at<Section, Member>};
 }
 
-}  // namespace
-
-const std::vector<BehaviourKey>& behaviour_keys() {
-    static const std::vector<BehaviourKey> keys = {
+// The profile's own top-level keys (not behaviour sections), listed first in the README's table.
+std::vector<BehaviourKey> profile_keys() {
+    return {
         {"", "aliases", "array of strings", "none",
          "other ids that resolve to this profile (`hf-transformers` answers to `pytorch-cuda`, `mlx-lm` to `mlx`)"},
         {"", "devices", "array of strings", "all kinds",
@@ -50,6 +49,15 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "and the source that shows the difference) and `behaviour`, the sections that differ, applied over the profile as "
          "a JSON merge patch and checked like the profile's own. `--framework unsloth@2025.1` (and a published case's "
          "`framework_release`) plans with that release; the profile's own sections describe the current release"},
+    };
+}
+
+}  // namespace
+
+const std::vector<BehaviourKey>& behaviour_keys() {
+    static const std::vector<BehaviourKey> keys = [] {
+        std::vector<BehaviourKey> all = profile_keys();
+        const std::vector<BehaviourKey> sections = {
         {"defaults", "precision", "string", "the planner's",
          "the precision the framework trains in when the user does not say: `bf16` (bf16-true: no autocast, no master), "
          "`bf16-mixed` (autocast), `fp32`, `fp16-mixed`"},
@@ -187,7 +195,10 @@ const std::vector<BehaviourKey>& behaviour_keys() {
             "attention", "flash_backward_workspace",
             "the flash / SDPA backward allocates an fp32 dq accumulator (b·s·q_dim·4 B + b·heads·s·4 B) and, for the "
             "`flash` kind with grouped KV heads, dk and dv expanded to every query head: a `backward_attention` phase"),
-    };
+        };
+        all.insert(all.end(), sections.begin(), sections.end());
+        return all;
+    }();
     return keys;
 }
 

@@ -422,15 +422,14 @@ HubError detail::status_error(const HttpResponse& r, const std::string& typed, c
     return HubSession(typed, repo, opt, no_progress, nullptr).answer_error(r, file, what);
 }
 
-std::string normalize_repo_id(const std::string& typed, const std::string& endpoint) {
-    std::string s = detail::trim(typed);
-    auto invalid = [&](const std::string& why) {
-        return HubError(HubErrorKind::InvalidId,
-                        "'" + typed + "' is not a Hugging Face model id" + why +
-                            ". Give owner/name as on the model page, e.g. Qwen/Qwen2.5-7B, or "
-                            "the page's URL.");
+std::optional<std::string> detail::parse_repo_id(const std::string& typed, const std::string& endpoint,
+                                                std::string* why_not) {
+    auto invalid = [&](const std::string& why) -> std::optional<std::string> {
+        if (why_not) *why_not = why;
+        return std::nullopt;
     };
-    if (s.empty()) throw invalid(" (it is empty)");
+    std::string s = detail::trim(typed);
+    if (s.empty()) return invalid(" (it is empty)");
     bool was_url = false;
     for (std::string prefix : {endpoint, std::string(kPublicEndpoint)}) {
         while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
@@ -443,8 +442,8 @@ std::string normalize_repo_id(const std::string& typed, const std::string& endpo
         }
     }
     if (!was_url && (s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0))
-        throw invalid(" (a URL of another site than " +
-                      (endpoint.empty() ? std::string(kPublicEndpoint) : endpoint) + ")");
+        return invalid(" (a URL of another site than " +
+                       (endpoint.empty() ? std::string(kPublicEndpoint) : endpoint) + ")");
     if (was_url) {
         s = s.substr(0, s.find_first_of("?#"));
         if (s.rfind("models/", 0) == 0) s = s.substr(7);
@@ -456,11 +455,19 @@ std::string normalize_repo_id(const std::string& typed, const std::string& endpo
             s = parts[0] + "/" + parts[1];
     }
     auto parts = split(s, '/');
-    if (parts.size() > 2) throw invalid(" (too many '/' parts)");
+    if (parts.size() > 2) return invalid(" (too many '/' parts)");
     for (const auto& p : parts)
         if (!valid_segment(p))
-            throw invalid(" (names use letters, digits, '-', '_' and '.', at most 96 characters)");
+            return invalid(" (names use letters, digits, '-', '_' and '.', at most 96 characters)");
     return s;
+}
+
+std::string normalize_repo_id(const std::string& typed, const std::string& endpoint) {
+    std::string why;
+    if (std::optional<std::string> id = detail::parse_repo_id(typed, endpoint, &why)) return *id;
+    throw HubError(HubErrorKind::InvalidId,
+                   "'" + typed + "' is not a Hugging Face model id" + why +
+                       ". Give owner/name as on the model page, e.g. Qwen/Qwen2.5-7B, or the page's URL.");
 }
 
 std::string profile_id_for_repo(const std::string& repo_id, const std::string& revision) {

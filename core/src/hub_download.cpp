@@ -5,13 +5,11 @@
 #include "wingspan/safe_file.hpp"
 
 #include <fcntl.h>
-#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -21,7 +19,6 @@
 #include "wingspan/json_input.hpp"
 #include "wingspan/sha1.hpp"
 #include "wingspan/sha256.hpp"
-#include "wingspan/user_dirs.hpp"
 
 namespace wingspan::hub {
 
@@ -32,16 +29,7 @@ using detail::HttpResponse;
 
 namespace {
 
-std::string env(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-}
-
-bool is_hex(const std::string& s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-    });
-}
+using detail::is_hex;
 
 std::string gb(std::uint64_t bytes) {
     char buf[32];
@@ -442,42 +430,6 @@ DownloadResult from_cache(const std::string& repo, const std::string& revision, 
 }
 
 }  // namespace
-
-fs::path default_hf_hub_cache() {
-    if (std::string v = env("HF_HUB_CACHE"); !v.empty()) return v;
-    if (std::string v = env("HF_HOME"); !v.empty()) return fs::path(v) / "hub";
-    if (std::string v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(v) / "huggingface" / "hub";
-    if (const fs::path h = home_directory(); !h.empty()) return h / ".cache" / "huggingface" / "hub";
-    return {};   // no home: download_snapshot says so (never ./.cache or a shared folder)
-}
-
-std::optional<std::uint64_t> free_bytes_statvfs(const fs::path& dir) {
-    struct statvfs s {};
-    if (::statvfs(dir.c_str(), &s) != 0) return std::nullopt;
-    return static_cast<std::uint64_t>(s.f_bavail) * static_cast<std::uint64_t>(s.f_frsize);
-}
-
-std::optional<fs::path> find_cached_snapshot(const std::string& repo_id, const std::string& revision,
-                                             const fs::path& hub_cache) {
-    if (hub_cache.empty()) return std::nullopt;
-    const fs::path repo_dir = hub_cache / hf_cache_folder_name(repo_id);
-    std::error_code ec;
-    const std::string rev = revision.empty() ? "main" : revision;
-    if (detail::safe_relative_file(rev)) {
-        std::string commit;
-        try {
-            commit = read_regular_file(repo_dir / "refs" / rev, 4096);   // a FIFO planted there never blocks
-        } catch (const InputError&) {
-        }
-        if (!commit.empty()) {
-            commit = detail::trim(commit.substr(0, commit.find('\n')));
-            if (is_hex(commit) && fs::is_directory(repo_dir / "snapshots" / commit, ec))
-                return repo_dir / "snapshots" / commit;
-        }
-    }
-    if (is_hex(rev) && fs::is_directory(repo_dir / "snapshots" / rev, ec)) return repo_dir / "snapshots" / rev;
-    return std::nullopt;
-}
 
 namespace {
 

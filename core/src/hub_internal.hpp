@@ -107,6 +107,16 @@ std::string utc_now_iso8601();
 HubError status_error(const HttpResponse& r, const std::string& typed, const std::string& repo,
                       const HubOptions& opt, const std::string& file, const std::string& what);
 
+// The environment variable `name`, or "" when it is not set (hub_environment.cpp).
+std::string env(const char* name);
+// Whether `s` is a non-empty run of hex digits (a commit, a blob id, a sha256).
+bool is_hex(const std::string& s);
+
+// normalize_repo_id without exceptions: the id, or nullopt with `why_not` saying why (" (it is
+// empty)", starting with a space, as the error's message goes on).
+std::optional<std::string> parse_repo_id(const std::string& typed, const std::string& endpoint,
+                                         std::string* why_not = nullptr);
+
 // ---- Shared import logic (model_import.cpp) ------------------------------------------
 
 struct ReadHeader {
@@ -116,6 +126,7 @@ struct ReadHeader {
 
 // An exception's message without library tags such as "[json.exception.parse_error.101] ".
 std::string plain_message(const std::exception& e);
+std::string without_library_tags(std::string message);   // the same for a message as text
 // Reads and checks config.json text: JSON object, then Architecture::from_hf_config.
 // `where` names the file in messages.
 void read_config(ImportedModel& m, const std::string& config_text, const std::string& where);

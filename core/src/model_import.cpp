@@ -30,18 +30,18 @@ bool looks_like_html(const std::string& text) {
 }
 
 nlohmann::json parse_json_file(const std::string& text, const std::string& where) {
-    if (!json_depth_within(text))
+    std::string error;
+    if (std::optional<nlohmann::json> j = try_parse_untrusted_json(text, &error)) return std::move(*j);
+    // json_input.cpp says "not valid JSON (<the parser's words>)", or why it did not parse at all.
+    constexpr std::string_view kInvalid = "not valid JSON (";
+    if (!error.starts_with(kInvalid))
         throw HubError(HubErrorKind::MalformedJson,
                        where + " is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels; no real one is.");
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        std::string hint = looks_like_html(text)
-                               ? " (a web page arrived instead; check HF_ENDPOINT and any proxy)"
-                               : "";
-        throw HubError(HubErrorKind::MalformedJson,
-                       where + " is not valid JSON: " + plain_message(e) + hint + ".");
-    }
+    const std::string words = without_library_tags(error.substr(kInvalid.size(), error.size() - kInvalid.size() - 1));
+    std::string hint = looks_like_html(text)
+                           ? " (a web page arrived instead; check HF_ENDPOINT and any proxy)"
+                           : "";
+    throw HubError(HubErrorKind::MalformedJson, where + " is not valid JSON: " + words + hint + ".");
 }
 
 bool is_integer_dtype(const std::string& d) {
@@ -86,9 +86,10 @@ std::string read_small_file(const std::filesystem::path& p, const std::string& w
 
 }  // namespace
 
-std::string plain_message(const std::exception& e) {
+std::string plain_message(const std::exception& e) { return without_library_tags(e.what()); }
+
+std::string without_library_tags(std::string w) {
     // Drops nlohmann's "[json.exception.parse_error.101] " tags; keeps the words.
-    std::string w = e.what();
     for (auto at = w.find("[json.exception."); at != std::string::npos; at = w.find("[json.exception.")) {
         auto close = w.find("] ", at);
         if (close == std::string::npos) break;
@@ -110,6 +111,14 @@ void read_config(ImportedModel& m, const std::string& config_text, const std::st
     } catch (const HubError&) {
         throw;
     } catch (const std::exception& e) {
+        // Architecture's messages as a sentence of ours: without "config.json: ", ending in a full stop.
+        auto sentence = [](const std::exception& error) {
+            std::string why = plain_message(error);
+            if (why.rfind("config.json: ", 0) == 0) why = why.substr(13);
+            if (!why.empty() && why.back() != '.') why += '.';
+            return why;
+        };
+        std::string text_config_failure;
         // Multimodal models (Llava, Mllama, Gemma 3, ...) keep the language model's config in
         // "text_config": plan that part, with a warning.
         if (j.contains("text_config") && j["text_config"].is_object()) {
@@ -122,15 +131,13 @@ void read_config(ImportedModel& m, const std::string& config_text, const std::st
                     "'): only its language model (text_config) is planned; other towers count "
                     "in the checkpoint's parameters only.");
                 return;
-            } catch (const std::exception&) {
+            } catch (const std::exception& text_config_error) {
+                text_config_failure = " Its text_config (the language model) fails too: " + sentence(text_config_error);
             }
         }
-        std::string why = plain_message(e);
-        if (why.rfind("config.json: ", 0) == 0) why = why.substr(13);
-        if (!why.empty() && why.back() != '.') why += '.';
         throw HubError(HubErrorKind::UnsupportedConfig,
-                       where + ": " + why +
-                           " Wingspan cannot describe this model's architecture from this config.");
+                       where + ": " + sentence(e) +
+                           " Wingspan cannot describe this model's architecture from this config." + text_config_failure);
     }
 }
 
@@ -405,70 +412,58 @@ ImportedModel import_from_folder(const std::filesystem::path& dir_in,
     m.profile.name = dir.filename().string();
     if (m.config.contains("_name_or_path") && m.config["_name_or_path"].is_string()) {
         // Kept only when it looks like a Hub id (owner/name), never a local path.
-        std::string n = m.config["_name_or_path"].get<std::string>();
-        try {
-            if (n.find('/') != std::string::npos && n.front() != '/' && n.front() != '.')
-                m.profile.hf_repo = normalize_repo_id(n);
-        } catch (const HubError&) {
-        }
+        const std::string& n = m.config["_name_or_path"].get_ref<const std::string&>();
+        if (n.find('/') != std::string::npos && n.front() != '/' && n.front() != '.')
+            m.profile.hf_repo = detail::parse_repo_id(n, {}).value_or("");
     }
     report("Done", "");
     return m;
 }
 
-nlohmann::json ImportedModel::to_json() const {
+namespace {
+
+// What an import found, as both to_json and the saved profile's "import" object hold it.
+nlohmann::json import_facts(const ImportedModel& m) {
     nlohmann::json by = nlohmann::json::object();
-    for (const auto& [dtype, t] : by_dtype)
+    for (const auto& [dtype, t] : m.by_dtype)
         by[dtype] = {{"elements", t.elements}, {"bytes", t.bytes}};
     nlohmann::json j = {
-        {"source", source},
-        {"id", profile.id},
-        {"name", profile.name},
-        {"family", profile.family},
-        {"parameters", parameters},
-        {"checkpoint_parameters", checkpoint_parameters},
-        {"architecture_parameters", architecture_parameters},
-        {"checkpoint_bytes", checkpoint_bytes},
-        {"has_checkpoint", has_checkpoint},
-        {"quantized_checkpoint", quantized_checkpoint},
+        {"source", m.source},
+        {"parameters", m.parameters},
+        {"checkpoint_parameters", m.checkpoint_parameters},
+        {"architecture_parameters", m.architecture_parameters},
+        {"checkpoint_bytes", m.checkpoint_bytes},
         {"by_dtype", by},
-        {"weight_files", weight_files},
-        {"warnings", warnings},
-        {"used_cache", used_cache},
-        {"config", config},
+        {"quantized_checkpoint", m.quantized_checkpoint},
+        {"weight_files", m.weight_files},
+        {"warnings", m.warnings},
     };
-    if (source == "hub") {
-        j["repo_id"] = repo_id;
-        j["revision"] = revision;
-        j["endpoint"] = endpoint;
+    if (m.source == "hub") {
+        j["repo_id"] = m.repo_id;
+        j["revision"] = m.revision;
+        j["endpoint"] = m.endpoint;
     }
+    if (!m.folder.empty()) j["folder"] = m.folder.string();
+    return j;
+}
+
+}  // namespace
+
+nlohmann::json ImportedModel::to_json() const {
+    nlohmann::json j = import_facts(*this);
+    j["id"] = profile.id;
+    j["name"] = profile.name;
+    j["family"] = profile.family;
+    j["has_checkpoint"] = has_checkpoint;
+    j["used_cache"] = used_cache;
+    j["config"] = config;
     if (!profile.hf_repo.empty()) j["hf_repo"] = profile.hf_repo;
-    if (!folder.empty()) j["folder"] = folder.string();
     return j;
 }
 
 nlohmann::json ImportedModel::profile_json() const {
-    nlohmann::json by = nlohmann::json::object();
-    for (const auto& [dtype, t] : by_dtype)
-        by[dtype] = {{"elements", t.elements}, {"bytes", t.bytes}};
-    nlohmann::json imp = {
-        {"source", source},
-        {"imported_at", detail::utc_now_iso8601()},
-        {"parameters", parameters},
-        {"checkpoint_parameters", checkpoint_parameters},
-        {"architecture_parameters", architecture_parameters},
-        {"checkpoint_bytes", checkpoint_bytes},
-        {"by_dtype", by},
-        {"quantized_checkpoint", quantized_checkpoint},
-        {"weight_files", weight_files},
-        {"warnings", warnings},
-    };
-    if (source == "hub") {
-        imp["repo_id"] = repo_id;
-        imp["revision"] = revision;
-        imp["endpoint"] = endpoint;
-    }
-    if (!folder.empty()) imp["folder"] = folder.string();
+    nlohmann::json imp = import_facts(*this);
+    imp["imported_at"] = detail::utc_now_iso8601();
     nlohmann::json j = {{"id", profile.id},
                         {"name", profile.name},
                         {"family", profile.family},

@@ -200,6 +200,14 @@ std::string ProfileLibrary::default_framework_id(MachineKind kind) {
 
 namespace {
 constexpr std::string_view kCalibratedSuffix = "-calibrated";
+// The calibrated copy of framework `base_id` (calibrated_framework_id), or nullptr.
+const FrameworkProfile* calibrated_framework(const std::vector<FrameworkProfile>& frameworks, const std::string& base_id) {
+    const std::string calibrated = calibrated_framework_id(base_id);
+    for (const auto& f : frameworks)
+        if (f.id == calibrated) return &f;
+    return nullptr;
+}
+
 // The framework a calibrated profile's id calibrates ("libtorch-cpu-calibrated" -> "libtorch-cpu"),
 // or "" for an id that names no calibration.
 std::string calibration_base(const std::string& id) {
@@ -211,11 +219,10 @@ std::string calibration_base(const std::string& id) {
 std::vector<const FrameworkProfile*> ProfileLibrary::frameworks_for(const MachineProfile& m) const {
     const std::string kind = m.kind == MachineKind::Gpu ? "gpu" : m.kind == MachineKind::Unified ? "unified" : "cpu";
     std::vector<const FrameworkProfile*> out;
-    const FrameworkProfile* preferred = nullptr;
-    try {
-        preferred = &framework_for(m);
-    } catch (const InputError&) {
-    }
+    // framework_for(m) without its error: a default framework the profiles lack is simply not first.
+    const FrameworkProfile* preferred =
+        m.id == kThisMachineId ? calibrated_framework(frameworks_, m.default_framework) : nullptr;
+    if (!preferred) preferred = find_framework(m.default_framework);
     if (preferred) out.push_back(preferred);
     for (const auto& f : frameworks_) {
         if (&f == preferred) continue;
@@ -238,9 +245,7 @@ const json& ProfileLibrary::scenario(const std::string& id) const {
 std::string calibrated_framework_id(const std::string& base_id) { return base_id + std::string(kCalibratedSuffix); }
 
 const FrameworkProfile& ProfileLibrary::calibrated_or_bundled(const std::string& id) const {
-    const std::string calibrated = calibrated_framework_id(id);
-    for (const auto& f : frameworks_)
-        if (f.id == calibrated) return f;
+    if (const FrameworkProfile* calibrated = calibrated_framework(frameworks_, id)) return *calibrated;
     return framework(id);
 }
 

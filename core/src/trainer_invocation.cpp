@@ -2,6 +2,7 @@
 
 #include "wingspan/errors.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -54,6 +55,28 @@ std::int64_t to_bytes(const std::string& flag, const std::string& v) {
     return static_cast<std::int64_t>(x * mul);
 }
 
+// The flags that set a whole number and check only its least value, with where each goes.
+struct WholeNumberFlag {
+    const char* flag;
+    std::int64_t TrainerInvocation::*field;
+    std::int64_t least;
+};
+constexpr WholeNumberFlag kWholeNumberFlags[] = {
+    {"--rank", &TrainerInvocation::rank, 1},
+    {"--seq", &TrainerInvocation::seq, 2},
+    {"--batch", &TrainerInvocation::batch, 1},
+    {"--grad-accum", &TrainerInvocation::grad_accum, 1},
+    {"--steps", &TrainerInvocation::steps, 1},
+    {"--epochs", &TrainerInvocation::epochs, 1},
+    {"--warmup-steps", &TrainerInvocation::warmup_steps, 0},
+    {"--eval-every", &TrainerInvocation::eval_every, 0},
+    {"--eval-batches", &TrainerInvocation::eval_batches, 1},
+    {"--save-every", &TrainerInvocation::save_every, 0},
+    {"--sample-tokens", &TrainerInvocation::sample_tokens, 0},
+    {"--sample-every-ms", &TrainerInvocation::sample_every_ms, 1},
+    {"--loss-scale-growth", &TrainerInvocation::loss_scale_growth, 1},
+};
+
 // --optimizer-in-backward steps each parameter as soon as its gradient is ready, so nothing that
 // needs all the gradients first can run; torchtune refuses clipping and accumulation with it the
 // same way (pytorch/torchtune recipes/full_finetune_single_device.py,
@@ -104,6 +127,12 @@ TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a
     help = false;
     for (size_t i = 0; i < a.size(); ++i) {
         const std::string& f = a[i];
+        const auto whole = std::find_if(std::begin(kWholeNumberFlags), std::end(kWholeNumberFlags),
+                                        [&](const WholeNumberFlag& w) { return f == w.flag; });
+        if (whole != std::end(kWholeNumberFlags)) {
+            o.*(whole->field) = to_int(f, need_value(a, i), whole->least);
+            continue;
+        }
         if (f == "--help" || f == "-h") {
             help = true;
         } else if (f == "--model") {
@@ -121,8 +150,6 @@ TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a
             else if (v == "qlora") o.method = Method::Qlora;
             else throw ArgError("--method: unknown method \"" + v + "\" (use full, lora or qlora)");
             o.method_given = true;
-        } else if (f == "--rank") {
-            o.rank = to_int(f, need_value(a, i), 1);
         } else if (f == "--alpha") {
             o.alpha = to_double(f, need_value(a, i));
         } else if (f == "--dropout") {
@@ -143,16 +170,6 @@ TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a
             else if (v == "bf16") o.precision = Precision::Bf16;
             else if (v == "fp16-mixed") o.precision = Precision::Fp16Mixed;
             else throw ArgError("--precision: unknown precision \"" + v + "\" (use auto, fp32, bf16-mixed, bf16 or fp16-mixed)");
-        } else if (f == "--seq") {
-            o.seq = to_int(f, need_value(a, i), 2);
-        } else if (f == "--batch") {
-            o.batch = to_int(f, need_value(a, i), 1);
-        } else if (f == "--grad-accum") {
-            o.grad_accum = to_int(f, need_value(a, i), 1);
-        } else if (f == "--steps") {
-            o.steps = to_int(f, need_value(a, i), 1);
-        } else if (f == "--epochs") {
-            o.epochs = to_int(f, need_value(a, i), 1);
         } else if (f == "--lr") {
             o.lr = to_double(f, need_value(a, i));
             if (*o.lr <= 0) throw ArgError("--lr must be positive");
@@ -161,8 +178,6 @@ TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a
         } else if (f == "--max-grad-norm") {
             o.max_grad_norm = to_double(f, need_value(a, i));
             o.max_grad_norm_given = true;
-        } else if (f == "--warmup-steps") {
-            o.warmup_steps = to_int(f, need_value(a, i), 0);
         } else if (f == "--grad-checkpointing") {
             o.grad_checkpointing = true;
         } else if (f == "--optimizer-in-backward") {
@@ -190,24 +205,12 @@ TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a
             o.threads = static_cast<int>(to_int(f, need_value(a, i), 1));
         } else if (f == "--seed") {
             o.seed = static_cast<std::uint64_t>(to_int(f, need_value(a, i), 0));
-        } else if (f == "--eval-every") {
-            o.eval_every = to_int(f, need_value(a, i), 0);
         } else if (f == "--eval-fraction") {
             o.eval_fraction = to_double(f, need_value(a, i));
             if (o.eval_fraction < 0 || o.eval_fraction >= 1) throw ArgError("--eval-fraction must be in [0, 1)");
-        } else if (f == "--eval-batches") {
-            o.eval_batches = to_int(f, need_value(a, i), 1);
-        } else if (f == "--save-every") {
-            o.save_every = to_int(f, need_value(a, i), 0);
-        } else if (f == "--sample-tokens") {
-            o.sample_tokens = to_int(f, need_value(a, i), 0);
-        } else if (f == "--sample-every-ms") {
-            o.sample_every_ms = to_int(f, need_value(a, i), 1);
         } else if (f == "--initial-loss-scale") {
             o.initial_loss_scale = to_double(f, need_value(a, i));
             if (!(o.initial_loss_scale >= 1)) throw ArgError("--initial-loss-scale must be at least 1");
-        } else if (f == "--loss-scale-growth") {
-            o.loss_scale_growth = to_int(f, need_value(a, i), 1);
         } else if (f == "--device") {
             o.device = need_value(a, i);   // checked against the machine by device.cpp
         } else if (f == "--attention") {

@@ -26,6 +26,17 @@ inline bool wait_until(const std::function<bool()>& pred, int ms) {
     return true;
 }
 
+// Starts `panel`'s run and waits `ms` for it to finish; false (with a warning) when it did not start.
+inline bool run_to_end(wingspan::ui::RunPanel& panel, int ms = 30000) {
+    QSignalSpy finished(&panel, &wingspan::ui::RunPanel::runFinished);
+    QString error;
+    if (!panel.start(&error)) {
+        qWarning() << "start failed:" << error;
+        return false;
+    }
+    return wait_until([&] { return finished.count() == 1; }, ms);
+}
+
 // The tab page that holds `w` (the window may wrap a tab's widget, e.g. in a scroll area).
 inline QWidget* tab_page_of(QTabWidget* tabs, QWidget* w) {
     for (QWidget* p = w; p; p = p->parentWidget())

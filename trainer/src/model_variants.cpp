@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "device_ops.hpp"
+#include "model.hpp"
 #include "wingspan/errors.hpp"
 
 namespace wingspan::train {

@@ -13,9 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model.hpp"
+#include "wingspan/architecture.hpp"
 
 namespace wingspan::train {
+
+// model.hpp's; not included, since model.cpp includes this file for its hooks.
+struct ModelConfig;
+struct Layer;
 
 // Fills the architecture-specific fields of `c` from config.json (after the common ones);
 // throws InputError for what wingspan-train cannot run faithfully (e.g. Phi-3's longrope).

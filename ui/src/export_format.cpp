@@ -13,6 +13,7 @@
 
 #include "wingspan/errors.hpp"
 #include "wingspan/safe_file.hpp"
+#include "wingspan/ui/export.hpp"
 
 namespace wingspan::ui {
 

@@ -10,11 +10,11 @@
 #include <QRectF>
 #include <QString>
 
-#include "wingspan/ui/export.hpp"
-
 class QPaintDevice;
 
 namespace wingspan::ui {
+
+struct ImageOptions;   // export.hpp's; not included, since export.cpp includes this file
 
 // Paints onto `device`, filling `target` (device pixels). False when it could not paint.
 using PaintInto = std::function<bool(QPaintDevice* device, const QRectF& target)>;

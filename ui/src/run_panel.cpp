@@ -36,7 +36,6 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include "wingspan/ui/main_window.hpp"
 #include "wingspan/ui/run_panel.hpp"
 #include "wingspan/ui/run_status.hpp"
 #include "wingspan/ui/widgets.hpp"
@@ -366,30 +365,6 @@ void RunPanel::planSourceChanged() {
 
 void RunPanel::setTrainAction(QAction* action) {
     controller_->setTrainAction(action, planner_.plan ? cannot_train_reason(planner_.plan()) : trainBlockedReason());
-}
-
-// ------------------------------------------------------------------ install ----
-
-RunPanel* install_run_panel(MainWindow& window, const QString& executable) {
-    auto* panel = new RunPanel(executable, window.hasLibrary() ? &window.library() : nullptr);
-    const int index = window.addRunTab(panel, "R&un");
-    if (index < 0) {
-        delete panel;
-        return nullptr;
-    }
-    panel->setUnit(window.unit());
-    if (window.hasLibrary()) panel->setPlan(window.plan());
-    // The settings follow the planner while the run tab is out of sight, applied when it shows.
-    panel->setPlanSource([&window] { return window.plan(); }, [&window] { return window.unit(); });
-    QObject::connect(&window, &MainWindow::planChanged, panel, &RunPanel::planSourceChanged);
-    QObject::connect(&window, &MainWindow::trainRequested, panel, [&window, panel, index](const Plan& plan) {
-        window.tabs()->setCurrentIndex(index);
-        panel->setUnit(window.unit());
-        panel->trainPlan(plan);
-    });
-    panel->setTrainAction(window.trainAction());
-    panel->guardClose(&window);
-    return panel;
 }
 
 }  // namespace wingspan::ui

@@ -62,54 +62,55 @@ Theme parse_theme(const QString& id) {
     return Theme::System;
 }
 
-QPalette light_palette() {
+namespace {
+
+// The two palettes side by side, role by role (nullptr: the light palette keeps Qt's default).
+// The Disabled rows come after the roles they refine, since setColor on a role sets every group.
+struct ThemeColor {
+    QPalette::ColorGroup group;
+    QPalette::ColorRole role;
+    const char* light;
+    const char* dark;
+};
+constexpr ThemeColor kThemeColors[] = {
+    {QPalette::All, QPalette::Window, "#f3f4f6", "#2a2d33"},
+    {QPalette::All, QPalette::WindowText, "#1d1f23", "#e8eaed"},
+    {QPalette::All, QPalette::Base, "#ffffff", "#1f2126"},
+    {QPalette::All, QPalette::AlternateBase, "#f6f7f9", "#262930"},
+    {QPalette::All, QPalette::Text, "#1d1f23", "#e8eaed"},
+    {QPalette::All, QPalette::Button, "#eceef1", "#353840"},
+    {QPalette::All, QPalette::ButtonText, "#1d1f23", "#e8eaed"},
+    {QPalette::All, QPalette::ToolTipBase, "#ffffff", "#353840"},
+    {QPalette::All, QPalette::ToolTipText, "#1d1f23", "#e8eaed"},
+    {QPalette::All, QPalette::PlaceholderText, "#80868b", "#8a9099"},
+    {QPalette::All, QPalette::Highlight, "#0072B2", "#56B4E9"},
+    {QPalette::All, QPalette::HighlightedText, "#ffffff", "#111111"},
+    {QPalette::All, QPalette::Link, "#0063a0", "#7cc7f2"},
+    {QPalette::All, QPalette::Light, nullptr, "#4a4e57"},
+    {QPalette::All, QPalette::Midlight, nullptr, "#3c4048"},
+    {QPalette::All, QPalette::Mid, "#c4c7cc", "#50545c"},
+    {QPalette::All, QPalette::Dark, "#9aa0a6", "#18191d"},
+    {QPalette::All, QPalette::Shadow, nullptr, "#000000"},
+    {QPalette::Disabled, QPalette::Text, "#9aa0a6", "#7a7f87"},
+    {QPalette::Disabled, QPalette::WindowText, "#9aa0a6", "#7a7f87"},
+    {QPalette::Disabled, QPalette::ButtonText, "#9aa0a6", "#7a7f87"},
+};
+
+QPalette palette_of(const char* ThemeColor::*theme) {
     QPalette p;
-    p.setColor(QPalette::Window, QColor("#f3f4f6"));
-    p.setColor(QPalette::WindowText, QColor("#1d1f23"));
-    p.setColor(QPalette::Base, QColor("#ffffff"));
-    p.setColor(QPalette::AlternateBase, QColor("#f6f7f9"));
-    p.setColor(QPalette::Text, QColor("#1d1f23"));
-    p.setColor(QPalette::Button, QColor("#eceef1"));
-    p.setColor(QPalette::ButtonText, QColor("#1d1f23"));
-    p.setColor(QPalette::ToolTipBase, QColor("#ffffff"));
-    p.setColor(QPalette::ToolTipText, QColor("#1d1f23"));
-    p.setColor(QPalette::PlaceholderText, QColor("#80868b"));
-    p.setColor(QPalette::Highlight, QColor("#0072B2"));
-    p.setColor(QPalette::HighlightedText, QColor("#ffffff"));
-    p.setColor(QPalette::Link, QColor("#0063a0"));
-    p.setColor(QPalette::Mid, QColor("#c4c7cc"));
-    p.setColor(QPalette::Dark, QColor("#9aa0a6"));
-    p.setColor(QPalette::Disabled, QPalette::Text, QColor("#9aa0a6"));
-    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor("#9aa0a6"));
-    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor("#9aa0a6"));
+    for (const ThemeColor& c : kThemeColors) {
+        if (!(c.*theme)) continue;
+        if (c.group == QPalette::All) p.setColor(c.role, QColor(c.*theme));
+        else p.setColor(c.group, c.role, QColor(c.*theme));
+    }
     return p;
 }
 
-QPalette dark_palette() {
-    QPalette p;
-    p.setColor(QPalette::Window, QColor("#2a2d33"));
-    p.setColor(QPalette::WindowText, QColor("#e8eaed"));
-    p.setColor(QPalette::Base, QColor("#1f2126"));
-    p.setColor(QPalette::AlternateBase, QColor("#262930"));
-    p.setColor(QPalette::Text, QColor("#e8eaed"));
-    p.setColor(QPalette::Button, QColor("#353840"));
-    p.setColor(QPalette::ButtonText, QColor("#e8eaed"));
-    p.setColor(QPalette::ToolTipBase, QColor("#353840"));
-    p.setColor(QPalette::ToolTipText, QColor("#e8eaed"));
-    p.setColor(QPalette::PlaceholderText, QColor("#8a9099"));
-    p.setColor(QPalette::Highlight, QColor("#56B4E9"));
-    p.setColor(QPalette::HighlightedText, QColor("#111111"));
-    p.setColor(QPalette::Link, QColor("#7cc7f2"));
-    p.setColor(QPalette::Light, QColor("#4a4e57"));
-    p.setColor(QPalette::Midlight, QColor("#3c4048"));
-    p.setColor(QPalette::Mid, QColor("#50545c"));
-    p.setColor(QPalette::Dark, QColor("#18191d"));
-    p.setColor(QPalette::Shadow, QColor("#000000"));
-    p.setColor(QPalette::Disabled, QPalette::Text, QColor("#7a7f87"));
-    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor("#7a7f87"));
-    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor("#7a7f87"));
-    return p;
-}
+}  // namespace
+
+QPalette light_palette() { return palette_of(&ThemeColor::light); }
+
+QPalette dark_palette() { return palette_of(&ThemeColor::dark); }
 
 namespace {
 

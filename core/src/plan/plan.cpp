@@ -1,6 +1,5 @@
 #include "wingspan/plan.hpp"
 #include "wingspan/speed_model.hpp"
-#include "wingspan/plan_lookup.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -265,14 +264,6 @@ ResolvedModel resolve_model(const ProfileLibrary& lib, const ModelChoice& c) {
     r.family = m.family;
     r.arch = m.arch;
     return r;
-}
-
-std::optional<ResolvedModel> try_resolve_model(const ProfileLibrary& lib, const ModelChoice& choice) {
-    try {
-        return resolve_model(lib, choice);
-    } catch (const std::exception&) {   // InputError, and whatever a config's parser throws
-        return std::nullopt;
-    }
 }
 
 // --------------------------------------------------------------------- evaluation ----

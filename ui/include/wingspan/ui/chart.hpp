@@ -134,6 +134,3 @@ QString hit_tooltip(const ChartData& data, const ChartHit& hit, ByteUnit unit);
 QString hit_text(const ChartData& data, const ChartHit& hit, ByteUnit unit);
 
 }  // namespace wingspan::ui
-
-// The widget lives in its own header; most users of chart.hpp want it too.
-#include "wingspan/ui/chart_view.hpp"

@@ -9,6 +9,7 @@
 #include <QPointer>
 
 #include "wingspan/ui/chart.hpp"
+#include "wingspan/ui/chart_view.hpp"
 #include "wingspan/ui/inputs_panel.hpp"
 #include "wingspan/ui/machines_panel.hpp"
 #include "wingspan/plan.hpp"
