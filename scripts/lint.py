@@ -25,7 +25,9 @@ import pathlib
 import re
 import sys
 
-import lint_structure
+# lint_structure.py sits beside this file; found also when another script loads this one by path.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import lint_structure  # noqa: E402
 
 FOLDERS = ("core", "ui", "app", "trainer", "tokenizer")
 ALLOWED = {

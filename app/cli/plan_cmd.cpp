@@ -59,19 +59,23 @@ PlanReport make_plan_report(const ProfileLibrary& lib, const PlanFlags& o, std::
                                                    : &lib.framework(ProfileLibrary::default_framework_id(MachineKind::Gpu));
     TrainingSetup& setup = r.setup;
     setup = apply_framework_defaults(asked, *r.framework, r.chosen);
-    // Precision auto: the totals take the one machine's choice, else what a GPU with bf16 takes;
-    // each machine's verdict below makes its own (adapt_setup).
-    if (setup.precision_auto && machines.size() == 1) {
-        setup = adapt_setup(setup, *machines.front(), nullptr, &r.precision_reason);
-    } else if (setup.precision_auto) {
-        setup.precision_auto = false;
-        r.precision_reason = "auto: bf16-mixed for these totals (a GPU with bf16); each machine below takes its own";
-    }
     setup.validate(r.model.arch);
     // A framework the user named must load the checkpoint format it is asked to serve.
     if (const std::string refused = forced ? checkpoint_not_loaded(setup, *forced) : ""; !refused.empty()) throw InputError(refused);
     // --data: each framework's batches of the real examples; memory at the peak batch, time from its tokens.
     r.data = plan_data_from_flags(o, asked, err);
+    // Precision auto: the totals take the one machine's choice — its verdict's, so where fp32 does
+    // not fit and bf16-mixed does the totals say bf16-mixed as its row does —, else what a GPU with
+    // bf16 takes; each machine's verdict below makes its own (evaluate).
+    if (setup.precision_auto && machines.size() == 1) {
+        const MachineVerdict one = evaluate(r.model.arch, r.data.at_peak(setup, r.framework->id), *machines.front(), *r.framework);
+        setup.precision_auto = false;
+        setup.precision = one.setup.precision;
+        r.precision_reason = one.precision_reason;
+    } else if (setup.precision_auto) {
+        setup.precision_auto = false;
+        r.precision_reason = "auto: bf16-mixed for these totals (a GPU with bf16); each machine below takes its own";
+    }
     r.estimate = estimate_memory(r.model.arch, r.data.at_peak(setup, r.framework->id), *r.framework);
     r.tokens = r.data.tokens(r.framework->id, dataset_tokens_from_flags(o));
     for (const auto* m : machines) {

@@ -53,6 +53,22 @@ private slots:
         QVERIFY(j["machines"][1]["usable_bytes"].get<std::int64_t>() > 15'000'000'000);
     }
 
+    // One machine, precision auto, fp32 too big but bf16-mixed not: the totals take the machine's
+    // choice (bf16-mixed, with its reason), so the headline and the machine's row agree.
+    void oneMachineTotalsTakeItsAutoPrecision() {
+        const Result r = run({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--seq", "1024", "--machine",
+                              "cpu-laptop-8gb", "--json"});
+        QCOMPARE(r.code, 0);
+        const json j = json::parse(r.out);
+        const json& row = j["machines"][0];
+        QCOMPARE(row["precision"].get<std::string>(), std::string("bf16-mixed"));
+        QCOMPARE(row["verdict"].get<std::string>(), std::string("fits"));
+        QVERIFY2(j["precision_in_force"].get<std::string>().rfind("bf16-mixed", 0) == 0, j["precision_in_force"].dump().c_str());
+        QVERIFY(j["precision_reason"].get<std::string>().find("fp32 would need") != std::string::npos);
+        QCOMPARE(j["total_bytes"].get<std::int64_t>(), row["total_bytes"].get<std::int64_t>());
+        QCOMPARE(j["peak_allocated_bytes"].get<std::int64_t>(), row["peak_allocated_bytes"].get<std::int64_t>());
+    }
+
     void planTableIsReadable() {
         const Result r = run({"plan", "--size", "8b", "--method", "qlora", "--machine", "t4"});
         QCOMPARE(r.code, 0);

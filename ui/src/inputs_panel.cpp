@@ -215,12 +215,23 @@ QWidget* InputsPanel::buildMethodBox() {
     quant_->addItem("NF4, 64-element blocks", "nf4");
     quant_->addItem("int8", "int8");
     // Pre-quantized checkpoints, loaded as stored by a serve plan (core/include/wingspan/quant_formats.hpp).
-    quant_->addItem("AWQ 4-bit checkpoint (serve)", "awq");
-    quant_->addItem("GPTQ 4-bit checkpoint (serve)", "gptq");
-    quant_->addItem("GPTQ 8-bit checkpoint (serve)", "gptq-int8");
-    quant_->addItem("fp8 checkpoint, per-tensor scales (serve)", "fp8");
-    quant_->addItem("fp8 checkpoint, per-channel scales (serve)", "fp8-channel");
-    quant_->addItem("fp8 checkpoint, 128 × 128 block scales (serve)", "fp8-block");
+    // Short names (a long one widens the whole plan panel at 1280×720); the rest on hover.
+    const struct {
+        const char* name;
+        const char* id;
+        const char* hover;
+    } checkpoints[] = {
+        {"AWQ 4-bit (serve)", "awq", "an AWQ checkpoint (GEMM layout), loaded as stored: packed 4-bit codes, 16-bit scales"},
+        {"GPTQ 4-bit (serve)", "gptq", "a GPTQ checkpoint, loaded as stored: packed 4-bit codes, scales, g_idx"},
+        {"GPTQ 8-bit (serve)", "gptq-int8", "a GPTQ 8-bit checkpoint, loaded as stored"},
+        {"fp8, tensor scales (serve)", "fp8", "an fp8 checkpoint with one fp32 scale per tensor"},
+        {"fp8, channel scales (serve)", "fp8-channel", "an fp8 checkpoint with one fp32 scale per output row"},
+        {"fp8, block scales (serve)", "fp8-block", "an fp8 checkpoint with one fp32 scale per 128 × 128 block"},
+    };
+    for (const auto& c : checkpoints) {
+        quant_->addItem(c.name, c.id);
+        quant_->setItemData(quant_->count() - 1, QString(c.hover), Qt::ToolTipRole);
+    }
     quant_->addItem("None (16-bit)", "none");
     quant_->setToolTip("How the frozen base is stored: NF4 is 0.5 bytes per parameter plus one constant per 64-element\n"
                        "block; double quantization stores those constants in 8 bits too. int8 is 1 byte per parameter.");
