@@ -26,6 +26,11 @@ std::int64_t member_int(const json& body, const char* object, const char* name) 
     return m && m->is_number_integer() ? m->get<std::int64_t>() : 0;
 }
 
+double member_number(const json& body, const char* object, const char* name, double fallback) {
+    const json* m = member(body, object, name);
+    return m && m->is_number() ? m->get<double>() : fallback;
+}
+
 PrecisionChoice precision_of(const json& body) {
     PrecisionChoice p;
     p.precision = member_string(body, "precision", "precision");
@@ -112,10 +117,8 @@ std::optional<StepEvent> as_step(const Event& e) {
     s.lr = e.number_field("lr");
     s.tokens_per_s = e.number_field("tokens_per_s");
     s.step_time_s = e.number_field("step_time_s");
-    if (auto p = e.body.find("preference"); p != e.body.end() && p->is_object()) {
-        if (auto m = p->find("reward_margin"); m != p->end() && m->is_number()) s.reward_margin = m->get<double>();
-        if (auto a = p->find("reward_accuracy"); a != p->end() && a->is_number()) s.reward_accuracy = a->get<double>();
-    }
+    s.reward_margin = member_number(e.body, "preference", "reward_margin", s.reward_margin);
+    s.reward_accuracy = member_number(e.body, "preference", "reward_accuracy", s.reward_accuracy);
     return s;
 }
 
