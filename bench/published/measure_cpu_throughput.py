@@ -43,6 +43,8 @@ def main():
     ap.add_argument("--bin", required=True, help="the wingspan-train binary")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=4, help="steps per run; the first is a warm-up and left out")
+    ap.add_argument("--default-steps", type=int, default=40,
+                    help="steps per run of the built-in default model, whose 0.1-s steps need many for a stable median")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rank", type=int, default=8)
     ap.add_argument("--cases", default=os.path.join(HERE, "throughput.json"))
@@ -83,7 +85,8 @@ def main():
         for arch, model, seq, batch in ARCHS:
             for method in METHODS:
                 before = os.getloadavg()[0]
-                r = bt.run_wingspan(a.bin, smol if model else None, method, "fp32", seq, batch, a.steps, a.threads,
+                steps = a.steps if model else a.default_steps
+                r = bt.run_wingspan(a.bin, smol if model else None, method, "fp32", seq, batch, steps, a.threads,
                                     a.rank)
                 tps = seq * batch / bt.run_median(r["step_times"])
                 runs.append({"round": rnd + 1, "arch": arch, "method": method, "seq": seq, "batch": batch,
@@ -121,7 +124,7 @@ def update_cases(a, runs, peaks, started, finished):
         f"measure_cpu_throughput.py ({started})")
     how = (f"our own runs of wingspan-train on this shared 2-core VM, {started} to {finished}: python3 "
            f"bench/published/measure_cpu_throughput.py --bin build/bin/wingspan-train --rounds {len(peaks)} "
-           f"--steps {a.steps}; rounds run all six cells round-robin; each run's median step (the first left out), "
+           f"--steps {a.steps} --default-steps {a.default_steps}; rounds run all six cells round-robin; each run's median step (the first left out), "
            f"the fastest run (load only slows a run)")
     for c in doc["cases"]:
         if c.get("machine") != "this-cpu":
@@ -151,9 +154,9 @@ def write_report(a, runs, peaks, started, finished):
     loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
     lines = ["# wingspan-train's tokens/s on this CPU against the planner", "",
              f"Measured {started} to {finished} on the shared 2-core VM (2 threads, fp32, steps of "
-             f"{a.steps}, the first left out), all six cells round-robin in each of {len(peaks)} rounds:", "",
+             f"{a.steps} (the default model {a.default_steps}), the first left out), all six cells round-robin in each of {len(peaks)} rounds:", "",
              "```sh", f"python3 bench/published/measure_cpu_throughput.py --bin build/bin/wingspan-train --rounds 3 "
-             f"--steps {a.steps} --json runs.json   # measure", f"python3 bench/published/measure_cpu_throughput.py "
+             f"--steps {a.steps} --default-steps {a.default_steps} --json runs.json   # measure", f"python3 bench/published/measure_cpu_throughput.py "
              f"--apply runs.json --report bench/results/throughput-cpu.md --bench build/bin/bench_throughput", "```", "",
              (f"No build or other benchmark ran beside these runs: the 1-minute load average was "
               f"{min(loads):.1f}-{max(loads):.1f} on 2 cores (the runs' own two threads count 2), and the sgemm rate "
