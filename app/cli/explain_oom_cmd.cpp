@@ -1,6 +1,6 @@
 // `wingspan explain-oom [plan flags] < message.txt`: PyTorch's out-of-memory text read into
-// figures (core/src/oom_message.cpp) and, with a plan, matched against the plan's phases and
-// tensors with the nearest settings that fit (core/src/oom_advice.cpp). The plan flags are
+// figures (core/src/import/oom_message.cpp) and, with a plan, matched against the plan's phases and
+// tensors with the nearest settings that fit (core/src/import/oom_advice.cpp). The plan flags are
 // `wingspan plan`'s own, resolved by the same PlanReport (plan_cmd.hpp) as `recipe` uses.
 #include "explain_oom_cmd.hpp"
 #include "plan_cmd.hpp"

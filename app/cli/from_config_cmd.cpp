@@ -1,5 +1,5 @@
 // `wingspan plan|fit|explain-oom --from CONFIG [--from-format F] [flags]`: a framework's config
-// file (core/src/config_import.cpp) turned into plan flags, the flags given after it overriding
+// file (core/src/import/config_import.cpp) turned into plan flags, the flags given after it overriding
 // them, and the command run on the result with what was read, ignored and assumed beside it.
 #include "from_config_cmd.hpp"
 

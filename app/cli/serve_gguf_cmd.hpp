@@ -2,7 +2,7 @@
 // `wingspan plan --method serve --gguf FILE.gguf [--ctx N] [--kv-type f16|q8_0|q4_0]
 //  [--n-gpu-layers N] [--ubatch N] [--parallel N] [--flash-attn on|off] [--machine ID] [--json]`
 // and the same with `--model ID --quant q4_k_m|q8_0|…` instead of a file: serving memory as
-// llama.cpp allocates it (core/src/llama_cpp_terms.cpp), per machine the GPU/host verdict, the
+// llama.cpp allocates it (core/src/serving/llama_cpp_terms.cpp), per machine the GPU/host verdict, the
 // most GPU layers and the longest context that fit.
 #include <iosfwd>
 #include <map>

@@ -2,7 +2,7 @@
 // `wingspan plan --method serve --framework vllm [--model ID | --config F] [--ctx N]
 //  [--gpu-memory-utilization F] [--max-num-seqs N] [--max-num-batched-tokens N]
 //  [--tensor-parallel N] [--kv-type bf16|fp8] [--machine ID] [--json]`: what vLLM reserves on
-// each GPU and the KV cache it is left with (core/src/vllm_serve.cpp, profiles/serving/vllm.json):
+// each GPU and the KV cache it is left with (core/src/serving/vllm_serve.cpp, profiles/serving/vllm.json):
 // tokens of KV cache and how many sequences of --ctx tokens fit at once.
 #include <filesystem>
 #include <iosfwd>

@@ -1,5 +1,5 @@
 // Predicts serving memory that llama.cpp printed in public threads (serving.json) with
-// core/src/llama_cpp_terms.cpp and writes a Markdown report: each printed figure, ours, the
+// core/src/serving/llama_cpp_terms.cpp and writes a Markdown report: each printed figure, ours, the
 // error, and how many are within 5 %.
 #include <cmath>
 #include <cstdio>
@@ -59,7 +59,7 @@ struct Tally {
     }
 };
 
-// vLLM start-up logs (serving.json "vllm_cases") against core/src/vllm_serve.cpp.
+// vLLM start-up logs (serving.json "vllm_cases") against core/src/serving/vllm_serve.cpp.
 void vllm_cases(const ProfileLibrary& lib, const vllm::Profile& profile, const json& cases, Tally& t) {
     constexpr double gib = 1024.0 * 1024 * 1024;
     for (const auto& c : cases) {
@@ -157,19 +157,19 @@ int main(int argc, char** argv) {
         md << "# Published llama.cpp serving figures vs the planner\n\n"
            << "Written by `build/bin/bench_serving` (bench/published/bench_serving.cpp) from bench/published/serving.json: "
               "each figure as llama.cpp printed it (weights: `model size` in GiB; KV: `KV self size` in MiB; compute: "
-              "`CUDA0 compute buffer size` in MiB; host_compute: `CUDA_Host compute buffer size` in MiB), predicted by core/src/llama_cpp_terms.cpp from the bundled profile and "
+              "`CUDA0 compute buffer size` in MiB; host_compute: `CUDA_Host compute buffer size` in MiB), predicted by core/src/serving/llama_cpp_terms.cpp from the bundled profile and "
               "quantization or the shape the log prints, with the graph of the llama.cpp release that printed it "
-              "(core/src/llama_cpp_graph.cpp). Sources (URLs) are in serving.json. Error = (predicted - printed) / "
+              "(core/src/serving/llama_cpp_graph.cpp). Sources (URLs) are in serving.json. Error = (predicted - printed) / "
               "printed.\n\n";
         md << llama.summary(cases.size()) << "| Case | Figure | Printed | Predicted | Error |\n|---|---|---|---|---|\n" << llama.rows.str();
-        md << "\n## vLLM start-up logs\n\nPredicted by core/src/vllm_serve.cpp with profiles/serving/vllm.json from the model "
+        md << "\n## vLLM start-up logs\n\nPredicted by core/src/serving/vllm_serve.cpp with profiles/serving/vllm.json from the model "
               "profile, the GPU total and the settings the log prints (serving.json \"vllm_cases\"); weights and KV in GiB, "
               "blocks and tokens counted, concurrency in sequences of max_model_len tokens. kv_tokens_from_printed_kv: the "
               "block math alone, from the KV bytes the log printed (rounded to 0.01 GiB there).\n\n"
            << vl.summary(vcases.size()) << "| Case | Figure | Printed | Predicted | Error |\n|---|---|---|---|---|\n" << vl.rows.str();
         md << "\n## Pre-quantized checkpoints (AWQ, GPTQ, fp8)\n\nEvery tensor a published checkpoint stores (serving.json "
               "\"checkpoint_cases\": a safetensors index's total_size in GB = 10^9 bytes, or a vLLM log's weights in GiB) "
-              "against core/include/wingspan/quant_formats.hpp's layouts through vLLM's loader (core/src/vllm_serve.cpp "
+              "against core/include/wingspan/quant_formats.hpp's layouts through vLLM's loader (core/src/serving/vllm_serve.cpp "
               "weight_bytes) from the bundled model profile; target within 2 %.\n\n"
            << ckpt.summary(ccases.size()) << "| Case | Figure | Published | Predicted | Error |\n|---|---|---|---|---|\n"
            << ckpt.rows.str();

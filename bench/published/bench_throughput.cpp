@@ -1,6 +1,6 @@
 // Fits the speed model's few efficiency factors per device class (gpu / unified / cpu) to two
 // thirds of the measured throughput in throughput.json and reports the error on the third held
-// back, beside the error of the bundled factors (core/src/speed_model.cpp speed_factors).
+// back, beside the error of the bundled factors (core/src/planner/speed_model.cpp speed_factors).
 //
 //   bench_throughput [--cases throughput.json] [--out bench/results/throughput.md]
 //
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
               "efficiency) are fitted to the others by coordinate descent on Σ|log(predicted/measured)|. "
               "Error = predicted / measured − 1.\n\n";
         std::snprintf(buf, sizeof buf,
-                      "- Bundled factors (core/src/speed_model.cpp): held back %zu cases: median |error| %.1f %%, worst "
+                      "- Bundled factors (core/src/planner/speed_model.cpp): held back %zu cases: median |error| %.1f %%, worst "
                       "%.1f %%; fitting cases %zu: median %.1f %%, worst %.1f %%; measured/predicted on the held back: "
                       "10th percentile %.2f, 90th %.2f\n",
                       bh.n, bh.median, bh.worst, bt.n, bt.median, bt.worst, bh.p10, bh.p90);

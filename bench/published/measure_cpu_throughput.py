@@ -179,7 +179,7 @@ def write_report(a, runs, peaks, started, finished):
                          + (f"{p[0]:.1f} | {p[1]:+.1f} % | {'held back' if p[2] else 'in the fit'} |" if p else "— | — | |"))
     within = sum(1 for p in predicted.values() if abs(p[1]) <= 15)
     lines += ["", f"Within 15 %: {within} of {len(predicted)} cells. 'in the fit': the CPU factors "
-              "(core/src/speed_model.cpp) were fitted by bench_throughput to that cell with the other fitting cases; "
+              "(core/src/planner/speed_model.cpp) were fitted by bench_throughput to that cell with the other fitting cases; "
               "'held back': never seen by the fit.", "",
               f"sgemm per round (GFLOP/s): {', '.join(f'{p:.1f}' for p in peaks)}.", ""]
     with open(a.report, "w") as f:

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "device_ops.hpp"
-#include "kernels_gemm.hpp"
+#include "kernels/device_ops.hpp"
+#include "kernels/kernels_gemm.hpp"
 
 using namespace wingspan::train;
 using Clock = std::chrono::steady_clock;

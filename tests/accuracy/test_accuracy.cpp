@@ -79,7 +79,7 @@ private slots:
         QTest::newRow("default lora 128x1 sdpa") << "" << "default" << "lora" << 128 << 1 << false << "sdpa" << "" << "fp32" << "";
         QTest::newRow("default full 128x2 ckpt sdpa") << "" << "default" << "full" << 128 << 2 << true << "sdpa" << "" << "fp32" << "";
         // Adapters on some linears only: the first adapted layer keeps only what lies after its
-        // first adapter (core/src/first_layer.cpp).
+        // first adapter (core/src/memory/first_layer.cpp).
         QTest::newRow("default lora 128x1 targets down") << "" << "default" << "lora" << 128 << 1 << false << "eager" << "down" << "fp32" << "";
         QTest::newRow("default lora 128x2 targets gate,v") << "" << "default" << "lora" << 128 << 2 << false << "sdpa" << "gate,v" << "fp32" << "";
         // QLoRA on some linears: the 4-bit linear keeps no input (profile qlora.
@@ -117,7 +117,7 @@ private slots:
         QFETCH(QString, targets);
         QFETCH(QString, precision);
         QFETCH(QString, cpu_bf16);
-        // Both CPU bf16 paths allocate the same tensors (trainer/src/kernels_gemm.hpp); the
+        // Both CPU bf16 paths allocate the same tensors (trainer/src/kernels/kernels_gemm.hpp); the
         // hardware one needs AVX512-BF16 or AMX-BF16.
         if (cpu_bf16 == "hardware" && !cpu_has_bf16_instructions())
             QSKIP("hardware bf16 path NOT TESTED: this CPU has no AVX512-BF16/AMX-BF16 (grep avx512_bf16 /proc/cpuinfo)");

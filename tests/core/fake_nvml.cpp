@@ -1,5 +1,5 @@
 // A stand-in for the NVIDIA driver's libnvidia-ml.so.1 with one GPU, for testing the NVML probe
-// (core/src/nvml.cpp) on machines without one. Same C ABI as nvml.h, fixed answers:
+// (core/src/profiles/nvml.cpp) on machines without one. Same C ABI as nvml.h, fixed answers:
 // "Wingspan Test GPU", 24 GiB (20 GiB free), compute capability 8.9, 16384 cores at 2520 MHz,
 // and the calling process holding 123456789 bytes.
 #include <unistd.h>

@@ -68,7 +68,7 @@ const Flags kFull = {"--model", "llama-3.2-1b", "--method", "full", "--optimizer
 const Flags kMlx = {"--model", "llama-3.2-1b", "--method", "lora", "--lora-layers", "8", "--rank", "4", "--targets", "q,v",
                     "--batch", "2", "--seq", "1024"};
 
-// The import's reports, word for word (core/src/config_import_objectives.cpp).
+// The import's reports, word for word (core/src/import/config_import_objectives.cpp).
 std::pair<std::string, std::string> split_report(const std::string& framework, const std::string& key) {
     return {key, "not expressible in " + framework + ": --prompt-length and --completion-length (" + key +
                      " caps prompt + completion together): the plan's sequence is their sum"};

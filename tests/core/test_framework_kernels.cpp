@@ -83,7 +83,7 @@ private slots:
         QCOMPARE(compiled.term(Component::LogitsLoss)->bytes, tokens * V * 2 + tokens * 4 + chunk * V * 2);
     }
 
-    // wingspan-train's fused RMSNorm and SwiGLU (trainer/src/kernels_fused.cpp): per norm the
+    // wingspan-train's fused RMSNorm and SwiGLU (trainer/src/kernels/kernels_fused.cpp): per norm the
     // 16-bit input instead of its fp32 copy and x² (6 B less per value in bf16-mixed), per MLP
     // three b·s·i tensors instead of four; Gemma's norm and GELU gate stay unfused.
     void libtorch_fused_kernels_keep_input_rstd_gate_up() {
@@ -226,7 +226,7 @@ private slots:
         QCOMPARE(estimate_memory(llama8b(), s, old).total_bytes, estimate_memory(llama8b(), s, current).total_bytes);
     }
 
-    // wingspan-train's 4-bit linear (trainer/src/linear.cpp Nf4LinearFn) keeps no input, where
+    // wingspan-train's 4-bit linear (trainer/src/model/linear.cpp Nf4LinearFn) keeps no input, where
     // libtorch 1.13's frozen mm keeps its own: in QLoRA a linear's input stays only for an adapter
     // on it (its A product keeps it; with dropout, the dropped copy instead).
     void libtorch_4bit_linear_keeps_no_input() {

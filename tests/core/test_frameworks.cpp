@@ -425,7 +425,7 @@ private slots:
             return;
         }
         QVERIFY2(committed == generated,
-                 "profiles/frameworks/README.md's key table differs from core/src/framework_behaviour.cpp; regenerate: "
+                 "profiles/frameworks/README.md's key table differs from core/src/profiles/framework_behaviour.cpp; regenerate: "
                  "WINGSPAN_WRITE_README=1 build/tests/test_core_frameworks readme_key_table_is_generated");
         // Each typed flag is in the table with the typed struct's default.
         const FrameworkBehaviour defaults;

@@ -1,4 +1,4 @@
-// Issue 30 item 3: serving memory as llama.cpp allocates it (core/src/llama_cpp_terms.cpp).
+// Issue 30 item 3: serving memory as llama.cpp allocates it (core/src/serving/llama_cpp_terms.cpp).
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -170,7 +170,7 @@ private slots:
         QCOMPARE(p.compute_host, T * (3 * 4 + 8 + 8 * 2 * 64 + 256 * 4 + 2 * 4 * 256));
         QVERIFY(p.compute_gpu > 0);
     }
-    // The replayed graph (core/src/llama_cpp_graph.cpp) against llama-cpp-python 0.3.36's CPU
+    // The replayed graph (core/src/serving/llama_cpp_graph.cpp) against llama-cpp-python 0.3.36's CPU
     // printouts ("compute buffer size is X MiB", 4 decimals) for files of these shapes written by
     // tests/gguf/check_serve_memory.py's write_model, n_ubatch 512, f16 cache, without and with
     // flash attention: the same bytes, to the printed decimals.

@@ -1,4 +1,4 @@
-// The speed model's parts (core/src/speed_model.cpp) against figures computed by hand.
+// The speed model's parts (core/src/planner/speed_model.cpp) against figures computed by hand.
 #include <QtTest>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Issue 30 item 3: vLLM's gpu_memory_utilization share as a profile of its own
-// (core/src/vllm_serve.cpp, profiles/serving/vllm.json, `wingspan plan --framework vllm`).
+// (core/src/serving/vllm_serve.cpp, profiles/serving/vllm.json, `wingspan plan --framework vllm`).
 #include <QtTest>
 
 #include <nlohmann/json.hpp>

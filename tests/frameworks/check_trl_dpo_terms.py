@@ -70,7 +70,7 @@ def check(model_dir, work, method):
     # targets in place of logits. The run is +2.2 % over the plan at 4 × 27 tokens (22,472 B, LoRA and
     # full alike): the padded pairs' SDPA gets a float mask [rows, 1, s, s] that two layers keep
     # (23,328 B; transformers masking_utils sdpa_mask, integrations/sdpa_attention.py), which the plan's
-    # layer does not count (core/src/memory_model.cpp), less 856 B of the head's per-token tensors.
+    # layer does not count (core/src/memory/memory_model.cpp), less 856 B of the head's per-token tensors.
     check_activations(m, p, 0.05)
 
 

@@ -10,7 +10,7 @@ Prints one JSON object per optimizer step: {"step", "loss", "reward_margin", "re
 
 Chosen to make the comparison like for like: fp32 on the CPU, the rows in file order (no shuffling:
 TRL's sampler is replaced by a sequential one), AdamW at a constant learning rate without warmup (or, with --min-lr-ratio R, wingspan-train's schedule:
-cosine from the peak at step 1 down to R × peak at the last step, trainer/src/run_steps.cpp lr_at),
+cosine from the peak at step 1 down to R × peak at the last step, trainer/src/run/run_steps.cpp lr_at),
 no weight decay, no dropout, gradient checkpointing off, TRL's sigmoid loss. DATA holds
 {"prompt", "chosen", "rejected"} rows (text, TRL's standard layout).
 """

@@ -303,7 +303,7 @@ def check_serve_terms(path, kv_types):
                       f"{ours['compute_bytes'] / mib:.4f} MiB ({100 * err:+.1f} %)", flush=True)
                 check(abs(err) <= 0.02, f"{path} n_ctx {n_ctx} {name}: compute buffer {100 * err:+.1f} %")
                 # A llama-architecture file without flash attention (the f16 cache) is replayed
-                # through ggml's allocator (core/src/llama_cpp_graph.cpp): the printed MiB exactly.
+                # through ggml's allocator (core/src/serving/llama_cpp_graph.cpp): the printed MiB exactly.
                 if arch == "llama" and kv_type == 1:
                     check(abs(ours["compute_bytes"] / mib - printed["compute"]) < 0.0001,
                           f"{path} n_ctx {n_ctx}: replayed compute buffer {ours['compute_bytes'] / mib:.5f} MiB, "

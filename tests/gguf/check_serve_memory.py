@@ -150,7 +150,7 @@ def main():
                 check(close(ours["model"], printed["model"]), f"{path} {n_ctx}: weights {ours['model']} vs {printed['model']}")
                 check(close(ours["kv"], printed["kv"]), f"{path} {n_ctx} {kv_name}: KV {ours['kv']} vs {printed['kv']}")
                 check(abs(err) <= COMPUTE_TOLERANCE[flash], f"{path} {n_ctx} {kv_name} flash {flash}: compute {100 * err:+.1f} %")
-                # The replayed graph (core/src/llama_cpp_graph.cpp: without flash attention, or with
+                # The replayed graph (core/src/serving/llama_cpp_graph.cpp: without flash attention, or with
                 # it over an f16 cache): the printed bytes.
                 if arch in ("llama", "qwen2") and (not flash or kv_name == "f16"):
                     check(abs(ours["compute"] - printed["compute"]) < 0.0001,

@@ -83,15 +83,15 @@ class FileLengthAndIncludeOrder(unittest.TestCase):
     def test_an_include_up_the_layers_and_one_back_to_the_includer(self):
         write(self.root, "ui/include/wingspan/ui/chart.hpp", '#pragma once\n#include "wingspan/ui/main_window.hpp"\n')
         write(self.root, "ui/include/wingspan/ui/main_window.hpp", '#pragma once\n#include "wingspan/ui/chart.hpp"\n')
-        write(self.root, "ui/src/main_window.cpp", '#include "wingspan/ui/main_window.hpp"\n// #include "x.hpp"\n')
-        write(self.root, "trainer/src/linear.hpp", "#pragma once\n")
-        write(self.root, "trainer/src/linear.cpp", '#include "linear.hpp"\n#include "model.hpp"\n')
-        write(self.root, "trainer/src/model.hpp", '#pragma once\n#include "linear.hpp"\n#include "wingspan/setup.hpp"\n')
+        write(self.root, "ui/src/window/main_window.cpp", '#include "wingspan/ui/main_window.hpp"\n// #include "x.hpp"\n')
+        write(self.root, "trainer/src/model/linear.hpp", "#pragma once\n")
+        write(self.root, "trainer/src/model/linear.cpp", '#include "linear.hpp"\n#include "model.hpp"\n')
+        write(self.root, "trainer/src/model/model.hpp", '#pragma once\n#include "linear.hpp"\n#include "wingspan/setup.hpp"\n')
         write(self.root, "trainer/src/brand_new.cpp", "\n")
         found = sorted(lint_structure.include_order_findings(self.root, lint.strip_comments))
         self.assertEqual(found, [
             ("include-order", "trainer/src/brand_new.cpp", "1 (brand_new has no layer in scripts/lint_structure.py)"),
-            ("include-order", "trainer/src/linear.cpp", "2 (trainer/src/model.hpp includes this file's header)"),
+            ("include-order", "trainer/src/model/linear.cpp", "2 (trainer/src/model/model.hpp includes this file's header)"),
             ("include-order", "ui/include/wingspan/ui/chart.hpp",
              "2 (primitives includes window: ui/include/wingspan/ui/main_window.hpp)"),
             # Down the layers, but into a header that includes this one: a cycle, reported at both ends.

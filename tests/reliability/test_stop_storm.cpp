@@ -6,7 +6,7 @@
 // "interrupted" per rank (or "completed" where a stop from outside provably arrived after the last
 // step: ArrivalClock), no error, and a checkpoint that resumes to the end.
 //
-// Before the stop signals went to one listener thread (trainer/src/stop_signals.hpp), about one
+// Before the stop signals went to one listener thread (trainer/src/support/stop_signals.hpp), about one
 // run in four aborted here with glibc's "corrupted size vs. prev_size" inside oneDNN's sgemm.
 #include <QFile>
 #include <QFileInfo>

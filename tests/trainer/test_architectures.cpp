@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model.hpp"
-#include "weights_io.hpp"
+#include "model/model.hpp"
+#include "model/weights_io.hpp"
 #include "wingspan/architecture.hpp"
 #include "wingspan/errors.hpp"
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat_format.hpp"
-#include "data.hpp"
+#include "data/data.hpp"
 #include "tokenizer.hpp"
 #include "wingspan/errors.hpp"
 

@@ -284,7 +284,7 @@ private Q_SLOTS:
             QCOMPARE(full_zero1_.peak_of(r, "optimizer_state"), 2 * master);   // two fp32 moments
         }
         // Exact on torch 2.x too since the embedding's backward keeps index_add_'s fp32 row buffers
-        // out of the gradients (issue 28's +256 B: trainer/src/model.cpp EmbeddingFn).
+        // out of the gradients (issue 28's +256 B: trainer/src/model/model.cpp EmbeddingFn).
         for (int r : {0, 1})
             QCOMPARE(full_zero1_.peak_of(r, "gradients"), full_zero1_.predicted(r, "gradients"));
     }

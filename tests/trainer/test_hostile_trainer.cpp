@@ -17,13 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "adapter_config.hpp"
+#include "model/adapter_config.hpp"
 #include "hostile_files.hpp"
 #include "chat_format.hpp"
-#include "data.hpp"
+#include "data/data.hpp"
 #include "tokenizer.hpp"
 #include "tokenizer_internal.hpp"   // tok::Regex
-#include "weights_io.hpp"
+#include "model/weights_io.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/safetensors.hpp"
 

@@ -13,10 +13,10 @@
 #include <vector>
 #include <torch/csrc/autograd/autograd.h>
 
-#include "device_ops.hpp"
-#include "kernels_gemm.hpp"
-#include "memory.hpp"
-#include "optimizer.hpp"
+#include "kernels/device_ops.hpp"
+#include "kernels/kernels_gemm.hpp"
+#include "memory/memory.hpp"
+#include "optim/optimizer.hpp"
 
 using namespace wingspan;
 using namespace wingspan::train;

@@ -1,4 +1,4 @@
-// NF4 dequantization (trainer/src/kernels_nf4.cpp): the AVX-512BW and the portable paths give
+// NF4 dequantization (trainer/src/kernels/kernels_nf4.cpp): the AVX-512BW and the portable paths give
 // the bits of the element-wise definition and of libtorch's own ops, for every code, partial
 // blocks, odd lengths, zero/huge/NaN block scales; through Nf4Weight and nf4_linear (values,
 // input gradients) and with the same bytes allocated as before.
@@ -12,9 +12,9 @@
 #include <limits>
 #include <torch/csrc/autograd/autograd.h>
 
-#include "kernels_nf4.hpp"
-#include "memory.hpp"
-#include "model.hpp"
+#include "kernels/kernels_nf4.hpp"
+#include "memory/memory.hpp"
+#include "model/model.hpp"
 #include "wingspan/nf4.hpp"
 
 using namespace wingspan;

@@ -7,11 +7,11 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
-#include "device_memory.hpp"
-#include "device_ops.hpp"
-#include "memory.hpp"
-#include "model.hpp"
-#include "optimizer.hpp"
+#include "memory/device_memory.hpp"
+#include "kernels/device_ops.hpp"
+#include "memory/memory.hpp"
+#include "model/model.hpp"
+#include "optim/optimizer.hpp"
 #include "wingspan/nf4.hpp"
 
 using namespace wingspan;

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "model.hpp"
-#include "objective_preference.hpp"
+#include "model/model.hpp"
+#include "model/objective_preference.hpp"
 #include "trainer_process.hpp"
 
 using namespace wingspan;

@@ -1,4 +1,4 @@
-// Fused RMSNorm, SwiGLU and rotary (trainer/src/kernels_fused.cpp) against the plain libtorch
+// Fused RMSNorm, SwiGLU and rotary (trainer/src/kernels/kernels_fused.cpp) against the plain libtorch
 // composition evaluated in double: forward and backward, fp32 to ~1e-6 relative and bf16 to its
 // rounding; the CPU kernels and the tensor-op path (GPUs') agree; odd widths (not a multiple of
 // 16), one token, Phi-3's narrowed gate/up and the transposed q/k views the decoder passes; and
@@ -12,8 +12,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels_fused.hpp"
-#include "memory.hpp"
+#include "kernels/kernels_fused.hpp"
+#include "memory/memory.hpp"
 
 using namespace wingspan;
 using namespace wingspan::train;

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "memory.hpp"
-#include "model.hpp"
-#include "precision_choice.hpp"
-#include "weights_io.hpp"
+#include "memory/memory.hpp"
+#include "model/model.hpp"
+#include "run/precision_choice.hpp"
+#include "model/weights_io.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
 

@@ -15,10 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "wingspan/trainer_invocation.hpp"
-#include "model.hpp"
-#include "model_source.hpp"
+#include "model/model.hpp"
+#include "model/model_source.hpp"
 #include "trainer_process.hpp"
-#include "weights_io.hpp"
+#include "model/weights_io.hpp"
 
 using namespace wingspan;
 using namespace wingspan::train;

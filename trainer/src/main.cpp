@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "export_gguf.hpp"
-#include "generate.hpp"
-#include "launcher.hpp"
-#include "memory.hpp"
-#include "merge.hpp"
-#include "stop_signals.hpp"
-#include "train.hpp"
+#include "gguf/export_gguf.hpp"
+#include "run/generate.hpp"
+#include "distributed/launcher.hpp"
+#include "memory/memory.hpp"
+#include "run/merge.hpp"
+#include "support/stop_signals.hpp"
+#include "run/train.hpp"
 
 namespace {
 // Runs before any library's constructor (ELF .preinit_array, executables only), so every thread

@@ -2,7 +2,7 @@
 // A data set as the planner sees it: the token length of each example (after the model's chat
 // template), and from them the batches a run really forms. Memory is planned at the batch that
 // sets the peak (the longest padded micro-batch), time and cost from the real token count.
-// wingspan-train forms its batches with the same functions (trainer/src/data.cpp), so its
+// wingspan-train forms its batches with the same functions (trainer/src/data/data.cpp), so its
 // `predicted` event and the planner agree to the token.
 #include <cstdint>
 #include <optional>

@@ -85,7 +85,7 @@ const std::vector<BehaviourKey>& behaviour_keys();
 FrameworkBehaviour parse_framework_behaviour_flags(const nlohmann::json& j, const std::string& file);
 
 // profiles/frameworks/README.md's key table, written from behaviour_keys(), between these markers.
-inline constexpr const char* kBehaviourTableBegin = "<!-- behaviour keys: generated from core/src/framework_behaviour.cpp -->";
+inline constexpr const char* kBehaviourTableBegin = "<!-- behaviour keys: generated from core/src/profiles/framework_behaviour.cpp -->";
 inline constexpr const char* kBehaviourTableEnd = "<!-- end of generated behaviour keys -->";
 std::string behaviour_keys_markdown();
 

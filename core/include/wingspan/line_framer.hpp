@@ -1,7 +1,7 @@
 #pragma once
 // Splits a byte stream (a child's stdout or stderr, read in chunks of any size) into lines with
 // a bounded buffer. It is the one framer of the process layer: `wingspan watch`, the window's
-// run session (ui/src/run_session.cpp), the Run-a-recipe dialog and wingspan-train's --nproc
+// run session (ui/src/run/run_session.cpp), the Run-a-recipe dialog and wingspan-train's --nproc
 // launcher all read their children through it.
 //
 // A line longer than the bound is never kept whole: its first `max_line` bytes are passed on at

@@ -1,8 +1,8 @@
 #pragma once
 // How Wingspan stops a child process and says how it ended: the one supervisor policy of the
 // process layer, used by `wingspan watch` (app/cli/watch_cmd.cpp), the window's run session
-// (ui/src/run_session.cpp), the Run-a-recipe dialog and wingspan-train's --nproc launcher
-// (trainer/src/launcher.cpp). Each caller sends the signals itself (kill(2), QProcess); this
+// (ui/src/run/run_session.cpp), the Run-a-recipe dialog and wingspan-train's --nproc launcher
+// (trainer/src/distributed/launcher.cpp). Each caller sends the signals itself (kill(2), QProcess); this
 // says which signal is due when, so every place escalates, times and reports alike:
 //   the window's Stop     SIGTERM, SIGKILL after the grace the status line states (default 60 s)
 //   `wingspan watch`      SIGINT, SIGTERM after --stop-grace (20 s), SIGKILL half that later

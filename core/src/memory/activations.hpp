@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../first_layer.hpp"
+#include "memory/first_layer.hpp"
 #include "state.hpp"
 
 namespace wingspan {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "../storage_terms.hpp"
-#include "../objective_terms.hpp"
+#include "memory/storage_terms.hpp"
+#include "memory/objective_terms.hpp"
 #include "wingspan/memory_model.hpp"
 #include "wingspan/tensor_inventory.hpp"
 #include "wingspan/units.hpp"

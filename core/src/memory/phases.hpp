@@ -3,7 +3,7 @@
 // them, activations at each moment, logits, step temporaries, the objective's own phases.
 #include <vector>
 
-#include "../loss_memory.hpp"
+#include "memory/loss_memory.hpp"
 #include "activations.hpp"
 
 namespace wingspan {

@@ -1,0 +1,269 @@
+#include "memory/loss_memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "wingspan/units.hpp"
+
+namespace wingspan {
+
+namespace {
+std::string n(std::int64_t v) { return format_count(v); }
+}  // namespace
+
+LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::string formula, std::int64_t no_grad) {
+    LossMemory out;
+    for (const auto& t : tensors) {
+        out.forward += t.forward;
+        out.backward += t.backward;
+    }
+    out.tokens = tokens;
+    out.formula = std::move(formula);
+    out.no_grad = no_grad;
+    std::erase_if(tensors, [](const LossTensor& t) { return t.forward == 0 && t.backward == 0; });
+    out.tensors = std::move(tensors);
+    return out;
+}
+
+bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char* key) {
+    const auto it = fw.behaviour.find(section);
+    return it != fw.behaviour.end() && it->is_object() && it->value(key, false);
+}
+
+bool fused_logprob_head(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    // TRL 1.16 patches the fused head in DPOTrainer, KTOTrainer and GRPOTrainer only (dpo_trainer.py
+    // line 960, kto_trainer.py line 967, grpo_trainer.py line 1068); ORPO and CPO (SimPO) keep full logits.
+    const Objective o = setup.objective.kind;
+    return (o == Objective::Dpo || o == Objective::Kto || o == Objective::Grpo) &&
+           behaviour_flag(fw, "objective", "fused_logprob_head");
+}
+
+namespace {
+
+std::int64_t objective_number(const FrameworkProfile& fw, const char* key, std::int64_t fallback) {
+    const auto it = fw.behaviour.find("objective");
+    return it != fw.behaviour.end() && it->is_object() ? it->value(key, fallback) : fallback;
+}
+
+// trl/kernels/chunked_logprob.py (TRL 1.16.0) ChunkedLogProbFunction, called by trl/trainer/utils.py
+// add_fused_lm_head._fused_forward (lines 1599-1660) on the final hidden states:
+//   forward  (lines 340-391): seven fp32 per-token statistics and mm_buf, one [min(N, 4096), 32,768]
+//            tile in the compute dtype (its full width even for a smaller vocabulary), reused for every
+//            [tokens, vocab] block; autograd saves the hidden states, the int64 targets and the fp32
+//            log-sum-exp (and the entropy where asked), never logits;
+//   backward (lines 398-453): recomputes every tile into a second mm_buf, turns it into the logits'
+//            gradient in place and accumulates the hidden states' gradient in fp32 [N, hidden] (and the
+//            head's, fp32 [vocab, hidden], only where the head trains).
+// N: with Triton (CUDA, XPU: profile objective.logprob_labelled_only) only the labelled positions (the
+// completions: utils.py line 1641 `compact`), the tile folded in place by a kernel; without it (the CPU)
+// every position of the shifted rows, folded by torch ops whose fp32 temporaries are as large as the
+// tile's valid [n, vocab] block (_forward_tile, lines 235-254: three at its peak; _backward_tile, lines
+// 276-296: seven and the bool target mask; measured on torch 2.11 by tests/frameworks/check_trl_*_terms.py).
+// The hidden states the function saves are counted with the activations (memory_model.cpp, final norm).
+LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup& setup, const LossShape& shape) {
+    const std::int64_t V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const std::int64_t tile_tokens = objective_number(fw, "logprob_tile_tokens", 4096);
+    const std::int64_t tile_width = objective_number(fw, "logprob_tile_vocab", 32768);
+    const bool labelled_only = behaviour_flag(fw, "objective", "logprob_labelled_only");
+    const std::int64_t shifted = shape.batch * std::max<std::int64_t>(setup.seq_len - 1, 1);
+    const std::int64_t N = labelled_only ? std::min(shape.tokens, shifted) : shifted;
+    const std::int64_t T = std::min(N, tile_tokens), block = T * std::min(V, tile_width);
+    std::int64_t tile = T * tile_width * e;
+    // An fp32 head under 16-bit autocast (a mixed-precision full fine-tune's, QLoRA's upcast one) is cast
+    // per block: weight[start:end].to(compute_dtype), a [min(vocab, 32,768), hidden] copy (lines 356, 423).
+    const bool mixed = setup.precision == Precision::Bf16Mixed || setup.precision == Precision::Fp16Mixed;
+    const bool head_fp32 = e < 4 && mixed &&
+                           (setup.method == Method::Full || (setup.method == Method::Qlora && fw.qlora_upcast_non_quantized));
+    const std::int64_t head_cast = head_fp32 ? std::min(V, tile_width) * h * e : 0;
+    tile += head_cast;
+    // Per-token outputs besides the log-probs each objective asks for (fp32; is_top1 a bool):
+    // DPO entropy, mean_logits, is_top1 (dpo_trainer.py line 958); KTO entropy, mean_logits
+    // (kto_trainer.py line 969); GRPO entropy (grpo_trainer.py line 1072).
+    const Objective o = setup.objective.kind;
+    const bool entropy = true, top1 = o == Objective::Dpo;
+    // Forward: the int64 targets (made before the call, saved), the seven statistics, log_z, the
+    // log-probs and the fold's per-token reductions: 12 fp32 per token at the fold's peak.
+    const std::int64_t per_token_fwd = 8 + 12 * 4;
+    const std::int64_t cpu_fwd = labelled_only ? 0 : 3 * block * 4 + (top1 ? block : 0);
+    // Backward: the saved targets, log_z and entropy, the log-probs' fp32 gradient, the fp32
+    // accumulator of the hidden states' gradient (and its copy in the compute dtype as it returns),
+    // the head's fp32 gradient where it trains.
+    const bool head_trains = setup.method == Method::Full || setup.train_embeddings;
+    const std::int64_t saved = N * (8 + 4 + (entropy ? 4 : 0));
+    const std::int64_t cpu_bwd = labelled_only ? 0 : 7 * block * 4 + block;
+    const std::int64_t hidden_grad = N * h * 4 + (e < 4 ? N * h * e : 0);
+    const std::int64_t head_grad = head_trains ? V * h * 4 : 0;
+    std::vector<LossTensor> tensors = {
+        {"log-prob tile (mm_buf; recomputed in backward)", tile, tile},
+        {"the torch fold's fp32 temporaries", cpu_fwd, cpu_bwd},
+        {"int64 targets, fp32 log-sum-exp and entropy per position (saved)", saved, saved, true},
+        {"fp32 statistics and outputs per position", N * per_token_fwd - saved, 0},
+        {"the log-probs' fp32 gradient", 0, N * 4},
+        {"the hidden states' gradient (fp32 accumulator and its copy)", 0, hidden_grad},
+        {"the head's fp32 gradient", 0, head_grad},
+    };
+    // Under no_grad (a reference's log-probs): the forward's tile, statistics and outputs, nothing saved.
+    const std::int64_t no_grad = tile + cpu_fwd + N * per_token_fwd;
+    std::string formula =
+        "TRL fused log-prob head (no logits kept): " + n(N) + (labelled_only ? " labelled" : "") +
+        " positions in tiles of " + n(T) + " × " + n(tile_width) + " × " + std::to_string(e) + " B (" + n(T * tile_width * e) +
+        " B; trl/kernels/chunked_logprob.py mm_buf) + " + std::to_string(per_token_fwd) +
+        " B per position in forward (int64 targets, fp32 statistics and outputs)" +
+        (labelled_only ? "" : " + the torch fold's fp32 temporaries of the tile's " + n(T) + " × " + n(std::min(V, tile_width)) + " block (3 in forward, 7 and a mask in backward)") +
+        "; in backward the recomputed tile, the fp32 hidden-state gradient " + n(N) + " × " + n(h) + " × 4 B" +
+        (e < 4 ? " and its " + std::to_string(e) + "-byte copy" : "") +
+        (head_grad ? " and the head's fp32 gradient " + n(V) + " × " + n(h) + " × 4 B" : "") +
+        (head_cast ? "; the fp32 head cast to the compute dtype block by block (" + n(head_cast) + " B)" : "");
+    return loss_of(std::move(tensors), N, std::move(formula), no_grad);
+}
+
+// Apple's Cut Cross-Entropy as Unsloth 2025.1 called it: unsloth/models/llama.py CausalLM_fast_forward
+// (3c789bc8, lines 1013-1026) passes the final hidden states and the head's weight to unsloth_zoo's
+// fused_linear_cross_entropy (loss_utils.py @5572cc46 lines 141-166: linear_cross_entropy(...,
+// shift=True, filter_eps="auto")), cut-cross-entropy 24.12.1 (@1f3ebdb) cce.py
+// LinearCrossEntropyFunction. Per token N = b·s, per vocabulary entry V:
+//   forward (lines 46-77): utils.py _build_flat_valids, the int64 index of each labelled position;
+//            cce_lse_forward.py lines 168, 176: the fp32 log-sum-exp per token and the fp32 logit
+//            average per vocabulary entry (filter_eps set); indexed_dot's fp32 per token; it saves
+//            the hidden states (the final norm's output, counted with it), lse, the index, logit_avg;
+//   backward (lines 83-117): argsort(logit_avg) as int32, and cce_backward.py lines 268-269
+//            de = zeros_like(e) (the hidden states' gradient) and dc = zeros_like(c) (the head's, made
+//            even for a frozen head and dropped as the node returns), lines 294-295 int32 locks
+//            of about one per token and one per vocabulary entry.
+LossMemory cut_cross_entropy_memory(const LossShape& shape) {
+    const std::int64_t N = shape.tokens, V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const std::int64_t saved = N * (4 + 8) + V * 4;
+    std::vector<LossTensor> tensors = {
+        {"fp32 log-sum-exp and int64 index per token, fp32 logit average per vocabulary entry (saved)", saved, saved, true},
+        {"fp32 indexed dot per token", N * 4, 0},
+        {"int32 vocabulary order", 0, V * 4},
+        {"the hidden states' gradient", 0, N * h * e},
+        {"the head's gradient (made even for a frozen head)", 0, V * h * e},
+        {"int32 locks", 0, (N + V) * 4},
+    };
+    std::string formula = "Cut Cross-Entropy (no logits): " + n(N) + " tokens × 16 B in forward (fp32 log-sum-exp, int64 index, fp32 "
+                          "dot) + " + n(V) + " vocab × 4 B logit average; in backward the hidden states' gradient " + n(N) +
+                          " × " + n(h) + " × " + std::to_string(e) + " B and the head's " + n(V) + " × " + n(h) + " × " +
+                          std::to_string(e) + " B (allocated even for a frozen head), the int32 vocabulary order and locks";
+    return loss_of(std::move(tensors), 0, std::move(formula));
+}
+
+}  // namespace
+
+bool compiled_loss(const FrameworkProfile& fw) {
+    return behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "fuses_loss_upcast");
+}
+
+LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, const LossShape& shape) {
+    const bool trains = setup.trains();
+    const std::int64_t b = shape.batch, bs = shape.tokens, V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const bool quantized = shape.quantized;
+    std::int64_t logit_tokens = bs;
+    if (setup.loss_chunk_tokens > 0) logit_tokens = std::min(bs, setup.loss_chunk_tokens);
+    // The framework's own loss: how many tokens one chunk of it covers.
+    const bool framework_loss = fw.behaviour.contains("loss") || fw.loss_fused;
+    std::int64_t chunk = bs, chunks = 1;
+    if (fw.loss_chunks > 0) chunk = (bs + fw.loss_chunks - 1) / fw.loss_chunks;
+    if (fw.loss_chunk_tokens > 0) chunk = std::min(chunk, fw.loss_chunk_tokens);
+    if (fw.loss_chunk_fp32_bytes > 0) {
+        // As many chunks (a multiple of loss_chunks_multiple) as keep one chunk's fp32 logits under the target.
+        const double full = double(bs) * double(V) * 4.0;
+        if (full > double(fw.loss_chunk_fp32_bytes)) {
+            const double m = double(fw.loss_chunks_multiple);
+            chunks = static_cast<std::int64_t>(std::ceil(full / double(fw.loss_chunk_fp32_bytes) / m - 1e-9) * m);
+            chunk = (bs + chunks - 1) / chunks;
+        }
+    }
+    if (setup.loss_chunk_tokens > 0) chunk = std::min(chunk, setup.loss_chunk_tokens);
+    chunks = (bs + chunk - 1) / chunk;
+    std::vector<LossTensor> tensors;
+    std::string logits_formula;
+    if (trains && fused_logprob_head(fw, setup)) return fused_logprob_memory(fw, setup, shape);
+    if (trains && fw.traits.loss.cut_cross_entropy && bs > fw.traits.loss.cut_cross_entropy_above_tokens)
+        return cut_cross_entropy_memory(shape);
+    if (!trains) {
+        tensors = {{"last-token fp32 logits", b * V * 4, b * V * 4, true}};
+        logits_formula = "last-token logits: b·vocab·4 B";
+    } else if (fw.loss_in_place) {
+        // Head and loss in one function: it keeps the fp32 probabilities and turns them into the
+        // logits' gradient in place. Forward briefly holds a second fp32 [tokens, vocab] inside
+        // logsumexp (16-bit: the logits and their fp32 upcast); backward a 16-bit copy of the
+        // gradient for the matmuls. Per token: int64 label index, label mask, int64 count.
+        tensors = {{"fp32 probabilities (the logits' gradient in backward)", logit_tokens * V * 4, logit_tokens * V * 4, true},
+                   {"logsumexp's fp32 temporary", logit_tokens * V * 4, 0},
+                   {"16-bit copy of the gradient for the matmuls", 0, e < 4 ? logit_tokens * V * e : 0},
+                   {"label index, mask and count per token", 17 * bs, 17 * bs, true}};
+        logits_formula = n(logit_tokens) + " tokens × " + n(V) +
+                         " vocab × (8 B in forward: fp32 probabilities + logsumexp's fp32 temporary; " +
+                         std::to_string(4 + (e < 4 ? e : 0)) +
+                         " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
+                         (logit_tokens < bs ? " (chunked loss)" : "");
+    } else if (framework_loss && !fw.loss_fused && compiled_loss(fw)) {
+        // Compiled (the framework runs torch.compile on its loss): the fp32 upcast, log-softmax and NLL of a chunk are
+        // one generated kernel that saves only its 16-bit input (the chunk's logits) and an fp32
+        // logsumexp per token; its backward writes the chunk's logits gradient in the compute dtype.
+        const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
+        tensors = {{"16-bit logits (the compiled loss's input)", bs * V * e, bs * V * e, true},
+                   {"fp32 logsumexp per token", bs * 4, bs * 4, true},
+                   {"a chunk's 16-bit logits gradient", 0, chunk * V * e},
+                   {"quantized head dequantized for its matmul", head_dequant, head_dequant}};
+        logit_tokens = chunk;
+        logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(e) +
+                         " B kept (16-bit logits: the compiled loss fuses the fp32 upcast and saves only its input) + 4 B "
+                         "logsumexp per token + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " +
+                         n(chunk) + " tokens × " + std::to_string(e) + " B logits gradient in backward" +
+                         (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
+    } else if (framework_loss) {
+        // Per token × vocab: the logits the model returns when it keeps them, the log-softmax the
+        // loss saves (fp32 when it upcasts), none of it when fused (the gradient is made in
+        // forward). Per chunk: the logits of a chunk not kept whole and the fp32 upcast in
+        // forward; in backward the two gradients of the log-softmax.
+        const std::int64_t lsm = (fw.loss_upcast_fp32 || e >= 4) ? 4 : e;
+        const std::int64_t upcast = (fw.loss_upcast_fp32 && e < 4) ? 4 : 0;
+        const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? e : 0) + lsm;
+        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
+        const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
+        const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
+        // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
+        // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
+        const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
+        const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : e;
+        // transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38 at 4.46.3): logits.float(), then
+        // logits[..., :-1, :].contiguous(), a copy where the batch has more than one row, freed once
+        // the log-softmax has its output.
+        const std::int64_t shifted_copy =
+            fw.traits.loss.shifts_logits_copy && b > 1 && !fw.loss_fused ? b * std::max<std::int64_t>(bs / b - 1, 0) * V * 4 : 0;
+        tensors = {{"logits the model returns", bs * V * logits_kept, bs * V * logits_kept, true},
+                   {std::string(lsm == 4 ? "fp32" : "16-bit") + " log-softmax", bs * V * (held - logits_kept),
+                    bs * V * (held - logits_kept), true},
+                   {"a chunk's logits, fp32 upcast and fused loss temporaries", chunk * V * fwd_chunk, 0},
+                   {"contiguous copy of the shifted fp32 logits", shifted_copy, 0},
+                   {"a chunk's two log-softmax gradients", 0, chunk * V * bwd_chunk},
+                   {"the hidden states' gradient made in forward", hidden_grad, hidden_grad, true},
+                   {"quantized head dequantized for its matmul", head_dequant, head_dequant}};
+        logit_tokens = chunk;
+        logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
+                         (fw.loss_fused ? std::string("fused loss: nothing")
+                                        : std::string(fw.logits_held ? "logits + " : "") + (lsm == 4 ? "fp32" : "16-bit") +
+                                              " log-softmax") +
+                         ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
+                         " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
+                         " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
+                         (shifted_copy ? " + the shifted fp32 logits' contiguous copy in forward (" + n(shifted_copy) + " B)" : "") +
+                         (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
+    } else {
+        // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
+        // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
+        // its output and the fp32 gradient of the logits are alive beside both.
+        const std::int64_t held = e < 4 ? e + 4 : 8;
+        tensors = {{"logits the model returns", logit_tokens * V * (held - 4), logit_tokens * V * (held - 4), true},
+                   {"fp32 log-softmax", logit_tokens * V * 4, logit_tokens * V * 4, true},
+                   {"the log-softmax's two fp32 gradients", 0, logit_tokens * V * 8}};
+        logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(held) +
+                         " B after forward: logits + fp32 log-softmax; +8 B in its backward: two fp32 gradients)" +
+                         (logit_tokens < bs ? " (chunked loss)" : "");
+    }
+    return loss_of(std::move(tensors), logit_tokens, std::move(logits_formula));
+}
+
+}  // namespace wingspan

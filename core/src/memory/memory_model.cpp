@@ -1,0 +1,195 @@
+#include "wingspan/memory_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "memory/loss_memory.hpp"
+#include "memory/phases.hpp"
+#include "wingspan/nf4.hpp"
+#include "wingspan/protocol.hpp"
+#include "wingspan/units.hpp"
+
+namespace wingspan {
+
+using nlohmann::json;
+
+namespace {
+
+std::string n(std::int64_t v) { return format_count(v); }
+
+}  // namespace
+
+ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& setup) {
+    ParameterCounts p;
+    const bool lora = setup.method == Method::Lora || setup.method == Method::Qlora;
+    const Quantization quant = setup.effective_quantization();
+    for (const auto& g : arch.tensor_groups()) {
+        const std::int64_t total = g.total_elements();
+        p.total += total;
+        const bool trainable =
+            setup.method == Method::Full ||
+            (lora && setup.train_embeddings &&
+             (g.kind == TensorKind::Embedding || g.kind == TensorKind::Head));
+        if (trainable)
+            p.trainable += total;
+        else {
+            p.frozen += total;
+            if (quant != Quantization::None && g.kind == TensorKind::Linear) p.quantized += total;
+        }
+        if (lora && g.kind == TensorKind::Linear && setup.lora_targets.count(g.role))
+            p.adapter += adapted_count(arch, setup, g) * (setup.lora_rank * (g.rows + g.cols) + (setup.dora ? g.rows : 0));
+    }
+    p.trainable += p.adapter;
+    return p;
+}
+
+std::int64_t adapted_layers(const Architecture& arch, const TrainingSetup& setup) {
+    return setup.lora_layers > 0 ? std::min(arch.layers, setup.lora_layers) : arch.layers;
+}
+
+std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g) {
+    if (g.name.rfind("layers.", 0) != 0 || arch.layers <= 0) return g.count;
+    return g.count / arch.layers * adapted_layers(arch, setup);
+}
+
+std::string slack_base_name(const FrameworkProfile& framework) {
+    return framework.allocator_slack_of == "transient" ? "the activations and logits" : "the peak";
+}
+
+namespace {
+// The architecture as the framework builds it: some keep an untied LM head (LitGPT copies the
+// tied embedding into lm_head when it converts a checkpoint).
+Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
+    Architecture a = arch;
+    if (fw.traits.model.unties_embeddings) a.tied_embeddings = false;
+    return a;
+}
+
+// The framework as the setup's techniques run it: --compile turns on the profile's compile
+// behaviour (a profile without a compile section has no data on what torch.compile changes, and
+// keeps its prediction); --activation-offload keeps the checkpointed layer inputs in host RAM as
+// a framework that always does it (Unsloth) — torchtune's OffloadActivations
+// (torchtune/training/_activation_offloading.py) moves each saved tensor to pinned host memory in
+// forward and brings it back one layer ahead in backward.
+FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    FrameworkProfile out = fw;
+    if (setup.compile && out.traits.compile.present) {
+        out.traits.compile.enabled = true;
+        out.behaviour["compile"]["enabled"] = true;   // loss_memory.cpp reads the section as JSON
+    }
+    if (setup.activation_offload) out.checkpoint_offload = true;
+    return out;
+}
+}  // namespace
+
+namespace {
+
+// The logits' and the KV cache's rows (loss_memory.cpp); returns the logits at the end of forward
+// and in the loss's backward, and the KV cache.
+struct LogitsAndCache {
+    std::int64_t forward = 0, backward = 0, kv_cache = 0;
+    std::int64_t no_grad = -1;   // the head under no_grad (a reference's log-probs); -1: full logits
+    std::vector<LossTensor> tensors;
+};
+LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActivations& a, RowWriter& w) {
+    const std::int64_t b = a.b, s = a.s, e = a.e, L = a.L, V = a.V, kvd = a.kvd;
+    const LossMemory loss =
+        loss_memory(c.fw, c.setup, LossShape{b, b * c.objective.logit_positions, V, a.h, e, c.quant != Quantization::None});
+    LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad, loss.tensors};
+    w.shown(figure(row("logits and loss buffers", Component::LogitsLoss, "global", "b·s·v (per chunk where chunked)",
+                       loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
+                   std::max(loss.forward, loss.backward)),
+            loss.formula, {{"tokens", double(loss.tokens)}, {"vocab", double(V)}});
+    if (!c.trains)
+        out.kv_cache = w.shown(figure(row("KV cache", Component::KvCache, "all layers", "2·L·kv·s·b", 2 * L * kvd * s * b, double(e),
+                                          "keys and values of every token, kept for decoding"),
+                                      2 * L * kvd * s * b * e),
+                               "2 (k, v) × " + std::to_string(L) + " layers × " + n(kvd) + " kv_dim × " + n(s) + " tokens × " +
+                                   std::to_string(b) + " sequences × " + std::to_string(e) + " B",
+                               {{"layers", double(L)}, {"kv_dim", double(kvd)}, {"context", double(s)}, {"batch", double(b)}});
+    return out;
+}
+
+// The lifetime walk's result into the estimate: phases, the peak, the framework's overhead.
+void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, MemoryEstimate& est) {
+    for (std::size_t p = 0; p < inv.phases.size(); ++p) est.phases.push_back({inv.phases[p], inv.phase_bytes(p)});
+    est.terms = terms_of(inv);
+    const Phase* peak = &est.phases.front();
+    for (const auto& p : est.phases)
+        if (p.total() > peak->total()) peak = &p;
+    est.peak_phase = peak->name;
+    // What max_memory_allocated reads: each phase without what is allocated outside PyTorch's
+    // allocator (a paged optimizer's state), at its own largest phase.
+    for (std::size_t p = 0; p < est.phases.size(); ++p)
+        est.peak_allocated_bytes = std::max(est.peak_allocated_bytes, est.phases[p].total() - inv.outside_allocator_bytes(p));
+    const std::int64_t slack_base = slack_base_bytes(fw, peak->bytes);
+    const std::int64_t slack = static_cast<std::int64_t>(std::llround(fw.allocator_slack * double(slack_base)));
+    est.framework_overhead_bytes = fw.context_bytes + fw.workspace_bytes + slack;
+    est.terms.push_back({Component::FrameworkOverhead, est.framework_overhead_bytes,
+                         fw.name + ": context " + n(fw.context_bytes) + " B + workspace " + n(fw.workspace_bytes) +
+                             " B + allocator slack " + std::to_string(fw.allocator_slack * 100).substr(0, 4) + " % of " +
+                             slack_base_name(fw) +
+                             (fw.allocator_slack_of == "transient" ? " at the peak (" + n(slack_base) + " B)" : std::string()),
+                         {{"context_bytes", double(fw.context_bytes)}, {"workspace_bytes", double(fw.workspace_bytes)},
+                          {"allocator_slack", fw.allocator_slack}, {"slack_base_bytes", double(slack_base)}},
+                         false});
+    if (est.framework_overhead_bytes <= 0) est.terms.pop_back();
+    est.components = peak->bytes;
+    est.components[Component::FrameworkOverhead] = est.framework_overhead_bytes;
+    est.total_bytes = peak->total() + est.framework_overhead_bytes;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup& asked,
+                               const FrameworkProfile& framework_in) {
+    const FrameworkProfile fw = with_techniques(framework_in, asked);
+    // The rows and sequence one forward of the policy runs under the objective (DPO: chosen and
+    // rejected side by side; GRPO: B·G completions of prompt + completion): objective_terms.cpp.
+    const TrainingSetup setup = forward_setup(asked);
+    const Architecture arch = as_built(arch_in, fw);
+    require_plan_size_bounded(arch, setup);   // before any product can overflow
+    const PlanContext c(arch, setup, asked, fw);
+    MemoryEstimate est;
+    est.params = count_parameters(arch, setup);
+    est.inventory.activation_factor = fw.activation_factor;
+    RowWriter w(est.inventory);
+
+    const StateTotals totals = walk_tensor_groups(c);
+    est.params.quantized = totals.quant_elems;
+    const StateOnDevice d = write_state_rows(c, totals, w, est);
+
+    LayerActivations a;
+    norms_and_attention(c, a);
+    layer_saved_tensors(c, a);
+    outside_and_backward(c, totals, a);
+    const ActivationMoments moments = activation_moments(c, a, est);
+    write_activation_rows(c, a, moments, w);
+    const LogitsAndCache logits = write_logits_and_cache_rows(c, a, w);
+
+    // The reference model's weights (DPO, KTO, GRPO with a KL term), held the whole step.
+    ObjectiveInputs objective_in{arch, asked, c.objective, d.frozen + d.packed + d.constants + d.trainable, a.e, a.inner,
+                                 fw.traits.objective.reference_before_policy};
+    // A reference scored through the framework's own fused head (TRL 1.16) holds its tile, not full logits.
+    objective_in.reference_logprobs = logits.no_grad;
+    std::vector<MemoryTerm> reference_terms;
+    const std::int64_t reference = reference_weights(objective_in, reference_terms);
+    w.adopt_terms(reference_terms, "the objective's reference model (objective_terms.cpp)");
+    w.add(held(row("reference model", Component::ReferenceModel, "all layers", "", 0, 0,
+                   "the frozen reference the objective scores against (objective_terms.cpp)", {"objective"}),
+               reference));
+
+    const PhaseInputs phases{c, totals, d, a, moments, logits.forward, logits.backward, logits.kv_cache, objective_in, logits.tensors};
+    if (!c.trains)
+        write_serving_phase(phases, w);
+    else {
+        write_training_phases(phases, w);
+        est.reserved_device_fraction = asked.objective.kind == Objective::Grpo ? asked.objective.vllm_share : 0.0;
+    }
+    finish_estimate(fw, est.inventory, est);
+    return est;
+}
+
+}  // namespace wingspan
