@@ -45,7 +45,7 @@ LAYERS = {
         ("support", ("emit", "stop_signals", "torch_version", "out_lock", "checkpoint", "precision_choice",
                      "grad_hooks", "model_source", "data", "preference_data", "gguf_*")),
         # Tensors on a device: devices, ops, kernels, measured memory, process groups, optimizers.
-        ("tensors and kernels", ("device", "device_ops", "device_memory", "memory", "kernels_*",
+        ("tensors and kernels", ("device", "device_ops", "device_memory", "memory", "memory_snapshot", "tensor_bytes", "kernels_*",
                                  "distributed", "optimizer", "optimizer_in_backward")),
         # The model: linears, the decoder and its variants, weights, adapters, objectives, gradient sync.
         ("model", ("linear", "model", "model_config", "model_variants", "weights_io", "adapter_config",

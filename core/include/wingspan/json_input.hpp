@@ -33,6 +33,10 @@ std::optional<nlohmann::json> try_parse_untrusted_json(std::string_view text, st
 // The bytes of a regular file. Throws InputError when it is missing, a folder, a named pipe
 // or device (never opened in a way that blocks), or larger than max_bytes.
 std::string read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes = kMaxJsonFileBytes);
+// The same without exceptions, for a file whose absence is normal: nullopt where read_regular_file
+// would throw; `error` says why.
+std::optional<std::string> try_read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes,
+                                                 std::string* error = nullptr);
 // Throws InputError when `file` exists but is not a regular file (checked without opening it).
 void require_regular_file(const std::filesystem::path& file);
 

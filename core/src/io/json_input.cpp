@@ -127,6 +127,16 @@ std::string read_regular_file(const std::filesystem::path& file, std::uint64_t m
     return read_range(fd, 0, static_cast<std::uint64_t>(st.st_size), file);
 }
 
+std::optional<std::string> try_read_regular_file(const std::filesystem::path& file, std::uint64_t max_bytes,
+                                                 std::string* error) {
+    try {
+        return read_regular_file(file, max_bytes);
+    } catch (const InputError& e) {
+        if (error) *error = e.what();
+        return std::nullopt;
+    }
+}
+
 std::string read_regular_file_tail(const std::filesystem::path& file, std::uint64_t max_bytes, bool* cut) {
     struct stat st{};
     const int fd = open_regular_file(file, st);

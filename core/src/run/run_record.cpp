@@ -310,13 +310,15 @@ void RunStore::write_result(const fs::path& run, const RunRecord& r) {
 }
 
 std::vector<fs::path> RunStore::list() const {
+    // Never throws for the file system: an unreadable root lists nothing, a folder that vanishes
+    // or cannot be examined is not a run (the increment's error_code form: a range-for would throw).
     std::vector<fs::path> runs;
     std::error_code ec;
     if (!fs::is_directory(root_, ec)) return runs;
-    for (const auto& e : fs::directory_iterator(root_, ec)) {
-        std::error_code ec2;   // a folder that vanishes or cannot be examined is not a run
-        if (e.is_directory(ec2) && fs::exists(fs::symlink_status(e.path() / "plan.json", ec2)))
-            runs.push_back(e.path());
+    for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code ec2;
+        if (it->is_directory(ec2) && fs::exists(fs::symlink_status(it->path() / "plan.json", ec2)))
+            runs.push_back(it->path());
     }
     std::sort(runs.rbegin(), runs.rend());
     return runs;

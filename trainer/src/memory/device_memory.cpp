@@ -1,5 +1,7 @@
 #include "memory/device_memory.hpp"
 
+#include "memory/memory.hpp"
+
 namespace wingspan::train::mem {
 
 void DeviceTracker::reportMemoryUsage(void* ptr, std::int64_t alloc_size, detail::ReportedTotal /*total_allocated*/,

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "memory/memory.hpp"
+#include "memory/memory_snapshot.hpp"
 
 namespace wingspan::train::mem {
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "memory/memory_snapshot.hpp"
 #include "wingspan/components.hpp"
 
 namespace wingspan::train::mem {
@@ -49,15 +50,6 @@ std::int64_t retag(const void* storage_data, Component c);
 // Component and size of a live allocation, false if unknown.
 bool lookup(const void* storage_data, Component& c, std::int64_t& bytes);
 
-struct Snapshot {
-    std::map<Component, std::int64_t> components;   // live bytes per component
-    std::map<Component, std::int64_t> component_peaks;   // each component's own peak (not simultaneous)
-    std::int64_t allocated = 0;                     // live bytes now
-    std::int64_t peak = 0;                          // peak of live bytes since start / reset
-    std::int64_t allocations = 0;                   // live allocation count
-    std::int64_t reserved = 0;                      // held by the device's allocator (= allocated on the CPU)
-    std::int64_t reserved_peak = 0;
-};
 // The training device's figures: the tracker's when one is set, else the counting allocator's.
 Snapshot snapshot();
 Snapshot counting_snapshot();   // the CPU counting allocator's, always

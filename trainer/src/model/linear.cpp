@@ -9,7 +9,8 @@
 
 #include "kernels/device_ops.hpp"
 #include "kernels/kernels_nf4.hpp"
-#include "model/model.hpp"
+#include "memory/memory.hpp"
+#include "memory/tensor_bytes.hpp"
 #include "wingspan/nf4.hpp"
 
 namespace wingspan::train {

@@ -16,6 +16,7 @@
 
 #include "model/linear.hpp"
 #include "memory/memory.hpp"
+#include "memory/tensor_bytes.hpp"
 #include "wingspan/architecture.hpp"
 #include "wingspan/setup.hpp"
 
@@ -58,10 +59,6 @@ struct ModelConfig {
 // 3 M parameters; one step at sequence 128, batch 4 takes a fraction of a second on 2 cores).
 nlohmann::json default_model_config(std::int64_t vocab);
 
-// Storage bytes of a tensor (its storage, which the counting allocator tracks).
-std::int64_t storage_bytes(const at::Tensor& t);
-// Attributes a tensor's storage to a component (no-op for storages not from our allocator).
-void retag(const at::Tensor& t, Component c);
 
 struct Layer {
     at::Tensor input_norm, post_norm;

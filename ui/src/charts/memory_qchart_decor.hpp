@@ -10,7 +10,6 @@
 #include <QRegularExpression>
 
 #include "charts/chart_text.hpp"
-#include "wingspan/ui/memory_qchart.hpp"
 
 namespace wingspan::ui {
 
@@ -25,7 +24,7 @@ inline QString unbroken_amounts(QString s) {
     return s.replace(amount, QStringLiteral("\\1\u00A0\\2"));
 }
 
-struct MemoryQChart::Decor {
+struct MemoryChartDecor {
     ChartText* title = nullptr;
     ChartText* subtitle = nullptr;
     ChartText* notice = nullptr;   // hidden segments of cut bars

@@ -10,6 +10,7 @@
 
 #include "charts/label_placement.hpp"
 #include "charts/memory_qchart_decor.hpp"
+#include "wingspan/ui/memory_qchart.hpp"
 
 namespace wingspan::ui {
 

@@ -155,11 +155,7 @@ QWidget* RunPanel::buildHistoryTab() {
 // ------------------------------------------------------------------ history ----
 
 std::vector<fs::path> RunPanel::historyRuns() const {
-    try {
-        return RunStore(controller_->storeRoot()).list();
-    } catch (const std::exception&) {
-        return {};
-    }
+    return RunStore(controller_->storeRoot()).list();   // never throws: an unreadable store lists nothing
 }
 
 void RunPanel::refreshHistory() {
@@ -197,13 +193,11 @@ std::optional<RunPanel::Loaded> RunPanel::loadRun(const fs::path& folder, QStrin
                 }
             },
             /*missing_is_empty=*/true);
-        try {
-            const json launcher = read_untrusted_json_file(folder / "launcher.json", 1 << 20);
-            if (launcher.is_object() && launcher.contains("stop_message") && launcher["stop_message"].is_string())
-                l.stop_message = qs(launcher["stop_message"].get<std::string>());
-        } catch (const InputError&) {
-            // no launcher notes (an older run, or unreadable): the run opens without them
-        }
+        // Launcher notes: absent in older runs; unreadable, the run opens without them.
+        const auto text = try_read_regular_file(folder / "launcher.json", 1 << 20);
+        const auto launcher = text ? try_parse_untrusted_json(*text) : std::nullopt;
+        if (launcher && launcher->is_object() && launcher->contains("stop_message") && (*launcher)["stop_message"].is_string())
+            l.stop_message = qs((*launcher)["stop_message"].get<std::string>());
         l.log = read_tail(folder / "stderr.log", 256 * 1024);
         l.device = DeviceMemoryTrack::from_run(folder);
         l.ranks = RankTrack::from_run(folder);

@@ -52,11 +52,8 @@ QString hf_cache_snapshot(const QString& repo, const QString& cache_dir) {
     const QDir model(QDir(cache_dir).filePath("models--" + QString(repo).replace('/', "--")));
     if (!model.exists()) return {};
     // refs/main names the snapshot transformers would load.
-    std::string ref;
-    try {
-        ref = read_regular_file(model.filePath("refs/main").toStdString(), 4096);   // a commit id: bounded, regular
-    } catch (const std::exception&) {
-    }
+    // A commit id: bounded, regular; absent or unreadable, the newest snapshot below is taken.
+    const std::string ref = try_read_regular_file(model.filePath("refs/main").toStdString(), 4096).value_or("");
     if (!ref.empty()) {
         const QString commit = QString::fromStdString(ref).trimmed();
         const QString dir = model.filePath("snapshots/" + commit);

@@ -25,6 +25,9 @@ namespace wingspan::ui {
 class ChartText;
 class StackedBars;
 
+// The chart's label items and where its bars sit (charts/memory_qchart_decor.hpp, private to ui).
+struct MemoryChartDecor;
+
 class MemoryQChart : public QChart {
     Q_OBJECT
 public:
@@ -66,7 +69,7 @@ public:
     QString captionShown(int bar, int row) const;
 
 private:
-    struct Decor;
+    using Decor = MemoryChartDecor;
     void rebuild();
     void updateValues();
     void applyAxis();
