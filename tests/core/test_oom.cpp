@@ -157,7 +157,10 @@ private slots:
         const auto no_max = parse_oom_message(fixture("mps-no-max.txt")).value();
         QCOMPARE(no_max.format, OomFormat::MpsNoMax);
         QVERIFY(!no_max.capacity_bytes);
-        QCOMPARE(*no_max.requested_bytes, gib(2.00));
+        QCOMPARE(*no_max.requested_bytes, std::int64_t(256));
+        QCOMPARE(*no_max.allocated_bytes, std::int64_t(24) * 1024 * 1024);
+        QCOMPARE(*no_max.other_bytes, gib(362.51));
+        QCOMPARE(no_max.pool, std::string("shared"));
     }
 
     void otherTextIsRefused() {
