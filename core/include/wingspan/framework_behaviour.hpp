@@ -40,6 +40,7 @@ struct FrameworkBehaviour {
     struct Model {
         bool unties_embeddings = false;
         bool rotary_table_once = false;
+        bool fused_qkv_lora = false;   // one q/k/v linear whose LoRA drops its input out once (LitGPT)
     } model;
     struct Loss {
         // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from

@@ -149,13 +149,18 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
     // and its mask); by role, because backward frees them at different times.
     a.lora_saved = a.lora_mlp = a.lora_down = a.lora_o = 0;
     if (lora) {
+        // A fused q/k/v linear (profile model.fused_qkv_lora) drops its input out once for all three.
+        bool qkv_input_dropped = false;
         for (const auto& g : groups) {
             if (g.kind != TensorKind::Linear || !setup.lora_targets.count(g.role)) continue;
             if (g.name.rfind("layers.", 0) != 0) continue;
             const std::int64_t per_layer = g.count / a.L;
             const double share = g.in_experts ? double(arch.experts_per_token) / arch.experts : 1.0;
             std::int64_t one = a.bs * setup.lora_rank * a.e;
-            if (setup.lora_dropout > 0) one += a.bs * g.cols * (a.e + 1);
+            const bool qkv = g.role == LinearRole::Q || g.role == LinearRole::K || g.role == LinearRole::V;
+            const bool shares_dropout = qkv && fw.traits.model.fused_qkv_lora && qkv_input_dropped;
+            if (setup.lora_dropout > 0 && !shares_dropout) one += a.bs * g.cols * (a.e + 1);
+            qkv_input_dropped = qkv_input_dropped || qkv;
             if (setup.dora) one += a.bs * g.rows * a.e;   // DoRA rescales the base output: kept for the magnitude's gradient
             const auto bytes = static_cast<std::int64_t>(per_layer * share * one);
             a.lora_saved += bytes;

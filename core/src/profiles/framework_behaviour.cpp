@@ -52,6 +52,25 @@ std::vector<BehaviourKey> profile_keys() {
     };
 }
 
+// The "model" section: how the framework's own model code differs from the reference modules.
+std::vector<BehaviourKey> model_keys() {
+    return {
+        flag<&B::model, &B::Model::rotary_table_once>(
+            "model", "rotary_table_once",
+            "the rotary cos/sin are built from one row of position ids and kept once per batch (s·head_dim each) instead "
+            "of per row (b·s·head_dim)"),
+        flag<&B::model, &B::Model::unties_embeddings>(
+            "model", "unties_embeddings",
+            "the framework's own model keeps a separate LM head even where the checkpoint ties it to the embedding (LitGPT "
+            "copies it into `lm_head` when it converts a checkpoint)"),
+        flag<&B::model, &B::Model::fused_qkv_lora>(
+            "model", "fused_qkv_lora",
+            "q, k and v are one linear and LoRA on it applies its dropout once to the shared input for all of them "
+            "(LitGPT `qkv` with litgpt/lora.py LoRAQKVLinear: `F.linear(self.lora_dropout(x), self.lora_A)`): one "
+            "dropped copy and mask (b·s·hidden·3 B) where separate q, k, v adapters keep one each")
+    };
+}
+
 }  // namespace
 
 const std::vector<BehaviourKey>& behaviour_keys() {
@@ -126,14 +145,6 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "(Unsloth 2025.1: 1,024, `if bsz*q_len <= 1024: RETURN_LOGITS = True`)"},
         {"checkpointing", "offload", "bool", "false",
          "checkpointed layer inputs live in host RAM (Unsloth's `\"unsloth\"` checkpointing)"},
-        flag<&B::model, &B::Model::rotary_table_once>(
-            "model", "rotary_table_once",
-            "the rotary cos/sin are built from one row of position ids and kept once per batch (s·head_dim each) instead "
-            "of per row (b·s·head_dim)"),
-        flag<&B::model, &B::Model::unties_embeddings>(
-            "model", "unties_embeddings",
-            "the framework's own model keeps a separate LM head even where the checkpoint ties it to the embedding (LitGPT "
-            "copies it into `lm_head` when it converts a checkpoint)"),
         flag<&B::objective, &B::Objective::reference_before_policy>(
             "objective", "reference_before_policy",
             "DPO/KTO score the reference (no_grad) before the policy's forward, not beside its graph and logits as TRL "
@@ -197,6 +208,8 @@ const std::vector<BehaviourKey>& behaviour_keys() {
             "`flash` kind with grouped KV heads, dk and dv expanded to every query head: a `backward_attention` phase"),
         };
         all.insert(all.end(), sections.begin(), sections.end());
+        const std::vector<BehaviourKey> model = model_keys();
+        all.insert(all.end(), model.begin(), model.end());
         return all;
     }();
     return keys;
