@@ -9,9 +9,12 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDialog>
+#include <QDockWidget>
+#include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSlider>
 #include <QChartView>
 #include <QRegularExpression>
 #include <QTabWidget>
@@ -295,6 +298,48 @@ private slots:
             wrapped += need.height() > fm.height();
         }
         QVERIFY2(wrapped >= 1, "at 1280×720 the Mac Studio's name is wider than the column: it wraps");
+    }
+
+    // The verdicts follow the slider ~11 times a second in all 34 rows, and each changed cell
+    // makes the list ask its row's height again: that asks no name to be wrapped again (it was
+    // most of the update's time), while a narrower column still re-wraps them all.
+    void verdictUpdatesWrapNoNameAgain() {
+        MainWindow w(QString(), MainWindow::Options{false, false});
+        Plan plan = Plan::lesson_default();
+        plan.machines.clear();
+        for (const auto& m : w.library().machines()) plan.machines.push_back(m.id);
+        w.setPlan(plan);
+        QVERIFY(shown(w));
+        QApplication::processEvents();
+        auto* panel = w.findChild<MachinesPanel*>();
+        auto* seq = w.findChild<QSlider*>("seqSlider");
+        QVERIFY(panel && seq);
+        QTreeWidget* list = panel->list();
+        QCOMPARE(list->topLevelItemCount(), int(plan.machines.size()));
+        const auto verdicts = [&] {
+            QStringList v;
+            for (int i = 0; i < list->topLevelItemCount(); ++i) v << list->topLevelItem(i)->text(1);
+            return v;
+        };
+        const int wraps = panel->nameWraps();
+        QVERIFY2(wraps >= list->topLevelItemCount(), "listing the machines measured each name");
+        const QStringList before = verdicts();
+        for (int step : {2, 6, 12, 16}) {
+            seq->setValue(step);
+            QTest::qWait(120);   // past the side panels' throttle: the verdicts are relabelled
+        }
+        int changed = 0;
+        const QStringList after = verdicts();
+        for (int i = 0; i < after.size(); ++i) changed += after[i] != before[i];
+        QVERIFY2(changed >= 10, qPrintable(QString("the sequence moved 128 → 16k tokens, %1 verdicts changed").arg(changed)));
+        QCOMPARE(panel->nameWraps(), wraps);
+        auto* dock = w.findChild<QDockWidget*>("machinesDock");
+        QVERIFY(dock);
+        const int column = list->columnWidth(0);
+        w.resizeDocks({dock}, {dock->width() - 40}, Qt::Horizontal);
+        QTest::qWait(30);
+        QVERIFY2(list->columnWidth(0) < column, "the narrower dock narrows the name column");
+        QVERIFY2(panel->nameWraps() >= wraps + list->topLevelItemCount(), "a narrower column wraps every name again");
     }
 
     // Serve mode adds llama.cpp's view under the Machines chart (issue 30): the window still fits

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -73,6 +74,13 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
 // a framework that always does it (Unsloth) — torchtune's OffloadActivations
 // (torchtune/training/_activation_offloading.py) moves each saved tensor to pinned host memory in
 // forward and brings it back one layer ahead in backward.
+// Only a setup that asks for one of them changes the framework: the others use it as it is, with
+// no copy (a profile carries its behaviour JSON and tables; copying it for each of 34 machines
+// on every slider step was a fifth of the planner's estimate).
+bool changes_framework(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    return (setup.compile && fw.traits.compile.present) || setup.activation_offload;
+}
+
 FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup& setup) {
     FrameworkProfile out = fw;
     if (setup.compile && out.traits.compile.present) {
@@ -145,7 +153,9 @@ void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, Mem
 
 MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup& asked,
                                const FrameworkProfile& framework_in) {
-    const FrameworkProfile fw = with_techniques(framework_in, asked);
+    std::optional<FrameworkProfile> changed;
+    if (changes_framework(framework_in, asked)) changed = with_techniques(framework_in, asked);
+    const FrameworkProfile& fw = changed ? *changed : framework_in;
     // The rows and sequence one forward of the policy runs under the objective (DPO: chosen and
     // rejected side by side; GRPO: B·G completions of prompt + completion): objective_terms.cpp.
     const TrainingSetup setup = forward_setup(asked);

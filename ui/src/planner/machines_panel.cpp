@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include <QComboBox>
+#include <QEvent>
+#include <QHash>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -37,27 +39,57 @@ int machine_rank(const MachineProfile& m) {
 
 // The name column's rows as tall as their name wrapped at the column's width (QTreeView asks a
 // delegate for a row's height without the column's width, so a wrapped name would be cut).
+// A row's height is asked again whenever any of its cells changes: Qt's QTreeView::dataChanged
+// (qtbase src/widgets/itemviews/qtreeview.cpp) refreshes the row's height cache from the size
+// hint. The verdicts change the second column of all 34 rows ~11 times a second while a slider
+// moves, and wrapping each unchanged name again was most of that update's time, so the name's
+// size is remembered per name and column width until the font or style changes.
 class WrappedNameDelegate : public QStyledItemDelegate {
 public:
-    explicit WrappedNameDelegate(QTreeWidget* tree) : QStyledItemDelegate(tree), tree_(tree) {}
+    explicit WrappedNameDelegate(QTreeWidget* tree) : QStyledItemDelegate(tree), tree_(tree) {
+        tree_->installEventFilter(this);
+    }
 
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        if (index.column() != 0) return QStyledItemDelegate::sizeHint(option, index);
+        const int column_width = tree_->columnWidth(0);
+        const QString name = index.data(Qt::DisplayRole).toString();
+        if (auto it = names_.constFind(name); it != names_.constEnd() && it->width == column_width) return it->size;
+        ++wraps_;
         QSize size = QStyledItemDelegate::sizeHint(option, index);
-        if (index.column() != 0) return size;
         QStyleOptionViewItem o = option;
         initStyleOption(&o, index);
-        o.rect = QRect(0, 0, tree_->columnWidth(0), size.height());
+        o.rect = QRect(0, 0, column_width, size.height());
         const QStyle* style = tree_->style();
         // The text's room: the cell less its check box, less the delegate's margin each side.
         const int margin = style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, tree_) + 1;
         const int room = style->subElementRect(QStyle::SE_ItemViewItemText, &o, tree_).width() - 2 * margin;
         const int text = o.fontMetrics.boundingRect(QRect(0, 0, std::max(1, room), 1 << 16), Qt::TextWordWrap, o.text).height();
         size.setHeight(std::max(size.height(), text + size.height() - o.fontMetrics.height()));
+        names_.insert(name, {column_width, size});
         return size;
     }
 
+    // How many times a name was wrapped to measure its row.
+    int wraps() const { return wraps_; }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        // The tree's own events are only watched here, never handled: the base class's filter
+        // is for editors and would take the tree's Tab and Return for an editor's.
+        if (watched != tree_) return QStyledItemDelegate::eventFilter(watched, event);
+        if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) names_.clear();
+        return false;
+    }
+
 private:
+    struct Measured {
+        int width;   // the column's width it was wrapped at
+        QSize size;
+    };
     QTreeWidget* tree_;
+    mutable QHash<QString, Measured> names_;
+    mutable int wraps_ = 0;
 };
 
 }  // namespace
@@ -176,6 +208,8 @@ MachinesPanel::MachinesPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void MachinesPanel::setSummary(const QString& text) { summary_->setText(text); }
+
+int MachinesPanel::nameWraps() const { return static_cast<const WrappedNameDelegate*>(list_->itemDelegate())->wraps(); }
 
 void MachinesPanel::showFrameworkOf(QTreeWidgetItem* item) {
     // Restores what it found: this runs inside populate() too (clearing the list changes the

@@ -38,6 +38,10 @@ public:
     QString currentUserMachineId() const;
     QString currentMachineText() const;
     QTreeWidget* list() const { return list_; }
+    // How many times a machine's name was wrapped to measure its row's height. The names are
+    // measured when listed or when the column's width, font or style changes, never for a
+    // verdict: tests check that relabelling the verdicts wraps none.
+    int nameWraps() const;
 
 signals:
     void selectionEdited();   // a machine was ticked or unticked, or its framework changed
