@@ -8,6 +8,7 @@
 #include <QPainter>
 
 #include "charts/memory_qchart_decor.hpp"
+#include "wingspan/ui/memory_qchart.hpp"
 
 namespace wingspan::ui {
 
