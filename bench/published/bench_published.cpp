@@ -16,6 +16,7 @@
 #include "wingspan/memory_model.hpp"
 #include "wingspan/profiles.hpp"
 #include "wingspan/setup.hpp"
+#include "bench_args.hpp"
 
 using namespace wingspan;
 using nlohmann::json;
@@ -54,9 +55,7 @@ double static_bytes(const MemoryEstimate& est, const std::string& statistic) {
 // one of the profile's "releases"): the profile at that release, then the case's own behaviour.
 FrameworkProfile as_measured(const FrameworkProfile& bundled, const json& c) {
     if (!c.contains("framework_behaviour")) return bundled;
-    std::ifstream in(bundled.file);
-    if (!in) throw InputError("cannot read " + bundled.file.string());
-    json profile = json::parse(in);
+    json profile = read_untrusted_json_file(bundled.file);
     if (!bundled.release.empty()) profile.merge_patch(profile.at("releases").at(bundled.release).at("behaviour"));
     profile.erase("releases");
     profile.merge_patch(c.at("framework_behaviour"));
@@ -83,22 +82,13 @@ std::string gb(double bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string cases_path = WINGSPAN_PUBLISHED_CASES, out_path = WINGSPAN_PUBLISHED_RESULT, explain_id;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        if (a == "--cases") cases_path = argv[i + 1];
-        else if (a == "--out") out_path = argv[i + 1];
-        else if (a == "--explain") explain_id = argv[i + 1];
-        else {
-            std::cerr << "usage: bench_published [--cases cases.json] [--out published.md] [--explain CASE-ID]\n";
-            return 2;
-        }
-    }
+    const auto args = bench::parse_bench_args(argc, argv, {WINGSPAN_PUBLISHED_CASES, WINGSPAN_PUBLISHED_RESULT, ""}, true,
+                                              "bench_published [--cases cases.json] [--out published.md] [--explain CASE-ID]");
+    if (!args) return 2;
+    const std::string &cases_path = args->cases, &out_path = args->out, &explain_id = args->explain;
     try {
         const ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv[0]));
-        std::ifstream in(cases_path);
-        if (!in) throw InputError("cannot read " + cases_path);
-        const json doc = json::parse(in);
+        const json doc = bench::read_cases(cases_path);
         std::ostringstream table;
         std::vector<double> errors;
         std::ostringstream excluded;

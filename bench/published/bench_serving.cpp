@@ -15,6 +15,7 @@
 #include "wingspan/profiles.hpp"
 #include "wingspan/quant_formats.hpp"
 #include "wingspan/vllm_serve.hpp"
+#include "bench_args.hpp"
 
 using namespace wingspan;
 using nlohmann::json;
@@ -109,19 +110,13 @@ void checkpoint_cases(const ProfileLibrary& lib, const json& cases, Tally& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string cases_path = WINGSPAN_SERVING_CASES, out_path = WINGSPAN_SERVING_RESULT;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        if (a == "--cases") cases_path = argv[i + 1];
-        else if (a == "--out") out_path = argv[i + 1];
-        else {
-            std::cerr << "usage: bench_serving [--cases serving.json] [--out serving.md]\n";
-            return 2;
-        }
-    }
+    const auto args = bench::parse_bench_args(argc, argv, {WINGSPAN_SERVING_CASES, WINGSPAN_SERVING_RESULT, ""}, false,
+                                              "bench_serving [--cases serving.json] [--out serving.md]");
+    if (!args) return 2;
+    const std::string &cases_path = args->cases, &out_path = args->out;
     try {
         const ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv[0]));
-        const json all = json::parse(std::ifstream(cases_path));
+        const json all = bench::read_cases(cases_path);
         const json cases = all.at("cases");
         Tally llama, vl, ckpt;
         for (const auto& c : cases) {

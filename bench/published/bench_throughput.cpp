@@ -4,7 +4,8 @@
 //
 //   bench_throughput [--cases throughput.json] [--out bench/results/throughput.md]
 //
-// Held back: every third case in file order (index % 3 == 1); the fit never sees them. Serving
+// Held back: every third case in file order (index % 3 == 1), and any case marked "held_back": true;
+// the fit never sees them. Serving
 // cases run in the engine their "framework" names (serve_engine): an engine's decode bandwidth
 // share, launch cost and MMQ efficiency are fitted to that engine's fitting cases only.
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "wingspan/profiles.hpp"
 #include "wingspan/setup.hpp"
 #include "wingspan/speed_model.hpp"
+#include "bench_args.hpp"
 
 using namespace wingspan;
 using nlohmann::json;
@@ -210,7 +212,8 @@ std::vector<Case> load_cases(const json& doc, const ProfileLibrary& lib) {
         c.eager_generate = j.value("eager_generate", false);
         c.framework = known ? lib.framework(fid) : lib.framework(ProfileLibrary::default_framework_id(c.machine.kind));
         c.engine = c.kind == "train" ? ServeEngine::Generic : serve_engine(fid);
-        c.held_back = out.size() % 3 == 1;
+        // A case may be held back by name ("held_back": true: a model the factors were never fitted to).
+        c.held_back = j.value("held_back", out.size() % 3 == 1);
         out.push_back(std::move(c));
     }
     return out;
@@ -219,22 +222,13 @@ std::vector<Case> load_cases(const json& doc, const ProfileLibrary& lib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string cases_path = WINGSPAN_THROUGHPUT_CASES, out_path = WINGSPAN_THROUGHPUT_RESULT, explain;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        if (a == "--cases") cases_path = argv[i + 1];
-        else if (a == "--out") out_path = argv[i + 1];
-        else if (a == "--explain") explain = argv[i + 1];
-        else {
-            std::cerr << "usage: bench_throughput [--cases throughput.json] [--out throughput.md] [--explain CASE-ID]\n";
-            return 2;
-        }
-    }
+    const auto args = bench::parse_bench_args(argc, argv, {WINGSPAN_THROUGHPUT_CASES, WINGSPAN_THROUGHPUT_RESULT, ""}, true,
+                                              "bench_throughput [--cases throughput.json] [--out throughput.md] [--explain CASE-ID]");
+    if (!args) return 2;
+    const std::string &cases_path = args->cases, &out_path = args->out, &explain = args->explain;
     try {
         const ProfileLibrary lib = ProfileLibrary::load(ProfileLibrary::default_dir(argv[0]));
-        std::ifstream in(cases_path);
-        if (!in) throw InputError("cannot read " + cases_path);
-        const std::vector<Case> cases = load_cases(json::parse(in), lib);
+        const std::vector<Case> cases = load_cases(bench::read_cases(cases_path), lib);
         Factors bundled;
         for (const auto& c : cases) {
             bundled.emplace(Group{c.machine.kind, ServeEngine::Generic}, speed_factors(c.machine, c.framework));
