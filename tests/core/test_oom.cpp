@@ -239,6 +239,7 @@ private slots:
                                "cuda-2.1-capacty.txt",   "cuda-2.1-process.txt",  "cuda-2.2-fragmented.txt",
                                "cuda-2.2-full.txt",      "mps-1.13-currently.txt", "mps-2.1-max.txt",
                                "mps-2.1-shared-bytes.txt", "mps-2.5-gib.txt",     "mps-no-max.txt"};
+        int held = 0;
         for (const char* name : forms) {
             const auto report = parse_oom_message(fixture(name));
             QVERIFY2(report.has_value(), name);
@@ -268,8 +269,19 @@ private slots:
                 QVERIFY2(fits == a.fits, (std::string(name) + ": " + a.flag + " " + a.value).c_str());
                 fitting += fits;
             }
+            // Where other allocations leave the run less than any setting of the plan needs (the real
+            // no-max message: 24 MiB its own, 362.51 GiB other), the advice is to free them, said as such.
+            const bool held_by_others = report->other_bytes && *report->other_bytes > d.ceiling_bytes;
+            if (fitting == 0 && held_by_others) {
+                QVERIFY2(std::any_of(d.findings.begin(), d.findings.end(),
+                                     [](const std::string& f) { return f.find("free that memory first") != std::string::npos; }),
+                         name);
+                ++held;
+                continue;
+            }
             QVERIFY2(fitting > 0, name);
         }
+        QCOMPARE(held, 1);   // only the no-max message
     }
 
     void explainWithAPlanOnMps() {

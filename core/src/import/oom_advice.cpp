@@ -12,7 +12,11 @@ namespace wingspan {
 
 namespace {
 
-std::string gib(std::int64_t bytes) { return format_bytes(double(bytes), ByteUnit::GiB, 2); }
+// Binary units as PyTorch prints them; a request under 1 KiB in bytes ("256 B", not "0.00 MiB").
+std::string gib(std::int64_t bytes) {
+    if (bytes >= 0 && bytes < 1024) return std::to_string(bytes) + " B";
+    return format_bytes(double(bytes), ByteUnit::GiB, 2);
+}
 
 std::string percent(double part, double whole) {
     char buf[32];
@@ -270,6 +274,13 @@ OomDiagnosis diagnose_oom(const OomReport& report, const Architecture& arch, con
     else if (report.requested_bytes)
         d.findings.push_back("No single tensor of the plan is within a factor of 2 of the request.");
     nearest_settings(d, arch, setup, machine, framework);
+    // Nothing of the plan fits because other allocations hold the device: that, not a setting, is the
+    // advice (a no-max MPS message from a real run: 24 MiB this run's, 362.51 GiB other).
+    const bool none_fits = std::none_of(d.advice.begin(), d.advice.end(), [](const OomAdvice& a) { return a.fits; });
+    if (none_fits && report.other_bytes && *report.other_bytes > d.ceiling_bytes)
+        d.findings.push_back("No setting of this plan fits in the " + gib(d.ceiling_bytes) + " the other allocations (" +
+                             gib(*report.other_bytes) + ") leave: free that memory first (other processes or apps on "
+                             "the device), then plan again.");
     return d;
 }
 
