@@ -4,7 +4,7 @@
 QLoRA; fp32) and writes them back into the cases, with the sgemm peak the `this-cpu` machine
 profile uses, so bench_throughput compares the planner with them.
 
-The machine is shared: every round runs all six cells once (round-robin, so a stretch of
+The machine is shared: every round runs every cell once (round-robin, so a stretch of
 background load hits every cell alike), measures the sgemm peak in the same round, and records
 the 1-minute load average before and after each run. Background load only ever slows a run (the
 same run varied up to 50x here), so a cell's figure is its fastest run (each run's median step, the
@@ -34,7 +34,50 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trainer"))
 import bench_trainer as bt  # noqa: E402  (run_wingspan, matmul_peaks, SMOLLM2_135M)
 
 # (case-id arch, model dir or None for the built-in default, seq, batch): the shapes bench_trainer.py uses.
-ARCHS = [("default", None, 128, 4), ("smollm2-135m", "smollm2-135m", 256, 4)]
+ALL_ARCHS = [("default", None, 128, 4), ("smollm2-135m", "smollm2-135m", 256, 4), ("smollm2-360m", "smollm2-360m", 256, 4)]
+ARCHS = ALL_ARCHS
+# Cells bench_throughput never fits ("held_back" in the case): every QLoRA cell (the fit sees full and
+# LoRA only), and the built-in default model's, whose 0.1-s steps switch between two speeds (~0.075 and
+# ~0.12 s) within and between runs even with every build stopped, so its figure is not one a fit can use.
+def held_back(arch, method):
+    return arch == "default" or method == "qlora"
+
+
+HELD_BACK_WHY = {"default": "the built-in default model's steps switch between ~0.075 s and ~0.12 s within and "
+                            "between runs on this VM, builds stopped: not a figure to fit to",
+                 "qlora": "QLoRA cells check the fit, never enter it"}
+
+
+# Memory bandwidth the way a streaming kernel sees it: the best of ten copies of a 256 MiB fp32 tensor into
+# another (read + write: 512 MiB moved), on the run's threads. wingspan-train's AdamW is one such pass
+# over the weights, gradients and moments (trainer/src/optim/optimizer.cpp).
+BANDWIDTH_SCRIPT = r"""
+import sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+a = torch.ones(64 * 1024 * 1024)
+b = torch.zeros_like(a)
+best = float("inf")
+for _ in range(10):
+    t0 = time.perf_counter()
+    b.copy_(a)
+    best = min(best, time.perf_counter() - t0)
+print(2 * a.numel() * 4 / best / 1e9)
+"""
+
+
+def copy_bandwidth(threads):
+    """GB/s of a 256 MiB tensor copy (read + write counted), the best of ten."""
+    p = subprocess.run([bt.PY, "-c", BANDWIDTH_SCRIPT, str(threads)], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_WAIT_POLICY="passive"), check=True)
+    return float(p.stdout.strip().splitlines()[-1])
+
+
+def model_config(arch):
+    """The HF config.json of a bench model: SmolLM2-135M from bench_trainer, others from the bundled profile."""
+    if arch == "smollm2-135m":
+        return bt.SMOLLM2_135M
+    with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "profiles", "models", arch + ".json")) as f:
+        return json.load(f)["config"]
 METHODS = ["full", "lora", "qlora"]
 
 
@@ -45,6 +88,8 @@ def main():
     ap.add_argument("--steps", type=int, default=4, help="steps per run; the first is a warm-up and left out")
     ap.add_argument("--default-steps", type=int, default=40,
                     help="steps per run of the built-in default model, whose 0.1-s steps need many for a stable median")
+    ap.add_argument("--archs", default="default,smollm2-135m,smollm2-360m",
+                    help="comma-separated: default, smollm2-135m, smollm2-360m (a 360M step takes ~10-15 s)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rank", type=int, default=8)
     ap.add_argument("--cases", default=os.path.join(HERE, "throughput.json"))
@@ -55,14 +100,20 @@ def main():
     ap.add_argument("--report", help="write a Markdown report of the runs and the planner's predictions here")
     ap.add_argument("--bench", help="the bench_throughput binary (for --report's predictions)")
     a = ap.parse_args()
+    global ARCHS
+    ARCHS = [x for x in ALL_ARCHS if x[0] in a.archs.split(",")]
+    if len(ARCHS) != len(a.archs.split(",")):
+        ap.error(f"--archs: one of {', '.join(x[0] for x in ALL_ARCHS)}")
     if a.apply:
         runs, peaks, spans = [], [], []
+        a.bandwidths = []
         for path in a.apply.split(","):
             with open(path) as f:
                 saved = json.load(f)
             offset = max((r["round"] for r in runs), default=0)
             runs += [dict(r, round=r["round"] + offset) for r in saved["runs"]]
             peaks += saved["sgemm_gflops"]
+            a.bandwidths += saved.get("copy_gb_s", [])
             spans += [saved["started"], saved["finished"]]
         update_cases(a, runs, peaks, spans[0], spans[-1])
         if a.report:
@@ -70,23 +121,29 @@ def main():
         return
 
     tmp = tempfile.mkdtemp(prefix="wingspan-speed-")
-    smol = os.path.join(tmp, "smollm2-135m")
-    os.makedirs(smol)
-    with open(os.path.join(smol, "config.json"), "w") as f:
-        json.dump(bt.SMOLLM2_135M, f)
+    model_dirs = {}
+    for arch, model, _, _ in ARCHS:
+        if model:
+            model_dirs[arch] = os.path.join(tmp, model)
+            os.makedirs(model_dirs[arch])
+            with open(os.path.join(model_dirs[arch], "config.json"), "w") as f:
+                json.dump(model_config(arch), f)
 
     runs = []      # one dict per run
     peaks = []     # sgemm GFLOP/s per round
+    bandwidths = a.bandwidths = []   # copy GB/s per round
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     for rnd in range(a.rounds):
         peak = bt.matmul_peaks(a.threads)
         peaks.append(max(peak.get("fp32_onednn", 0), peak.get("fp32_torch", 0)))
-        print(f"round {rnd + 1}/{a.rounds}: sgemm {peaks[-1]:.1f} GFLOP/s (load {os.getloadavg()[0]:.1f})", flush=True)
+        bandwidths.append(copy_bandwidth(a.threads))
+        print(f"round {rnd + 1}/{a.rounds}: sgemm {peaks[-1]:.1f} GFLOP/s, copy {bandwidths[-1]:.1f} GB/s "
+              f"(load {os.getloadavg()[0]:.1f})", flush=True)
         for arch, model, seq, batch in ARCHS:
             for method in METHODS:
                 before = os.getloadavg()[0]
                 steps = a.steps if model else a.default_steps
-                r = bt.run_wingspan(a.bin, smol if model else None, method, "fp32", seq, batch, steps, a.threads,
+                r = bt.run_wingspan(a.bin, model_dirs.get(arch), method, "fp32", seq, batch, steps, a.threads,
                                     a.rank)
                 tps = seq * batch / bt.run_median(r["step_times"])
                 runs.append({"round": rnd + 1, "arch": arch, "method": method, "seq": seq, "batch": batch,
@@ -97,7 +154,7 @@ def main():
     finished = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"runs": runs, "sgemm_gflops": peaks, "started": started, "finished": finished}, f, indent=1)
+            json.dump({"runs": runs, "sgemm_gflops": peaks, "copy_gb_s": bandwidths, "started": started, "finished": finished}, f, indent=1)
     if not a.no_update:
         update_cases(a, runs, peaks, started, finished)
 
@@ -119,19 +176,41 @@ def update_cases(a, runs, peaks, started, finished):
     with open(a.cases) as f:
         doc = json.load(f)
     doc["machines"]["this-cpu"]["tflops_fp32"] = round(peak / 1000, 4)
+    if a.bandwidths:
+        # The best copy rate of the rounds, as the sgemm peak: load only slows a copy.
+        print(f"copy bandwidth: fastest {max(a.bandwidths):.1f} GB/s over rounds ({', '.join(f'{b:.1f}' for b in a.bandwidths)})")
+        doc["machines"]["this-cpu"]["bandwidth_gb_s"] = round(max(a.bandwidths), 1)
+        doc["machines"]["this-cpu"]["sources"]["bandwidth_gb_s"] = (
+            f"measured: a 256 MiB fp32 tensor copied on {a.threads} threads (read + write), the fastest of the "
+            f"{len(a.bandwidths)} rounds of measure_cpu_throughput.py ({started})")
     doc["machines"]["this-cpu"]["sources"]["tflops_fp32"] = (
         f"measured: oneDNN sgemm 512x1536x1536 on {a.threads} threads, the fastest of the {len(peaks)} rounds of "
         f"measure_cpu_throughput.py ({started})")
     how = (f"our own runs of wingspan-train on this shared 2-core VM, {started} to {finished}: python3 "
            f"bench/published/measure_cpu_throughput.py --bin build/bin/wingspan-train --rounds {len(peaks)} "
-           f"--steps {a.steps} --default-steps {a.default_steps}; rounds run all six cells round-robin; each run's median step (the first left out), "
+           f"--steps {a.steps} --default-steps {a.default_steps}; rounds run every cell round-robin; each run's median step (the first left out), "
            f"the fastest run (load only slows a run)")
+    for arch, _, seq, batch in ARCHS:
+        for method in METHODS:
+            cid = f"wingspan-train cpu {arch} {method} fp32"
+            if arch == "smollm2-360m" and not any(c["id"] == cid for c in doc["cases"]):
+                doc["cases"].append({"id": cid, "kind": "train", "machine": "this-cpu", "framework": "libtorch-cpu",
+                                     "setup": {"method": method, "precision": "fp32", "seq_len": seq, "micro_batch": batch,
+                                               "grad_checkpointing": False, "lora_rank": a.rank, "lora_targets": "all",
+                                               "attention": "sdpa", "optimizer": "adamw"},
+                                     "measured_tokens_per_s": 0, "url": "bench/published/measure_cpu_throughput.py",
+                                     "model": arch})
     for c in doc["cases"]:
         if c.get("machine") != "this-cpu":
             continue
-        arch = "default" if " default " in c["id"] else "smollm2-135m"
+        arch = c["id"].split()[2]
         method = c["setup"]["method"]
+        if (arch, method) not in cells:
+            continue
         cell = cells[(arch, method)]
+        c["held_back"] = held_back(arch, method)
+        if c["held_back"]:
+            c["held_back_why"] = HELD_BACK_WHY["default" if arch == "default" else "qlora"]
         c["measured_tokens_per_s"] = round(cell["fastest"], 1)
         c["measured_text"] = (f"fastest of {len(cell['all'])} runs: {', '.join(f'{t:.1f}' for t in cell['all'])} tok/s; "
                               f"1-minute load average {cell['load'][0]:.1f}-{cell['load'][1]:.1f} on 2 cores")
@@ -154,8 +233,8 @@ def write_report(a, runs, peaks, started, finished):
     loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
     lines = ["# wingspan-train's tokens/s on this CPU against the planner", "",
              f"Measured {started} to {finished} on the shared 2-core VM (2 threads, fp32, steps of "
-             f"{a.steps} (the default model {a.default_steps}), the first left out), all six cells round-robin in each of {len(peaks)} rounds:", "",
-             "```sh", f"python3 bench/published/measure_cpu_throughput.py --bin build/bin/wingspan-train --rounds 3 "
+             f"{a.steps} (the default model {a.default_steps}), the first left out), every cell round-robin in each of {len(peaks)} rounds (several --json files applied together):", "",
+             "```sh", f"python3 bench/published/measure_cpu_throughput.py --bin build/bin/wingspan-train --archs {a.archs} --rounds 2 "
              f"--steps {a.steps} --default-steps {a.default_steps} --json runs.json   # measure", f"python3 bench/published/measure_cpu_throughput.py "
              f"--apply runs.json --report bench/results/throughput-cpu.md --bench build/bin/bench_throughput", "```", "",
              (f"No build or other benchmark ran beside these runs: the 1-minute load average was "
@@ -181,7 +260,8 @@ def write_report(a, runs, peaks, started, finished):
     lines += ["", f"Within 15 %: {within} of {len(predicted)} cells. 'in the fit': the CPU factors "
               "(core/src/planner/speed_model.cpp) were fitted by bench_throughput to that cell with the other fitting cases; "
               "'held back': never seen by the fit.", "",
-              f"sgemm per round (GFLOP/s): {', '.join(f'{p:.1f}' for p in peaks)}.", ""]
+              f"sgemm per round (GFLOP/s): {', '.join(f'{p:.1f}' for p in peaks)}" +
+              (f"; copy bandwidth per round (GB/s): {', '.join(f'{b:.1f}' for b in a.bandwidths)}." if a.bandwidths else "."), ""]
     with open(a.report, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {a.report}")

@@ -100,18 +100,20 @@ SpeedFactors speed_factors(const MachineProfile& m, const FrameworkProfile& f) {
             break;
         case MachineKind::Cpu:
             // wingspan-train's own kernels (oneDNN sgemm / bf16 gemm): fitted to its measured
-            // steps on this machine with no build beside them (2026-12-05, peak: the sgemm rate of a
-            // 512×1536×1536 product measured in the same rounds; bench/results/throughput-cpu.md).
-            // The fit puts no penalty on narrow products (width at half 1): the tiny built-in
-            // model's matrices stay in cache and run faster than that product, which one
-            // efficiency cannot follow. Element-wise ops run at about a quarter of the memory
-            // bandwidth: eager libtorch makes one pass per op, each through a fresh buffer.
+            // steps on this machine with every build stopped (2026-12-06, peak: the sgemm rate of a
+            // 512×1536×1536 product, bandwidth: a 256 MiB copy, both measured in the same rounds;
+            // bench/results/throughput-cpu.md), SmolLM2-360M held back. The fit puts no penalty on
+            // narrow products (width at half 1): the tiny built-in model's matrices stay in cache
+            // and run faster than that product, which one efficiency cannot follow. Element-wise
+            // ops run at about a quarter of the copy bandwidth: eager libtorch makes one pass per
+            // op, each through a fresh buffer; the fused optimizer step streams at the full rate
+            // (training_step).
             s.matmul_efficiency = 0.773;
             s.rows_half = 1;
-            s.width_half = 1;
-            s.attention_efficiency = 0.917;
-            s.bandwidth_efficiency = 0.282;
-            s.launch_s = 6.4e-6;
+            s.width_half = 2;
+            s.attention_efficiency = 0.707;
+            s.bandwidth_efficiency = 0.154;
+            s.launch_s = 9.1e-6;
             s.eager_op_s = 40e-6;
             s.source = "bench_throughput fit (cpu: wingspan-train runs)";
             break;
@@ -200,7 +202,14 @@ StepTime training_step(const Architecture& arch, const TrainingSetup& setup, con
     double opt_bytes = 28;
     if (setup.optimizer == Optimizer::AdamW8bit || setup.optimizer == Optimizer::PagedAdamW8bit) opt_bytes = 16;
     if (setup.optimizer == Optimizer::Sgd) opt_bytes = 12;
-    t.optimizer_s = double(pc.trainable) * opt_bytes / bw / double(std::max<std::int64_t>(1, setup.grad_accum));
+    // On a CPU a fused step (wingspan-train's AdamW, trainer/src/optim/optimizer.cpp; torch's
+    // fused=True) is one in-place streaming pass over buffers allocated once: it runs at the
+    // machine's copy bandwidth, while the eager element-wise ops below each write a fresh buffer
+    // (first-touch page faults, cold caches) and run at bandwidth_efficiency of it. A GPU's caching
+    // allocator makes no such difference: there both run at bandwidth_efficiency.
+    const bool streaming_step = m.kind == MachineKind::Cpu && f.optimizer_step == "fused";
+    const double opt_bw = streaming_step ? std::max(1e-3, m.bandwidth_gb_s) * 1e9 : bw;
+    t.optimizer_s = double(pc.trainable) * opt_bytes / opt_bw / double(std::max<std::int64_t>(1, setup.grad_accum));
 
     // Elementwise ops: forward once per forward pass, backward about twice the forward's bytes.
     t.elementwise_s = k.elementwise_scale * T * double(arch.layers) * sh.elementwise * act * (fwd_passes + 2.0) / bw;
