@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import weakref
 
 import torch
 
@@ -220,14 +221,18 @@ def measure(framework, config, method, seq, batch):
     resident |= {b.untyped_storage().data_ptr() for _, b in model.named_buffers()}
     vocab = config["vocab_size"]
 
-    saved = {}
+    saved = {}   # storage address -> (weak reference to the saved tensor, its storage's bytes, shape)
     logits_bytes = [0]
 
     def pack(t):
         if isinstance(t, torch.Tensor) and t.device.type == "cpu" and not hasattr(t, "__tensor_flatten__"):
             key = t.untyped_storage().data_ptr()
-            if key not in resident and key not in saved:
-                saved[key] = (t.untyped_storage().nbytes(), tuple(t.shape))
+            held = saved.get(key)
+            # An address seen before is a new storage once the tensor saved there is gone: a graph
+            # freed inside the forward (PEFT's DoRA detaches its weight norm) returns its memory, and
+            # the allocator may hand that address to a later saved tensor (the loss's fp32 logits).
+            if key not in resident and (held is None or held[0]() is None):
+                saved[key] = (weakref.ref(t), t.untyped_storage().nbytes(), tuple(t.shape))
         return t
 
     # The step runs twice: the first warms the kernels and creates AdamW's state (so the measured
@@ -236,7 +241,8 @@ def measure(framework, config, method, seq, batch):
         saved.clear()
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             loss, logits_bytes[0] = cell.forward_loss()
-        kept = dict(saved)
+        # What the graph still holds at the end of the forward: the planner's forward_end phase.
+        kept = {key: (b, shape) for key, (ref, b, shape) in saved.items() if ref() is not None}
         loss.backward()
         grads = sum(nbytes(p.grad) for p in trainable if p.grad is not None)
         opt.step()
