@@ -20,6 +20,7 @@ measurements. The cases keep every run and the load.
 planner's prediction for each cell.
 """
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -34,18 +35,47 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trainer"))
 import bench_trainer as bt  # noqa: E402  (run_wingspan, matmul_peaks, SMOLLM2_135M)
 
 # (case-id arch, model dir or None for the built-in default, seq, batch): the shapes bench_trainer.py uses.
-ALL_ARCHS = [("default", None, 128, 4), ("smollm2-135m", "smollm2-135m", 256, 4), ("smollm2-360m", "smollm2-360m", 256, 4)]
-ARCHS = ALL_ARCHS
-# Cells bench_throughput never fits ("held_back" in the case): every QLoRA cell (the fit sees full and
-# LoRA only), and the built-in default model's, whose 0.1-s steps switch between two speeds (~0.075 and
-# ~0.12 s) within and between runs even with every build stopped, so its figure is not one a fit can use.
-def held_back(arch, method):
-    return arch == "default" or method == "qlora"
+ARCHS = [("default", None, 128, 4), ("smollm2-135m", "smollm2-135m", 256, 4), ("smollm2-360m", "smollm2-360m", 256, 4)]
 
 
-HELD_BACK_WHY = {"default": "the built-in default model's steps switch between ~0.075 s and ~0.12 s within and "
-                            "between runs on this VM, builds stopped: not a figure to fit to",
-                 "qlora": "QLoRA cells check the fit, never enter it"}
+def held_back_why(arch, method):
+    """Why bench_throughput never fits this cell ("held_back" in the case), or None where it does: every
+    QLoRA cell (the fit sees full and LoRA only), and the built-in default model's, whose 0.1-s steps switch
+    between two speeds within and between runs even with every build stopped."""
+    if arch == "default":
+        return ("the built-in default model's steps switch between ~0.075 s and ~0.12 s within and between runs "
+                "on this VM, builds stopped: not a figure to fit to")
+    return "QLoRA cells check the fit, never enter it" if method == "qlora" else None
+
+
+@dataclasses.dataclass
+class Measurement:
+    """Every run and each round's sgemm and copy rates, as --json writes them and --apply reads them."""
+    runs: list
+    peaks: list        # sgemm GFLOP/s per round
+    bandwidths: list   # copy GB/s per round
+    started: str
+    finished: str
+
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump({"runs": self.runs, "sgemm_gflops": self.peaks, "copy_gb_s": self.bandwidths,
+                       "started": self.started, "finished": self.finished}, f, indent=1)
+
+    @staticmethod
+    def load(paths):
+        """Several files as one measurement, their rounds numbered on."""
+        m = Measurement([], [], [], "", "")
+        for path in paths:
+            with open(path) as f:
+                saved = json.load(f)
+            offset = max((r["round"] for r in m.runs), default=0)
+            m.runs += [dict(r, round=r["round"] + offset) for r in saved["runs"]]
+            m.peaks += saved["sgemm_gflops"]
+            m.bandwidths += saved.get("copy_gb_s", [])
+            m.started = m.started or saved["started"]
+            m.finished = saved["finished"]
+        return m
 
 
 # Memory bandwidth the way a streaming kernel sees it: the best of ten copies of a 256 MiB fp32 tensor into
@@ -100,46 +130,42 @@ def main():
     ap.add_argument("--report", help="write a Markdown report of the runs and the planner's predictions here")
     ap.add_argument("--bench", help="the bench_throughput binary (for --report's predictions)")
     a = ap.parse_args()
-    global ARCHS
-    ARCHS = [x for x in ALL_ARCHS if x[0] in a.archs.split(",")]
-    if len(ARCHS) != len(a.archs.split(",")):
-        ap.error(f"--archs: one of {', '.join(x[0] for x in ALL_ARCHS)}")
+    archs = [x for x in ARCHS if x[0] in a.archs.split(",")]
+    if len(archs) != len(a.archs.split(",")):
+        ap.error(f"--archs: one of {', '.join(x[0] for x in ARCHS)}")
     if a.apply:
-        runs, peaks, spans = [], [], []
-        a.bandwidths = []
-        for path in a.apply.split(","):
-            with open(path) as f:
-                saved = json.load(f)
-            offset = max((r["round"] for r in runs), default=0)
-            runs += [dict(r, round=r["round"] + offset) for r in saved["runs"]]
-            peaks += saved["sgemm_gflops"]
-            a.bandwidths += saved.get("copy_gb_s", [])
-            spans += [saved["started"], saved["finished"]]
-        update_cases(a, runs, peaks, spans[0], spans[-1])
+        m = Measurement.load(a.apply.split(","))
+        update_cases(a, archs, m)
         if a.report:
-            write_report(a, runs, peaks, spans[0], spans[-1])
+            write_report(a, archs, m)
         return
+    m = measure(a, archs)
+    if a.json:
+        m.save(a.json)
+    if not a.no_update:
+        update_cases(a, archs, m)
 
+
+def measure(a, archs):
+    """a.rounds rounds, each the sgemm and copy rates and then every cell once (round-robin)."""
     tmp = tempfile.mkdtemp(prefix="wingspan-speed-")
     model_dirs = {}
-    for arch, model, _, _ in ARCHS:
+    for arch, model, _, _ in archs:
         if model:
             model_dirs[arch] = os.path.join(tmp, model)
             os.makedirs(model_dirs[arch])
             with open(os.path.join(model_dirs[arch], "config.json"), "w") as f:
                 json.dump(model_config(arch), f)
 
-    runs = []      # one dict per run
-    peaks = []     # sgemm GFLOP/s per round
-    bandwidths = a.bandwidths = []   # copy GB/s per round
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    m = Measurement([], [], [], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "")
+    runs = m.runs
     for rnd in range(a.rounds):
         peak = bt.matmul_peaks(a.threads)
-        peaks.append(max(peak.get("fp32_onednn", 0), peak.get("fp32_torch", 0)))
-        bandwidths.append(copy_bandwidth(a.threads))
-        print(f"round {rnd + 1}/{a.rounds}: sgemm {peaks[-1]:.1f} GFLOP/s, copy {bandwidths[-1]:.1f} GB/s "
+        m.peaks.append(max(peak.get("fp32_onednn", 0), peak.get("fp32_torch", 0)))
+        m.bandwidths.append(copy_bandwidth(a.threads))
+        print(f"round {rnd + 1}/{a.rounds}: sgemm {m.peaks[-1]:.1f} GFLOP/s, copy {m.bandwidths[-1]:.1f} GB/s "
               f"(load {os.getloadavg()[0]:.1f})", flush=True)
-        for arch, model, seq, batch in ARCHS:
+        for arch, model, seq, batch in archs:
             for method in METHODS:
                 before = os.getloadavg()[0]
                 steps = a.steps if model else a.default_steps
@@ -151,18 +177,16 @@ def main():
                              "load_before": before, "load_after": os.getloadavg()[0]})
                 print(f"  {arch:>13} {method:>5}: {tps:9.1f} tok/s (load {before:.1f} -> {runs[-1]['load_after']:.1f})",
                       flush=True)
-    finished = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"runs": runs, "sgemm_gflops": peaks, "copy_gb_s": bandwidths, "started": started, "finished": finished}, f, indent=1)
-    if not a.no_update:
-        update_cases(a, runs, peaks, started, finished)
+    m.finished = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return m
 
 
-def update_cases(a, runs, peaks, started, finished):
-    """Prints each cell's fastest run and spread and writes them (and the sgemm peak) into the cases."""
+def update_cases(a, archs, m):
+    """Prints each cell's fastest run and spread and writes them (and the sgemm and copy peaks) into the cases;
+    a measured cell without a case gets one."""
+    runs, peaks, started, finished = m.runs, m.peaks, m.started, m.finished
     cells = {}
-    for arch, _, seq, batch in ARCHS:
+    for arch, _, seq, batch in archs:
         for method in METHODS:
             mine = [r for r in runs if r["arch"] == arch and r["method"] == method]
             tps = [r["tokens_per_s"] for r in mine]
@@ -176,13 +200,13 @@ def update_cases(a, runs, peaks, started, finished):
     with open(a.cases) as f:
         doc = json.load(f)
     doc["machines"]["this-cpu"]["tflops_fp32"] = round(peak / 1000, 4)
-    if a.bandwidths:
+    if m.bandwidths:
         # The best copy rate of the rounds, as the sgemm peak: load only slows a copy.
-        print(f"copy bandwidth: fastest {max(a.bandwidths):.1f} GB/s over rounds ({', '.join(f'{b:.1f}' for b in a.bandwidths)})")
-        doc["machines"]["this-cpu"]["bandwidth_gb_s"] = round(max(a.bandwidths), 1)
+        print(f"copy bandwidth: fastest {max(m.bandwidths):.1f} GB/s over rounds ({', '.join(f'{b:.1f}' for b in m.bandwidths)})")
+        doc["machines"]["this-cpu"]["bandwidth_gb_s"] = round(max(m.bandwidths), 1)
         doc["machines"]["this-cpu"]["sources"]["bandwidth_gb_s"] = (
             f"measured: a 256 MiB fp32 tensor copied on {a.threads} threads (read + write), the fastest of the "
-            f"{len(a.bandwidths)} rounds of measure_cpu_throughput.py ({started})")
+            f"{len(m.bandwidths)} rounds of measure_cpu_throughput.py ({started})")
     doc["machines"]["this-cpu"]["sources"]["tflops_fp32"] = (
         f"measured: oneDNN sgemm 512x1536x1536 on {a.threads} threads, the fastest of the {len(peaks)} rounds of "
         f"measure_cpu_throughput.py ({started})")
@@ -190,16 +214,16 @@ def update_cases(a, runs, peaks, started, finished):
            f"bench/published/measure_cpu_throughput.py --bin build/bin/wingspan-train --rounds {len(peaks)} "
            f"--steps {a.steps} --default-steps {a.default_steps}; rounds run every cell round-robin; each run's median step (the first left out), "
            f"the fastest run (load only slows a run)")
-    for arch, _, seq, batch in ARCHS:
+    for arch, _, seq, batch in archs:
         for method in METHODS:
             cid = f"wingspan-train cpu {arch} {method} fp32"
-            if arch == "smollm2-360m" and not any(c["id"] == cid for c in doc["cases"]):
+            if not any(c["id"] == cid for c in doc["cases"]):
                 doc["cases"].append({"id": cid, "kind": "train", "machine": "this-cpu", "framework": "libtorch-cpu",
                                      "setup": {"method": method, "precision": "fp32", "seq_len": seq, "micro_batch": batch,
                                                "grad_checkpointing": False, "lora_rank": a.rank, "lora_targets": "all",
                                                "attention": "sdpa", "optimizer": "adamw"},
                                      "measured_tokens_per_s": 0, "url": "bench/published/measure_cpu_throughput.py",
-                                     "model": arch})
+                                     **({"model": arch} if arch != "default" else {})})
     for c in doc["cases"]:
         if c.get("machine") != "this-cpu":
             continue
@@ -208,9 +232,10 @@ def update_cases(a, runs, peaks, started, finished):
         if (arch, method) not in cells:
             continue
         cell = cells[(arch, method)]
-        c["held_back"] = held_back(arch, method)
-        if c["held_back"]:
-            c["held_back_why"] = HELD_BACK_WHY["default" if arch == "default" else "qlora"]
+        why = held_back_why(arch, method)
+        c["held_back"] = why is not None
+        if why:
+            c["held_back_why"] = why
         c["measured_tokens_per_s"] = round(cell["fastest"], 1)
         c["measured_text"] = (f"fastest of {len(cell['all'])} runs: {', '.join(f'{t:.1f}' for t in cell['all'])} tok/s; "
                               f"1-minute load average {cell['load'][0]:.1f}-{cell['load'][1]:.1f} on 2 cores")
@@ -221,15 +246,16 @@ def update_cases(a, runs, peaks, started, finished):
     print(f"updated the this-cpu cases in {a.cases}")
 
 
-def write_report(a, runs, peaks, started, finished):
+def write_report(a, archs, m):
     """bench/results/throughput-cpu.md: every run with its load, each cell's fastest, and the planner's
     prediction for it as bench_throughput computes it from the updated cases."""
     predicted = {}
     if a.bench:
         out = subprocess.run([a.bench, "--cases", a.cases, "--out", os.devnull], capture_output=True, text=True).stdout
-        for m in re.finditer(r"cpu wingspan-train cpu (\S+) (\S+) fp32\s+measured\s+([\d.]+) tok/s, predicted\s+([\d.]+) "
-                             r"\(([+-][\d.]+) %\)( \[held back\])?", out):
-            predicted[(m.group(1), m.group(2))] = (float(m.group(4)), float(m.group(5)), bool(m.group(6)))
+        for hit in re.finditer(r"cpu wingspan-train cpu (\S+) (\S+) fp32\s+measured\s+([\d.]+) tok/s, predicted\s+([\d.]+) "
+                               r"\(([+-][\d.]+) %\)( \[held back\])?", out):
+            predicted[(hit.group(1), hit.group(2))] = (float(hit.group(4)), float(hit.group(5)), bool(hit.group(6)))
+    runs, peaks, started, finished = m.runs, m.peaks, m.started, m.finished
     loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
     lines = ["# wingspan-train's tokens/s on this CPU against the planner", "",
              f"Measured {started} to {finished} on the shared 2-core VM (2 threads, fp32, steps of "
@@ -250,7 +276,7 @@ def write_report(a, runs, peaks, started, finished):
               f"judged from them."), "",
              "| Model | Method | Runs (tok/s, each run's median step) | Fastest | Planner | Error | |",
              "|---|---|---|---|---|---|---|"]
-    for arch, _, _, _ in ARCHS:
+    for arch, _, _, _ in archs:
         for method in METHODS:
             tps = [r["tokens_per_s"] for r in runs if r["arch"] == arch and r["method"] == method]
             p = predicted.get((arch, method))
@@ -261,7 +287,7 @@ def write_report(a, runs, peaks, started, finished):
               "(core/src/planner/speed_model.cpp) were fitted by bench_throughput to that cell with the other fitting cases; "
               "'held back': never seen by the fit.", "",
               f"sgemm per round (GFLOP/s): {', '.join(f'{p:.1f}' for p in peaks)}" +
-              (f"; copy bandwidth per round (GB/s): {', '.join(f'{b:.1f}' for b in a.bandwidths)}." if a.bandwidths else "."), ""]
+              (f"; copy bandwidth per round (GB/s): {', '.join(f'{b:.1f}' for b in m.bandwidths)}." if m.bandwidths else "."), ""]
     with open(a.report, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {a.report}")

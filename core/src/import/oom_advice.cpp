@@ -12,11 +12,7 @@ namespace wingspan {
 
 namespace {
 
-// Binary units as PyTorch prints them; a request under 1 KiB in bytes ("256 B", not "0.00 MiB").
-std::string gib(std::int64_t bytes) {
-    if (bytes >= 0 && bytes < 1024) return std::to_string(bytes) + " B";
-    return format_bytes(double(bytes), ByteUnit::GiB, 2);
-}
+std::string gib(std::int64_t bytes) { return format_bytes(double(bytes), ByteUnit::GiB, 2); }
 
 std::string percent(double part, double whole) {
     char buf[32];

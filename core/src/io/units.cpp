@@ -15,6 +15,12 @@ std::string format_bytes(double bytes, ByteUnit unit, int decimals) {
     const double magnitude = std::fabs(bytes);
     double value;
     const char* suffix;
+    if (magnitude > 0 && magnitude < (binary ? 1024.0 : 1000.0)) {
+        // A few bytes (a 256-byte request in an OOM message) in bytes: "0.00 MiB" would read as nothing.
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+        return buf;
+    }
     if (magnitude >= tera) {
         value = bytes / tera;
         suffix = binary ? "TiB" : "TB";
