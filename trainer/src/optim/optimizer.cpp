@@ -100,19 +100,50 @@ void adamw_step(ParamState& s, const at::Tensor& grad, std::int64_t step, double
     }
 }
 
+namespace {
+
+// Sum of squares of [i0, i1) in double, eight independent running sums: one chain of dependent
+// double adds waits ~4 cycles per element (a clipped step's norm over every gradient took ~2 % of a
+// 135M-class step); eight lanes let the compiler keep a vector of sums. The partition is fixed by
+// the range, so a run's norm does not depend on timing.
+template <typename T>
+inline __attribute__((always_inline)) double sumsq_lanes(const T* p, std::int64_t i0, std::int64_t i1) {
+    constexpr int kLanes = 8;
+    double lane[kLanes] = {};
+    std::int64_t i = i0;
+    for (; i + kLanes <= i1; i += kLanes)
+        for (int j = 0; j < kLanes; ++j) {
+            const double x = static_cast<float>(p[i + j]);
+            lane[j] += x * x;
+        }
+    double acc = 0;
+    for (; i < i1; ++i) {
+        const double x = static_cast<float>(p[i]);
+        acc += x * x;
+    }
+    for (int j = 0; j < kLanes; ++j) acc += lane[j];
+    return acc;
+}
+
+#define WINGSPAN_SUMSQ(T)                                                                                      \
+    __attribute__((target_clones("avx512f", "avx2", "default"))) double sumsq_range(const T* p, std::int64_t i0, \
+                                                                                   std::int64_t i1) {           \
+        return sumsq_lanes(p, i0, i1);                                                                         \
+    }
+WINGSPAN_SUMSQ(float)
+WINGSPAN_SUMSQ(c10::BFloat16)
+WINGSPAN_SUMSQ(c10::Half)
+#undef WINGSPAN_SUMSQ
+
+}  // namespace
+
 double grad_sumsq(const at::Tensor& grad) {
     at::Tensor g = grad.contiguous();
     const std::int64_t n = g.numel();
     auto reduce = [&](auto* p) {
         return at::parallel_reduce(
             0, n, 1 << 15, 0.0,
-            [&](std::int64_t i0, std::int64_t i1, double acc) {
-                for (std::int64_t i = i0; i < i1; ++i) {
-                    const double x = static_cast<float>(p[i]);
-                    acc += x * x;
-                }
-                return acc;
-            },
+            [&](std::int64_t i0, std::int64_t i1, double acc) { return acc + sumsq_range(p, i0, i1); },
             std::plus<double>());
     };
     if (g.scalar_type() == at::kFloat) return reduce(g.data_ptr<float>());
