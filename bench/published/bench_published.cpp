@@ -79,6 +79,118 @@ std::string gb(double bytes) {
     return buf;
 }
 
+std::string kb_per_token(double bytes) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.1f kB per token", bytes / 1e3);
+    return buf;
+}
+
+// One case's comparison: the published figure and the planner's; a published figure under `floor`
+// was not measured under the case's configuration (0: no floor).
+struct Comparison {
+    double measured = 0, predicted = 0, floor = 0;
+    std::string measured_text, predicted_text, note;
+};
+
+struct CaseInput {
+    FrameworkProfile fw;
+    const ModelProfile* model;
+    TrainingSetup setup;
+};
+
+CaseInput case_input(const ProfileLibrary& lib, const json& c) {
+    CaseInput in{as_measured(lib.framework(framework_id(c)), c), &lib.model(c.at("model").get<std::string>()),
+                 TrainingSetup::from_json(c.at("setup"))};
+    in.setup.validate(in.model->arch);
+    return in;
+}
+
+MemoryEstimate estimate_at(const CaseInput& in, std::int64_t seq_len) {
+    TrainingSetup s = in.setup;
+    s.seq_len = seq_len;
+    s.validate(in.model->arch);
+    return estimate_memory(in.model->arch, s, in.fw);
+}
+
+// A published table whose rows (memory in `unit_bytes`, the largest context that fits in it) lie on
+// one straight line is one measurement of fixed bytes plus bytes per token, not one per row: the
+// case compares the line's `part` ("fixed" or "per_token") with the planner's own line at the rows'
+// contexts. Rows off the line by more than their rounding are an error.
+Comparison compare_line(const CaseInput& in, const json& c, const std::string& statistic) {
+    const json& line = c.at("line");
+    const double unit = line.at("unit_bytes").get<double>();
+    const json& rows = line.at("rows");
+    const std::string part = c.at("line_part").get<std::string>();
+    const std::string id = c.at("id").get<std::string>();
+    if (part != "fixed" && part != "per_token")
+        throw InputError("case '" + id + "': line_part is '" + part + "' (fixed or per_token)");
+    if (!rows.is_array() || rows.size() < 3 || !(unit > 0))
+        throw InputError("case '" + id + "': a line needs unit_bytes > 0 and at least three [memory, context] rows");
+    const double m0 = rows.front().at(0).get<double>(), c0 = rows.front().at(1).get<double>();
+    const double m1 = rows.back().at(0).get<double>(), c1 = rows.back().at(1).get<double>();
+    if (!(c1 > c0) || !(m1 > m0) || c0 < 1) throw InputError("case '" + id + "': rows must grow in memory and context");
+    const double tokens_per_unit = (c1 - c0) / (m1 - m0);
+    for (const auto& r : rows) {
+        const double off = r.at(1).get<double>() - (c0 + (r.at(0).get<double>() - m0) * tokens_per_unit);
+        if (std::fabs(off) > 1.0)
+            throw InputError("case '" + id + "': the row " + r.dump() + " is " + std::to_string(std::lround(off)) +
+                             " tokens off the line through the first and last rows: not one line");
+    }
+    // The planner's own line: least squares through its prediction at every row's context (its
+    // peak moves between phases, so two points would not do).
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& r : rows) {
+        const double x = r.at(1).get<double>();
+        const double y = double(predicted_for(estimate_at(in, std::int64_t(x)), in.fw, statistic));
+        sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    const double n = double(rows.size());
+    const double per_token = (n * sxy - sx * sy) / (n * sxx - sx * sx), published_per_token = unit / tokens_per_unit;
+    Comparison out;
+    if (part == "per_token") {
+        out.measured = published_per_token;
+        out.predicted = per_token;
+        out.measured_text = kb_per_token(out.measured);
+        out.predicted_text = kb_per_token(out.predicted);
+    } else {
+        out.measured = m0 * unit - published_per_token * c0;
+        out.predicted = (sy - per_token * sx) / n;
+        out.measured_text = gb(out.measured) + " at no context";
+        out.predicted_text = gb(out.predicted);
+        out.floor = static_bytes(estimate_at(in, std::int64_t(c0)), statistic);
+    }
+    char note[400];
+    std::snprintf(note, sizeof note,
+                  "the line: %.2f tokens per unit of %.0f B, through rows %s and %s; the planner's: least squares through its %zu rows' contexts",
+                  tokens_per_unit, unit, rows.front().dump().c_str(), rows.back().dump().c_str(), rows.size());
+    out.note = note;
+    return out;
+}
+
+Comparison compare_peak(const CaseInput& in, const json& c, const std::string& statistic) {
+    const MemoryEstimate est = estimate_memory(in.model->arch, in.setup, in.fw);
+    Comparison out;
+    out.predicted = double(predicted_for(est, in.fw, statistic));
+    out.measured = c.at("measured_bytes").get<double>();
+    out.measured_text = c.value("measured_text", gb(out.measured));
+    out.predicted_text = gb(out.predicted);
+    out.floor = static_bytes(est, statistic);
+    return out;
+}
+
+void explain(const CaseInput& in) {
+    const MemoryEstimate est = estimate_memory(in.model->arch, in.setup, in.fw);
+    for (const auto& t : est.terms)
+        std::cout << component_name(t.component) << "  " << gb(double(t.bytes)) << "  " << t.formula << "\n";
+    for (const auto& p : est.phases) {
+        std::cout << "phase " << p.name << ": " << gb(double(p.total())) << " (";
+        for (const auto& [comp, b] : p.bytes) std::cout << " " << component_name(comp) << " " << gb(double(b));
+        std::cout << " )\n";
+    }
+    std::cout << "peak " << est.peak_phase << " allocated " << gb(double(est.peak_allocated_bytes)) << ", device "
+              << gb(double(est.total_bytes)) << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,49 +207,38 @@ int main(int argc, char** argv) {
         table << "| Case | Framework profile | Statistic | Measured | Predicted | Error |\n|---|---|---|---|---|---|\n";
         std::ostringstream sources;
         for (const auto& c : doc.at("cases")) {
-            const FrameworkProfile fw = as_measured(lib.framework(framework_id(c)), c);
-            const ModelProfile& model = lib.model(c.at("model").get<std::string>());
-            const TrainingSetup setup = TrainingSetup::from_json(c.at("setup"));
-            setup.validate(model.arch);
-            const MemoryEstimate est = estimate_memory(model.arch, setup, fw);
+            const CaseInput in = case_input(lib, c);
+            const std::string id = c.at("id").get<std::string>();
             if (!explain_id.empty()) {
                 // One case's terms and phases, to read a miss against the framework's source.
-                if (c.at("id").get<std::string>() != explain_id) continue;
-                for (const auto& t : est.terms)
-                    std::cout << component_name(t.component) << "  " << gb(double(t.bytes)) << "  " << t.formula << "\n";
-                for (const auto& p : est.phases) {
-                    std::cout << "phase " << p.name << ": " << gb(double(p.total())) << " (";
-                    for (const auto& [comp, b] : p.bytes) std::cout << " " << component_name(comp) << " " << gb(double(b));
-                    std::cout << " )\n";
-                }
-                std::cout << "peak " << est.peak_phase << " allocated " << gb(double(est.peak_allocated_bytes))
-                          << ", device " << gb(double(est.total_bytes)) << "\n";
+                if (id != explain_id) continue;
+                explain(in);
                 return 0;
             }
             const std::string statistic = c.at("statistic").get<std::string>();
-            const double predicted = double(predicted_for(est, fw, statistic));
-            const double measured = c.at("measured_bytes").get<double>();
-            const double error = 100.0 * (predicted - measured) / measured;
+            const std::string kind = c.value("kind", std::string("peak"));
+            if (kind != "peak" && kind != "line") throw InputError("case '" + id + "': kind is '" + kind + "' (peak or line)");
+            const bool is_line = kind == "line";
+            const Comparison cmp = is_line ? compare_line(in, c, statistic) : compare_peak(in, c, statistic);
+            const double error = 100.0 * (cmp.predicted - cmp.measured) / cmp.measured;
             // A published figure below the weights, gradients and AdamW state its own configuration
             // needs was not measured under that configuration (another optimizer, offload, a
             // different statistic): listed, left out of the summary.
-            const double floor = static_bytes(est, statistic);
-            const bool comparable = measured >= floor;
+            const bool comparable = cmp.measured >= cmp.floor;
             if (comparable) errors.push_back(std::fabs(error));
             else
-                excluded << "- **" << c.at("id").get<std::string>() << "**: published " << c.value("measured_text", gb(measured))
-                         << " is below the " << gb(floor) << " of weights, gradients and optimizer state of its configuration\n";
+                excluded << "- **" << id << "**: published " << cmp.measured_text << " is below the " << gb(cmp.floor)
+                         << " of weights, gradients and optimizer state of its configuration\n";
             char err[32];
             std::snprintf(err, sizeof err, "%+.1f %%", error);
-            table << "| " << c.at("id").get<std::string>() << (comparable ? "" : " (not comparable)") << " | " << framework_id(c)
-                  << " | " << statistic << " | " << c.value("measured_text", gb(measured)) << " | " << gb(predicted)
-                  << " | " << err << " |\n";
-            sources << "- **" << c.at("id").get<std::string>() << "**: " << c.at("source").get<std::string>()
-                    << "; model `" << model.id << "`; setup `" << setup.to_json().dump() << "`"
+            table << "| " << id << (comparable ? "" : " (not comparable)") << " | " << framework_id(c) << " | " << statistic
+                  << " | " << cmp.measured_text << " | " << cmp.predicted_text << " | " << err << " |\n";
+            sources << "- **" << id << "**: " << c.at("source").get<std::string>() << "; model `" << in.model->id
+                    << "`; setup `" << in.setup.to_json().dump() << "`" << (cmp.note.empty() ? "" : "; " + cmp.note)
                     << (c.contains("statistic_note") ? "; " + c["statistic_note"].get<std::string>() : "")
                     << (c.contains("setup_note") ? "; " + c["setup_note"].get<std::string>() : "")
-                    << (fw.release.empty() ? std::string()
-                                           : "; framework release `" + fw.release + "`: " + release_summary(lib, c))
+                    << (in.fw.release.empty() ? std::string()
+                                              : "; framework release `" + in.fw.release + "`: " + release_summary(lib, c))
                     << (c.contains("framework_behaviour") ? "; behaviour as measured `" + c["framework_behaviour"].dump() + "`: " +
                                                                 c.value("behaviour_note", std::string())
                                                           : std::string())
@@ -165,7 +266,9 @@ int main(int argc, char** argv) {
            << "bundled model and full configuration, no per-case constants. A case measured with an earlier release of the framework "
            << "names it (`framework_release`: one of the profile's `releases`, shown as `framework@release`); one measured with an "
            << "older release of a library than the bundled profile describes names that behaviour (its `framework_behaviour`). "
-           << "Both are listed below with their sources. "
+           << "Both are listed below with their sources. A case of kind `line` is a published table whose rows lie on one "
+           << "straight line (memory against the largest context that fits): it compares that line's fixed bytes or bytes per "
+           << "token with the planner's line at the same contexts. "
            << "Error = (predicted − measured) / measured.\n\n"
            << summary << "\n\n" << table.str();
         if (!excluded.str().empty())
