@@ -2,8 +2,10 @@
 // wingspan-train's bf16 product (kernels::mm_out on the bf16 path in use: bf16 operands widened
 // for fp32 sgemm, or oneDNN's bf16 gemm on bf16 hardware; one rounding),
 // of oneDNN's plain fp32 sgemm on fp32 copies of the same operands (the ceiling the bf16 path
-// can reach on a CPU without bf16 hardware), and of libtorch's own bf16 at::mm, measured
-// interleaved in the same run (best of the repeats, so load on shared cores hits all three).
+// can reach on a CPU without bf16 hardware, and wingspan-train's fp32 product), of libtorch's fp32
+// at::mm / at::bmm on the same copies (the system BLAS: Debian's OpenBLAS; what fp32 attention
+// uses), and of libtorch's own bf16 at::mm, measured interleaved in the same run (best of the
+// repeats, so load on shared cores hits all four).
 //
 // Shapes: a SmolLM2-135M-shaped model (hidden 576, 9/3 heads of 64, MLP 1536, vocabulary
 // 49,152, tied head) at --seq x --batch tokens with LoRA rank --rank on all seven linears;
@@ -111,7 +113,8 @@ int usage(const char* argv0) {
     std::fprintf(stderr,
                  "usage: %s [--seq 256] [--batch 4] [--rank 8] [--method lora|full] [--threads 2]\n"
                  "          [--budget-s 0.4] [--only SUBSTRING] [--no-libtorch]\n"
-                 "Prints GFLOP/s per product shape: wingspan bf16, oneDNN sgemm fp32 (ceiling), libtorch bf16.\n",
+                 "Prints GFLOP/s per product shape: wingspan bf16, oneDNN sgemm fp32 (ceiling), libtorch fp32\n"
+                 "(the system BLAS), libtorch bf16.\n",
                  argv0);
     return 2;
 }
@@ -165,9 +168,9 @@ int main(int argc, char** argv) {
                 at::get_parallel_info().c_str(), std::getenv("OMP_WAIT_POLICY"), threads, static_cast<long long>(seq),
                 static_cast<long long>(batch), full ? "full" : "lora rank ", full ? "" : std::to_string(rank).c_str(),
                 kernels::cpu_bf16_isa(), kernels::to_string(kernels::bf16_path()));
-    std::printf("%-26s %6s %6s %6s %2s %5s | %9s %9s %9s | %7s %7s | %s\n", "product", "M", "K", "N", "op", "xN",
-                "wingspan", "sgemm", "torch", "w/sgemm", "w/torch", "GFLOP/s, best of repeats");
-    double total_w = 0, total_s = 0, total_t = 0, flops_all = 0;
+    std::printf("%-26s %6s %6s %6s %2s %5s | %9s %9s %9s %9s | %7s %7s | %s\n", "product", "M", "K", "N", "op", "xN",
+                "wingspan", "sgemm", "blas fp32", "torch", "w/sgemm", "w/torch", "GFLOP/s, best of repeats");
+    double total_w = 0, total_s = 0, total_t = 0, total_b = 0, flops_all = 0;
     for (const Shape& s : model_shapes(seq, batch, rank, full)) {
         if (!only.empty() && s.name.find(only) == std::string::npos) continue;
         const at::Tensor a = operand(s.batch, s.m, s.k, s.ta, at::kBFloat16);
@@ -177,6 +180,7 @@ int main(int argc, char** argv) {
         const double flops = 2.0 * s.batch * s.m * s.k * s.n;
         // A batched call goes through ops::matmul, as the model's attention does.
         const std::function<void()> run_t = [&] { (void)(s.batch > 1 ? at::bmm(a, b) : at::mm(a, b)); };
+        const std::function<void()> run_b = [&] { (void)(s.batch > 1 ? at::bmm(af, bf) : at::mm(af, bf)); };
         const std::function<void()> run_s = [&] {
             for (std::int64_t i = 0; i < s.batch; ++i) {
                 at::Tensor o = outf[i];
@@ -185,29 +189,40 @@ int main(int argc, char** argv) {
         };
         const std::function<void()> run_w = s.batch > 1 ? std::function<void()>([&] { (void)ops::matmul(a, b); })
                                                         : std::function<void()>([&] { kernels::mm_out(out, a, b); });
-        double bw = 1e30, bs = 1e30, bt = 1e30;
+        double bw = 1e30, bs = 1e30, bt = 1e30, bb = 1e30;
         run_w(), run_s();
-        if (with_libtorch) run_t();
+        if (with_libtorch) run_b();
+        // oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA) has no bf16 matmul for libtorch 1.13: column left out.
+        bool torch_bf16 = with_libtorch;
+        try {
+            if (torch_bf16) run_t();
+        } catch (const std::exception&) {
+            torch_bf16 = false;
+        }
         double spent = 0;
         for (int rep = 0; rep < 3 || (spent < budget && rep < 200); ++rep) {
-            const double w = seconds(run_w), f = seconds(run_s), t = with_libtorch ? seconds(run_t) : 0;
+            const double w = seconds(run_w), f = seconds(run_s), t = torch_bf16 ? seconds(run_t) : 0,
+                         o = with_libtorch ? seconds(run_b) : 0;
             bw = std::min(bw, w), bs = std::min(bs, f);
-            if (with_libtorch) bt = std::min(bt, t);
-            spent += w + f + t;
+            if (torch_bf16) bt = std::min(bt, t);
+            if (with_libtorch) bb = std::min(bb, o);
+            spent += w + f + t + o;
         }
-        const double gw = flops / bw / 1e9, gs = flops / bs / 1e9, gt = with_libtorch ? flops / bt / 1e9 : 0;
+        const double gw = flops / bw / 1e9, gs = flops / bs / 1e9, gt = torch_bf16 ? flops / bt / 1e9 : 0,
+                     gb = with_libtorch ? flops / bb / 1e9 : 0;
         const char op[3] = {s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', 0};
         const std::string name = s.batch > 1 ? s.name + " x" + std::to_string(s.batch) : s.name;
-        std::printf("%-26s %6lld %6lld %6lld %2s %5lld | %9.1f %9.1f %9.1f | %7.2f %7.2f |\n", name.c_str(),
+        std::printf("%-26s %6lld %6lld %6lld %2s %5lld | %9.1f %9.1f %9.1f %9.1f | %7.2f %7.2f |\n", name.c_str(),
                     static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n), op,
-                    static_cast<long long>(s.count), gw, gs, gt, gw / gs, with_libtorch ? gw / gt : 0.0);
+                    static_cast<long long>(s.count), gw, gs, gb, gt, gw / gs, torch_bf16 ? gw / gt : 0.0);
         std::fflush(stdout);
-        total_w += s.count * bw, total_s += s.count * bs, total_t += s.count * bt;
+        total_w += s.count * bw, total_s += s.count * bs, total_t += s.count * bt, total_b += s.count * bb;
         flops_all += s.count * flops;
     }
-    std::printf("one step's products: wingspan %.2f s (%.1f GFLOP/s), sgemm fp32 %.2f s (%.1f), libtorch bf16 %s; "
-                "wingspan / sgemm time x%.2f\n",
+    std::printf("one step's products: wingspan %.2f s (%.1f GFLOP/s), sgemm fp32 %.2f s (%.1f), libtorch fp32 %s, "
+                "libtorch bf16 %s; wingspan / sgemm time x%.2f\n",
                 total_w, flops_all / total_w / 1e9, total_s, flops_all / total_s / 1e9,
+                with_libtorch ? (std::to_string(total_b).substr(0, 5) + " s").c_str() : "not run",
                 with_libtorch ? (std::to_string(total_t).substr(0, 5) + " s").c_str() : "not run", total_w / total_s);
     return 0;
 }

@@ -340,6 +340,36 @@ private Q_SLOTS:
         QVERIFY(QString::fromStdString(choice.at("reason").get<std::string>()).contains("resumed"));
     }
 
+    // fp32 products by oneDNN's sgemm (the default) or the system BLAS (WINGSPAN_CPU_FP32_GEMM):
+    // both report themselves, allocate no tensors (the same predicted and measured peak to the
+    // byte) and train the same model (losses equal to fp32 rounding); an unknown value is refused.
+    void fp32GemmLibrariesAgree() {
+        const QStringList fp32 = QStringList{"--precision", "fp32"} + kShortRun;
+        std::int64_t peak[2] = {0, 0}, predicted[2] = {0, 0};
+        double loss[2] = {0, 0};
+        const char* names[2] = {"onednn", "blas"};
+        for (int i = 0; i < 2; ++i) {
+            const Output o = run(fp32, {{"WINGSPAN_CPU_FP32_GEMM", names[i]}});
+            QCOMPARE(o.exit_code, 0);
+            const json& cpu = o.first(EventType::Predicted)->body.at("cpu");
+            QCOMPARE(cpu.at("fp32_gemm").get<std::string>(), std::string(names[i]));
+            QVERIFY(!cpu.at("fp32_gemm_why").get<std::string>().empty());
+            predicted[i] = o.first(EventType::Predicted)->int_field("peak_bytes");
+            peak[i] = o.first(EventType::Done)->int_field("peak_bytes");
+            loss[i] = o.all(EventType::Step).back()->number_field("loss");
+        }
+        QCOMPARE(predicted[1], predicted[0]);
+        QCOMPARE(peak[1], peak[0]);
+        QVERIFY2(std::abs(loss[1] - loss[0]) <= 1e-4 * std::abs(loss[0]),
+                 qPrintable(QString("losses %1 vs %2").arg(loss[0], 0, 'g', 10).arg(loss[1], 0, 'g', 10)));
+        const Output bad = run(fp32, {{"WINGSPAN_CPU_FP32_GEMM", "mkl"}});
+        QCOMPARE(bad.exit_code, 2);
+        const Event* error = bad.first(EventType::Error);
+        QVERIFY(error);
+        QCOMPARE(error->string_field("code"), std::string("bad_argument"));
+        QVERIFY(QString::fromStdString(error->string_field("message")).contains("expected onednn, blas or auto"));
+    }
+
     void unknownDeviceNamesAreBadArguments() {
         for (const QString& name : {QString("tpu"), QString("cuda:x"), QString("cuda:")}) {
             const Output o = run(QStringList{"--device", name} + kShortRun);

@@ -132,7 +132,9 @@ std::vector<DeviceInfo> list_devices() {
 
 nlohmann::json cpu_bf16_json() {
     return {{"bf16_isa", kernels::cpu_bf16_isa()},
-            {"bf16_path", kernels::bf16_path_error().empty() ? kernels::to_string(kernels::bf16_path()) : "refused"}};
+            {"bf16_path", kernels::bf16_path_error().empty() ? kernels::to_string(kernels::bf16_path()) : "refused"},
+            {"fp32_gemm", kernels::fp32_gemm_error().empty() ? kernels::to_string(kernels::fp32_gemm()) : "refused"},
+            {"fp32_gemm_why", kernels::fp32_gemm_error().empty() ? kernels::fp32_gemm_reason() : kernels::fp32_gemm_error()}};
 }
 
 nlohmann::json devices_json() {

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -183,18 +184,19 @@ void bf16_share(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16*
     else bf16_block(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1);
 }
 
-// out = a @ b for bf16 operands on the calling thread and, outside a parallel region, on the pool:
-// the output is cut into one stripe per thread along its longer side, in one parallel region
-// (each wake-up of sleeping pool threads costs tens of microseconds under OMP_WAIT_POLICY=passive),
-// and a product too small to pay for that runs on this thread alone.
-void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
-                  std::uint16_t* pc, std::int64_t M, std::int64_t K, std::int64_t N) {
+// How many pool threads share a product: one inside a parallel region (a product of a batch, or
+// a caller's stripe) and for a product too small to pay for waking the pool, else all of them.
+std::int64_t product_threads(std::int64_t M, std::int64_t K, std::int64_t N) {
     const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-    const std::int64_t threads = at::in_parallel_region() || flops < kParallelFlops ? 1 : at::get_num_threads();
-    if (threads <= 1) {
-        bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, 0, N);
-        return;
-    }
+    return at::in_parallel_region() || flops < kParallelFlops ? 1 : at::get_num_threads();
+}
+
+// Calls block(m0, m1, n0, n1) for the output [M, N] cut into one stripe per thread along its
+// longer side (16-aligned), in one parallel region (each wake-up of sleeping pool threads costs
+// tens of microseconds under OMP_WAIT_POLICY=passive). The cut depends only on the sizes and the
+// thread count, so a run's numbers do not depend on timing.
+template <typename Block>
+void for_each_stripe(std::int64_t M, std::int64_t N, std::int64_t threads, const Block& block) {
     const bool by_rows = M >= N;
     const std::int64_t extent = by_rows ? M : N;
     const std::int64_t stripe = (extent + threads - 1) / threads;
@@ -203,10 +205,30 @@ void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat1
     at::parallel_for(0, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
         for (std::int64_t p = p0; p < p1; ++p) {
             const std::int64_t lo = p * aligned, hi = std::min(extent, lo + aligned);
-            if (by_rows) bf16_share(pa, oa, pb, ob, pc, N, K, lo, hi, 0, N);
-            else bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, lo, hi);
+            if (by_rows) block(lo, hi, std::int64_t{0}, N);
+            else block(std::int64_t{0}, M, lo, hi);
         }
     });
+}
+
+// out = a @ b for bf16 operands on the calling thread and, outside a parallel region, on the pool
+// (one stripe per thread); a product too small to pay for that runs on this thread alone.
+void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
+                  std::uint16_t* pc, std::int64_t M, std::int64_t K, std::int64_t N) {
+    const std::int64_t threads = product_threads(M, K, N);
+    if (threads <= 1) {
+        bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, 0, N);
+        return;
+    }
+    for_each_stripe(M, N, threads, [&](std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
+        bf16_share(pa, oa, pb, ob, pc, N, K, m0, m1, n0, n1);
+    });
+}
+
+// out = a @ b for fp32 operands through oneDNN's sgemm, one call (it threads itself).
+void onednn_fp32(const float* pa, const Operand& oa, const float* pb, const Operand& ob, float* pc, std::int64_t M,
+                 std::int64_t K, std::int64_t N) {
+    check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, pa, oa.ld, pb, ob.ld, 0.0f, pc, N));
 }
 
 // cpuid leaf 7: AMX-BF16 is EDX bit 22 of sub-leaf 0, AVX512-BF16 EAX bit 5 of sub-leaf 1.
@@ -253,6 +275,72 @@ PathSetting& path_setting() {
     return s;
 }
 
+// Seconds of the best of three runs of f.
+template <typename F>
+double best_seconds(const F& f) {
+    double best = 1e30;
+    for (int i = 0; i < 3; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+}
+
+struct Fp32Setting {
+    Fp32Gemm gemm = Fp32Gemm::OneDnn;
+    std::string error, why;
+};
+
+// WINGSPAN_CPU_FP32_GEMM=onednn (the default) | blas | auto. auto measures a 512x576x576 product
+// (a 135M-class q projection's half) by each and takes the system BLAS only when it is clearly
+// faster (1.3x). Not the default: on a 2-core VM oneDNN's rate through the OpenMP pool switched
+// between one and two cores' worth from process to process (bench_gemm_shapes, OMP_WAIT_POLICY=
+// passive: 105 or 210 GFLOP/s), so the choice, and the last bits of every fp32 product, would
+// change between runs of the same command. Which one wins depends on the CPU and on whether
+// Debian's OpenBLAS knows it (an unknown model gets its generic SSE kernel, 5-30x slower).
+Fp32Setting read_fp32_setting() {
+    Fp32Setting s;
+    const char* v = std::getenv("WINGSPAN_CPU_FP32_GEMM");
+    const std::string want = v ? v : "";
+    if (want.empty() || want == "onednn" || want == "blas") {
+        s.gemm = want == "blas" || !sgemm() ? Fp32Gemm::SystemBlas : Fp32Gemm::OneDnn;
+        s.why = !sgemm() ? "oneDNN's sgemm is not in this libtorch"
+                : want.empty() ? "the default (WINGSPAN_CPU_FP32_GEMM=blas|auto picks another)"
+                               : "WINGSPAN_CPU_FP32_GEMM=" + want;
+        return s;
+    }
+    if (want != "auto") {
+        s.error = "WINGSPAN_CPU_FP32_GEMM=" + want + ": expected onednn, blas or auto";
+        return s;
+    }
+    // Buffers outside the tensor allocator (from_blob allocates no storage) and no random draws:
+    // the probe may run in the middle of a step, whose measured memory and random stream it must
+    // not change.
+    at::AutoDispatchBelowADInplaceOrView no_autograd;
+    std::vector<float> va(512 * 576, 0.5f), vb(576 * 576, 0.25f), vc(512 * 576);
+    const at::Tensor a = at::from_blob(va.data(), {512, 576}), b = at::from_blob(vb.data(), {576, 576}).t();
+    at::Tensor out = at::from_blob(vc.data(), {512, 576});
+    const Operand oa = describe(a), ob = describe(b);
+    auto onednn = [&] {
+        onednn_fp32(a.data_ptr<float>(), oa, b.data_ptr<float>(), ob, out.data_ptr<float>(), 512, 576, 576);
+    };
+    auto blas = [&] { at::mm_out(out, a, b); };
+    onednn(), blas();   // first calls: JIT kernels and thread pools
+    const double t_onednn = best_seconds(onednn), t_blas = best_seconds(blas);
+    s.gemm = t_blas * 1.3 < t_onednn ? Fp32Gemm::SystemBlas : Fp32Gemm::OneDnn;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "measured 512x576x576: oneDNN sgemm %.1f GFLOP/s, system BLAS %.1f GFLOP/s",
+                  2.0 * 512 * 576 * 576 / t_onednn / 1e9, 2.0 * 512 * 576 * 576 / t_blas / 1e9);
+    s.why = buf;
+    return s;
+}
+
+Fp32Setting& fp32_setting() {
+    static Fp32Setting s = read_fp32_setting();
+    return s;
+}
+
 // WINGSPAN_GEMM_LOG=1: one stderr line per product ("gemm bf16 M K N NT"), to list the shapes a
 // step makes (bench/trainer/bench_gemm_shapes.cpp times them).
 void log_product(const char* dtype, std::int64_t M, std::int64_t K, std::int64_t N, char ta, char tb) {
@@ -272,6 +360,14 @@ void check(int status) {
 }  // namespace
 
 bool fast_gemm_available() { return sgemm() != nullptr; }
+
+Fp32Gemm fp32_gemm() { return fp32_setting().gemm; }
+
+const char* to_string(Fp32Gemm g) { return g == Fp32Gemm::SystemBlas ? "blas" : "onednn"; }
+
+std::string fp32_gemm_reason() { return fp32_setting().why; }
+
+std::string fp32_gemm_error() { return fp32_setting().error; }
 
 const char* cpu_bf16_isa() {
     static const char* isa = detect_bf16_isa();
@@ -317,8 +413,14 @@ void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     const Operand oa = describe(a), ob = describe(b);
     log_product(a.scalar_type() == at::kFloat ? "fp32" : "bf16", M, K, N, oa.trans, ob.trans);
     if (a.scalar_type() == at::kFloat) {
-        check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, a.data_ptr<float>(), oa.ld, b.data_ptr<float>(), ob.ld, 0.0f,
-                      out.data_ptr<float>(), N));
+        if (fp32_gemm() == Fp32Gemm::SystemBlas) {
+            // libtorch's mm into the given output: its BLAS call takes these strides as they are
+            // (one unit stride each, handles()), so it allocates nothing.
+            at::AutoDispatchBelowADInplaceOrView no_autograd;
+            at::mm_out(out, a, b);
+        } else {
+            onednn_fp32(a.data_ptr<float>(), oa, b.data_ptr<float>(), ob, out.data_ptr<float>(), M, K, N);
+        }
         return;
     }
     bf16_product(a.data_ptr<c10::BFloat16>(), oa, b.data_ptr<c10::BFloat16>(), ob,

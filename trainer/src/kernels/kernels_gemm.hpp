@@ -62,6 +62,18 @@ void set_bf16_path(Bf16Path p);
 // Whether the hardware path can run here.
 bool bf16_hardware_path_available();
 
+// Which library computes fp32 products: oneDNN's sgemm (striped over the pool threads) or the
+// system BLAS through libtorch's mm (Debian: OpenBLAS, its own threads).
+enum class Fp32Gemm { OneDnn, SystemBlas };
+const char* to_string(Fp32Gemm g);
+// The library in use: WINGSPAN_CPU_FP32_GEMM=onednn (the default) | blas | auto (the one a one-off
+// measurement at first use finds clearly faster: oneDNN unless the BLAS is 1.3x faster).
+Fp32Gemm fp32_gemm();
+// Why (the default, the variable, or auto's measured rates of both).
+std::string fp32_gemm_reason();
+// Empty, or why WINGSPAN_CPU_FP32_GEMM cannot be honoured (an unknown value).
+std::string fp32_gemm_error();
+
 // Whether mm_out can compute out = a @ b: 2-D CPU tensors of one dtype (fp32 or bf16), each with
 // a unit stride in one dimension, out contiguous.
 bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);

@@ -330,6 +330,8 @@ int Run::execute() {
     select_device();
     if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
         throw RunError("bad_argument", why);
+    if (const std::string why = kernels::fp32_gemm_error(); device_.is_cpu() && !why.empty())
+        throw RunError("bad_argument", why);
     choose_precision();
     if (opt_.optimizer_in_backward && opt_.precision == Precision::Fp16Mixed)
         throw RunError("bad_argument", "--precision auto chose fp16-mixed (" + precision_.reason +
