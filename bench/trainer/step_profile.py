@@ -66,6 +66,9 @@ OTHER = "other"
 STEP_SCOPE = "wingspan::train_step"
 PHASE_SCOPES = {"forward": "wingspan::forward", "backward": "wingspan::backward",
                 "optimizer": "wingspan::optimizer"}
+# Steps this many times as long as the shortest one make the table say so: a process paused
+# (SIGSTOP) or starved by other load puts that wait into whatever op was running.
+UNEVEN_STEPS = 1.5
 # Two events of one thread nest when one lies inside the other to this many microseconds (the
 # trace rounds start and duration separately).
 NEST_TOLERANCE_US = 0.01
@@ -157,12 +160,11 @@ def profile_step(trace_path):
     totals = dict.fromkeys(CATEGORIES, 0.0)
     phases = dict.fromkeys(PHASE_SCOPES, 0.0)
     uncategorised = defaultdict(float)
-    wall_us, steps, outside_steps_us = 0.0, 0, 0.0
+    step_us, outside_steps_us = [], 0.0
     for events in threads.values():
         for name, dur, self_us, category, in_step in _walk_thread(events):
             if name == STEP_SCOPE:
-                wall_us += dur
-                steps += 1
+                step_us.append(dur)
             if not in_step:
                 outside_steps_us += self_us
                 continue
@@ -173,6 +175,7 @@ def profile_step(trace_path):
                 totals[category] += self_us
             elif name != STEP_SCOPE and name not in PHASE_SCOPES.values():
                 uncategorised[name] += self_us
+    steps, wall_us = len(step_us), sum(step_us)
     if steps == 0:
         raise TraceError(f"{trace_path} has no {STEP_SCOPE} event: not a trace of wingspan-train's steps "
                          "(WINGSPAN_PROFILE_TRACE traces the steps after the first; run at least 2)")
@@ -188,6 +191,7 @@ def profile_step(trace_path):
         "trace": os.path.abspath(trace_path),
         "steps": steps,
         "step_s": step_s,
+        "step_times_s": [us / 1e6 for us in sorted(step_us)],
         "categories": categories,
         "phases_s_per_step": {p: us / steps / 1e6 for p, us in phases.items()},
         # The largest named events in "other", seconds per step (self time).
@@ -197,8 +201,12 @@ def profile_step(trace_path):
 
 
 def format_table(p):
-    lines = [f"{p['steps']} profiled steps, {p['step_s']:.3f} s per step ({p['trace']})", "",
-             "| category | s per step | share of the step |", "|---|---:|---:|"]
+    times = p["step_times_s"]
+    lines = [f"{p['steps']} profiled steps, {p['step_s']:.3f} s per step ({p['trace']})"]
+    if times[0] > 0 and times[-1] > UNEVEN_STEPS * times[0]:
+        lines.append(f"WARNING: the steps took {times[0]:.3f} to {times[-1]:.3f} s: a pause or other load "
+                     "stretched some, and its wait counts in whichever op was running")
+    lines += ["", "| category | s per step | share of the step |", "|---|---:|---:|"]
     for name, c in p["categories"].items():
         label = "other / not in a named op" if name == OTHER else name
         lines.append(f"| {label} | {c['s_per_step']:.3f} | {100 * c['share']:.1f} % |")

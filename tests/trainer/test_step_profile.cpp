@@ -128,6 +128,7 @@ private slots:
         QCOMPARE(p.at("steps").get<int>(), 1);
         const double us = 1e-6;
         QCOMPARE(p.at("step_s").get<double>(), 100 * us);
+        QCOMPARE(p.at("step_times_s").size(), size_t(1));
         const std::pair<const char*, double> want[] = {{"gemm", 10},       {"attention", 21}, {"norms", 12},
                                                       {"element-wise", 10}, {"loss", 0},       {"optimizer", 4},
                                                       {"copies", 0},       {"allocator", 5},  {"other", 38}};
