@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memory/memory.hpp"
+#include "support/profile_scopes.hpp"
 
 namespace wingspan::train::fused {
 
@@ -192,6 +193,7 @@ at::Tensor as_weight_grad(const at::Tensor& dw_f32, const at::Tensor& w) {
 
 struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
     static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& w, double eps, bool aten) {
+        WINGSPAN_PROFILE_SCOPE(profile::kRmsNorm);
         const std::int64_t H = x.size(-1);
         at::Tensor y, rstd;
         const bool cpu = !aten && x.is_cpu() && cpu_kernel_dtype(x.scalar_type()) && x.is_contiguous();
@@ -218,6 +220,7 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
         return y;
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        WINGSPAN_PROFILE_SCOPE(profile::kRmsNormBackward);
         auto s = ctx->get_saved_variables();
         const at::Tensor &x = s[0], &w = s[1], &rstd = s[2];
         const std::int64_t H = x.size(-1);
@@ -369,6 +372,7 @@ bool swiglu_cpu(const at::Tensor& g, const at::Tensor& u) {
 
 struct SwiGluFn : public torch::autograd::Function<SwiGluFn> {
     static Variable forward(AutogradContext* ctx, const Variable& g, const Variable& u, bool aten) {
+        WINGSPAN_PROFILE_SCOPE(profile::kSwiGlu);
         const bool cpu = !aten && swiglu_cpu(g, u);
         at::Tensor m;
         if (cpu) {
@@ -392,6 +396,7 @@ struct SwiGluFn : public torch::autograd::Function<SwiGluFn> {
         return m;
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        WINGSPAN_PROFILE_SCOPE(profile::kSwiGluBackward);
         auto s = ctx->get_saved_variables();
         const at::Tensor &g = s[0], &u = s[1];
         const bool want_g = ctx->needs_input_grad(0), want_u = ctx->needs_input_grad(1);
@@ -502,6 +507,7 @@ at::Tensor rotate_half(const at::Tensor& x) {
 struct RotaryFn : public torch::autograd::Function<RotaryFn> {
     static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& cos, const Variable& sin,
                             bool aten) {
+        WINGSPAN_PROFILE_SCOPE(profile::kRotary);
         const bool cpu = !aten && rotary_cpu(x, cos, sin);
         at::Tensor y;
         if (cpu) {
@@ -515,6 +521,7 @@ struct RotaryFn : public torch::autograd::Function<RotaryFn> {
         return y;
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        WINGSPAN_PROFILE_SCOPE(profile::kRotaryBackward);
         auto s = ctx->get_saved_variables();
         const at::Tensor &cos = s[0], &sin = s[1];
         const at::Tensor& dy = grads[0];

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/profile_scopes.hpp"
+
 namespace wingspan::train::kernels {
 
 namespace {
@@ -404,6 +406,7 @@ bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
 }
 
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+    WINGSPAN_PROFILE_SCOPE(profile::kGemm);
     const std::int64_t M = a.size(0), K = a.size(1), N = b.size(1);
     if (M == 0 || N == 0) return;
     if (K == 0) {
@@ -436,6 +439,7 @@ bool handles_batched(const at::Tensor& out, const at::Tensor& a, const at::Tenso
 }
 
 void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+    WINGSPAN_PROFILE_SCOPE(profile::kGemmBatched);
     const std::int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
     if (batch == 0 || M == 0 || N == 0) return;
     if (K == 0) {

@@ -11,6 +11,7 @@
 #include "kernels/device_ops.hpp"
 #include "kernels/kernels_fused.hpp"
 #include "model/model_variants.hpp"
+#include "support/profile_scopes.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/nf4.hpp"
 
@@ -233,6 +234,7 @@ at::Tensor Model::rms_norm(const at::Tensor& x, const at::Tensor& w) const {
 }
 
 at::Tensor Model::unfused_rms_norm(const at::Tensor& x, const at::Tensor& w) const {
+    WINGSPAN_PROFILE_SCOPE(profile::kRmsNorm);
     at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
     at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + cfg_.rms_eps);
     if (cfg_.norm_plus_one) return (y * (w.to(at::kFloat) + 1)).to(x.scalar_type());   // Gemma
@@ -242,6 +244,7 @@ at::Tensor Model::unfused_rms_norm(const at::Tensor& x, const at::Tensor& w) con
 
 at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const at::Tensor& mask) const {
+    WINGSPAN_PROFILE_SCOPE(profile::kAttention);
     // q: [B, Hq, Tq, D]; k, v: [B, Hkv, Tk, D]. Query heads of one KV head are adjacent, so
     // grouping them as [B, Hkv, g*Tq, D] shares K and V without copying them.
     const std::int64_t B = q.size(0), Hq = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1);
@@ -352,6 +355,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
 struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
     static Variable forward(AutogradContext* ctx, const Variable& hidden, const Variable& weight,
                             const Variable& labels, at::Tensor* tied_grad) {
+        WINGSPAN_PROFILE_SCOPE(profile::kLoss);
         mem::Scope scope(Component::LogitsLoss);
         at::Tensor valid = labels.ne(-100);
         const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
@@ -370,6 +374,7 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         return loss;
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        WINGSPAN_PROFILE_SCOPE(profile::kLossBackward);
         mem::Scope scope(Component::LogitsLoss);
         auto s = ctx->get_saved_variables();
         const at::Tensor& hidden = s[0];

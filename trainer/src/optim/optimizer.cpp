@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/device_ops.hpp"
+#include "support/profile_scopes.hpp"
 
 namespace wingspan::train {
 
@@ -64,6 +65,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_bf16_mas
 }  // namespace
 
 void adamw_step(ParamState& s, const at::Tensor& grad, std::int64_t step, double lr, double wd, double gscale) {
+    WINGSPAN_PROFILE_SCOPE(profile::kAdamW);
     const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
     const float bc1 = 1.0f - std::pow(b1, static_cast<float>(step));
     const float bc2s = std::sqrt(1.0f - std::pow(b2, static_cast<float>(step)));
@@ -138,6 +140,7 @@ WINGSPAN_SUMSQ(c10::Half)
 }  // namespace
 
 double grad_sumsq(const at::Tensor& grad) {
+    WINGSPAN_PROFILE_SCOPE(profile::kGradNorm);
     at::Tensor g = grad.contiguous();
     const std::int64_t n = g.numel();
     auto reduce = [&](auto* p) {

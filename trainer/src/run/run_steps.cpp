@@ -12,6 +12,8 @@
 #include "kernels/device.hpp"
 #include "kernels/device_ops.hpp"
 #include "support/emit.hpp"
+#include "support/profile_scopes.hpp"
+#include "support/step_trace.hpp"
 #include "wingspan/protocol.hpp"
 
 namespace wingspan::train::detail {
@@ -53,6 +55,7 @@ const Batch& Run::next_batch() {
 }
 
 double Run::train_step(std::int64_t step) {
+    WINGSPAN_PROFILE_SCOPE(profile::kTrainStep);
     double loss_sum = 0;
     step_metrics_ = PreferenceMetrics{};
     step_tokens_ = 0;
@@ -63,11 +66,17 @@ double Run::train_step(std::int64_t step) {
         const Batch& b = group_ ? (mine = dist::rows_of_rank(global, group_->rank(), world())) : global;
         mem::set_phase(mem::Phase::Forward);
         stops::fault_point("forward");
-        at::Tensor ids = to_tensor(b.input, b.rows, b.cols, device_);
-        at::Tensor labels = to_tensor(b.labels, b.rows, b.cols, device_);
-        at::Tensor loss = opt_.preference() ? preference_loss(ids, labels, 1.0 / static_cast<double>(opt_.grad_accum))
-                                            : model_->loss(ids, labels, opt_.grad_checkpointing);
-        double l = loss.item<double>();
+        // ids and labels stay alive to the micro-batch's end, as before the scope: memory does not move.
+        at::Tensor ids, labels, loss;
+        double l = 0;
+        {
+            WINGSPAN_PROFILE_SCOPE(profile::kForward);
+            ids = to_tensor(b.input, b.rows, b.cols, device_);
+            labels = to_tensor(b.labels, b.rows, b.cols, device_);
+            loss = opt_.preference() ? preference_loss(ids, labels, 1.0 / static_cast<double>(opt_.grad_accum))
+                                     : model_->loss(ids, labels, opt_.grad_checkpointing);
+            l = loss.item<double>();
+        }
         if (group_) {
             // Weighed by its share of the global batch's target tokens, the ranks' losses (and
             // so their gradients) sum to those of the global batch's mean loss.
@@ -92,15 +101,19 @@ double Run::train_step(std::int64_t step) {
         // Every rank runs backward, one without trained tokens too (its loss is 0, so are its
         // gradients): the gradient hooks, and so the collectives they launch, come in the same
         // order on every rank.
-        torch::autograd::backward({loss});
-        if (sync_) sync_->end_backward();
-        if (step_in_backward_) step_in_backward_->end_backward();
+        {
+            WINGSPAN_PROFILE_SCOPE(profile::kBackward);
+            torch::autograd::backward({loss});
+            if (sync_) sync_->end_backward();
+            if (step_in_backward_) step_in_backward_->end_backward();
+        }
     }
     // Every parameter was stepped, and its gradient freed, in backward: no optimizer phase.
     if (step_in_backward_) return loss_sum;
     mem::set_phase(mem::Phase::Optimizer);
     stops::fault_point("optimizer");
     {
+        WINGSPAN_PROFILE_SCOPE(profile::kOptimizer);
         at::NoGradGuard no_grad;
         double sumsq = 0;
         at::Tensor device_sumsq;   // summed on the device, read once
@@ -174,9 +187,14 @@ double Run::evaluate() {
 void Run::train_loop() {
     const std::int64_t eval_every =
         opt_.eval_every >= 0 ? opt_.eval_every : std::max<std::int64_t>(1, total_steps_ / 5);
+    // WINGSPAN_PROFILE_TRACE: written when the loop ends, however it ends (evaluation and
+    // checkpoints between steps are in the trace but outside the steps' scopes).
+    StepTrace trace(!group_ || group_->rank() == 0);
+    if (!trace.error().empty()) throw RunError("bad_argument", trace.error());
     while (step_ < total_steps_) {
         const std::int64_t step = step_ + 1;
         mem::set_step(step);
+        trace.before_step();
         const auto t0 = std::chrono::steady_clock::now();
         const double loss = train_step(step);
         dev::synchronize(device_);   // a GPU's queued work belongs to this step's time
@@ -209,6 +227,7 @@ void Run::train_loop() {
         if (opt_.save_every > 0 && step % opt_.save_every == 0 && step < total_steps_ && !opt_.out_dir.empty())
             save_checkpoint(fs::path(opt_.out_dir) / ("checkpoint-" + std::to_string(step)), false);
     }
+    trace.finish();
     const double el = evaluate();
     if (std::isfinite(el)) emit_eval(step_, el);
 }
