@@ -65,8 +65,9 @@ def env_for(who):
     return dict(os.environ, **kind["both"], **(kind["wingspan"] if who == "wingspan" else {}))
 
 
-def run_wingspan(binary, model_dir, method, precision, seq, batch, steps, threads, rank):
-    """One wingspan-train run; precision "auto" passes no --precision (the trainer's default)."""
+def run_wingspan(binary, model_dir, method, precision, seq, batch, steps, threads, rank, trace=None):
+    """One wingspan-train run; precision "auto" passes no --precision (the trainer's default); with
+    trace, the steps after the first are traced there (WINGSPAN_PROFILE_TRACE)."""
     args = [binary, "--method", method, "--seq", str(seq), "--batch", str(batch),
             "--steps", str(steps), "--threads", str(threads), "--eval-every", "0", "--eval-fraction", "0",
             "--sample-tokens", "0", "--rank", str(rank), "--sample-every-ms", "100"]
@@ -74,7 +75,10 @@ def run_wingspan(binary, model_dir, method, precision, seq, batch, steps, thread
         args += ["--precision", precision]
     if model_dir:
         args += ["--model", model_dir]
-    p = subprocess.run(args, capture_output=True, text=True, env=env_for("wingspan"))
+    env = env_for("wingspan")
+    if trace:
+        env["WINGSPAN_PROFILE_TRACE"] = trace
+    p = subprocess.run(args, capture_output=True, text=True, env=env)
     events = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     err = [e for e in events if e["event"] == "error"]
     if p.returncode != 0 or err:
@@ -132,14 +136,19 @@ for suffix, (M, K, N) in SHAPES.items():
     reps = 8 if M < 2048 else 3
     for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         a, b = torch.randn(M, K).to(dt), torch.randn(K, N).to(dt)
-        out[name + "_torch" + suffix] = best(M, K, N, lambda: a @ b, reps)
+        try:   # oneDNN held to AVX2 has no bf16 matmul for libtorch 1.13 ("could not create a primitive")
+            out[name + "_torch" + suffix] = best(M, K, N, lambda: a @ b, reps)
+        except RuntimeError:
+            pass
     for name, fn, dt in (("fp32", "dnnl_sgemm", torch.float32), ("bf16", "dnnl_gemm_bf16bf16f32", torch.bfloat16)):
         if lib is None:
             break
         f = getattr(lib, fn); f.argtypes = T; f.restype = ctypes.c_int
         a, b, c = torch.randn(M, K).to(dt), torch.randn(K, N).to(dt), torch.empty(M, N)
-        out[name + "_onednn" + suffix] = best(M, K, N, lambda: f(b"N", b"N", M, N, K, 1.0, a.data_ptr(), K,
-                                                                 b.data_ptr(), N, 0.0, c.data_ptr(), N), reps)
+        call = lambda: f(b"N", b"N", M, N, K, 1.0, a.data_ptr(), K, b.data_ptr(), N, 0.0, c.data_ptr(), N)
+        if call() != 0:   # a status other than dnnl_success: not available on this ISA, nothing computed
+            continue
+        out[name + "_onednn" + suffix] = best(M, K, N, call, reps)
 print(json.dumps(out))
 """
 
@@ -267,6 +276,10 @@ def main():
     ap.add_argument("--peer-python", default=os.path.join(os.path.dirname(os.path.dirname(HERE)), "build",
                                                           "venv-frameworks", "bin", "python"),
                     help="the interpreter of --reference transformers (default: build/venv-frameworks)")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the rounds, one more wingspan-train run per cell with WINGSPAN_PROFILE_TRACE: where its"
+                         " step's time goes (GEMM, attention, norms, element-wise, loss, optimizer, copies, allocator;"
+                         " step_profile.py)")
     ap.add_argument("--json", help="write all measurements here")
     ap.add_argument("--markdown", help="write the results table here")
     a = ap.parse_args()
@@ -325,14 +338,28 @@ def measure_group(a, tmp, arch, precision, methods, skip_ref, context, done_rows
                     line += f", {REFERENCE['short']} {pp} {seq * batch / run_median(r['step_times']):.1f} tok/s"
             load[method].append(os.getloadavg()[0])
             print(line + f" (load {load[method][-1]:.1f})", flush=True)
+    profiles = {m: profile_run(a, tmp, model_dir, arch, precision, m, seq, batch) for m in methods} if a.profile else {}
     rows = []
     for method in methods:
         row = report.make_row(context, arch, precision, method, seq, batch, ours[method], peer[method],
                               peer.get("lora", {}), load[method])
+        if method in profiles:
+            row["profile"] = profiles[method]
         rows.append(row)
         report.write_outputs(context, done_rows + rows, peaks_before, {})
         report.print_row(context, row)
     return rows
+
+
+def profile_run(a, tmp, model_dir, arch, precision, method, seq, batch):
+    """Where one wingspan-train step's time goes: a run traced by libtorch's profiler, split by
+    step_profile.py (the profiler's own cost is in its step times, so they are not the row's)."""
+    import step_profile
+    trace = os.path.join(tmp, f"{arch}-{precision}-{method}.trace.json")
+    run_wingspan(a.bin, model_dir, method, precision, seq, batch, max(a.steps, 3), a.threads, a.rank, trace=trace)
+    p = step_profile.profile_step(trace)
+    print(step_profile.format_table(p), flush=True)
+    return {k: p[k] for k in ("steps", "step_s", "categories", "phases_s_per_step", "uncategorised")}
 
 
 if __name__ == "__main__":

@@ -115,12 +115,12 @@ def write_outputs(ctx, rows, peaks_before, peaks_after):
     """The JSON and Markdown of the cells measured so far (rewritten after each cell)."""
     a = ctx.args
     peaks = {k: max(peaks_before.get(k, 0), peaks_after.get(k, 0)) for k in set(peaks_before) | set(peaks_after)}
-    peak_fp32 = max(v for k, v in peaks.items() if k.startswith("fp32"))
-    peak_bf16 = max(v for k, v in peaks.items() if k.startswith("bf16"))
+    peak_fp32 = max((v for k, v in peaks.items() if k.startswith("fp32")), default=0.0)
+    peak_bf16 = max((v for k, v in peaks.items() if k.startswith("bf16")), default=0.0)
     peak, peak_key = peak_summary(peaks)
     for row in rows:
-        row["pct_of_fp32_peak"] = 100 * row["gflops"] / peak_fp32
-        row["pct_of_bf16_peak"] = 100 * row["gflops"] / peak_bf16
+        row["pct_of_fp32_peak"] = 100 * row["gflops"] / peak_fp32 if peak_fp32 else None
+        row["pct_of_bf16_peak"] = 100 * row["gflops"] / peak_bf16 if peak_bf16 else None
         row["pct_of_gemm_peak"] = 100 * row["gflops"] / peak
     if peaks_after:
         print(f"GEMM peak after (GFLOP/s): {json.dumps({k: round(v, 1) for k, v in peaks_after.items()})}")
@@ -227,9 +227,29 @@ def write_markdown(ctx, path, meta, rows, command):
     reasons = sorted({r["precision_reason"] for r in rows if r["precision"] == "auto" and r["precision_reason"]})
     if reasons:
         lines += ["", "wingspan-train's auto precision said: " + "; ".join(f"\"{x}\"" for x in reasons) + "."]
+    lines += profile_lines(rows)
     t = targets(ctx, rows)
     if t:
         lines += ["", "Issue 35's targets (135M-class, wingspan-train's default precision, median of alternating rounds):",
                   "", "| target | measured | |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in t]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def profile_lines(rows):
+    """Where wingspan-train's step goes, per profiled cell (bench_trainer.py --profile)."""
+    cells = [r for r in rows if "profile" in r]
+    if not cells:
+        return []
+    head = " | ".join(f"{r['arch']} {r['method']} {r['precision_chosen']}" for r in cells)
+    out = ["", "Where a wingspan-train step's time goes (one more run per cell under libtorch's profiler,"
+           " WINGSPAN_PROFILE_TRACE; self time of the named ops per category, bench/trainer/step_profile.py;"
+           " seconds per step and share of the profiled step):", "",
+           f"| category | {head} |", "|---|" + "---:|" * len(cells)]
+    for cat in cells[0]["profile"]["categories"]:
+        label = "other (autograd engine, dispatch, views, unnamed ops)" if cat == "other" else cat
+        vals = " | ".join(f"{r['profile']['categories'][cat]['s_per_step']:.3f} s"
+                          f" ({100 * r['profile']['categories'][cat]['share']:.1f} %)" for r in cells)
+        out.append(f"| {label} | {vals} |")
+    out.append("| step under the profiler | " + " | ".join(f"{r['profile']['step_s']:.3f} s" for r in cells) + " |")
+    return out
