@@ -305,7 +305,7 @@ Fp32Setting read_fp32_setting() {
     Fp32Setting s;
     const char* v = std::getenv("WINGSPAN_CPU_FP32_GEMM");
     const std::string want = v ? v : "";
-    if (want.empty() || want == "onednn" || want == "blas") {
+    if (want.empty() || want == "onednn" || want == "blas" || (want == "auto" && !sgemm())) {
         s.gemm = want == "blas" || !sgemm() ? Fp32Gemm::SystemBlas : Fp32Gemm::OneDnn;
         s.why = !sgemm() ? "oneDNN's sgemm is not in this libtorch"
                 : want.empty() ? "the default (WINGSPAN_CPU_FP32_GEMM=blas|auto picks another)"
