@@ -352,8 +352,15 @@ private Q_SLOTS:
             const Output o = run(fp32, {{"WINGSPAN_CPU_FP32_GEMM", names[i]}});
             QCOMPARE(o.exit_code, 0);
             const json& cpu = o.first(EventType::Predicted)->body.at("cpu");
+            const std::string why = cpu.at("fp32_gemm_why").get<std::string>();
+            // libtorch 2.x links oneDNN inside itself without exporting its sgemm (the CUDA flavour):
+            // there every fp32 product is the BLAS's, and there is nothing to compare.
+            if (why.find("not in this libtorch") != std::string::npos) {
+                QCOMPARE(cpu.at("fp32_gemm").get<std::string>(), std::string("blas"));
+                QSKIP("this libtorch has no oneDNN sgemm: every fp32 product goes to the system BLAS");
+            }
             QCOMPARE(cpu.at("fp32_gemm").get<std::string>(), std::string(names[i]));
-            QVERIFY(!cpu.at("fp32_gemm_why").get<std::string>().empty());
+            QVERIFY(!why.empty());
             predicted[i] = o.first(EventType::Predicted)->int_field("peak_bytes");
             peak[i] = o.first(EventType::Done)->int_field("peak_bytes");
             loss[i] = o.all(EventType::Step).back()->number_field("loss");
