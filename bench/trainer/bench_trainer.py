@@ -293,6 +293,10 @@ def main():
             sys.exit(f"bench_trainer.py: {a.peer_python} is missing; install it with `scripts/venv.sh frameworks`")
     groups = parse_cells(a)
     skip_ref = set(m for m in a.skip_reference.split(",") if m)
+    if a.reference == "transformers" and "qlora" not in skip_ref:
+        # bitsandbytes has no CPU 4-bit kernels in the pinned venv: QLoRA rows compare to the peer's LoRA.
+        skip_ref.add("qlora")
+        print("QLoRA: transformers+PEFT has no CPU 4-bit kernels here; its rows compare to the peer's LoRA", flush=True)
     context = report.Context(a, REFERENCE, cpu_model(), cpu_flags(), bf16_path(a.bin), bf16_hardware())
 
     tmp = tempfile.mkdtemp(prefix="wingspan-bench-")
