@@ -32,7 +32,7 @@ import tempfile
 import time
 
 import bench_trainer_report as report
-from bench_trainer_report import flop_terms, flops_per_token, run_median  # noqa: F401 (used by measure_cpu_throughput.py)
+from bench_trainer_report import run_median  # noqa: F401 (measure_cpu_throughput.py calls bt.run_median)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -191,11 +191,11 @@ def bf16_hardware():
     return CPU["kind"] == "native" and (f.get("avx512_bf16", False) or f.get("amx_bf16", False))
 
 
-def peer_precisions(choice, wingspan_precision, chosen):
+def peer_precisions(choice, wingspan_precision, chosen, bf16_hw):
     """The peer's settings for a cell: "fastest" = fp32, plus bf16 autocast where the CPU has bf16
-    hardware; "same" = the precision wingspan-train ran in (auto's choice for auto); or a list."""
+    hardware (bf16_hw); "same" = the precision wingspan-train ran in (auto's choice for auto); or a list."""
     if choice == "fastest":
-        return ["fp32", "bf16-mixed"] if bf16_hardware() else ["fp32"]
+        return ["fp32", "bf16-mixed"] if bf16_hw else ["fp32"]
     if choice == "same":
         return [chosen or wingspan_precision]
     return choice.split(",")
@@ -335,7 +335,8 @@ def measure_group(a, tmp, arch, precision, methods, skip_ref, context, done_rows
             line = (f"  round {rep + 1}/{a.repeats} {arch} {precision} ({run['precision'].get('precision', precision)})"
                     f" {method}: wingspan {seq * batch / run_median(run['step_times']):.1f} tok/s")
             if method not in skip_ref:
-                settings = peer_precisions(a.peer_precisions, precision, run["precision"].get("precision"))
+                settings = peer_precisions(a.peer_precisions, precision, run["precision"].get("precision"),
+                                           context.bf16_hardware)
                 for pp in (settings if rep % 2 == 0 else settings[::-1]):
                     r = run_reference(cfg_path, method, pp, seq, batch, a.steps, a.threads, a.rank)
                     peer[method].setdefault(pp, []).append(r)

@@ -33,11 +33,6 @@ def flop_terms(c, method, seq, rank):
             f"4·N + 6·A + 3·attention ({where}, A = {adapters:,} adapter weights, rank {rank})")
 
 
-def flops_per_token(c, method, seq, rank):
-    """Model FLOPs of one training token (matmuls only; causal attention computed in full)."""
-    return flop_terms(c, method, seq, rank)[0]
-
-
 def run_median(times):
     """A run's median step, the first (warm-up) step left out."""
     return statistics.median(times[1:] if len(times) > 1 else times)
