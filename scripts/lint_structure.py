@@ -42,7 +42,7 @@ LAYERS = {
     ),
     "trainer": (
         # No model in sight: events, signals, locks, manifests, data sets, GGUF files.
-        ("support", ("emit", "stop_signals", "torch_version", "out_lock", "profile_scopes", "step_trace",
+        ("support", ("emit", "stop_signals", "torch_version", "out_lock", "profile_scopes", "step_trace", "cpu_binding",
                      "checkpoint", "precision_choice",
                      "grad_hooks", "model_source", "data", "preference_data", "gguf_*")),
         # Tensors on a device: devices, ops, kernels, measured memory, process groups, optimizers.

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "wingspan/trainer_invocation.hpp"
+#include "support/cpu_binding.hpp"
 #include "support/emit.hpp"
 #include "wingspan/line_framer.hpp"
 #include "wingspan/process_stop.hpp"
@@ -114,7 +115,7 @@ int run_launcher(const std::vector<std::string>& args, const std::string& argv0)
         rank_args.push_back(args[i]);
     }
     if (opt.threads == 0) {
-        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const int cores = static_cast<int>(cpu::allowed_cpus().size());
         rank_args.push_back("--threads");
         rank_args.push_back(std::to_string(std::max(1, cores / opt.nproc)));
     }

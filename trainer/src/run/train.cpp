@@ -29,6 +29,7 @@
 #include "run/checkpoint.hpp"
 #include "data/data.hpp"
 #include "kernels/device.hpp"
+#include "support/cpu_binding.hpp"
 #include "memory/device_memory.hpp"
 #include "kernels/device_ops.hpp"
 #include "distributed/distributed.hpp"
@@ -80,6 +81,7 @@ void emit_minimal_hello() {
 
 void set_threads(int n) {
     at::set_num_threads(n);
+    cpu::bind_compute_threads(n);
     // OpenBLAS keeps its own pool; libtorch's setting does not reach it.
     using SetFn = void (*)(int);
     if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
@@ -111,6 +113,7 @@ void Run::announce() {
           {"device", device_.str()},
           {"device_name", dev::info(device_).name},
           {"threads", at::get_num_threads()},
+          {"cpu_binding", cpu::binding_summary()},
           {"plan", plan},
           {"precision", precision_.to_json()},
           {"params", {{"total", base + adapter}, {"trainable", opt_.method == Method::Full ? base : adapter}}},
@@ -324,8 +327,9 @@ int Run::execute() {
     // ends the process (stop_signals.hpp). A stop sent before this point is pending and ends the
     // run at setup's first check.
     stops::start_listener(true);
-    // More threads than cores only makes them wait for each other (100000 stalled for minutes).
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // More threads than cores only makes them wait for each other (100000 stalled for minutes);
+    // the cores are the ones this process may use (taskset, a container's cpuset), not the machine's.
+    const int cores = static_cast<int>(cpu::allowed_cpus().size());
     set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores);
     select_device();
     if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
