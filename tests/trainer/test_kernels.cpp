@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 #include <torch/csrc/autograd/autograd.h>
@@ -265,6 +266,42 @@ private Q_SLOTS:
         // The stored bf16 parameter is the master rounded: equal up to a rounding-boundary flip.
         QVERIFY(close(fast.param, master.to(at::kBFloat16), 1.0 / 128));
         QCOMPARE(fast.param.scalar_type(), at::kBFloat16);
+    }
+
+    void fp32AdamwEqualsItsScalarDefinition() {
+        // The vectorised fp32 pass (no master copy) bit for bit against AdamW written out per
+        // element here, in float, in the kernel's order: decay, then the step (no FMA either side).
+        const std::int64_t n = 100003;   // not a multiple of any vector width or grain
+        at::manual_seed(11);
+        ParamState fast{"w", at::randn({n}), at::Tensor(), at::randn({n}) * 0.01, at::rand({n}) * 0.01};
+        std::vector<float> p(fast.param.data_ptr<float>(), fast.param.data_ptr<float>() + n);
+        std::vector<float> m(fast.m.data_ptr<float>(), fast.m.data_ptr<float>() + n);
+        std::vector<float> v(fast.v.data_ptr<float>(), fast.v.data_ptr<float>() + n);
+        const at::Tensor start = fast.param.clone();
+        for (std::int64_t step = 1; step <= 3; ++step) {
+            const at::Tensor g = at::randn({n}) * 0.1;
+            adamw_step(fast, g, step, 1e-3, 0.01, 0.5);
+            const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, lr = 1e-3f, wd = 0.01f, gscale = 0.5f;
+            const float bc1 = 1.0f - std::pow(b1, static_cast<float>(step));
+            const float bc2s = std::sqrt(1.0f - std::pow(b2, static_cast<float>(step)));
+            const float* gp = g.data_ptr<float>();
+            for (std::int64_t i = 0; i < n; ++i) {
+                const float gi = gp[i] * gscale;
+                m[i] = b1 * m[i] + (1 - b1) * gi;
+                v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+                float w = p[i];
+                w *= 1 - lr * wd;
+                w -= (lr / bc1) * m[i] / (std::sqrt(v[i]) / bc2s + eps);
+                p[i] = w;
+            }
+        }
+        auto same = [&](const at::Tensor& t, const std::vector<float>& ref) {
+            return std::memcmp(t.data_ptr<float>(), ref.data(), ref.size() * sizeof(float)) == 0;
+        };
+        QVERIFY(same(fast.m, m));
+        QVERIFY(same(fast.v, v));
+        QVERIFY(same(fast.param, p));
+        QVERIFY(!at::equal(fast.param, start));   // it moved
     }
 
     void fastMatmulAllocatesOnlyItsOutput() {

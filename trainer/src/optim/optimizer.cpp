@@ -62,6 +62,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_bf16_mas
     }
 }
 
+// fp32's case (fp32 parameter, gradient and moments, no master copy): the scalar kernel above with
+// the pointers declared apart and the master branch gone, so the compiler vectorises it (the scalar
+// one ran at a quarter of the memory bandwidth: 6 % of an fp32 full fine-tune's step). Same
+// operations in the same order, so every clone rounds exactly as the scalar kernel does.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_fp32_range(
+    float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m, float* __restrict__ v, std::int64_t n,
+    float lr, float b1, float b2, float eps, float wd, float bc1, float bc2_sqrt, float gscale) {
+    const float decay = 1 - lr * wd, step = lr / bc1;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float gi = g[i] * gscale;
+        const float mi = b1 * m[i] + (1 - b1) * gi;
+        const float vi = b2 * v[i] + (1 - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * decay - step * mi / (std::sqrt(vi) / bc2_sqrt + eps);
+    }
+}
+
 }  // namespace
 
 void adamw_step(ParamState& s, const at::Tensor& grad, std::int64_t step, double lr, double wd, double gscale) {
@@ -80,6 +98,14 @@ void adamw_step(ParamState& s, const at::Tensor& grad, std::int64_t step, double
     if (pt == at::kHalf) {   // fp16-mixed: fp32 master and moments
         adamw_kernel(s.param.data_ptr<c10::Half>(), master, g.data_ptr<c10::Half>(), s.m.data_ptr<float>(),
                      s.v.data_ptr<float>(), n, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
+    } else if (pt == at::kFloat && !master && g.scalar_type() == at::kFloat && s.m.scalar_type() == at::kFloat) {
+        float* p = s.param.data_ptr<float>();
+        const float* gp = g.data_ptr<float>();
+        float* m = s.m.data_ptr<float>();
+        float* v = s.v.data_ptr<float>();
+        at::parallel_for(0, n, 1 << 14, [&](std::int64_t i0, std::int64_t i1) {
+            adamw_fp32_range(p + i0, gp + i0, m + i0, v + i0, i1 - i0, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
+        });
     } else if (pt == at::kFloat) {
         adamw_kernel(s.param.data_ptr<float>(), master, g.data_ptr<float>(), s.m.data_ptr<float>(),
                      s.v.data_ptr<float>(), n, lr, b1, b2, eps, wd, bc1, bc2s, gscale);
