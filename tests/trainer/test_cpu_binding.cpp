@@ -32,8 +32,7 @@ private Q_SLOTS:
     void initTestCase() {
         // Read the process's CPUs before anything binds (allowed_cpus caches the first read).
         QVERIFY(!cpu::allowed_cpus().empty());
-        for (const char* v : {"WINGSPAN_CPU_BIND", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY",
-                              "LOCAL_RANK", "LOCAL_WORLD_SIZE"})
+        for (const char* v : {"WINGSPAN_CPU_BIND", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY"})
             ::unsetenv(v);
     }
 
@@ -76,9 +75,7 @@ private Q_SLOTS:
         QVERIFY(!b.bound);
         QVERIFY2(contains(b.why, std::to_string(n) + " threads, " + std::to_string(n - 1) + " CPUs"), b.why.c_str());
         // More ranks than CPUs: a rank has no CPU of its own.
-        ScopedEnv world("LOCAL_WORLD_SIZE", std::to_string(n).c_str());
-        ScopedEnv rank("LOCAL_RANK", "0");
-        const auto r = cpu::bind_compute_threads(1);
+        const auto r = cpu::bind_compute_threads(1, 0, n);
         QVERIFY(!r.bound);
         QVERIFY2(contains(r.why, "0 CPUs for this process"), r.why.c_str());
     }
@@ -107,9 +104,7 @@ private Q_SLOTS:
         // The process's CPUs are still all of them, though the main thread now has one.
         QCOMPARE(cpu::allowed_cpus(), allowed);
         // A rank's share: the second of two ranks puts its one thread on the second CPU.
-        ScopedEnv world("LOCAL_WORLD_SIZE", "2");
-        ScopedEnv rank("LOCAL_RANK", "1");
-        const auto r = cpu::bind_compute_threads(1);
+        const auto r = cpu::bind_compute_threads(1, 1, 2);
         QVERIFY2(r.bound, r.why.c_str());
         QVERIFY2(contains(r.why, "this rank's share"), r.why.c_str());
         const size_t per_rank = allowed.size() / 2;

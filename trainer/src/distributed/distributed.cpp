@@ -54,6 +54,7 @@ JobEnv job_from_environment() {
     if (!std::getenv("RANK")) throw std::invalid_argument("WORLD_SIZE is set but RANK is not");
     e.rank = env_int("RANK", 0, 0, e.world_size - 1);
     e.local_rank = env_int("LOCAL_RANK", e.rank, 0, 1 << 20);
+    e.local_world_size = env_int("LOCAL_WORLD_SIZE", e.world_size, 1, e.world_size);
     if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
     e.master_port = env_int("MASTER_PORT", e.master_port, 1, 65535);
     return e;

@@ -13,11 +13,12 @@
 
 namespace wingspan::train::dist {
 
-// RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
+// RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
 struct JobEnv {
     int rank = 0;
     int world_size = 1;
     int local_rank = 0;
+    int local_world_size = 1;   // ranks on this machine (they share its CPUs)
     std::string master_addr = "127.0.0.1";
     int master_port = 29500;
 };

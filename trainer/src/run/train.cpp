@@ -79,9 +79,9 @@ void emit_minimal_hello() {
                             {"threads", at::get_num_threads()}});
 }
 
-void set_threads(int n) {
+void set_threads(int n, const dist::JobEnv& job) {
     at::set_num_threads(n);
-    cpu::bind_compute_threads(n);
+    cpu::bind_compute_threads(n, job.local_rank, job.local_world_size);
     // OpenBLAS keeps its own pool; libtorch's setting does not reach it.
     using SetFn = void (*)(int);
     if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
@@ -330,7 +330,7 @@ int Run::execute() {
     // More threads than cores only makes them wait for each other (100000 stalled for minutes);
     // the cores are the ones this process may use (taskset, a container's cpuset), not the machine's.
     const int cores = static_cast<int>(cpu::allowed_cpus().size());
-    set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores);
+    set_threads(opt_.threads > 0 ? std::min(opt_.threads, cores) : cores, job_);
     select_device();
     if (const std::string why = kernels::bf16_path_error(); device_.is_cpu() && !why.empty())
         throw RunError("bad_argument", why);

@@ -21,14 +21,6 @@ std::string env_or_empty(const char* name) {
     return v ? std::string(v) : std::string();
 }
 
-int env_int(const char* name, int fallback) {
-    const std::string v = env_or_empty(name);
-    if (v.empty()) return fallback;
-    char* end = nullptr;
-    const long n = std::strtol(v.c_str(), &end, 10);
-    return (end && *end == '\0' && n >= 0 && n < 1 << 20) ? static_cast<int>(n) : fallback;
-}
-
 std::string join(const std::vector<int>& cpus) {
     std::string s;
     for (size_t i = 0; i < cpus.size(); ++i) s += (i ? "," : "") + std::to_string(cpus[i]);
@@ -44,11 +36,18 @@ bool set_this_thread(const std::vector<int>& cpus) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
-bool this_thread_is_on(int cpu) {
+std::vector<int> cpus_in(const cpu_set_t& set) {
+    std::vector<int> out;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) out.push_back(c);
+    return out;
+}
+
+// The CPUs the calling thread may run on; empty if they cannot be read.
+std::vector<int> this_thread_cpus() {
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return false;
-    return CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+    return pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0 ? cpus_in(set) : std::vector<int>{};
 }
 
 // Runs fn(thread id) once on every thread of ATen's pool: one index per thread, so each
@@ -83,12 +82,9 @@ std::vector<int> allowed_cpus() {
     // Read once: binding narrows the calling thread's own mask, and sched_getaffinity(0) reads
     // the calling thread's, so a later read would see one CPU where the process has several.
     static const std::vector<int> cpus = [] {
-        std::vector<int> out;
         cpu_set_t set;
         CPU_ZERO(&set);
-        if (sched_getaffinity(0, sizeof set, &set) == 0)
-            for (int c = 0; c < CPU_SETSIZE; ++c)
-                if (CPU_ISSET(c, &set)) out.push_back(c);
+        std::vector<int> out = sched_getaffinity(0, sizeof set, &set) == 0 ? cpus_in(set) : std::vector<int>{};
         if (out.empty()) out.push_back(std::max(0, sched_getcpu()));
         return out;
     }();
@@ -103,12 +99,11 @@ std::vector<int> rank_slice(const std::vector<int>& allowed, int local_rank, int
     return {first, first + static_cast<std::ptrdiff_t>(per_rank)};
 }
 
-Binding bind_compute_threads(int threads) {
+Binding bind_compute_threads(int threads, int local_rank, int ranks) {
     Binding b;
     b.why = reason_not_to_bind();
     const std::vector<int> allowed = allowed_cpus();
-    const int ranks = env_int("LOCAL_WORLD_SIZE", 1);
-    const std::vector<int> slice = rank_slice(allowed, env_int("LOCAL_RANK", 0), ranks);
+    const std::vector<int> slice = rank_slice(allowed, local_rank, ranks);
     if (b.why.empty() && threads <= 1 && ranks <= 1)
         b.why = "not bound: one thread, free to run on any of CPUs " + join(allowed);
     if (b.why.empty() && static_cast<int>(slice.size()) < threads)
@@ -122,7 +117,7 @@ Binding bind_compute_threads(int threads) {
     const bool set = on_every_pool_thread(threads, [&](int i) { return set_this_thread({cpus[size_t(i)]}); });
     // A second region must find every thread where the first put it: libgomp reuses its pool
     // threads in team order, which is what makes a per-thread binding last.
-    const bool kept = set && on_every_pool_thread(threads, [&](int i) { return this_thread_is_on(cpus[size_t(i)]); });
+    const bool kept = set && on_every_pool_thread(threads, [&](int i) { return this_thread_cpus() == std::vector<int>{cpus[size_t(i)]}; });
     if (!kept) {
         on_every_pool_thread(threads, [&](int) { return set_this_thread(allowed); });
         b.why = "not bound: the thread pool did not keep one thread per CPU; threads run on any of CPUs " + join(allowed);
@@ -140,12 +135,8 @@ const std::string& binding_summary() { return g_summary; }
 std::vector<std::vector<int>> pool_thread_cpus(int threads) {
     std::vector<std::vector<int>> out(static_cast<size_t>(std::max(threads, 1)));
     on_every_pool_thread(threads, [&](int i) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return false;
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-            if (CPU_ISSET(c, &set)) out[size_t(i)].push_back(c);
-        return true;
+        out[size_t(i)] = this_thread_cpus();
+        return !out[size_t(i)].empty();
     });
     return out;
 }

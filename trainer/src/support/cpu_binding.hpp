@@ -26,11 +26,11 @@ struct Binding {
 };
 
 // Binds the `threads` threads of ATen's pool (the main thread is thread 0) one per CPU of this
-// rank's slice (LOCAL_RANK / LOCAL_WORLD_SIZE, set by the rank launcher), unless
+// rank's slice (the job's local rank among `local_world_size` ranks on this machine), unless
 // WINGSPAN_CPU_BIND=off, an OpenMP placement variable of the user's (OMP_PROC_BIND, OMP_PLACES,
 // GOMP_CPU_AFFINITY, KMP_AFFINITY) decides instead, or the slice has fewer CPUs than threads.
 // Checks afterwards that every pool thread kept its CPU; where one did not, all are unbound.
-Binding bind_compute_threads(int threads);
+Binding bind_compute_threads(int threads, int local_rank = 0, int local_world_size = 1);
 
 // What the last bind_compute_threads() did (its `why`), for `hello`; empty before the first call.
 const std::string& binding_summary();
