@@ -206,6 +206,26 @@ private Q_SLOTS:
         // Batch sizes that differ are refused.
         at::Tensor wrong = at::empty({6, 45, 24}, dt);
         QVERIFY(!kernels::handles_batched(wrong, scores.narrow(0, 0, 6), v));
+        // Two batch dimensions whose strides cannot be flattened: [B, H, T, D] views of a
+        // [B, T, H·D] projection, as the trainer's K and V are; multiplied where they lie.
+        const at::Tensor proj = at::randn({2, 45, 3 * 24}).to(dt);
+        const at::Tensor v4 = proj.view({2, 45, 3, 24}).transpose(1, 2);   // [2, 3, 45, 24], not viewable as [6, 45, 24]
+        QVERIFY(!v4.is_contiguous());
+        const at::Tensor p4 = at::randn({2, 3, 45, 45}).to(dt);
+        at::Tensor o4 = at::empty({2, 3, 45, 24}, dt);
+        QVERIFY(kernels::handles_batched(o4, p4, v4));
+        kernels::bmm_out(o4, p4, v4);
+        err = rel_error(o4, at::matmul(p4.to(at::kDouble), v4.to(at::kDouble)));
+        QVERIFY2(err < tol, qPrintable(QString("[B, H] batch of strided views: relative error %1").arg(err)));
+        at::Tensor s4 = at::empty({2, 3, 45, 45}, dt);   // and the transposed view, as k^T
+        QVERIFY(kernels::handles_batched(s4, o4, v4.transpose(-1, -2)));
+        kernels::bmm_out(s4, o4, v4.transpose(-1, -2));
+        err = rel_error(s4, at::matmul(o4.to(at::kDouble), v4.transpose(-1, -2).to(at::kDouble)));
+        QVERIFY2(err < tol, qPrintable(QString("[B, H] batch, transposed view: relative error %1").arg(err)));
+        // An empty batch is taken and computes nothing.
+        at::Tensor none = at::empty({0, 3, 45, 24}, dt);
+        QVERIFY(kernels::handles_batched(none, p4.narrow(0, 0, 0), v4.narrow(0, 0, 0)));
+        kernels::bmm_out(none, p4.narrow(0, 0, 0), v4.narrow(0, 0, 0));
     }
 
     void matmulGradientsEqualLibtorch_data() {

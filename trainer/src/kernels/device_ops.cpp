@@ -51,26 +51,28 @@ at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
         kernels::mm_out(out2, a2, b);
         return out;
     }
-    // Batched: bf16 only (libtorch's bf16 bmm is slow without bf16 hardware and, with it, takes
-    // oneDNN's buffers from the tensor allocator); fp32 keeps at::matmul's exact memory behaviour.
-    if (a.dim() != b.dim() || a.scalar_type() != at::kBFloat16) return {};
-    for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
-        if (a.size(d) != b.size(d)) return {};
+    // Batched (attention's products): each [M, K] slice where it lies, whatever the strides of the
+    // leading dimensions, so K and V, views of their projections, are not copied (at::matmul copies
+    // a view it cannot flatten, then saves the copy for backward).
+    if (a.dim() != b.dim()) return {};
     at::Tensor out = at::empty(out_shape, a.options());
-    const at::Tensor a3 = a.flatten(0, a.dim() - 3), b3 = b.flatten(0, b.dim() - 3);
-    at::Tensor o3 = out.view({-1, a.size(-2), N});
-    // flatten may copy only when a view is impossible
-    if (!kernels::handles_batched(o3, a3, b3)) return {};
-    kernels::bmm_out(o3, a3, b3);
+    if (!kernels::handles_batched(out, a, b)) return {};
+    kernels::bmm_out(out, a, b);
     return out;
 }
 
-// a @ b with autograd, both products of the backward through fast_matmul too. Saves a and b,
-// as at::matmul's backward does.
+// a @ b with autograd, both products of the backward through fast_matmul too. What it saves is
+// what at::matmul's graph saves on the runtime the planner's libtorch-cpu rows describe: a linear
+// (b 2-D) keeps both operands, a frozen weight's input too; a batched product (attention) keeps
+// only what the other operand's gradient needs, as bmm does — layer 0's queries are not kept when
+// its keys, from frozen embeddings through a frozen projection, want no gradient.
 struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
     static torch::autograd::Variable forward(torch::autograd::AutogradContext* ctx, const torch::autograd::Variable& a,
                                              const torch::autograd::Variable& b) {
-        ctx->save_for_backward({a, b});
+        const bool linear = b.dim() == 2;
+        ctx->save_for_backward({linear || b.requires_grad() ? a : at::Tensor(), linear || a.requires_grad() ? b : at::Tensor()});
+        ctx->saved_data["b_2d"] = b.dim() == 2;
+        ctx->saved_data["b_transposed"] = b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1;
         at::Tensor out = fast_matmul(a, b);
         return out.defined() ? out : at::matmul(a, b);
     }
@@ -82,14 +84,13 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
         at::Tensor da, db;
         if (ctx->needs_input_grad(0)) da = ops::matmul(g, b.transpose(-1, -2));
         if (ctx->needs_input_grad(1)) {
-            if (b.dim() == 2) {
+            if (ctx->saved_data["b_2d"].toBool()) {
                 const std::int64_t K = a.size(-1), N = g.size(-1);
                 // A transposed b (a weight's .t()) gets a gradient with its strides, as libtorch's
                 // mm backward makes it: then the weight's own gradient is contiguous and autograd
                 // keeps it without a copy (the measured gradient bytes stay the predicted ones).
-                const bool b_transposed = b.stride(0) == 1 && b.stride(1) != 1;
-                db = b_transposed ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
-                                  : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
+                db = ctx->saved_data["b_transposed"].toBool() ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
+                                                               : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
             } else {
                 db = ops::matmul(a.transpose(-1, -2), g);
             }
@@ -117,7 +118,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
             // The shapes fast_matmul takes; should it still decline (an unusual stride), the
             // node's forward falls back to at::matmul and its backward stays correct.
             const bool two_d = b.dim() == 2 && a.dim() >= 2 && (a.dim() == 2 || a.is_contiguous());
-            const bool batched = b.dim() > 2 && a.dim() == b.dim() && a.scalar_type() == at::kBFloat16;
+            const bool batched = b.dim() > 2 && a.dim() == b.dim();
             if ((two_d || batched) && kernels::fast_gemm_available()) return FastMatmulFn::apply(a, b);
         }
     }

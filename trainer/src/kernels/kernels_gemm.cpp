@@ -430,34 +430,66 @@ void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
                  reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()), M, K, N);
 }
 
+namespace {
+
+// The first [M, K] slice of a batched operand (every leading index 0): a view, never a copy.
+at::Tensor first_slice(at::Tensor t) {
+    while (t.dim() > 2) t = t.select(0, 0);
+    return t;
+}
+
+// Element offset of product i (row-major over the leading dimensions) in t's storage: the leading
+// dimensions keep their own strides, so [B, H, T, D] views of a [B, T, H·D] projection (attention's
+// K and V) are multiplied where they lie instead of being copied into a [B·H, T, D] block.
+std::int64_t batch_offset(const at::Tensor& t, std::int64_t i) {
+    std::int64_t offset = 0;
+    for (std::int64_t d = t.dim() - 3; d >= 0; --d) {
+        offset += (i % t.size(d)) * t.stride(d);
+        i /= t.size(d);
+    }
+    return offset;
+}
+
+// How many products a batched operand holds: the product of its leading dimensions.
+std::int64_t batch_count(const at::Tensor& t) {
+    std::int64_t n = 1;
+    for (std::int64_t d = 0; d + 2 < t.dim(); ++d) n *= t.size(d);
+    return n;
+}
+
+}  // namespace
+
 bool handles_batched(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
-    if (a.dim() != 3 || b.dim() != 3 || out.dim() != 3) return false;
-    if (a.size(0) != b.size(0) || out.size(0) != a.size(0)) return false;
+    if (a.dim() < 3 || b.dim() != a.dim() || out.dim() != a.dim()) return false;
+    for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
+        if (a.size(d) != b.size(d) || out.size(d) != a.size(d)) return false;
     if (!out.is_contiguous()) return false;
-    if (a.size(0) == 0) return true;
-    return handles(out[0], a[0], b[0]);   // every slice has the same sizes and strides
+    if (batch_count(a) == 0) return true;
+    return handles(first_slice(out), first_slice(a), first_slice(b));   // every slice has the same sizes and strides
 }
 
 void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     WINGSPAN_PROFILE_SCOPE(profile::kGemmBatched);
-    const std::int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
+    const std::int64_t d = a.dim(), M = a.size(d - 2), K = a.size(d - 1), N = b.size(d - 1);
+    const std::int64_t batch = batch_count(a);
     if (batch == 0 || M == 0 || N == 0) return;
     if (K == 0) {
         out.zero_();
         return;
     }
     const Operand oa = describe(a), ob = describe(b);
-    const std::int64_t sa = a.stride(0), sb = b.stride(0), sc = M * N;
+    const std::int64_t sc = M * N;
     const bool fp32 = a.scalar_type() == at::kFloat;
     for (std::int64_t i = 0; i < batch; ++i) log_product(fp32 ? "fp32" : "bf16", M, K, N, oa.trans, ob.trans);
     // One product per task: a parallel region for the batch, each product on one thread.
     at::parallel_for(0, batch, 1, [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t i = i0; i < i1; ++i) {
+            const std::int64_t ia = batch_offset(a, i), ib = batch_offset(b, i);
             if (fp32) {
-                check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, a.data_ptr<float>() + i * sa, oa.ld,
-                              b.data_ptr<float>() + i * sb, ob.ld, 0.0f, out.data_ptr<float>() + i * sc, N));
+                check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, a.data_ptr<float>() + ia, oa.ld,
+                              b.data_ptr<float>() + ib, ob.ld, 0.0f, out.data_ptr<float>() + i * sc, N));
             } else {
-                bf16_product(a.data_ptr<c10::BFloat16>() + i * sa, oa, b.data_ptr<c10::BFloat16>() + i * sb, ob,
+                bf16_product(a.data_ptr<c10::BFloat16>() + ia, oa, b.data_ptr<c10::BFloat16>() + ib, ob,
                              reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()) + i * sc, M, K, N);
             }
         }

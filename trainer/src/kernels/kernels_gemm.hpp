@@ -80,10 +80,11 @@ bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 // out = a @ b (a: [M, K], b: [K, N], out: [M, N]); requires handles(out, a, b).
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
-// Whether bmm_out can compute out[i] = a[i] @ b[i]: 3-D tensors of equal batch size whose
-// slices handles() takes (out contiguous).
+// Whether bmm_out can compute out[i] = a[i] @ b[i]: tensors of 3 or more dimensions with equal
+// leading (batch) sizes whose [M, K] slices handles() takes (out contiguous). The leading
+// dimensions may have any strides: [B, H, T, D] views of a projection are not copied.
 bool handles_batched(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
-// out[i] = a[i] @ b[i] (a: [B, M, K], b: [B, K, N], out: [B, M, N]); requires handles_batched.
+// out[i] = a[i] @ b[i] (a: [..., M, K], b: [..., K, N], out: [..., M, N]); requires handles_batched.
 // The products are shared among the pool threads in one parallel region, each on one thread
 // (attention's per-head products are too small to split).
 void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
