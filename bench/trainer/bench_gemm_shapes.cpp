@@ -28,6 +28,7 @@
 
 #include "kernels/device_ops.hpp"
 #include "kernels/kernels_gemm.hpp"
+#include "support/cpu_binding.hpp"
 
 using namespace wingspan::train;
 using Clock = std::chrono::steady_clock;
@@ -158,6 +159,9 @@ int main(int argc, char** argv) {
         return 1;
     }
     at::set_num_threads(threads);
+    // As the trainer does (train.cpp): without it both pool threads often share one core and a
+    // shape's rate halves from one run to the next.
+    (void)cpu::bind_compute_threads(threads);
     at::manual_seed(1);
     if (const std::string why = kernels::bf16_path_error(); !why.empty()) {
         std::fprintf(stderr, "%s\n", why.c_str());
@@ -168,6 +172,7 @@ int main(int argc, char** argv) {
                 at::get_parallel_info().c_str(), std::getenv("OMP_WAIT_POLICY"), threads, static_cast<long long>(seq),
                 static_cast<long long>(batch), full ? "full" : "lora rank ", full ? "" : std::to_string(rank).c_str(),
                 kernels::cpu_bf16_isa(), kernels::to_string(kernels::bf16_path()));
+    std::printf("CPU binding: %s\n", cpu::binding_summary().c_str());
     std::printf("%-26s %6s %6s %6s %2s %5s | %9s %9s %9s %9s | %7s %7s | %s\n", "product", "M", "K", "N", "op", "xN",
                 "wingspan", "sgemm", "blas fp32", "torch", "w/sgemm", "w/torch", "GFLOP/s, best of repeats");
     double total_w = 0, total_s = 0, total_t = 0, total_b = 0, flops_all = 0;

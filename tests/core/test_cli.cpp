@@ -56,7 +56,7 @@ private slots:
     // One machine, precision auto, fp32 too big but bf16-mixed not: the totals take the machine's
     // choice (bf16-mixed, with its reason), so the headline and the machine's row agree.
     void oneMachineTotalsTakeItsAutoPrecision() {
-        const Result r = run({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--seq", "1024", "--machine",
+        const Result r = run({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--seq", "2048", "--machine",
                               "cpu-laptop-8gb", "--json"});
         QCOMPARE(r.code, 0);
         const json j = json::parse(r.out);

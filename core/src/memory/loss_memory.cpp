@@ -185,17 +185,20 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         tensors = {{"last-token fp32 logits", b * V * 4, b * V * 4, true}};
         logits_formula = "last-token logits: b·vocab·4 B";
     } else if (fw.loss_in_place) {
-        // Head and loss in one function: it keeps the fp32 probabilities and turns them into the
-        // logits' gradient in place. Forward briefly holds a second fp32 [tokens, vocab] inside
-        // logsumexp (16-bit: the logits and their fp32 upcast); backward a 16-bit copy of the
-        // gradient for the matmuls. Per token: int64 label index, label mask, int64 count.
+        // Head and loss in one function (wingspan-train's LmHeadLossFn): it keeps the fp32
+        // probabilities and turns them into the logits' gradient in place. Forward writes them
+        // row by row in place (trainer/src/kernels/kernels_loss.cpp: no logsumexp temporary), from
+        // the 16-bit logits of a 16-bit run, alive until the pass ends (an fp32 run overwrites its
+        // logits); backward a 16-bit copy of the gradient for the matmuls. Per token: int64 label
+        // index, label mask, int64 count.
+        const std::int64_t low = e < 4 ? e : 0;
         tensors = {{"fp32 probabilities (the logits' gradient in backward)", logit_tokens * V * 4, logit_tokens * V * 4, true},
-                   {"logsumexp's fp32 temporary", logit_tokens * V * 4, 0},
-                   {"16-bit copy of the gradient for the matmuls", 0, e < 4 ? logit_tokens * V * e : 0},
+                   {"16-bit logits while their probabilities are written", logit_tokens * V * low, 0},
+                   {"16-bit copy of the gradient for the matmuls", 0, logit_tokens * V * low},
                    {"label index, mask and count per token", 17 * bs, 17 * bs, true}};
-        logits_formula = n(logit_tokens) + " tokens × " + n(V) +
-                         " vocab × (8 B in forward: fp32 probabilities + logsumexp's fp32 temporary; " +
-                         std::to_string(4 + (e < 4 ? e : 0)) +
+        logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(4 + low) +
+                         " B in forward: fp32 probabilities" + (low ? " + the 16-bit logits" : ", written over the logits") +
+                         "; " + std::to_string(4 + low) +
                          " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
                          (logit_tokens < bs ? " (chunked loss)" : "");
     } else if (framework_loss && !fw.loss_fused && compiled_loss(fw)) {
