@@ -71,8 +71,6 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
                                              const torch::autograd::Variable& b) {
         const bool linear = b.dim() == 2;
         ctx->save_for_backward({linear || b.requires_grad() ? a : at::Tensor(), linear || a.requires_grad() ? b : at::Tensor()});
-        ctx->saved_data["b_2d"] = b.dim() == 2;
-        ctx->saved_data["b_transposed"] = b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1;
         at::Tensor out = fast_matmul(a, b);
         return out.defined() ? out : at::matmul(a, b);
     }
@@ -84,13 +82,14 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
         at::Tensor da, db;
         if (ctx->needs_input_grad(0)) da = ops::matmul(g, b.transpose(-1, -2));
         if (ctx->needs_input_grad(1)) {
-            if (ctx->saved_data["b_2d"].toBool()) {
+            if (b.defined() && b.dim() == 2) {   // a linear: b is always kept
                 const std::int64_t K = a.size(-1), N = g.size(-1);
                 // A transposed b (a weight's .t()) gets a gradient with its strides, as libtorch's
                 // mm backward makes it: then the weight's own gradient is contiguous and autograd
                 // keeps it without a copy (the measured gradient bytes stay the predicted ones).
-                db = ctx->saved_data["b_transposed"].toBool() ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
-                                                               : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
+                const bool b_transposed = b.stride(0) == 1 && b.stride(1) != 1;
+                db = b_transposed ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
+                                  : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
             } else {
                 db = ops::matmul(a.transpose(-1, -2), g);
             }

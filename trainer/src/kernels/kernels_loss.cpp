@@ -31,40 +31,43 @@ void for_row_blocks(const at::Tensor& t, const F& f) {
 
 }  // namespace
 
-at::Tensor probabilities_for(const at::Tensor& logits) {
+RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index) {
+    TORCH_CHECK(logits.dim() == 2 && label_index.dim() == 2 && label_index.size(0) == logits.size(0),
+                "cross_entropy_rows: logits [N, V] and label indices [N, 1]");
     const bool low = logits.scalar_type() == at::kBFloat16 || logits.scalar_type() == at::kHalf;
-    return low ? at::empty(logits.sizes(), logits.options().dtype(at::kFloat)) : logits;
-}
-
-at::Tensor softmax_rows(const at::Tensor& logits, at::Tensor& probs) {
-    TORCH_CHECK(logits.dim() == 2 && probs.sizes() == logits.sizes() && at::isFloatingType(probs.scalar_type()) &&
-                    probs.element_size() >= 4 && probs.is_contiguous(),
-                "softmax_rows: logits [N, V] and contiguous fp32 (or fp64) probabilities of the same shape");
-    const bool in_place = logits.is_same(probs);
     const std::int64_t N = logits.size(0);
+    RowCrossEntropy out;
+    out.probs = low ? at::empty(logits.sizes(), logits.options().dtype(at::kFloat)) : logits.contiguous();
+    out.picked = logits.gather(1, label_index).squeeze(1).to(out.probs.scalar_type());   // before the pass
     // Per row: the maximum, then the sum of exp(x - max); log-sum-exp = max + log(sum).
-    at::Tensor max = at::empty({N, 1}, probs.options()), sum = at::empty({N, 1}, probs.options());
-    for_row_blocks(probs, [&](std::int64_t r0, std::int64_t r1) {
-        at::Tensor p = probs.narrow(0, r0, r1 - r0), m = max.narrow(0, r0, r1 - r0), s = sum.narrow(0, r0, r1 - r0);
-        if (!in_place) p.copy_(logits.narrow(0, r0, r1 - r0));   // the exact widening of 16-bit values
+    at::Tensor max = at::empty({N, 1}, out.probs.options()), sum = at::empty({N, 1}, out.probs.options());
+    for_row_blocks(out.probs, [&](std::int64_t r0, std::int64_t r1) {
+        at::Tensor p = out.probs.narrow(0, r0, r1 - r0), m = max.narrow(0, r0, r1 - r0), s = sum.narrow(0, r0, r1 - r0);
+        if (low) p.copy_(logits.narrow(0, r0, r1 - r0));   // the exact widening of 16-bit values
         at::amax_out(m, p, {1}, /*keepdim=*/true);
         p.sub_(m).exp_();
         at::sum_out(s, p, {1}, /*keepdim=*/true);
         p.div_(s);
     });
-    return sum.log_().add_(max).squeeze(1);
+    logits.reset();
+    out.lse = sum.log_().add_(max).squeeze(1);
+    return out;
 }
 
-void scale_rows(at::Tensor& d, const at::Tensor& scale, at::Tensor& out) {
-    TORCH_CHECK(d.dim() == 2 && out.sizes() == d.sizes() && scale.numel() == d.size(0) && d.is_contiguous(),
-                "scale_rows: d [N, V], scale [N] and out [N, V]");
-    const bool in_place = out.is_same(d);
+at::Tensor logits_gradient(at::Tensor& probs, const at::Tensor& label_index, const at::Tensor& scale,
+                           at::ScalarType dtype) {
+    TORCH_CHECK(probs.dim() == 2 && probs.is_contiguous() && scale.numel() == probs.size(0),
+                "logits_gradient: probabilities [N, V] and a scale per row");
+    probs.scatter_add_(1, label_index, at::full({probs.size(0), 1}, -1.0, probs.options()));   // p − onehot
+    at::Tensor out = dtype == probs.scalar_type() ? probs : at::empty(probs.sizes(), probs.options().dtype(dtype));
+    const bool in_place = out.is_same(probs);
     const at::Tensor column = scale.reshape({-1, 1});
-    for_row_blocks(d, [&](std::int64_t r0, std::int64_t r1) {
-        at::Tensor rows = d.narrow(0, r0, r1 - r0);
+    for_row_blocks(probs, [&](std::int64_t r0, std::int64_t r1) {
+        at::Tensor rows = probs.narrow(0, r0, r1 - r0);
         rows.mul_(column.narrow(0, r0, r1 - r0));
         if (!in_place) out.narrow(0, r0, r1 - r0).copy_(rows);
     });
+    return out;
 }
 
 }  // namespace wingspan::train::kernels

@@ -1,7 +1,8 @@
 #pragma once
-// The cross-entropy's pass over the logits (LmHeadLossFn, trainer/src/model/model.cpp): each
-// row's fp32 probabilities and log-sum-exp, in one fp32 [N, V] tensor and nothing else of that
-// size.
+// The cross-entropy's passes over the logits, forward and backward, for the SFT loss
+// (LmHeadLossFn, trainer/src/model/model.cpp) and the preference objectives' log-probabilities
+// (SequenceLogpFn, objective_preference.cpp): each row's fp32 probabilities and log-sum-exp, in one
+// fp32 [N, V] tensor and nothing else of that size.
 //
 // Why: at::logsumexp makes a second fp32 [N, V] tensor (x - max, then its exp) beside the one the
 // loss keeps, and on a CPU each whole-tensor op is one more trip through memory: the upcast, max,
@@ -15,18 +16,23 @@
 
 namespace wingspan::train::kernels {
 
-// Where softmax_rows writes the probabilities of these logits [N, V]: a new fp32 tensor for 16-bit
-// logits, else the logits themselves (fp32, or fp64 in the trainer's unit tests).
-at::Tensor probabilities_for(const at::Tensor& logits);
+// The cross-entropy of each row of logits [N, V] at its label: probs, the fp32 softmax kept for
+// backward (the logits themselves unless they are 16-bit, so fp32 logits are overwritten; fp64 in
+// the trainer's unit tests), each row's log-sum-exp [N] and its label's logit [N], in probs' dtype
+// (the negative log-likelihood is lse − picked).
+// label_index [N, 1] int64 in [0, V). Takes the logits by value and lets them go as soon as the
+// pass has read them (move them in): beyond probs it allocates [N]- and [N, 1]-sized tensors only.
+struct RowCrossEntropy {
+    at::Tensor probs;
+    at::Tensor lse;
+    at::Tensor picked;
+};
+RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index);
 
-// probs[i, :] = softmax(logits[i, :]); returns each row's log-sum-exp, [N], in probs' dtype.
-// probs is probabilities_for(logits) (contiguous; when it is the logits they are overwritten).
-// Allocates [N]- and [N, 1]-sized tensors only.
-at::Tensor softmax_rows(const at::Tensor& logits, at::Tensor& probs);
-
-// out[i, :] = d[i, :] · scale[i] (d [N, V] and scale [N] in the probabilities' dtype): the loss's backward scaling of
-// its probabilities-turned-gradient. out is d itself (in place) or a 16-bit [N, V] copy for the
-// 16-bit head matmuls, written in the same pass.
-void scale_rows(at::Tensor& d, const at::Tensor& scale, at::Tensor& out);
+// Turns probs into the gradient of the loss with respect to the logits, in place: (p − onehot) ·
+// scale[i] per row (scale [N] in probs' dtype), and returns it in `dtype`: probs itself, or a
+// 16-bit copy for the 16-bit head matmuls written in the same pass.
+at::Tensor logits_gradient(at::Tensor& probs, const at::Tensor& label_index, const at::Tensor& scale,
+                           at::ScalarType dtype);
 
 }  // namespace wingspan::train::kernels

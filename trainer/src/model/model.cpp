@@ -361,13 +361,9 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         at::Tensor valid = labels.ne(-100);
         const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
         at::Tensor safe = labels.clamp_min(0).unsqueeze(1);
-        at::Tensor logits = ops::matmul(hidden, weight.t());                 // [N, V]
-        at::Tensor lf = kernels::probabilities_for(logits);                  // the logits themselves unless 16-bit
-        const at::Tensor picked = logits.gather(1, safe).squeeze(1).to(lf.scalar_type());   // [N], before the pass
-        const at::Tensor lse = kernels::softmax_rows(logits, lf);            // [N]
-        logits.reset();
+        auto [probs, lse, picked] = kernels::cross_entropy_rows(ops::matmul(hidden, weight.t()), safe);   // [N, V], [N], [N]
         at::Tensor loss = ((lse - picked) * valid).sum() / static_cast<double>(n_valid);
-        ctx->save_for_backward({hidden, weight, lf, safe, valid});
+        ctx->save_for_backward({hidden, weight, probs, safe, valid});
         ctx->saved_data["n_valid"] = n_valid;
         ctx->saved_data["tied_grad"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(tied_grad));
         return loss;
@@ -380,11 +376,8 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         const at::Tensor& weight = s[1];
         at::Tensor d = s[2];   // probabilities, turned into d loss / d logits in place
         const std::int64_t n_valid = ctx->saved_data["n_valid"].toInt();
-        d.scatter_add_(1, s[3], at::full({d.size(0), 1}, -1.0, d.options()));
         const at::Tensor scale = s[4].to(d.scalar_type()) * (grads[0].to(d.scalar_type()) / static_cast<double>(n_valid));
-        // The 16-bit copy for the 16-bit head matmuls, written in the scaling's pass.
-        at::Tensor dl = d.scalar_type() == hidden.scalar_type() ? d : at::empty(d.sizes(), d.options().dtype(hidden.scalar_type()));
-        kernels::scale_rows(d, scale, dl);
+        const at::Tensor dl = kernels::logits_gradient(d, s[3], scale, hidden.scalar_type());
         // A tied head: the embedding adds its rows into this gradient in place (see EmbeddingFn).
         auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
         const HeadGrads g = head_backward(dl, hidden, weight, ctx->needs_input_grad(0), ctx->needs_input_grad(1), tied);

@@ -16,20 +16,17 @@ using torch::autograd::Variable;
 using torch::autograd::variable_list;
 
 // lm_head_loss (model.cpp) with a sum per row instead of one mean: the same logits, row pass
-// (kernels::softmax_rows) and probabilities kept for backward, so the logits_loss component is SFT's for the same rows.
+// (kernels::cross_entropy_rows) and probabilities kept for backward, so the logits_loss component is
+// SFT's for the same rows.
 struct SequenceLogpFn : public torch::autograd::Function<SequenceLogpFn> {
     static Variable forward(AutogradContext* ctx, const Variable& hidden, const Variable& weight, const Variable& labels,
                             std::int64_t rows, at::Tensor* tied_grad) {
         mem::Scope scope(Component::LogitsLoss);
         at::Tensor valid = labels.ne(-100);
         at::Tensor safe = labels.clamp_min(0).unsqueeze(1);
-        at::Tensor logits = ops::matmul(hidden, weight.t());                           // [N, V]
-        at::Tensor lf = kernels::probabilities_for(logits);                            // the logits themselves unless 16-bit
-        const at::Tensor picked = logits.gather(1, safe).squeeze(1).to(lf.scalar_type());   // [N], before the pass
-        const at::Tensor lse = kernels::softmax_rows(logits, lf);                      // [N]; lf: probabilities
-        logits.reset();
-        at::Tensor sums = ((picked - lse) * valid).view({rows, -1}).sum(1);             // [rows]
-        ctx->save_for_backward({hidden, weight, lf, safe, valid});
+        auto [probs, lse, picked] = kernels::cross_entropy_rows(ops::matmul(hidden, weight.t()), safe);   // [N, V], [N], [N]
+        at::Tensor sums = ((picked - lse) * valid).view({rows, -1}).sum(1);                              // [rows]
+        ctx->save_for_backward({hidden, weight, probs, safe, valid});
         ctx->saved_data["tied_grad"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(tied_grad));
         return sums;
     }
@@ -39,11 +36,9 @@ struct SequenceLogpFn : public torch::autograd::Function<SequenceLogpFn> {
         const at::Tensor& hidden = s[0];
         const at::Tensor& weight = s[1];
         at::Tensor d = s[2];   // probabilities p, turned into d sum / d logits = g·(onehot − p) in place
-        d.scatter_add_(1, s[3], at::full({d.size(0), 1}, -1.0, d.options()));   // p − onehot
         const std::int64_t rows = grads[0].size(0);
         at::Tensor per_token = grads[0].to(d.scalar_type()).neg().unsqueeze(1).expand({rows, d.size(0) / rows}).reshape({-1});
-        at::Tensor dl = d.scalar_type() == hidden.scalar_type() ? d : at::empty(d.sizes(), d.options().dtype(hidden.scalar_type()));
-        kernels::scale_rows(d, s[4].to(d.scalar_type()) * per_token, dl);   // and the 16-bit copy, one pass
+        const at::Tensor dl = kernels::logits_gradient(d, s[3], s[4].to(d.scalar_type()) * per_token, hidden.scalar_type());
         auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
         const HeadGrads g = head_backward(dl, hidden, weight, ctx->needs_input_grad(0), ctx->needs_input_grad(1), tied);
         const at::Tensor& dh = g.hidden;
