@@ -332,6 +332,49 @@ private slots:
         QCOMPARE(term_bytes(estimate_memory(llama8b(), s, lib.framework("hf-transformers@4.46")), Component::LogitsLoss), tv * 12);
     }
 
+    // A model that returns fp32 logits (torchtune before #1390): the kept logits are 4 B per token × vocab,
+    // so the loss backward holds 16 B (logits, fp32 log-softmax, its two fp32 gradients), not 14.
+    void model_returning_fp32_logits_keeps_them_at_4_bytes() {
+        const nlohmann::json bf16_held = {{"id", "x"}, {"loss", {{"logits_held", true}, {"upcast_fp32", true}}}};
+        nlohmann::json fp32_held = bf16_held;
+        fp32_held["loss"]["logits_fp32"] = true;
+        const TrainingSetup s = lora_bf16_2x2048();
+        const std::int64_t tv = 4096LL * 128256;
+        const auto bf16_est = estimate_memory(llama8b(), s, parse_framework_profile(bf16_held, "x.json"));
+        const auto fp32_est = estimate_memory(llama8b(), s, parse_framework_profile(fp32_held, "x.json"));
+        QCOMPARE(term_bytes(bf16_est, Component::LogitsLoss), tv * 14);
+        QCOMPARE(term_bytes(fp32_est, Component::LogitsLoss), tv * 16);
+        QVERIFY(fp32_est.peak_allocated_bytes - bf16_est.peak_allocated_bytes == tv * 2);
+        // An fp32 run's logits are fp32 already: the key changes nothing there.
+        TrainingSetup f = s;
+        f.precision = Precision::Fp32;
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), f, parse_framework_profile(fp32_held, "x.json")), Component::LogitsLoss),
+                 term_bytes(estimate_memory(llama8b(), f, parse_framework_profile(bf16_held, "x.json")), Component::LogitsLoss));
+    }
+
+    // prime-rl's FusedOutputLinear: the head in blocks of 2,048 vocabulary columns, no [tokens, vocab]
+    // tensor. Its backward is the loss's largest moment: per token the fp32 log-Z, log-probs and entropy
+    // (12 B) and the log-probs' gradient (4 B), per block element 2 + 20 B (the recomputed block beside
+    // the previous one's fp32 probabilities and gradient), and the head's bf16 gradient, vocab × hidden.
+    void vocabulary_blocked_head_keeps_no_logits() {
+        const nlohmann::json blocked = {{"id", "x"}, {"loss", {{"head_vocab_chunk", 2048}}}};
+        const std::int64_t N = 4096, C = 2048, V = 128256, h = 4096;
+        const auto est = estimate_memory(llama8b(), lora_bf16_2x2048(), parse_framework_profile(blocked, "x.json"));
+        QCOMPARE(term_bytes(est, Component::LogitsLoss), N * 16 + N * C * 22 + V * h * 2);
+        // A block wider than the vocabulary is the vocabulary.
+        const nlohmann::json wide = {{"id", "x"}, {"loss", {{"head_vocab_chunk", 1 << 20}}}};
+        QCOMPARE(term_bytes(estimate_memory(llama8b(), lora_bf16_2x2048(), parse_framework_profile(wide, "x.json")),
+                            Component::LogitsLoss),
+                 N * 16 + N * V * 22 + V * h * 2);
+        for (const nlohmann::json bad : {nlohmann::json("2048"), nlohmann::json(-1), nlohmann::json(2.5)}) {
+            try {
+                parse_framework_profile({{"id", "x"}, {"loss", {{"head_vocab_chunk", bad}}}}, "x.json");
+                QFAIL(("loss.head_vocab_chunk " + bad.dump() + " was accepted").c_str());
+            } catch (const ProfileError& e) {
+                QCOMPARE(e.field(), std::string("loss.head_vocab_chunk"));
+            }
+        }
+    }
     // A release's behaviour is checked like the profile's own: a misspelt key names the release.
     void release_keys_are_checked() {
         const nlohmann::json base = {{"id", "x"}, {"loss", {{"upcast_fp32", true}}}};

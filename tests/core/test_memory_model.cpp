@@ -262,6 +262,36 @@ private slots:
         QCOMPARE(in_phase(off, "optimizer_step", Component::OptimizerState), 0);
     }
 
+    // FSDP2 with a tied embedding (one root group: embedding = head, final norm): from the head's
+    // backward to the root's post-backward the group is unsharded in the compute dtype and the head's
+    // gradient waits for the embedding's, on one GPU as on many; not before the loss's backward (a loss
+    // outside the model runs first), not for an untied model, whose head and embedding are groups of
+    // their own.
+    void fsdpRootGroupIsUnshardedThroughBackward() {
+        Architecture tied = test::tiny_arch();   // vocab 100 × hidden 64
+        tied.tied_embeddings = true;
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Bf16Mixed;
+        s.seq_len = 64;
+        const auto plain = estimate_memory(tied, s, test::bare_framework());
+        s.sharding = Sharding::Fsdp;
+        const auto fsdp = estimate_memory(tied, s, test::bare_framework());
+        const std::int64_t V = tied.vocab, h = tied.hidden;
+        for (const char* phase : {"backward", "backward_end"}) {
+            QCOMPARE(in_phase(fsdp, phase, Component::TrainableWeights) - in_phase(plain, phase, Component::TrainableWeights),
+                     (V * h + h) * 2);
+            QCOMPARE(in_phase(fsdp, phase, Component::Gradients) - in_phase(plain, phase, Component::Gradients), V * h * 2);
+        }
+        for (const char* phase : {"forward_end", "loss_backward", "optimizer_step"})
+            QCOMPARE(in_phase(fsdp, phase, Component::TrainableWeights), in_phase(plain, phase, Component::TrainableWeights));
+        const Architecture untied = test::tiny_arch();
+        s.sharding = Sharding::None;
+        const auto untied_plain = estimate_memory(untied, s, test::bare_framework());
+        s.sharding = Sharding::Fsdp;
+        QCOMPARE(estimate_memory(untied, s, test::bare_framework()).peak_allocated_bytes, untied_plain.peak_allocated_bytes);
+    }
+
     // ZeRO-2 per device: its shard of the gradients, the reduce bucket (held throughout) and,
     // in backward, the whole gradient being copied into the bucket: the largest one, or with a
     // tied embedding that trains, its gradient (held from the head to the embedding) plus the

@@ -50,6 +50,9 @@ struct FrameworkBehaviour {
         // The loss shifts a contiguous copy of the fp32 logits (transformers 4.46-4.48 ForCausalLMLoss):
         // one more fp32 [b, s-1, vocab] in forward where b > 1 (one sequence's slice is contiguous).
         bool shifts_logits_copy = false;
+        // The model itself returns fp32 logits (torchtune before #1390: TransformerDecoder.forward's
+        // `self.output(h).float()`): the logits kept are 4 B per token × vocab, no upcast copy is made.
+        bool logits_fp32 = false;
     } loss;
     struct Objective {
         bool reference_before_policy = false;

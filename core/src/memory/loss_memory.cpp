@@ -148,7 +148,45 @@ LossMemory cut_cross_entropy_memory(const LossShape& shape) {
     return loss_of(std::move(tensors), 0, std::move(formula));
 }
 
+// prime-rl's FusedOutputLinear (266f5a66a src/prime_rl/trainer/models/layers/lm_head.py lines 69-171,
+// profile loss.head_vocab_chunk): per-token log-probabilities from blocks of C vocabulary columns,
+// never a [tokens, vocab] tensor. N = b·s tokens (every position), e the compute dtype.
+//   forward  (lines 97-115): per block `logits = hidden @ w_chunk.t()` [N, C] (e B), its fp32 copy,
+//            and in _online_logsumexp_and_weighted_update (lines 174-191) exp(x − m) and exp(x − m)·x,
+//            fp32 [N, C] each, beside eight fp32 running statistics per token; saves the hidden
+//            states (the final norm's output, counted with it), the labels (the inputs') and an fp32
+//            log-Z per token, and returns fp32 log-probabilities and entropy per token;
+//   backward (lines 126-171): grad_hidden = zeros_like(hidden) (the activations' gradient of the
+//            final hidden state) and grad_weight = zeros_like(weight), the head's gradient in the
+//            compute dtype for a head that trains or not; per block, at `p = exp(logits_f − logz)`,
+//            the previous block's p and grad_logits (fp32) are still bound beside the new logits (e B),
+//            their fp32 copy, the subtraction and the exponential: (e + 20) B per block element.
+LossMemory vocab_chunked_head_memory(const LossShape& shape, std::int64_t columns) {
+    const std::int64_t N = shape.tokens, V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const std::int64_t C = std::min(V, columns);
+    std::vector<LossTensor> tensors = {
+        {"a block's logits, fp32 copy and exponentials", N * C * (e + 12), 0},
+        {"fp32 running statistics per token", N * 8 * 4, 0},
+        {"fp32 log-Z (saved), log-probs and entropy per token", N * 12, N * 12, true},
+        {"the log-probs' fp32 gradient", 0, N * 4},
+        {"the head's gradient in the compute dtype (zeros_like(weight))", 0, V * h * e},
+        {"two blocks' logits, probabilities and gradients", 0, N * C * (e + 20)},
+    };
+    std::string formula = "vocabulary-blocked head (no logits kept): " + n(N) + " tokens × " + n(C) + " columns × (" +
+                          std::to_string(e + 12) + " B in forward: the block's logits, fp32 copy, two fp32 exponentials; " +
+                          std::to_string(e + 20) + " B in backward: the block recomputed beside the previous block's fp32 "
+                          "probabilities and gradient) + 44 B per token in forward (fp32 statistics, log-Z, log-probs, "
+                          "entropy) + the head's gradient " + n(V) + " × " + n(h) + " × " + std::to_string(e) +
+                          " B in backward (prime-rl FusedOutputLinear)";
+    return loss_of(std::move(tensors), N, std::move(formula), N * C * (e + 12) + N * 44);
+}
+
 }  // namespace
+
+std::int64_t loss_head_vocab_chunk(const FrameworkProfile& fw) {
+    const auto it = fw.behaviour.find("loss");
+    return it != fw.behaviour.end() && it->is_object() ? it->value("head_vocab_chunk", std::int64_t{0}) : 0;
+}
 
 bool compiled_loss(const FrameworkProfile& fw) {
     return behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "fuses_loss_upcast");
@@ -179,6 +217,8 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
     std::vector<LossTensor> tensors;
     std::string logits_formula;
     if (trains && fused_logprob_head(fw, setup)) return fused_logprob_memory(fw, setup, shape);
+    if (const std::int64_t columns = loss_head_vocab_chunk(fw); trains && columns > 0)
+        return vocab_chunked_head_memory(shape, columns);
     if (trains && fw.traits.loss.cut_cross_entropy && bs > fw.traits.loss.cut_cross_entropy_above_tokens)
         return cut_cross_entropy_memory(shape);
     if (!trains) {
@@ -221,16 +261,20 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // loss saves (fp32 when it upcasts), none of it when fused (the gradient is made in
         // forward). Per chunk: the logits of a chunk not kept whole and the fp32 upcast in
         // forward; in backward the two gradients of the log-softmax.
-        const std::int64_t lsm = (fw.loss_upcast_fp32 || e >= 4) ? 4 : e;
-        const std::int64_t upcast = (fw.loss_upcast_fp32 && e < 4) ? 4 : 0;
-        const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? e : 0) + lsm;
-        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
+        // A model that returns fp32 logits (loss.logits_fp32) keeps them at 4 B; its 16-bit head output
+        // lives only while .float() copies it, and the loss has nothing left to upcast.
+        const bool model_fp32 = fw.traits.loss.logits_fp32 && e < 4;
+        const std::int64_t logits_e = model_fp32 ? 4 : e;
+        const std::int64_t lsm = (fw.loss_upcast_fp32 || logits_e >= 4) ? 4 : e;
+        const std::int64_t upcast = (fw.loss_upcast_fp32 && logits_e < 4) ? 4 : 0;
+        const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? logits_e : 0) + lsm;
+        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : logits_e) + (model_fp32 ? e : 0) + upcast + (fw.loss_fused ? 3 * lsm : 0);
         const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
         const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
         // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
         // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
         const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
-        const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : e;
+        const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : logits_e;
         // transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38 at 4.46.3): logits.float(), then
         // logits[..., :-1, :].contiguous(), a copy where the batch has more than one row, freed once
         // the log-softmax has its output.
@@ -247,7 +291,8 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         logit_tokens = chunk;
         logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
                          (fw.loss_fused ? std::string("fused loss: nothing")
-                                        : std::string(fw.logits_held ? "logits + " : "") + (lsm == 4 ? "fp32" : "16-bit") +
+                                        : std::string(fw.logits_held ? (model_fp32 ? "the model's fp32 logits + " : "logits + ") : "") +
+                                              (lsm == 4 ? "fp32" : "16-bit") +
                                               " log-softmax") +
                          ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
                          " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +

@@ -52,6 +52,10 @@ bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char*
 // fp32 upcast (compile.fuses_loss_upcast).
 bool compiled_loss(const FrameworkProfile& fw);
 
+// The vocabulary columns per block of a head that runs with its loss inside the model (profile
+// loss.head_vocab_chunk; prime-rl's FusedOutputLinear); 0: none.
+std::int64_t loss_head_vocab_chunk(const FrameworkProfile& fw);
+
 // TRL 1.16's fused log-prob head (profile objective.fused_logprob_head) beyond SFT: per-token
 // log-probs from [tokens, 32,768] tiles, never the full logits (loss_memory.cpp fused_logprob_memory).
 bool fused_logprob_head(const FrameworkProfile& fw, const TrainingSetup& setup);

@@ -123,6 +123,51 @@ void write_loss_rows(const PhaseInputs& in, bool forward_attention, RowWriter& w
     if (forward_attention) loss_row({"the loss's kept tensors, not made yet"}, -kept, "forward_attention", "forward_attention");
 }
 
+// FSDP2 with a tied embedding: one group, the root, holds the embedding (which is the head) and the
+// final norm. Once backward reaches the head it is unsharded again, in the compute dtype, and stays
+// so with the head's gradient, which waits in the tied parameter's AccumulateGrad input buffer for the
+// embedding's (torch/csrc/autograd/input_buffer.cpp), until the group's post-backward reduce-scatter
+// after the embedding's backward. prime-rl 266f5a66a src/prime_rl/trainer/model.py lines 151-195:
+// fully_shard on each decoder layer, then on the root, whose own parameters are embed_tokens =
+// lm_head and the norm when the embeddings are tied (MixedPrecisionPolicy param_dtype bf16). A head
+// that runs its loss inside the model (loss.head_vocab_chunk) needs the unsharded weight already in
+// the loss's backward, which also makes its gradient (loss_memory.cpp).
+void write_fsdp_root_rows(const PhaseInputs& in, bool tied_trains, bool embedding_phase, const std::string& last,
+                          RowWriter& w) {
+    const auto& c = in.c;
+    const auto& a = in.a;
+    if (c.setup.sharding != Sharding::Fsdp || !tied_trains) return;
+    const auto& phases = w.inventory().phases;
+    auto has = [&](const char* p) { return std::find(phases.begin(), phases.end(), p) != phases.end(); };
+    const std::string first_layer = has("backward_down_gradient") ? "backward_down_gradient" : "backward";
+    const bool head_in_loss = loss_head_vocab_chunk(c.fw) > 0;
+    const std::int64_t params = (a.V * a.h + a.h) * a.e, grad = a.V * a.h * a.e;
+    TensorRow p = row("FSDP root group unsharded (embedding = head, final norm)", Component::TrainableWeights, "global",
+                      "(v·h + h) × compute dtype", a.V * a.h + a.h, double(a.e),
+                      "FSDP2 gathers the root group again when backward reaches the head and keeps it until the "
+                      "group's post-backward, after the embedding's backward (tied embeddings: one group)",
+                      {"sharding"});
+    p.bytes = params;
+    p.created = head_in_loss ? "loss_backward" : first_layer;
+    p.freed = last;
+    w.add(p);
+    // At the embedding's backward its own row counts the tied gradients (rows_phases: embedding_backward).
+    std::string grad_until = last;
+    if (embedding_phase) {
+        const auto e = std::find(phases.begin(), phases.end(), std::string("embedding_backward"));
+        grad_until = e == phases.begin() ? last : *(e - 1);
+    }
+    TensorRow g = row("FSDP root group's head gradient, waiting for the embedding's", Component::Gradients, "global",
+                      "v·h × compute dtype", a.V * a.h, double(a.e),
+                      "the tied parameter's AccumulateGrad runs once both uses have their gradient: the head's waits "
+                      "in its input buffer through every layer's backward",
+                      {"sharding"});
+    g.bytes = grad;
+    g.created = first_layer;
+    g.freed = grad_until;
+    w.add(g);
+}
+
 }  // namespace
 
 void write_training_phases(const PhaseInputs& in, RowWriter& w) {
@@ -192,6 +237,7 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
         moment(w, "embedding_backward", d.grads + d.sync_buffers + d.zero2_bucket + dense, step_in_bwd, 0, 0, paged_in_bwd);
         write_backward_row("embedding_backward", a.inputs + a.G, m, w);
     }
+    write_fsdp_root_rows(in, tied_trains, embedding_phase, last, w);
     if (step_temp > 0)
         w.shown(figure(row("optimizer step temporaries", Component::OptimizerState, "one step", "", 0, 4,
                            "what the framework's optimizer step (" + c.fw.optimizer_step + ") allocates beside the state"),

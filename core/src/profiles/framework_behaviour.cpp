@@ -71,6 +71,48 @@ std::vector<BehaviourKey> model_keys() {
     };
 }
 
+// The loss section's keys: what the head and the loss keep per token × vocab.
+std::vector<BehaviourKey> loss_keys() {
+    return {
+        {"loss", "logits_held", "bool", "true", "the model returns the full logits and they live until backward"},
+        {"loss", "upcast_fp32", "bool", "true", "the loss runs on fp32 logits (its saved log-softmax is fp32)"},
+        {"loss", "fused", "bool", "false",
+         "the loss and its gradient are computed in forward chunk by chunk; nothing per token × vocab is kept (Unsloth)"},
+        {"loss", "chunks", "integer", "0 (none)", "a fixed number of chunks the tokens are split into (torchtune 8)"},
+        {"loss", "chunk_tokens", "integer", "0 (none)", "tokens per chunk (LitGPT 128)"},
+        {"loss", "chunk_fp32_bytes", "integer", "0 (none)",
+         "as many chunks (a multiple of `chunks_multiple`) as keep one chunk's fp32 logits under this many bytes (Unsloth: "
+         "4 GiB)"},
+        {"loss", "chunks_multiple", "integer", "1", "the chunk count is a multiple of this (Unsloth: 4)"},
+        flag<&B::loss, &B::Loss::cut_cross_entropy>(
+            "loss", "cut_cross_entropy",
+            "Apple's Cut Cross-Entropy takes the hidden states and the head (cut-cross-entropy 24.12 `cce.py` "
+            "LinearCrossEntropyFunction): no logits; forward keeps an fp32 log-sum-exp and an int64 index per token and an "
+            "fp32 average per vocabulary entry, backward allocates the hidden states' and the head's gradients (`zeros_like`, "
+            "the head's even when frozen). Unsloth 2025.1 (release `2025.1` of its profile)"),
+        flag<&B::loss, &B::Loss::shifts_logits_copy>(
+            "loss", "shifts_logits_copy",
+            "the loss shifts the fp32 logits with `logits[..., :-1, :].contiguous()` (transformers 4.46.0 to at least 4.48.0 "
+            "`loss/loss_utils.py` ForCausalLMLoss): one more fp32 b·(s−1)·vocab in forward when b > 1; one sequence's slice "
+            "is already contiguous (release `4.46` of the hf-transformers profile)"),
+        flag<&B::loss, &B::Loss::logits_fp32>(
+            "loss", "logits_fp32",
+            "the model returns fp32 logits (torchtune before #1390, e.g. 30c75d4a7 `torchtune/modules/transformer.py` line "
+            "226 `output = self.output(h).float()`): the logits kept until backward are 4 B per token × vocab where the "
+            "compute dtype has 2, and the loss makes no fp32 copy of its own (the 16-bit head output lives only while it "
+            "is upcast)"),
+        {"loss", "head_vocab_chunk", "integer", "0 (none)",
+         "the head and the loss run together in blocks of this many vocabulary columns and return per-token "
+         "log-probabilities, recomputing each block in backward: no [tokens, vocab] tensor (prime-rl 266f5a66a "
+         "`src/prime_rl/trainer/models/layers/lm_head.py` FusedOutputLinear, 2048 for its RL trainer); forward keeps the "
+         "hidden states, the int64 labels and an fp32 log-Z per token, backward makes the head's gradient in the compute "
+         "dtype (`zeros_like(weight)`)"},
+        {"loss", "cut_cross_entropy_above_tokens", "integer", "0 (always)",
+         "with `cut_cross_entropy`, only batches of more tokens take it; smaller ones keep the profile's other loss keys "
+         "(Unsloth 2025.1: 1,024, `if bsz*q_len <= 1024: RETURN_LOGITS = True`)"}
+    };
+}
+
 }  // namespace
 
 const std::vector<BehaviourKey>& behaviour_keys() {
@@ -119,30 +161,6 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "serve plan in a format the machine's framework does not list does not run there"},
         {"quantization", "embeddings", "bool", "false", "the token embedding is quantized too (MLX)"},
         {"quantization", "head", "bool", "false", "the LM head is quantized too (MLX; LitGPT via Fabric)"},
-        {"loss", "logits_held", "bool", "true", "the model returns the full logits and they live until backward"},
-        {"loss", "upcast_fp32", "bool", "true", "the loss runs on fp32 logits (its saved log-softmax is fp32)"},
-        {"loss", "fused", "bool", "false",
-         "the loss and its gradient are computed in forward chunk by chunk; nothing per token × vocab is kept (Unsloth)"},
-        {"loss", "chunks", "integer", "0 (none)", "a fixed number of chunks the tokens are split into (torchtune 8)"},
-        {"loss", "chunk_tokens", "integer", "0 (none)", "tokens per chunk (LitGPT 128)"},
-        {"loss", "chunk_fp32_bytes", "integer", "0 (none)",
-         "as many chunks (a multiple of `chunks_multiple`) as keep one chunk's fp32 logits under this many bytes (Unsloth: "
-         "4 GiB)"},
-        {"loss", "chunks_multiple", "integer", "1", "the chunk count is a multiple of this (Unsloth: 4)"},
-        flag<&B::loss, &B::Loss::cut_cross_entropy>(
-            "loss", "cut_cross_entropy",
-            "Apple's Cut Cross-Entropy takes the hidden states and the head (cut-cross-entropy 24.12 `cce.py` "
-            "LinearCrossEntropyFunction): no logits; forward keeps an fp32 log-sum-exp and an int64 index per token and an "
-            "fp32 average per vocabulary entry, backward allocates the hidden states' and the head's gradients (`zeros_like`, "
-            "the head's even when frozen). Unsloth 2025.1 (release `2025.1` of its profile)"),
-        flag<&B::loss, &B::Loss::shifts_logits_copy>(
-            "loss", "shifts_logits_copy",
-            "the loss shifts the fp32 logits with `logits[..., :-1, :].contiguous()` (transformers 4.46.0 to at least 4.48.0 "
-            "`loss/loss_utils.py` ForCausalLMLoss): one more fp32 b·(s−1)·vocab in forward when b > 1; one sequence's slice "
-            "is already contiguous (release `4.46` of the hf-transformers profile)"),
-        {"loss", "cut_cross_entropy_above_tokens", "integer", "0 (always)",
-         "with `cut_cross_entropy`, only batches of more tokens take it; smaller ones keep the profile's other loss keys "
-         "(Unsloth 2025.1: 1,024, `if bsz*q_len <= 1024: RETURN_LOGITS = True`)"},
         {"checkpointing", "offload", "bool", "false",
          "checkpointed layer inputs live in host RAM (Unsloth's `\"unsloth\"` checkpointing)"},
         flag<&B::objective, &B::Objective::reference_before_policy>(
@@ -208,6 +226,8 @@ const std::vector<BehaviourKey>& behaviour_keys() {
             "`flash` kind with grouped KV heads, dk and dv expanded to every query head: a `backward_attention` phase"),
         };
         all.insert(all.end(), sections.begin(), sections.end());
+        const std::vector<BehaviourKey> loss = loss_keys();
+        all.insert(all.end(), loss.begin(), loss.end());
         const std::vector<BehaviourKey> model = model_keys();
         all.insert(all.end(), model.begin(), model.end());
         return all;
