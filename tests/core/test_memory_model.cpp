@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <QtTest>
 
 #include "test_support.hpp"
@@ -17,6 +18,9 @@ const Phase& phase(const MemoryEstimate& e, const std::string& name) {
     for (const auto& p : e.phases)
         if (p.name == name) return p;
     throw std::runtime_error("no phase " + name);
+}
+bool has_phase(const MemoryEstimate& e, const std::string& name) {
+    return std::any_of(e.phases.begin(), e.phases.end(), [&](const Phase& p) { return p.name == name; });
 }
 std::int64_t in_phase(const MemoryEstimate& e, const std::string& name, Component c) {
     const auto& p = phase(e, name);
@@ -290,6 +294,38 @@ private slots:
         const auto untied_plain = estimate_memory(untied, s, test::bare_framework());
         s.sharding = Sharding::Fsdp;
         QCOMPARE(estimate_memory(untied, s, test::bare_framework()).peak_allocated_bytes, untied_plain.peak_allocated_bytes);
+    }
+
+    // After the step ZeRO-1/-2 broadcast each device's updated range of the parameters; where the
+    // collectives take no bf16 (profile bf16_collectives_in_fp32) the bf16 pieces travel through one
+    // fp32 buffer the size of the largest tensor (the tiny model's MLP matrices, 128 × 64): a phase
+    // after the step holds it beside the state, with ZeRO-1's gradients already let go. fp32
+    // parameters travel as they are.
+    void zeroBroadcastsBf16ParametersThroughAnFp32Piece() {
+        const Architecture tiny = test::tiny_arch();
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Bf16Mixed;
+        s.devices = 2;
+        FrameworkProfile gloo = test::bare_framework();
+        gloo.bf16_collectives_in_fp32 = true;
+        for (Sharding sharding : {Sharding::Zero1, Sharding::Zero2}) {
+            s.sharding = sharding;
+            s.precision = Precision::Bf16Mixed;
+            const auto est = estimate_memory(tiny, s, gloo);
+            QCOMPARE(in_phase(est, "parameter_broadcast", Component::OptimizerState) -
+                         in_phase(est, "forward_end", Component::OptimizerState),
+                     std::int64_t(128 * 64 * 4));
+            QCOMPARE(in_phase(est, "parameter_broadcast", Component::Gradients),
+                     sharding == Sharding::Zero1 ? in_phase(est, "forward_end", Component::Gradients)
+                                                 : in_phase(est, "optimizer_step", Component::Gradients));
+            QVERIFY(!has_phase(estimate_memory(tiny, s, test::bare_framework()), "parameter_broadcast"));
+            s.precision = Precision::Fp32;
+            QVERIFY(!has_phase(estimate_memory(tiny, s, gloo), "parameter_broadcast"));
+        }
+        s.sharding = Sharding::Ddp;
+        s.precision = Precision::Bf16Mixed;
+        QVERIFY(!has_phase(estimate_memory(tiny, s, gloo), "parameter_broadcast"));
     }
 
     // ZeRO-2 per device: its shard of the gradients, the reduce bucket (held throughout) and,

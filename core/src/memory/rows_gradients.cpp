@@ -97,6 +97,19 @@ void write_gradient_rows(const PlanContext& c, const StateTotals& t, RowWriter& 
                            " B) before it is copied into the bucket",
             {{"largest_gradient_bytes", double(other)}, {"tied_embedding_bytes", double(tied)}});
     }
+    // After the step, ZeRO-1/-2 send each device's updated range of the parameters to the others in
+    // place; where the collectives take no bf16, each bf16 piece (one tensor's part in one device's
+    // range) travels through one fp32 buffer the size of the largest tensor (wingspan-train
+    // distributed_sync.cpp GradientSync::after_update), a temporary of the optimizer step.
+    if ((setup.sharding == Sharding::Zero1 || setup.sharding == Sharding::Zero2) && wire > 1 && grads > 0)
+        d.broadcast_piece = w.shown(
+            figure(row("ZeRO parameter piece on the wire (fp32)", Component::OptimizerState, "one tensor", "", t.largest_trainable, 4,
+                       "the updated bf16 parameters are broadcast piece by piece through one fp32 buffer (the collectives take no bf16)",
+                       {"sharding"}),
+                   t.largest_trainable * 4),
+            "ZeRO parameter broadcast after the step: one fp32 buffer the size of the largest tensor (" + n(t.largest_trainable) +
+                " elements) × 4 B (the collectives take no bf16)",
+            {{"elements", double(t.largest_trainable)}});
 }
 
 void write_optimizer_rows(const PlanContext& c, const StateTotals& t, RowWriter& w, StateOnDevice& d, MemoryEstimate& est) {

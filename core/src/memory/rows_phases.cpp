@@ -244,6 +244,11 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
                        step_temp),
                 "optimizer step temporaries (" + c.fw.optimizer_step + ")", {{"bytes", double(step_temp)}});
     if (!d.in_bwd) moment(w, "optimizer_step", d.grads + d.sync_buffers + d.zero2_bucket, step_temp + d.paged_resident, 0, 0, d.paged_resident);
+    // ZeRO-1/-2's parameter broadcast after the step (rows_gradients.cpp): ZeRO-1 has let its
+    // gradients go, ZeRO-2 keeps its (zeroed) shard; the buffers held throughout stay.
+    if (d.broadcast_piece > 0)
+        moment(w, "parameter_broadcast", (c.setup.sharding == Sharding::Zero1 ? 0 : d.grads) + d.sync_buffers + d.zero2_bucket,
+               d.broadcast_piece, 0);
     std::vector<MemoryTerm> objective_terms;
     for (auto& [name, extra] : objective_phases(in.objective, {held_grads, m.forward, in.logits_forward}, objective_terms)) {
         w.begin_phase(name);

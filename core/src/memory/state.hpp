@@ -37,6 +37,7 @@ struct StateOnDevice {
     std::int64_t grads = 0;                // the gradients' term
     std::int64_t sync_buffers = 0;         // DDP's buckets or ZeRO-1's wire buffer, held throughout
     std::int64_t zero2_bucket = 0, zero2_in_flight = 0, zero2_tied = 0;
+    std::int64_t broadcast_piece = 0;      // ZeRO-1/-2: a parameter piece's fp32 copy on the wire (optimizer step)
     bool offload = false;
     std::int64_t master = 0, optimizer = 0;
     std::int64_t paged_resident = 0;

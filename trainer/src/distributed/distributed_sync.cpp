@@ -280,18 +280,34 @@ void GradientSync::after_update() {
     else
         shard_grad_.zero_();
     // Each rank's updated range goes to every other rank in place, in the parameters
-    // themselves: one broadcast per piece, no gathered copy. (bf16 travels as an fp32 copy of
-    // one piece at a time: gloo has no bf16.)
+    // themselves: one broadcast per piece, no gathered copy. bf16 travels in fp32 (gloo has no
+    // bf16) through one buffer the size of the largest parameter, made once: a fresh fp32 copy
+    // per piece would leave the previous one alive while gloo's worker thread still holds it, so
+    // the bytes would depend on thread timing (core: rows_gradients.cpp "ZeRO parameter piece").
     const int n = group_.world_size();
-    const bool staged = Group::wire_dtype(params_.front().scalar_type()) != params_.front().scalar_type();
-    mem::Scope scope(Component::Activations);   // a staged piece is a step temporary
+    const at::ScalarType dtype = params_.front().scalar_type();
+    const bool staged = Group::wire_dtype(dtype) != dtype;
+    mem::Scope scope(Component::OptimizerState);   // a temporary of the step
+    at::Tensor wire;
+    if (staged) {
+        std::int64_t largest = 0;
+        for (const auto& p : params_) largest = std::max<std::int64_t>(largest, p.numel());
+        wire = at::empty({largest}, params_.front().options().dtype(Group::wire_dtype(dtype)));
+    }
     std::vector<Pending> work;
     for (int r = 0; r < n; ++r)
         for (std::size_t i = 0; i < params_.size(); ++i) {
             const auto [lo, hi] = owned_part(offsets_[i], params_[i].numel(), total_, n, r);
             if (hi <= lo) continue;
-            work.push_back(group_.broadcast(params_[i].detach().view(-1).narrow(0, lo, hi - lo), r));
-            if (staged) work.back().wait();
+            at::Tensor piece = params_[i].detach().view(-1).narrow(0, lo, hi - lo);
+            if (!staged) {
+                work.push_back(group_.broadcast(piece, r));
+                continue;
+            }
+            at::Tensor on_wire = wire.narrow(0, 0, hi - lo);
+            if (r == group_.rank()) on_wire.copy_(piece);
+            group_.broadcast(on_wire, r).wait();
+            if (r != group_.rank()) piece.copy_(on_wire);
         }
     for (auto& w : work) w.wait();
 }
