@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include "support/emit.hpp"
@@ -128,6 +129,23 @@ at::Tensor GradientSync::flat_grads(const Bucket& b) {
 }
 
 // The part of parameter i's flat range that rank r owns, as [lo, hi) within the parameter.
+// shard += part, where a bf16 shard takes an fp32 sum off the wire: ATen's add_ computes in fp32 into
+// a temporary the size of the part and copies it back (TensorIterator casts its output), bytes no
+// planner row has; on the CPU each element is added and rounded in place instead (the same
+// arithmetic: the fp32 sum rounded to bf16 once).
+static void add_into_shard(at::Tensor shard, const at::Tensor& part) {
+    if (shard.scalar_type() != at::kBFloat16 || part.scalar_type() != at::kFloat || !shard.is_cpu() ||
+        !shard.is_contiguous() || !part.is_contiguous()) {
+        shard.add_(part);
+        return;
+    }
+    auto* dst = shard.data_ptr<at::BFloat16>();
+    const float* src = part.data_ptr<float>();
+    at::parallel_for(0, shard.numel(), 1 << 15, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) dst[i] = at::BFloat16(static_cast<float>(dst[i]) + src[i]);
+    });
+}
+
 static std::pair<std::int64_t, std::int64_t> owned_part(std::int64_t offset, std::int64_t n, std::int64_t total, int world,
                                                         int r) {
     const std::int64_t chunk = (total + world - 1) / world;
@@ -198,7 +216,7 @@ void GradientSync::zero2_accumulated(std::size_t i) {
             mem::Scope scope(Component::Gradients);
             g = g.contiguous();
         }
-        zero2_reduce(g.view(-1), {{i, 0}});
+        zero2_reduce_through_buffer(g.view(-1), i);
         g = at::Tensor();
         return;
     }
@@ -231,7 +249,31 @@ void GradientSync::zero2_reduce(const at::Tensor& flat, const std::vector<std::p
     for (auto& w : work) w.wait();
     for (const auto& [param, offset] : entries) {
         const auto [lo, hi] = owned_part(offsets_[param], params_[param].numel(), total_, n, group_.rank());
-        if (hi > lo) shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo).add_(flat.narrow(0, offset + lo, hi - lo));
+        if (hi > lo) add_into_shard(shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo), flat.narrow(0, offset + lo, hi - lo));
+    }
+}
+
+// A gradient larger than the reduce buffer goes through it a buffer's length at a time, in the
+// buffer's dtype (fp32 where the collectives take no bf16): no copy of the whole gradient is made,
+// where reducing it in place would stage each rank's range of a bf16 gradient as an fp32 copy.
+void GradientSync::zero2_reduce_through_buffer(const at::Tensor& g, std::size_t param) {
+    const int n = group_.world_size();
+    const std::int64_t numel = g.numel(), length = reduce_buffer_.numel();
+    for (std::int64_t c0 = 0; c0 < numel; c0 += length) {
+        const std::int64_t c1 = std::min(numel, c0 + length);
+        at::Tensor chunk = reduce_buffer_.narrow(0, 0, c1 - c0);
+        chunk.copy_(g.narrow(0, c0, c1 - c0));
+        // Rank r's part of this chunk, as offsets into the gradient.
+        auto part = [&](int r) {
+            const auto [lo, hi] = owned_part(offsets_[param], numel, total_, n, r);
+            return std::pair{std::max(lo, c0), std::min(hi, c1)};
+        };
+        std::vector<Pending> work;
+        for (int r = 0; r < n; ++r)
+            if (const auto [lo, hi] = part(r); hi > lo) work.push_back(group_.reduce_sum(chunk.narrow(0, lo - c0, hi - lo), r));
+        for (auto& w : work) w.wait();
+        if (const auto [lo, hi] = part(group_.rank()); hi > lo)
+            add_into_shard(shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo), chunk.narrow(0, lo - c0, hi - lo));
     }
 }
 

@@ -103,6 +103,7 @@ private:
     void zero2_accumulated(std::size_t param);
     void zero2_reduce_buffer();
     void zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries);
+    void zero2_reduce_through_buffer(const at::Tensor& g, std::size_t param);
 
     Group& group_;
     Sharding sharding_;
