@@ -230,6 +230,57 @@ private slots:
             }
     }
 
+    // A published run that ran out (prime-rl's CI baseline of 2026-01-15: Qwen3-0.6B full SFT at 65,536
+    // tokens on an H100, fixture cuda-2.9-prime-rl-65536.txt) against the plan of that run, with the
+    // behaviour read in prime-rl's source (bench/published/cases.json, its prime-rl cases): fp32 logits
+    // kept through the loss. The 37.09 GiB it asked for is one fp32 [seq, vocab] tensor (the
+    // log-softmax's output), the plan crosses the device in the loss's forward, and what the plan holds
+    // there beside the log-softmax is the 43.38 GiB the message says was allocated (within 0.5 %).
+    void publishedRunOutOfMemoryIsThePlansLoss() {
+        const auto report = parse_oom_message(fixture("cuda-2.9-prime-rl-65536.txt")).value();
+        QCOMPARE(*report.requested_bytes, gib(37.09));
+        QCOMPARE(*report.capacity_bytes, gib(79.18));
+        QCOMPARE(*report.allocated_bytes, gib(43.38));
+        QCOMPARE(*report.process_bytes, gib(44.69));
+        const auto& lib = test::library();
+        const Architecture arch = lib.model("qwen3-0.6b").arch;
+        json profile = json::parse(std::ifstream(std::string(WINGSPAN_TEST_PROFILES_DIR) + "/frameworks/hf-transformers.json"));
+        profile.erase("releases");
+        profile.merge_patch({{"optimizer_step", "foreach"},
+                             {"loss", {{"logits_held", true}, {"upcast_fp32", true}, {"logits_fp32", true}}},
+                             {"compile", {{"enabled", true}, {"fuses_loss_upcast", false}}}});
+        const FrameworkProfile fw = parse_framework_profile(profile, "prime-rl.json");
+        TrainingSetup s;
+        s.method = Method::Full;
+        s.precision = Precision::Bf16Mixed;
+        s.seq_len = 65536;
+        s.micro_batch = 1;
+        s.grad_accum = 2;
+        s.grad_checkpointing = true;
+        s.attention = Attention::Flash;
+        s.compile = true;
+        s.devices = 1;
+        s.sharding = Sharding::Fsdp;
+        s.validate(arch);
+        const OomDiagnosis d = diagnose_oom(report, arch, s, fw);
+        QVERIFY(d.plan_bytes > d.ceiling_bytes);
+        QCOMPARE(QString::fromStdString(d.failing_phase), QString("forward_end"));
+        QVERIFY2(d.matching_tensor.find("fp32") != std::string::npos, d.matching_tensor.c_str());
+        // The forward's end less the log-softmax being made: what was allocated when it was asked for
+        // (step 0: no optimizer state or gradients yet).
+        const MemoryEstimate est = estimate_memory(arch, s, fw);
+        std::int64_t before = 0, lsm = 0;
+        for (const auto& p : est.phases)
+            if (p.name == "forward_end")
+                before = p.total() - p.bytes.at(Component::OptimizerState) - p.bytes.at(Component::Gradients);
+        for (const auto& r : est.inventory.rows)
+            if (r.name == "fp32 log-softmax") lsm = r.bytes;
+        QCOMPARE(lsm, std::int64_t(4) * 65536 * arch.vocab);
+        before -= lsm;
+        const double off = double(before) / double(*report.allocated_bytes) - 1.0;
+        QVERIFY2(std::fabs(off) < 0.005, std::to_string(off).c_str());
+    }
+
     // Issue 26's Done-when: every form's advice is a setting the planner says fits. For each real
     // message (every fixture but the refused one), a plan that does not fit its device gets advice,
     // each entry's "fits" is what the verdict says on the message's device, and one entry fits.

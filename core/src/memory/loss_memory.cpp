@@ -262,13 +262,14 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // forward). Per chunk: the logits of a chunk not kept whole and the fp32 upcast in
         // forward; in backward the two gradients of the log-softmax.
         // A model that returns fp32 logits (loss.logits_fp32) keeps them at 4 B; its 16-bit head output
-        // lives only while .float() copies it, and the loss has nothing left to upcast.
+        // lives only while .float() copies it (e + 4 B, before the log-softmax's 4 + 4), and the loss
+        // has nothing left to upcast.
         const bool model_fp32 = fw.traits.loss.logits_fp32 && e < 4;
         const std::int64_t logits_e = model_fp32 ? 4 : e;
         const std::int64_t lsm = (fw.loss_upcast_fp32 || logits_e >= 4) ? 4 : e;
         const std::int64_t upcast = (fw.loss_upcast_fp32 && logits_e < 4) ? 4 : 0;
         const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? logits_e : 0) + lsm;
-        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : logits_e) + (model_fp32 ? e : 0) + upcast + (fw.loss_fused ? 3 * lsm : 0);
+        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : logits_e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
         const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
         const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
         // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
