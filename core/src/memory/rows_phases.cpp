@@ -166,6 +166,18 @@ void write_fsdp_root_rows(const PhaseInputs& in, bool tied_trains, bool embeddin
     g.created = first_layer;
     g.freed = grad_until;
     w.add(g);
+    // The same bytes as terms, so each component's "max over phases" is explained (counted by the rows above).
+    const std::string e = std::to_string(a.e) + " B";
+    w.shown(figure(row("FSDP root group unsharded in backward", Component::TrainableWeights, "global", "", 0, 0,
+                       "the rows above, as a term", {"sharding"}),
+                   params),
+            "FSDP root group unsharded in backward (tied embedding = head, final norm): (vocab × hidden + hidden) × " + e,
+            {{"vocab", double(a.V)}, {"hidden", double(a.h)}});
+    w.shown(figure(row("FSDP root group's waiting head gradient", Component::Gradients, "global", "", 0, 0,
+                       "the rows above, as a term", {"sharding"}),
+                   grad),
+            "FSDP root group: the head's gradient waiting in backward for the embedding's: vocab × hidden × " + e,
+            {{"vocab", double(a.V)}, {"hidden", double(a.h)}});
 }
 
 }  // namespace
