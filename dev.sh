@@ -33,7 +33,7 @@ PACKAGES=(
 install_missing() {
   local missing=()
   for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "dev.sh: installing ${missing[*]}" >&2
@@ -116,7 +116,10 @@ cuda() {
   [ $build_only = 1 ] || mapfile -t targets < <(ctest --test-dir "$dir" -N -L trainer | sed -n 's/^ *Test *#[0-9]*: //p')
   cmake --build "$dir" -j "$JOBS" --target wingspan-train "${targets[@]}"
   # The CUDA flavour, not a CPU libtorch found first: the binary needs libtorch_cuda.
-  ldd "$dir/bin/wingspan-train" | grep -q 'libtorch_cuda\.so => '"$torch_pkg" ||
+  # (ldd's output captured first: under pipefail, grep -q leaving early could end ldd with SIGPIPE.)
+  local linked
+  linked=$(ldd "$dir/bin/wingspan-train")
+  grep -q 'libtorch_cuda\.so => '"$torch_pkg" <<<"$linked" ||
     { echo "dev.sh cuda: $dir/bin/wingspan-train does not link $torch_pkg/lib/libtorch_cuda.so" >&2; return 1; }
   [ $build_only = 1 ] && return 0
   export QT_QPA_PLATFORM=offscreen
