@@ -259,6 +259,12 @@ FrameworkBehaviour parse_framework_behaviour_flags(const json& j, const std::str
             throw ProfileError(file, "loss.cut_cross_entropy_above_tokens", "expected a token count of 0 or more");
         b.loss.cut_cross_entropy_above_tokens = v.get<std::int64_t>();
     }
+    // Read where it is used (loss_memory.cpp loss_head_vocab_chunk); checked here with the other keys.
+    if (const auto l = j.find("loss"); l != j.end() && l->is_object() && l->contains("head_vocab_chunk")) {
+        const json& v = l->at("head_vocab_chunk");
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+            throw ProfileError(file, "loss.head_vocab_chunk", "expected a number of vocabulary columns, 0 or more");
+    }
     if (const auto q = j.find("quantization"); q != j.end() && q->is_object() && q->contains("checkpoints")) {
         const json& list = q->at("checkpoints");
         if (!list.is_array() || !std::all_of(list.begin(), list.end(), [](const json& t) { return t.is_string(); }))

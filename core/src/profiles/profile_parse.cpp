@@ -260,9 +260,6 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.loss_chunk_tokens = f.bytes("chunk_tokens", 0);
         p.loss_chunk_fp32_bytes = f.bytes("chunk_fp32_bytes", 0);
         p.loss_chunks_multiple = std::max<std::int64_t>(1, f.bytes("chunks_multiple", 1));
-        // Read by loss_memory.cpp (loss_head_vocab_chunk); checked here.
-        if (const auto c = d->find("head_vocab_chunk"); c != d->end() && (!c->is_number_integer() || c->get<std::int64_t>() < 0))
-            throw ProfileError(file, "loss.head_vocab_chunk", "expected a number of vocabulary columns, 0 or more");
     } else if (p.fused_loss) {
         // The older flag: a fused loss over 4096-token chunks that never holds the full logits.
         p.loss_fused = true;

@@ -128,7 +128,6 @@ at::Tensor GradientSync::flat_grads(const Bucket& b) {
     return b.buffer;
 }
 
-// The part of parameter i's flat range that rank r owns, as [lo, hi) within the parameter.
 // shard += part, where a bf16 shard takes an fp32 sum off the wire: ATen's add_ computes in fp32 into
 // a temporary the size of the part and copies it back (TensorIterator casts its output), bytes no
 // planner row has; on the CPU each element is added and rounded in place instead (the same
@@ -146,6 +145,7 @@ static void add_into_shard(at::Tensor shard, const at::Tensor& part) {
     });
 }
 
+// The part of parameter i's flat range that rank r owns, as [lo, hi) within the parameter.
 static std::pair<std::int64_t, std::int64_t> owned_part(std::int64_t offset, std::int64_t n, std::int64_t total, int world,
                                                         int r) {
     const std::int64_t chunk = (total + world - 1) / world;
@@ -235,45 +235,37 @@ void GradientSync::zero2_reduce_buffer() {
     buffer_fill_ = 0;
 }
 
-// Reduces each entry's gradient (parameter, offset in `flat`), range by range, to the rank that
-// owns the range (a reduce-scatter out of reduces: gloo in libtorch 1.13 has no
-// reduce_scatter), then adds this rank's ranges to its shard.
-void GradientSync::zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries) {
+// Reduces each entry's gradient (parameter, where its element 0 lies in `flat`), range by range, to
+// the rank that owns the range (a reduce-scatter out of reduces: gloo in libtorch 1.13 has no
+// reduce_scatter), then adds this rank's ranges to its shard. Only the parameters' elements in
+// [from, to) are in `flat` (a piece of one large gradient); all of them by default.
+void GradientSync::zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries,
+                                std::int64_t from, std::int64_t to) {
     const int n = group_.world_size();
+    // Rank r's part of parameter `param` within [from, to), as [lo, hi) within the parameter.
+    auto part = [&](std::size_t param, int r) {
+        const auto [lo, hi] = owned_part(offsets_[param], params_[param].numel(), total_, n, r);
+        return std::pair{std::max(lo, from), std::min(hi, to)};
+    };
     std::vector<Pending> work;
     for (const auto& [param, offset] : entries)
-        for (int r = 0; r < n; ++r) {
-            const auto [lo, hi] = owned_part(offsets_[param], params_[param].numel(), total_, n, r);
-            if (hi > lo) work.push_back(group_.reduce_sum(flat.narrow(0, offset + lo, hi - lo), r));
-        }
+        for (int r = 0; r < n; ++r)
+            if (const auto [lo, hi] = part(param, r); hi > lo) work.push_back(group_.reduce_sum(flat.narrow(0, offset + lo, hi - lo), r));
     for (auto& w : work) w.wait();
-    for (const auto& [param, offset] : entries) {
-        const auto [lo, hi] = owned_part(offsets_[param], params_[param].numel(), total_, n, group_.rank());
-        if (hi > lo) add_into_shard(shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo), flat.narrow(0, offset + lo, hi - lo));
-    }
+    for (const auto& [param, offset] : entries)
+        if (const auto [lo, hi] = part(param, group_.rank()); hi > lo)
+            add_into_shard(shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo), flat.narrow(0, offset + lo, hi - lo));
 }
 
 // A gradient larger than the reduce buffer goes through it a buffer's length at a time, in the
 // buffer's dtype (fp32 where the collectives take no bf16): no copy of the whole gradient is made,
 // where reducing it in place would stage each rank's range of a bf16 gradient as an fp32 copy.
 void GradientSync::zero2_reduce_through_buffer(const at::Tensor& g, std::size_t param) {
-    const int n = group_.world_size();
     const std::int64_t numel = g.numel(), length = reduce_buffer_.numel();
     for (std::int64_t c0 = 0; c0 < numel; c0 += length) {
         const std::int64_t c1 = std::min(numel, c0 + length);
-        at::Tensor chunk = reduce_buffer_.narrow(0, 0, c1 - c0);
-        chunk.copy_(g.narrow(0, c0, c1 - c0));
-        // Rank r's part of this chunk, as offsets into the gradient.
-        auto part = [&](int r) {
-            const auto [lo, hi] = owned_part(offsets_[param], numel, total_, n, r);
-            return std::pair{std::max(lo, c0), std::min(hi, c1)};
-        };
-        std::vector<Pending> work;
-        for (int r = 0; r < n; ++r)
-            if (const auto [lo, hi] = part(r); hi > lo) work.push_back(group_.reduce_sum(chunk.narrow(0, lo - c0, hi - lo), r));
-        for (auto& w : work) w.wait();
-        if (const auto [lo, hi] = part(group_.rank()); hi > lo)
-            add_into_shard(shard_grad_.narrow(0, offsets_[param] + lo - owned_begin_, hi - lo), chunk.narrow(0, lo - c0, hi - lo));
+        reduce_buffer_.narrow(0, 0, c1 - c0).copy_(g.narrow(0, c0, c1 - c0));
+        zero2_reduce(reduce_buffer_, {{param, -c0}}, c0, c1);   // element c0 at the buffer's start
     }
 }
 

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -102,7 +103,8 @@ private:
     // zero2: gradients copied into the reduce buffer as they arrive, reduced when it is full.
     void zero2_accumulated(std::size_t param);
     void zero2_reduce_buffer();
-    void zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries);
+    void zero2_reduce(const at::Tensor& flat, const std::vector<std::pair<std::size_t, std::int64_t>>& entries,
+                      std::int64_t from = 0, std::int64_t to = std::numeric_limits<std::int64_t>::max());
     void zero2_reduce_through_buffer(const at::Tensor& g, std::size_t param);
 
     Group& group_;
