@@ -107,6 +107,28 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, Architecture::from_hf_config(c));
     }
 
+    // Gemma 2's soft caps are read (and written back); Gemma 3 writes null for none; a negative or
+    // non-numeric cap is refused with the key named.
+    void softCapsAreReadAndChecked() {
+        const Architecture g = test::library().model("gemma-2-2b").arch;
+        QCOMPARE(g.attn_logit_softcap, 50.0);
+        QCOMPARE(g.final_logit_softcap, 30.0);
+        QCOMPARE(Architecture::from_hf_config(g.to_hf_config()).final_logit_softcap, 30.0);
+        json c = test::tiny_arch().to_hf_config();
+        c["final_logit_softcapping"] = nullptr;
+        QCOMPARE(Architecture::from_hf_config(c).final_logit_softcap, 0.0);
+        QVERIFY(!Architecture::from_hf_config(c).to_hf_config().contains("final_logit_softcapping"));
+        for (const json bad : {json(-30.0), json("30")}) {
+            c["attn_logit_softcapping"] = bad;
+            try {
+                (void)Architecture::from_hf_config(c);
+                QFAIL("expected an InputError");
+            } catch (const InputError& e) {
+                QVERIFY2(std::string(e.what()).find("attn_logit_softcapping") != std::string::npos, e.what());
+            }
+        }
+    }
+
     void unknownFamilyReadsWithWarning() {
         json c = test::tiny_arch().to_hf_config();
         c["model_type"] = "starcoder9";

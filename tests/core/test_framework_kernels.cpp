@@ -184,6 +184,44 @@ private slots:
         QVERIFY(!phase_named(bare, "forward_attention"));
     }
 
+    // Gemma 2 (gemma-2-2b: 26 layers, hidden 2304, 8 heads of 256, vocabulary 256,000), LoRA bf16 at
+    // 512 × 2 under transformers: each sublayer's output is normed before the residual add (that norm
+    // keeps its fp32 input and rstd), and the soft caps' tanh keeps its output for the scores and for
+    // the logits; SDPA cannot cap the scores, so asked for it the attention runs eager.
+    // (tests/frameworks/profile_terms.py measures the same terms on transformers' Gemma 2.)
+    void gemma2_soft_caps_and_output_norms() {
+        const Architecture& gemma = test::library().model("gemma-2-2b").arch;
+        const auto& hf = test::library().framework("hf-transformers");
+        auto row = [](const MemoryEstimate& e, const std::string& name) -> std::int64_t {
+            for (const auto& r : e.inventory.rows)
+                if (r.name == name) return r.bytes;
+            return -1;
+        };
+        TrainingSetup s = lora_bf16(512, 2);
+        s.grad_checkpointing = false;
+        const auto est = estimate_memory(gemma, s, hf);
+        const std::int64_t tokens = 1024, scores = 2LL * 8 * 512 * 512;
+        QCOMPARE(row(est, "sublayer output norms' saved tensors"), 26 * 2 * (tokens * 2304 * 4 + tokens * 4));
+        // q, k and v repeated to every head, the output (b·s·2048·2 B each); the fp32 softmax and its
+        // bf16 copy; the tanh output (bf16).
+        QCOMPARE(row(est, "attention's saved tensors"), 26 * (4 * tokens * 2048 * 2 + scores * (4 + 2) + scores * 2));
+        TrainingSetup eager = s;
+        eager.attention = Attention::Eager;
+        QCOMPARE(row(est, "attention's saved tensors"), row(estimate_memory(gemma, eager, hf), "attention's saved tensors"));
+        QVERIFY(est.explain(Component::Activations).find("SDPA cannot cap the scores") != std::string::npos);
+        QCOMPARE(row(est, "the soft cap's tanh output"), tokens * 256000 * 2);
+        // A release whose training path skipped the final cap (LitGPT 0.4's chunked head): no tanh
+        // output, and the peak (the loss's backward) is that much lower.
+        const auto uncapped = estimate_memory(gemma, s, with_behaviour("hf-transformers", {{"loss", {{"skips_final_softcap", true}}}}));
+        QCOMPARE(row(uncapped, "the soft cap's tanh output"), std::int64_t(-1));
+        QCOMPARE(est.peak_phase, std::string("loss_backward"));
+        QCOMPARE(est.peak_allocated_bytes - uncapped.peak_allocated_bytes, tokens * 256000 * 2);
+        // Llama has neither (a row of no bytes is not written).
+        const auto llama = estimate_memory(llama8b(), s, hf);
+        QCOMPARE(row(llama, "sublayer output norms' saved tensors"), std::int64_t(-1));
+        QCOMPARE(row(llama, "the soft cap's tanh output"), std::int64_t(-1));
+    }
+
     void flash_backward_workspace() {
         const auto& hf = test::library().framework("hf-transformers");
         TrainingSetup s = lora_bf16(2048, 1, Attention::Flash);

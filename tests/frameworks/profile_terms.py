@@ -49,7 +49,16 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
 # size, one step in seconds on 2 cores.
 SMOL4 = dict(TINY, hidden_size=576, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=9,
              num_key_value_heads=3, vocab_size=49152, rope_theta=100000.0)
-SHAPES = {"tiny": TINY, "smollm2-135m-4layers": SMOL4}
+# Gemma 2 at the tiny widths: what Llama has not (transformers 5.25 models/gemma2/modeling_gemma2.py): each
+# sublayer's output normed before the residual add (four (1 + weight) norms per layer), the attention
+# scores and the final logits soft-capped, cap * tanh(x / cap), whose tanh keeps its output; eager
+# attention (the model refuses SDPA: _supports_sdpa = False), GELU-tanh gate, scaled embeddings.
+GEMMA2_TINY = dict(TINY, architectures=["Gemma2ForCausalLM"], model_type="gemma2", head_dim=32,
+                   hidden_activation="gelu_pytorch_tanh", attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                   query_pre_attn_scalar=32, sliding_window=4096, rms_norm_eps=1e-6)
+SHAPES = {"tiny": TINY, "smollm2-135m-4layers": SMOL4, "gemma2-tiny": GEMMA2_TINY}
+# The attention each model type trains with in transformers (and is planned with).
+ATTENTION = {"llama": "sdpa", "gemma2": "eager"}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 RANK, ALPHA = 16, 32
 
@@ -64,14 +73,15 @@ class Cell:
 
 
 def hf_cell(config, method, ids):
-    """transformers + PEFT as the hf-transformers recipe runs: LlamaForCausalLM, SDPA, fp32, PEFT
-    LoRA/DoRA on the seven linears, the Trainer's default fused AdamW. transformers 5.25
-    training_args.py (lines 806-811): the default optim with torch >= 2.8 is "adamw_torch_fused",
-    torch.optim.AdamW(fused=True), on the CPU as on CUDA."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-    keys = {k: v for k, v in config.items() if k != "architectures"}
+    """transformers + PEFT as the hf-transformers recipe runs: the config's model class (Llama with
+    SDPA, Gemma 2 eager), fp32, PEFT LoRA/DoRA on the seven linears, the Trainer's default fused AdamW.
+    transformers 5.25 training_args.py (lines 806-811): the default optim with torch >= 2.8 is
+    "adamw_torch_fused", torch.optim.AdamW(fused=True), on the CPU as on CUDA."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    keys = {k: v for k, v in config.items() if k not in ("architectures", "model_type")}
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**keys, attn_implementation="sdpa"))
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(config["model_type"], **keys),
+                                             attn_implementation=ATTENTION[config["model_type"]])
     model.config.use_cache = False
     if method == "qlora":
         model = hf_quantized(model)
@@ -102,7 +112,7 @@ def hf_quantized(model):
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         q = AutoModelForCausalLM.from_pretrained(
-            tmp, dtype=torch.float32, attn_implementation="sdpa",
+            tmp, dtype=torch.float32, attn_implementation=ATTENTION[model.config.model_type],
             quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                                    bnb_4bit_use_double_quant=True,
                                                    bnb_4bit_compute_dtype=torch.float32))
@@ -307,10 +317,10 @@ def plan_environment(framework):
     return env
 
 
-def plan(wingspan, framework, config_path, method, seq, batch):
+def plan(wingspan, framework, config_path, method, seq, batch, attention):
     args = [wingspan, "plan", "--config", config_path, "--method", "lora" if method == "dora" else method,
             "--seq", str(seq), "--batch", str(batch), "--framework", framework,
-            "--precision", FRAMEWORKS[framework][1], "--grad-checkpointing", "off", "--attention", "sdpa",
+            "--precision", FRAMEWORKS[framework][1], "--grad-checkpointing", "off", "--attention", attention,
             "--rank", str(RANK), "--alpha", str(ALPHA), "--targets", "all", "--json"]
     if method == "dora":
         args.append("--dora")
@@ -391,8 +401,11 @@ def main():
             for method in methods.split(","):
                 if method == "qlora" and fw == "torchtune" and not nf4_quantizable(SHAPES[shape]):
                     continue
+                if fw == "torchtune" and SHAPES[shape]["model_type"] != "llama":   # its cell builds llama3_2
+                    continue
                 measured = measure(fw, SHAPES[shape], method, a.seq, a.batch)
-                predicted, workspace = plan(a.wingspan, fw, config_path, method, a.seq, a.batch)
+                predicted, workspace = plan(a.wingspan, fw, config_path, method, a.seq, a.batch,
+                                            ATTENTION[SHAPES[shape]["model_type"]])
                 rows = {}
                 for term, m in measured.items():
                     p = predicted[term]

@@ -47,7 +47,11 @@ struct Architecture {
     bool o_bias = false;
     bool mlp_bias = false;
     bool qk_norm = false;               // Qwen3: per-head RMSNorm on q and k
-    int norms_per_layer = 2;            // Gemma-2 has 4
+    int norms_per_layer = 2;            // Gemma-2 has 4: each sublayer's output is normed too
+    // Gemma 2's soft caps, cap · tanh(x / cap), on the attention scores and on the logits
+    // (config.json attn_logit_softcapping, final_logit_softcapping); 0: none.
+    double attn_logit_softcap = 0;
+    double final_logit_softcap = 0;
     bool learned_positions = false;     // GPT-2
     MlpKind mlp = MlpKind::Gated;
     NormKind norm = NormKind::RmsNorm;

@@ -53,6 +53,9 @@ struct FrameworkBehaviour {
         // The model itself returns fp32 logits (torchtune before #1390: TransformerDecoder.forward's
         // `self.output(h).float()`): the logits kept are 4 B per token × vocab, no upcast copy is made.
         bool logits_fp32 = false;
+        // The training path returns the head's logits without Gemma 2's final soft cap (LitGPT before
+        // 0.5.5: lora.py GPT.forward with lm_head_chunk_size skipped it): no tanh output kept.
+        bool skips_final_softcap = false;
     } loss;
     struct Objective {
         bool reference_before_policy = false;

@@ -37,7 +37,12 @@ struct LayerActivations {
     std::int64_t norm_weighted = 0;
     std::int64_t norm_out = 0;
     std::int64_t norm_saved = 0;
+    // Norms of each sublayer's output before its residual add (Gemma 2's post_attention_layernorm and
+    // post_feedforward_layernorm): how many per layer, and what one keeps (not its output).
+    std::int64_t output_norms = 0;
+    std::int64_t output_norm_saved = 0;
     std::int64_t attn_saved = 0;
+    std::int64_t softcap_scores = 0;   // the soft-capped scores' tanh output one layer keeps (Gemma 2)
     std::int64_t scores = 0;
     std::int64_t kv_saved_dim = 0;
     std::int64_t score_bytes = 0;
@@ -98,6 +103,11 @@ struct LayerActivations {
     double act_factor = 1.0;
     LinearInputsKept kept;
 
+    // What a layer saves after its attention: its MLP block, the MLP's norm and the output norms,
+    // not yet made at the last layer's attention in forward, freed by a layer's attention backward.
+    std::int64_t after_attention_saved() const {
+        return mlp_saved - unkept_product + lora_mlp + norm_saved + output_norms * output_norm_saved;
+    }
     // Bytes × the framework's activation_factor (relative to the reference implementation).
     std::int64_t scaled(std::int64_t bytes) const {
         return static_cast<std::int64_t>(std::llround(double(bytes) * act_factor));

@@ -281,7 +281,13 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // the log-softmax has its output.
         const std::int64_t shifted_copy =
             fw.traits.loss.shifts_logits_copy && b > 1 && !fw.loss_fused ? b * std::max<std::int64_t>(bs / b - 1, 0) * V * 4 : 0;
+        // A soft-capped head (Gemma 2: logits = cap · tanh(logits / cap), transformers 5.25
+        // modeling_gemma2.py Gemma2ForCausalLM.forward lines 520-523, litgpt 0.5.13 model.py lines 172-179
+        // per head chunk): tanh keeps its output for backward, one more [tokens, vocab] in the head's dtype
+        // until the loss's backward reaches it. (A fused loss caps inside its kernel.)
+        const std::int64_t softcap = shape.final_softcap && !fw.loss_fused ? bs * V * logits_e : 0;
         tensors = {{"logits the model returns", bs * V * logits_kept, bs * V * logits_kept, true},
+                   {"the soft cap's tanh output", softcap, softcap, true},
                    {std::string(lsm == 4 ? "fp32" : "16-bit") + " log-softmax", bs * V * (held - logits_kept),
                     bs * V * (held - logits_kept), true},
                    {"a chunk's logits, fp32 upcast and fused loss temporaries", chunk * V * fwd_chunk, 0},
@@ -299,17 +305,22 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
                          " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
                          " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
                          (shifted_copy ? " + the shifted fp32 logits' contiguous copy in forward (" + n(shifted_copy) + " B)" : "") +
+                         (softcap ? " + the soft cap's tanh output, kept (" + n(bs) + " × " + n(V) + " × " + std::to_string(logits_e) + " B)" : "") +
                          (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
         // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of
         // its output and the fp32 gradient of the logits are alive beside both.
+        // (A soft-capped head keeps its tanh output too, as in the framework branch above.)
         const std::int64_t held = e < 4 ? e + 4 : 8;
+        const std::int64_t softcap = shape.final_softcap ? logit_tokens * V * (held - 4) : 0;
         tensors = {{"logits the model returns", logit_tokens * V * (held - 4), logit_tokens * V * (held - 4), true},
+                   {"the soft cap's tanh output", softcap, softcap, true},
                    {"fp32 log-softmax", logit_tokens * V * 4, logit_tokens * V * 4, true},
                    {"the log-softmax's two fp32 gradients", 0, logit_tokens * V * 8}};
         logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(held) +
                          " B after forward: logits + fp32 log-softmax; +8 B in its backward: two fp32 gradients)" +
+                         (softcap ? " + the soft cap's tanh output, kept (" + std::to_string(held - 4) + " B per token × vocab)" : "") +
                          (logit_tokens < bs ? " (chunked loss)" : "");
     }
     return loss_of(std::move(tensors), logit_tokens, std::move(logits_formula));

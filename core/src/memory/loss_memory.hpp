@@ -17,6 +17,7 @@ struct LossShape {
     std::int64_t hidden = 0;
     std::int64_t value_bytes = 0;    // compute dtype
     bool quantized = false;          // frozen linears are stored quantized
+    bool final_softcap = false;      // the model soft-caps its logits (Gemma 2's final_logit_softcapping)
 };
 
 // One tensor (or a group of one kind) of the loss: its bytes at the end of forward and during the

@@ -77,6 +77,15 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
 // Only a setup that asks for one of them changes the framework: the others use it as it is, with
 // no copy (a profile carries its behaviour JSON and tables; copying it for each of 34 machines
 // on every slider step was a fifth of the planner's estimate).
+// Soft-capped attention scores (Gemma 2) are a tensor: SDPA's kernels cannot cap them, so the
+// scores are computed explicitly (transformers 5.25 modeling_gemma2.py: _supports_sdpa = False, the
+// default is eager; LitGPT 0.5.13 model.py line 582 "with softcapping we cannot use SDPA";
+// wingspan-train's Model::attention takes its explicit path). Flash attention 2 caps in its kernel.
+TrainingSetup with_model_attention(TrainingSetup setup, const Architecture& arch) {
+    if (arch.attn_logit_softcap > 0 && setup.attention == Attention::Sdpa) setup.attention = Attention::Eager;
+    return setup;
+}
+
 bool changes_framework(const FrameworkProfile& fw, const TrainingSetup& setup) {
     return (setup.compile && fw.traits.compile.present) || setup.activation_offload;
 }
@@ -104,7 +113,8 @@ struct LogitsAndCache {
 LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActivations& a, RowWriter& w) {
     const std::int64_t b = a.b, s = a.s, e = a.e, L = a.L, V = a.V, kvd = a.kvd;
     const LossMemory loss =
-        loss_memory(c.fw, c.setup, LossShape{b, b * c.objective.logit_positions, V, a.h, e, c.quant != Quantization::None});
+        loss_memory(c.fw, c.setup,
+                    LossShape{b, b * c.objective.logit_positions, V, a.h, e, c.quant != Quantization::None, c.arch.final_logit_softcap > 0 && !c.fw.traits.loss.skips_final_softcap});
     LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad, loss.tensors};
     w.shown(figure(row("logits and loss buffers", Component::LogitsLoss, "global", "b·s·v (per chunk where chunked)",
                        loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
@@ -158,8 +168,8 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const FrameworkProfile& fw = changed ? *changed : framework_in;
     // The rows and sequence one forward of the policy runs under the objective (DPO: chosen and
     // rejected side by side; GRPO: B·G completions of prompt + completion): objective_terms.cpp.
-    const TrainingSetup setup = forward_setup(asked);
     const Architecture arch = as_built(arch_in, fw);
+    const TrainingSetup setup = with_model_attention(forward_setup(asked), arch);
     require_plan_size_bounded(arch, setup);   // before any product can overflow
     const PlanContext c(arch, setup, asked, fw);
     MemoryEstimate est;

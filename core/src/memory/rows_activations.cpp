@@ -33,6 +33,8 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
                       std::to_string(a.e) + " B";
     } else {
         std::int64_t top_base = 0, bottom_base = 0;
+        const std::string output_norms =
+            a.output_norms ? "; output norms " + std::to_string(a.output_norms) + "×" + n(a.output_norm_saved) + " B (input, rstd)" : "";
         if (a.ckpt) {
             // Every layer's input (and its checkpoint state) is kept; backward recomputes one
             // layer at a time, whose output and the checkpoint's own state are alive beside it.
@@ -51,7 +53,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             act_formula = "checkpointing: " + std::to_string(a.Lsaved) + " layers × b·s·h·" + std::to_string(a.stream_e) +
                           " B kept (" + n(a.layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
                           ") + one layer recomputed in backward (" +
-                          n(a.layer_saved) + " B: norms 2×" + a.norm_desc + "; attention " + n(a.attn_saved) + " [" +
+                          n(a.layer_saved) + " B: norms 2×" + a.norm_desc + output_norms + "; attention " + n(a.attn_saved) + " [" +
                           a.attn_desc + "]; MLP " + n(a.mlp_saved) + (a.lora_saved ? "; LoRA " + n(a.lora_saved) : "") +
                           (a.quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(a.quant_inputs_saved) : "") + a.unkept_desc +
                           ") + its backward";
@@ -60,7 +62,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             top_base = act_forward - a.norm_saved + a.G;
             bottom_base = a.first_layer_saved + a.inputs + a.G;
             act_formula = std::to_string(a.Lsaved) + " layers × " + n(a.layer_saved) + " B saved per layer (norms 2×" +
-                          a.norm_desc + "; attention " + n(a.attn_saved) + " [" + a.attn_desc + "]; MLP " +
+                          a.norm_desc + output_norms + "; attention " + n(a.attn_saved) + " [" + a.attn_desc + "]; MLP " +
                           n(a.mlp_saved) + (a.lora_saved ? "; LoRA " + n(a.lora_saved) : "") +
                           (a.quant_inputs_saved ? "; 4-bit linears' inputs kept by bitsandbytes " + n(a.quant_inputs_saved) : "") + a.unkept_desc + ")" +
                           (a.first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
@@ -71,12 +73,12 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
         // once the MLP block, its norm and the output projection's adapter input are freed.
         const std::int64_t flash_extra = a.flash_ws > 0 ? a.flash_ws + a.bs * (a.qd + 2 * a.kvd) * a.e -
-                                                            (a.mlp_saved + a.lora_mlp + a.norm_saved + a.lora_o) +
-                                                            (a.unkept_product + a.unkept_post_norm) + (a.ckpt ? a.G : 0)
+                                                            (a.after_attention_saved() + a.lora_o) + a.unkept_post_norm +
+                                                            (a.ckpt ? a.G : 0)
                                                       : 0;
         if (a.eager_ws > 0)   // the last layer's attention in forward: its MLP block and the final norm not yet run
             act_forward_attention = scaled(act_forward + a.eager_ws +
-                                           (a.ckpt ? a.scores * a.score_bytes : -(a.mlp_saved - a.unkept_product + a.lora_mlp + a.norm_saved)));
+                                           (a.ckpt ? a.scores * a.score_bytes : -a.after_attention_saved()));
         act_top_mlp = scaled(top_base + a.mlp_extra);
         act_top_down = std::min(act_top_mlp, scaled(top_base + a.inner_grad));
         act_bottom_mlp = scaled(bottom_base + a.mlp_extra);
@@ -194,6 +196,10 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
     } else {
         w.add(kept_until("norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd, b·s·h output …)", a.Lsaved * 2 * a.norm_saved,
                     a.norm_desc));
+        w.add(kept_until("sublayer output norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd …)",
+                    a.Lsaved * a.output_norms * a.output_norm_saved,
+                    "Gemma 2 norms the attention's and the MLP's outputs before the residual add: each keeps its input "
+                    "and rstd, not its output"));
         w.add(kept_until("attention's saved tensors", layers, "q, k, v, out + softmax or logsumexp", a.Lsaved * a.attn_saved, a.attn_desc));
         w.add(kept_until("MLP's saved tensors", layers, "b·s·i per kept tensor", a.Lsaved * a.mlp_saved,
                     "the MLP's projections and activation kept for backward"));
@@ -224,7 +230,7 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
         ws.created = ws.freed = "forward_attention";
         w.add(std::move(ws));
         TensorRow delta = saved(a.ckpt ? "softmax of the last layer (forward)" : "the last layer's MLP block and final norm not yet run",
-                                "one layer", "", a.ckpt ? a.scores * a.score_bytes : -(a.mlp_saved - a.unkept_product + a.lora_mlp + a.norm_saved),
+                                "one layer", "", a.ckpt ? a.scores * a.score_bytes : -a.after_attention_saved(),
                                 "what the forward holds at the last layer's attention");
         delta.created = delta.freed = "forward_attention";
         w.add(std::move(delta));

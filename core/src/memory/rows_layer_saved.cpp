@@ -120,6 +120,16 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
             a.attn_desc = "flash: q, out (b·s·q_dim), k, v (b·s·kv_dim) + logsumexp";
             break;
     }
+    // Gemma 2's attention soft cap, cap · tanh(scores / cap) before the mask, where the scores are a
+    // tensor (eager, or SDPA run as its graph): tanh keeps its output for backward, b·heads·s² in
+    // the compute dtype (transformers 5.25 models/gemma2/modeling_gemma2.py eager_attention_forward
+    // lines 195-198; litgpt 0.5.13 model.py scaled_dot_product_attention lines 583-585).
+    a.softcap_scores = arch.attn_logit_softcap > 0 && a.scores > 0 ? a.scores * a.e : 0;
+    if (a.softcap_scores) {
+        a.attn_saved += a.softcap_scores;
+        a.attn_desc += " + the soft-capped scores' tanh output b·heads·s²" +
+                       std::string(c.asked.attention == Attention::Sdpa ? " (SDPA cannot cap the scores: eager)" : "");
+    }
     // The attention kernel's own workspace (profile section "attention"), beyond what it saves.
     a.flash_kernel = (setup.attention == Attention::Sdpa && !a.math_sdpa) || setup.attention == Attention::Flash;
     // (SDPA as the reference calls it gets K and V already repeated; flash, and SDPA with enable_gqa,
@@ -210,8 +220,13 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
         a.unkept_desc = "; minus inputs of 4-bit linears no adapter keeps (the 4-bit linear keeps none): " + a.unkept_desc +
                         " = −" + n(a.unkept_inputs);
     }
-    a.layer_saved =
-        2 * a.norm_saved + a.attn_saved + a.mlp_saved + a.lora_saved + a.quant_inputs_saved - a.unkept_inputs;
+    // Gemma 2 also norms each sublayer's output before its residual add (modeling_gemma2.py
+    // Gemma2DecoderLayer.forward lines 307-327): such a norm keeps its fp32 input and rstd (and the
+    // normalized input where its weight trains), not its output, which only the residual add reads.
+    a.output_norms = std::max(0, arch.norms_per_layer - 2);
+    a.output_norm_saved = a.norm_saved - a.norm_out;
+    a.layer_saved = 2 * a.norm_saved + a.output_norms * a.output_norm_saved + a.attn_saved + a.mlp_saved + a.lora_saved +
+                    a.quant_inputs_saved - a.unkept_inputs;
     a.layer_input = a.bs * a.h * a.stream_e;
     // Without checkpointing, a frozen embedding's output needs no gradient, so the first layer's
     // input norm is outside the graph and keeps only its output (for the adapters after it).
@@ -271,16 +286,17 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // DoRA composes W + s·B·A (fp32) of an adapted linear to take its column norms, forward and backward.
     a.dora_compose = setup.dora ? 4 * largest_adapted : 0;
     // (A product down's input never kept was not there to be freed: one more inner tensor alive.)
-    a.mlp_extra =
-        (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down + a.dora_compose;
+    // (The MLP output's own norm, where there is one, ran its backward first: freed.)
+    a.mlp_extra = (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down +
+                  a.dora_compose - (a.output_norms > 0 ? a.output_norm_saved : 0);
     // Eager attention's backward: the MLP block, its norm, the attention output and the output
     // projection's adapter input are freed; the softmax's backward holds the probabilities, their
     // gradient and the scores' gradient (a checkpointed layer also still holds its output's
     // gradient, kept by the checkpoint function).
     a.attn_moment = a.scores > 0;
     a.attn_extra = a.attn_moment ? 2 * a.scores * a.score_grad_bytes -
-                                     (a.mlp_saved + a.lora_mlp + a.norm_saved + a.bs * a.qd * a.e + a.lora_o) +
-                                     (a.unkept_product + a.unkept_post_norm + a.unkept_attn_out) + (a.ckpt ? a.G : 0)
+                                     (a.after_attention_saved() + a.bs * a.qd * a.e + a.lora_o) +
+                                     (a.unkept_post_norm + a.unkept_attn_out) + (a.ckpt ? a.G : 0)
                                : 0;
 
     a.dequant_at_mlp_moment = a.dequant_down > a.inner_grad + a.unkept_product ? a.dequant_down : 0;

@@ -235,6 +235,16 @@ Architecture Architecture::from_hf_config(const json& c) try {
 
     if (auto it = c.find("rope_theta"); it != c.end() && it->is_number())
         a.rope_theta = it->get<double>();
+    // Soft caps: a positive number; absent, null (Gemma 3 writes null) or 0 for none.
+    auto softcap = [&](const char* key) {
+        const auto it = c.find(key);
+        if (it == c.end() || it->is_null()) return 0.0;
+        if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>()))
+            throw InputError(std::string("config.json: ") + key + " must be a number ≥ 0 or null");
+        return it->get<double>();
+    };
+    a.attn_logit_softcap = softcap("attn_logit_softcapping");
+    a.final_logit_softcap = softcap("final_logit_softcapping");
 
     if (gpt2) {
         // GPT-2's default 4 × hidden, for a hidden size validate() can accept (a hostile one
@@ -301,6 +311,8 @@ json Architecture::to_hf_config() const {
     c["rope_theta"] = rope_theta;
     if (o_bias) c["attention_bias"] = true;
     if (mlp_bias) c["mlp_bias"] = true;
+    if (attn_logit_softcap > 0) c["attn_logit_softcapping"] = attn_logit_softcap;
+    if (final_logit_softcap > 0) c["final_logit_softcapping"] = final_logit_softcap;
     if (is_moe()) {
         c["num_experts"] = experts;
         c["num_experts_per_tok"] = experts_per_token;

@@ -101,6 +101,13 @@ std::vector<BehaviourKey> loss_keys() {
             "226 `output = self.output(h).float()`): the logits kept until backward are 4 B per token × vocab where the "
             "compute dtype has 2, and the loss makes no fp32 copy of its own (the 16-bit head output lives only while it "
             "is upcast)"),
+        flag<&B::loss, &B::Loss::skips_final_softcap>(
+            "loss", "skips_final_softcap",
+            "the training path returns the head's logits without the model's final soft cap (Gemma 2 "
+            "`final_logit_softcapping`, cap·tanh(logits / cap), whose tanh keeps its output: one more [tokens, vocab] in "
+            "the head's dtype until the loss's backward). LitGPT 0.4.x: litgpt/lora.py GPT.forward with "
+            "`lm_head_chunk_size` (its fine-tuning scripts pass 128) returned the chunks uncapped (@ 2b195c7f); capped "
+            "from 17a58dfa (#1891, v0.5.5)"),
         {"loss", "head_vocab_chunk", "integer", "0 (none)",
          "the head and the loss run together in blocks of this many vocabulary columns and return per-token "
          "log-probabilities, recomputing each block in backward: no [tokens, vocab] tensor (prime-rl 266f5a66a "
