@@ -267,6 +267,22 @@ private slots:
     // wingspan-train's 4-bit linear (trainer/src/model/linear.cpp Nf4LinearFn) keeps no input, where
     // libtorch 1.13's frozen mm keeps its own: in QLoRA a linear's input stays only for an adapter
     // on it (its A product keeps it; with dropout, the dropped copy instead).
+    // LitGPT's quantized head is dequantized for each chunk's matmul: one bf16 copy (V·h·2 B), or
+    // what quantization.dequantize_bytes_per_weight says is alive at once (4 B: Lightning's plugin
+    // quantized from fp16, so bitsandbytes 0.41/0.42 made an fp16 copy and then its bf16 cast).
+    void dequantized_head_follows_the_profile() {
+        const TrainingSetup s = qlora_nf4_512x2(Precision::Bf16);
+        auto head_row = [](const MemoryEstimate& e) -> std::int64_t {
+            for (const auto& r : e.inventory.rows)
+                if (r.name == "quantized head dequantized for its matmul") return r.bytes;
+            return -1;
+        };
+        const std::int64_t head = 128256LL * 4096;
+        QCOMPARE(head_row(estimate_memory(llama8b(), s, test::library().framework("litgpt"))), head * 2);
+        const auto fp16_state = with_behaviour("litgpt", {{"quantization", {{"dequantize_bytes_per_weight", 4}}}});
+        QCOMPARE(head_row(estimate_memory(llama8b(), s, fp16_state)), head * 4);
+    }
+
     void libtorch_4bit_linear_keeps_no_input() {
         TrainingSetup s = qlora_nf4_512x2(Precision::Bf16Mixed);
         s.lora_rank = 16;

@@ -181,6 +181,17 @@ LossMemory vocab_chunked_head_memory(const LossShape& shape, std::int64_t column
     return loss_of(std::move(tensors), N, std::move(formula), N * C * (e + 12) + N * 44);
 }
 
+// A quantized head is dequantized for each chunk's matmul, forward and backward: one copy in the
+// compute dtype, or what the profile's quantization.dequantize_bytes_per_weight says the dequantization
+// holds at once per weight (e.g. 4 under Lightning's BitsandbytesPrecision with bitsandbytes 0.41/0.42:
+// an fp16 copy and its bf16 cast, bench/published/cases.json's LitGPT QLoRA cases). MLX's
+// quantized_matmul reads the packed weights directly: nothing dequantized.
+std::int64_t dequantized_head_bytes(const FrameworkProfile& fw, bool quantized, std::int64_t head_weights, std::int64_t e) {
+    if (!fw.quantizes_head || !quantized || fw.quant_format == "affine") return 0;
+    const bool unfused = fw.quant_dequantize_bytes > 0 && !fw.traits.compile.enabled;
+    return unfused ? static_cast<std::int64_t>(std::llround(double(head_weights) * fw.quant_dequantize_bytes)) : head_weights * e;
+}
+
 }  // namespace
 
 std::int64_t loss_head_vocab_chunk(const FrameworkProfile& fw) {
@@ -245,7 +256,7 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // Compiled (the framework runs torch.compile on its loss): the fp32 upcast, log-softmax and NLL of a chunk are
         // one generated kernel that saves only its 16-bit input (the chunk's logits) and an fp32
         // logsumexp per token; its backward writes the chunk's logits gradient in the compute dtype.
-        const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
+        const std::int64_t head_dequant = dequantized_head_bytes(fw, quantized, V * h, e);
         tensors = {{"16-bit logits (the compiled loss's input)", bs * V * e, bs * V * e, true},
                    {"fp32 logsumexp per token", bs * 4, bs * 4, true},
                    {"a chunk's 16-bit logits gradient", 0, chunk * V * e},
@@ -272,9 +283,7 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         const std::int64_t fwd_chunk = (fw.logits_held ? 0 : logits_e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
         const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
         const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
-        // A quantized head is dequantized (compute dtype) for each chunk's matmul, forward and backward.
-        // (MLX's quantized_matmul reads the packed weights directly: nothing dequantized.)
-        const std::int64_t head_dequant = fw.quantizes_head && quantized && fw.quant_format != "affine" ? V * h * e : 0;
+        const std::int64_t head_dequant = dequantized_head_bytes(fw, quantized, V * h, e);
         const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : logits_e;
         // transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38 at 4.46.3): logits.float(), then
         // logits[..., :-1, :].contiguous(), a copy where the batch has more than one row, freed once

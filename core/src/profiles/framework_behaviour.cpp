@@ -159,9 +159,10 @@ const std::vector<BehaviourKey>& behaviour_keys() {
         {"quantization", "group", "integer", "64", "affine group size"},
         {"quantization", "constant_bytes", "integer", "4", "affine: bytes of constants per group (scale + bias in bf16: 4)"},
         {"quantization", "dequantize_bytes_per_weight", "number", "0 (one compute-dtype copy)",
-         "bytes per element alive while a quantized weight is dequantized for its matmul, where the framework does it in "
-         "several unfused ops (torchao's NF4Tensor.get_original_weight: 14.03); not with `compile.enabled`, whose "
-         "generated kernel fuses the chain"},
+         "bytes per element alive while a quantized weight (the down projection in backward, a quantized head for each "
+         "chunk) is dequantized for its matmul, where the framework does it in several unfused ops (torchao's "
+         "NF4Tensor.get_original_weight: 14.03; bitsandbytes 0.41/0.42 under Lightning's plugin, whose quantization state "
+         "is fp16: the fp16 copy and its bf16 cast, 4); not with `compile.enabled`, whose generated kernel fuses the chain"},
         {"quantization", "checkpoints", "array of strings", "none",
          "the pre-quantized checkpoint formats it loads as stored for serving, as `--quant` names them: `awq`, `gptq`, "
          "`gptq-int8`, `fp8`, `fp8-channel`, `fp8-block` (core/include/wingspan/quant_formats.hpp prices their tensors); a "
