@@ -116,6 +116,22 @@ private slots:
         QVERIFY2(std::fabs(extra(2048) / extra(1024) - 4.0) < 0.02, qPrintable(QString::number(extra(2048) / extra(1024))));
     }
 
+    // Gemma 2's soft-capped scores cannot go through SDPA: asked for it, the step is timed eager, as
+    // the memory model plans it; a model without soft caps keeps SDPA's time.
+    void softCappedAttentionIsTimedEager() {
+        const auto& lib = test::library();
+        const MachineProfile& m = lib.machine("l4");
+        const FrameworkProfile& f = lib.framework("hf-transformers");
+        const SpeedFactors k = speed_factors(m, f);
+        TrainingSetup sdpa = lora(false), eager = lora(false);
+        sdpa.attention = Attention::Sdpa;
+        eager.attention = Attention::Eager;
+        const Architecture gemma = lib.model("gemma-2-2b").arch;
+        QCOMPARE(training_step(gemma, sdpa, m, f, k).attention_s, training_step(gemma, eager, m, f, k).attention_s);
+        const Architecture uncapped = lib.model("qwen2.5-0.5b").arch;
+        QVERIFY(training_step(uncapped, sdpa, m, f, k).attention_s < training_step(uncapped, eager, m, f, k).attention_s);
+    }
+
     void aGpuHidesItsDispatchBehindLargeSteps() {
         const auto& lib = test::library();
         const MachineProfile& m = lib.machine("h100");

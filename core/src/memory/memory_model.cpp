@@ -8,6 +8,7 @@
 
 #include "memory/loss_memory.hpp"
 #include "memory/phases.hpp"
+#include "planner/model_attention.hpp"
 #include "wingspan/nf4.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/units.hpp"
@@ -77,12 +78,9 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
 // Only a setup that asks for one of them changes the framework: the others use it as it is, with
 // no copy (a profile carries its behaviour JSON and tables; copying it for each of 34 machines
 // on every slider step was a fifth of the planner's estimate).
-// Soft-capped attention scores (Gemma 2) are a tensor: SDPA's kernels cannot cap them, so the
-// scores are computed explicitly (transformers 5.25 modeling_gemma2.py: _supports_sdpa = False, the
-// default is eager; LitGPT 0.5.13 model.py line 582 "with softcapping we cannot use SDPA";
-// wingspan-train's Model::attention takes its explicit path). Flash attention 2 caps in its kernel.
+// The setup with the attention the model runs (planner/model_attention.hpp).
 TrainingSetup with_model_attention(TrainingSetup setup, const Architecture& arch) {
-    if (arch.attn_logit_softcap > 0 && setup.attention == Attention::Sdpa) setup.attention = Attention::Eager;
+    setup.attention = model_attention(arch, setup.attention);
     return setup;
 }
 

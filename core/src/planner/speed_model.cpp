@@ -7,6 +7,7 @@
 
 #include "wingspan/memory_model.hpp"
 #include "wingspan/quant_formats.hpp"
+#include "planner/model_attention.hpp"
 
 namespace wingspan {
 
@@ -172,12 +173,13 @@ StepTime training_step(const Architecture& arch, const TrainingSetup& setup, con
     // llm-foundry's benchmarking README counts the same extra recompute). They run below the
     // GEMMs' rate (attention_efficiency, fitted).
     const double s = double(setup.seq_len);
-    const double attention_backward = setup.attention == Attention::Eager ? 2.0 : 2.5;
+    const bool eager = model_attention(arch, setup.attention) == Attention::Eager;
+    const double attention_backward = eager ? 2.0 : 2.5;
     t.attention_flops = 2.0 * double(arch.layers) * s * double(arch.q_dim()) * T * (fwd_passes + attention_backward);
     t.attention_s = t.attention_flops /
                     (t.peak_tflops * 1e12 *
                      std::max(1e-6, t.efficiency * k.attention_efficiency * m.flash_attention_relative));
-    if (setup.attention == Attention::Eager) {
+    if (eager) {
         // Materialised scores: written 16-bit, softmax in fp32 and back, read by PV; the
         // backward reads and writes them twice over (about 24 B per score in all).
         const double scores = double(arch.layers) * double(arch.heads) * s * s * double(setup.micro_batch);
