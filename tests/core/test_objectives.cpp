@@ -173,7 +173,7 @@ private slots:
         QVERIFY(e.term(Component::LogitsLoss)->bytes < 700'000'000);   // was 7.35 GB of full logits
         // The CPU's head: every one of 8 × 1,023 shifted positions, a 4,096-token tile, fp32 temporaries.
         FrameworkProfile cpu = fw;
-        cpu.behaviour["objective"]["logprob_labelled_only"] = false;
+        cpu.traits.objective.logprob_labelled_only = false;
         const std::int64_t Nc = 8 * 1023, block = 4096LL * 32768 * 4;
         QCOMPARE(in_phase(estimate_memory(a, s, cpu), "forward_end", Component::LogitsLoss),
                  tile + head_block + 3 * block + Nc * (8 + 12 * 4));

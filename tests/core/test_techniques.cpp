@@ -147,7 +147,6 @@ private slots:
         s.compile = true;
         FrameworkProfile compiled = tt;
         compiled.traits.compile.enabled = true;
-        compiled.behaviour["compile"]["enabled"] = true;   // as loss_memory.cpp reads it
         TrainingSetup plain = s;
         plain.compile = false;
         const MemoryEstimate by_flag = estimate_memory(a, s, tt);

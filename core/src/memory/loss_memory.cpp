@@ -25,17 +25,12 @@ LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::st
     return out;
 }
 
-bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char* key) {
-    const auto it = fw.behaviour.find(section);
-    return it != fw.behaviour.end() && it->is_object() && it->value(key, false);
-}
-
 bool fused_logprob_head(const FrameworkProfile& fw, const TrainingSetup& setup) {
     // TRL 1.16 patches the fused head in DPOTrainer, KTOTrainer and GRPOTrainer only (dpo_trainer.py
     // line 960, kto_trainer.py line 967, grpo_trainer.py line 1068); ORPO and CPO (SimPO) keep full logits.
     const Objective o = setup.objective.kind;
     return (o == Objective::Dpo || o == Objective::Kto || o == Objective::Grpo) &&
-           behaviour_flag(fw, "objective", "fused_logprob_head");
+           fw.traits.objective.fused_logprob_head;
 }
 
 namespace {
@@ -64,7 +59,7 @@ LossMemory fused_logprob_memory(const FrameworkProfile& fw, const TrainingSetup&
     const std::int64_t V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
     const std::int64_t tile_tokens = objective_number(fw, "logprob_tile_tokens", 4096);
     const std::int64_t tile_width = objective_number(fw, "logprob_tile_vocab", 32768);
-    const bool labelled_only = behaviour_flag(fw, "objective", "logprob_labelled_only");
+    const bool labelled_only = fw.traits.objective.logprob_labelled_only;
     const std::int64_t shifted = shape.batch * std::max<std::int64_t>(setup.seq_len - 1, 1);
     const std::int64_t N = labelled_only ? std::min(shape.tokens, shifted) : shifted;
     const std::int64_t T = std::min(N, tile_tokens), block = T * std::min(V, tile_width);
@@ -200,7 +195,7 @@ std::int64_t loss_head_vocab_chunk(const FrameworkProfile& fw) {
 }
 
 bool compiled_loss(const FrameworkProfile& fw) {
-    return behaviour_flag(fw, "compile", "enabled") && behaviour_flag(fw, "compile", "fuses_loss_upcast");
+    return fw.traits.compile.enabled && fw.traits.compile.fuses_loss_upcast;
 }
 
 LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, const LossShape& shape) {

@@ -44,11 +44,6 @@ struct LossMemory {
 // The loss's bytes from its tensors: forward and backward are their sums.
 LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::string formula, std::int64_t no_grad = -1);
 
-// A boolean of one of the profile's behaviour sections as read ("compile", "enabled"); false
-// when the section or the key is absent. (Sections the public FrameworkProfile has no field for:
-// profiles.cpp validates them, the memory model reads them here.)
-bool behaviour_flag(const FrameworkProfile& fw, const char* section, const char* key);
-
 // True when the framework runs torch.compile (compile.enabled) and its compiled loss fuses the
 // fp32 upcast (compile.fuses_loss_upcast).
 bool compiled_loss(const FrameworkProfile& fw);

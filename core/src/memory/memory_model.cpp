@@ -92,7 +92,6 @@ FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup
     FrameworkProfile out = fw;
     if (setup.compile && out.traits.compile.present) {
         out.traits.compile.enabled = true;
-        out.behaviour["compile"]["enabled"] = true;   // loss_memory.cpp reads the section as JSON
     }
     if (setup.activation_offload) out.checkpoint_offload = true;
     return out;

@@ -315,7 +315,7 @@ void GradientSync::after_update() {
         shard_grad_.zero_();
     // Each rank's updated range goes to every other rank in place, in the parameters
     // themselves: one broadcast per piece, no gathered copy. bf16 travels in fp32 (gloo has no
-    // bf16) through one buffer the size of the largest parameter, made once: a fresh fp32 copy
+    // bf16) through one buffer the size of the largest parameter, made once per step: a fresh fp32 copy
     // per piece would leave the previous one alive while gloo's worker thread still holds it, so
     // the bytes would depend on thread timing (core: rows_gradients.cpp "ZeRO parameter piece").
     const int n = group_.world_size();
