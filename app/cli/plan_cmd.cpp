@@ -8,6 +8,7 @@
 #include "cli.hpp"
 #include "wingspan/errors.hpp"
 #include "wingspan/framework_spec.hpp"
+#include "wingspan/model_attention.hpp"
 #include "wingspan/plan.hpp"
 #include "wingspan/speed_model.hpp"
 #include "wingspan/units.hpp"
@@ -98,6 +99,7 @@ json plan_report_json(const PlanReport& r) {
     j["setup"] = setup.to_json();
     j["framework"] = framework_spec(top_fw);
     j["precision_in_force"] = precision_in_force(setup, top_fw);
+    j["attention_in_force"] = to_string(model_attention(model.arch, setup.attention));
     if (!r.precision_reason.empty()) j["precision_reason"] = r.precision_reason;
     j["quantization_format"] = quantization_label(setup, top_fw);
     j["objective_in_force"] = objective_summary(setup);
@@ -153,6 +155,9 @@ int cmd_plan(const ProfileLibrary& lib, const PlanFlags& o, std::ostream& out, s
             : top_fw.default_precision.empty() ? std::string()
                                                : std::string(" (the framework's default)"))
         << "\n";
+    if (const Attention runs = model_attention(model.arch, setup.attention); runs != setup.attention)
+        out << "Attention in force: " << to_string(runs) << " (" << to_string(setup.attention)
+            << " was asked; SDPA's kernels cannot soft-cap the scores this model caps)\n";
     if (setup.effective_quantization() != Quantization::None)
         out << "Quantized storage: " << quantization_label(setup, top_fw) << "\n";
     out << "\n";

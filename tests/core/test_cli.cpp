@@ -69,6 +69,22 @@ private slots:
         QCOMPARE(j["peak_allocated_bytes"].get<std::int64_t>(), row["peak_allocated_bytes"].get<std::int64_t>());
     }
 
+    // Gemma 2 soft-caps its attention scores, which SDPA's kernels cannot: asked for SDPA, the plan
+    // says it runs eager (and is computed so), in the text and in --json; Llama is left as asked.
+    void planSaysWhichAttentionRuns() {
+        const Result gemma = run({"plan", "--model", "gemma-2-2b", "--method", "lora", "--attention", "sdpa"});
+        QCOMPARE(gemma.code, 0);
+        QVERIFY2(gemma.out.find("Attention in force: eager (sdpa was asked") != std::string::npos, gemma.out.c_str());
+        const Result gemma_json = run({"plan", "--model", "gemma-2-2b", "--method", "lora", "--attention", "sdpa", "--json"});
+        QCOMPARE(gemma_json.code, 0);
+        QCOMPARE(json::parse(gemma_json.out)["attention_in_force"].get<std::string>(), std::string("eager"));
+        const Result llama = run({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--attention", "sdpa", "--json"});
+        QCOMPARE(llama.code, 0);
+        QCOMPARE(json::parse(llama.out)["attention_in_force"].get<std::string>(), std::string("sdpa"));
+        const Result llama_text = run({"plan", "--model", "llama-3.2-1b", "--method", "lora", "--attention", "sdpa"});
+        QVERIFY(llama_text.out.find("Attention in force") == std::string::npos);
+    }
+
     void planTableIsReadable() {
         const Result r = run({"plan", "--size", "8b", "--method", "qlora", "--machine", "t4"});
         QCOMPARE(r.code, 0);

@@ -8,7 +8,7 @@
 
 #include "memory/loss_memory.hpp"
 #include "memory/phases.hpp"
-#include "planner/model_attention.hpp"
+#include "wingspan/model_attention.hpp"
 #include "wingspan/nf4.hpp"
 #include "wingspan/protocol.hpp"
 #include "wingspan/units.hpp"
@@ -78,7 +78,7 @@ Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
 // Only a setup that asks for one of them changes the framework: the others use it as it is, with
 // no copy (a profile carries its behaviour JSON and tables; copying it for each of 34 machines
 // on every slider step was a fifth of the planner's estimate).
-// The setup with the attention the model runs (planner/model_attention.hpp).
+// The setup with the attention the model runs (wingspan/model_attention.hpp).
 TrainingSetup with_model_attention(TrainingSetup setup, const Architecture& arch) {
     setup.attention = model_attention(arch, setup.attention);
     return setup;

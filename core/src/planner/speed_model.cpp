@@ -7,7 +7,7 @@
 
 #include "wingspan/memory_model.hpp"
 #include "wingspan/quant_formats.hpp"
-#include "planner/model_attention.hpp"
+#include "wingspan/model_attention.hpp"
 
 namespace wingspan {
 

@@ -1,6 +1,7 @@
 #pragma once
 // The attention a plan runs with for a model, where the model decides it over what was asked.
-// Internal to core: the memory model and the speed model read it, so the two agree.
+// The memory model and the speed model read it, so the two agree; `wingspan plan` prints it
+// where it differs from what was asked.
 #include "wingspan/architecture.hpp"
 #include "wingspan/setup.hpp"
 
