@@ -24,8 +24,17 @@ std::string GridPoint::label() const {
            (optimizer_in_backward ? " optimizer-in-backward" : "");
 }
 
-fs::path write_135m_config(const fs::path& dir) {
+namespace {
+
+fs::path write_config(const fs::path& dir, const json& config) {
     fs::create_directories(dir);
+    std::ofstream(dir / "config.json") << config.dump(2) << "\n";
+    return dir;
+}
+
+}  // namespace
+
+fs::path write_135m_config(const fs::path& dir) {
     const json config = {{"model_type", "llama"},
                          {"architectures", {"LlamaForCausalLM"}},
                          {"hidden_size", 576},
@@ -38,8 +47,29 @@ fs::path write_135m_config(const fs::path& dir) {
                          {"rope_theta", 100000.0},
                          {"rms_norm_eps", 1e-5},
                          {"tie_word_embeddings", true}};
-    std::ofstream(dir / "config.json") << config.dump(2) << "\n";
-    return dir;
+    return write_config(dir, config);
+}
+
+fs::path write_gemma2_config(const fs::path& dir) {
+    const json config = {{"model_type", "gemma2"},
+                         {"architectures", {"Gemma2ForCausalLM"}},
+                         {"hidden_size", 128},
+                         {"intermediate_size", 384},
+                         {"num_hidden_layers", 4},
+                         {"num_attention_heads", 4},
+                         {"num_key_value_heads", 2},
+                         {"head_dim", 32},
+                         {"vocab_size", 4096},
+                         {"max_position_embeddings", 8192},
+                         {"rope_theta", 10000.0},
+                         {"rms_norm_eps", 1e-6},
+                         {"query_pre_attn_scalar", 32},
+                         {"sliding_window", 64},
+                         {"attn_logit_softcapping", 50.0},
+                         {"final_logit_softcapping", 30.0},
+                         {"hidden_activation", "gelu_pytorch_tanh"},
+                         {"tie_word_embeddings", true}};
+    return write_config(dir, config);
 }
 
 std::vector<GridPoint> full_grid(const fs::path& work_dir) {

@@ -56,6 +56,9 @@ std::vector<GridPoint> ranks_grid(const std::filesystem::path& work_dir);
 
 // Writes a 135M-class (SmolLM2-135M-shaped) config.json into dir; random weights.
 std::filesystem::path write_135m_config(const std::filesystem::path& dir);
+// Writes a tiny Gemma 2 config.json into dir (random weights): soft-capped scores and logits, the
+// sublayer output norms, a sliding window of 64 on the even layers, GeGLU, a tied head.
+std::filesystem::path write_gemma2_config(const std::filesystem::path& dir);
 
 // Runs one point. With `keep_runs`, the run is also kept as a RunStore folder under it (plan.json,
 // events.jsonl, result.json), so `wingspan calibrate` and the window can use it.

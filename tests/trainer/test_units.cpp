@@ -181,6 +181,49 @@ private Q_SLOTS:
         QVERIFY(max_abs(W.grad() - numeric_grad(f, W.detach())) < 1e-7);
     }
 
+    // Gemma 2's soft-capped head through the in-place loss: the loss and both gradients against
+    // plain autograd of cap · tanh(h Wᵀ / cap) and cross-entropy, and against finite differences.
+    void lmHeadLossWithSoftCapMatchesAutograd() {
+        at::Tensor h = at::randn({6, 5}, at::kDouble).mul_(3).requires_grad_(true);
+        at::Tensor W = at::randn({7, 5}, at::kDouble).requires_grad_(true);
+        at::Tensor labels = at::tensor(std::vector<std::int64_t>{1, -100, 6, 0, -100, 3}, at::kLong);
+        const double cap = 4.0;   // small, so the cap bends most logits
+        at::Tensor loss = lm_head_loss(h, W, labels, nullptr, cap);
+        at::Tensor hr = h.detach().clone().requires_grad_(true), Wr = W.detach().clone().requires_grad_(true);
+        const at::Tensor ref = at::cross_entropy_loss(at::tanh(at::matmul(hr, Wr.t()) / cap) * cap, labels, {},
+                                                      at::Reduction::Mean, -100);
+        QVERIFY(std::abs(loss.item<double>() - ref.item<double>()) < 1e-12);
+        torch::autograd::backward({loss});
+        torch::autograd::backward({ref});
+        QVERIFY(max_abs(h.grad() - hr.grad()) < 1e-12);
+        QVERIFY(max_abs(W.grad() - Wr.grad()) < 1e-12);
+        auto f = [&] { return lm_head_loss(h, W, labels, nullptr, cap).item<double>(); };
+        QVERIFY(max_abs(h.grad() - numeric_grad(f, h.detach())) < 1e-7);
+    }
+
+    // fp32 with a cap so wide that most probabilities underflow to 0: the gradient stays finite and
+    // matches fp64 autograd (an underflowed p has no log; its entry is 0 off the label).
+    void softCappedGradientSurvivesUnderflow() {
+        at::Tensor h64 = at::randn({4, 8}, at::kDouble).mul_(40);
+        at::Tensor W64 = at::randn({50, 8}, at::kDouble);
+        at::Tensor labels = at::tensor(std::vector<std::int64_t>{3, 49, 0, 17}, at::kLong);
+        const double cap = 200.0;
+        at::Tensor h = h64.to(at::kFloat).requires_grad_(true);
+        at::Tensor W = W64.to(at::kFloat).requires_grad_(true);
+        at::Tensor loss = lm_head_loss(h, W, labels, nullptr, cap);
+        torch::autograd::backward({loss});
+        at::Tensor hr = h64.clone().requires_grad_(true);
+        const at::Tensor ref = at::cross_entropy_loss(at::tanh(at::matmul(hr, W64.t()) / cap) * cap, labels, {},
+                                                      at::Reduction::Mean, -100);
+        torch::autograd::backward({ref});
+        const at::Tensor p = at::softmax(at::tanh(at::matmul(h64, W64.t()) / cap) * cap, -1).to(at::kFloat);
+        QVERIFY2(p.eq(0).sum().item<std::int64_t>() > 0, "the case must underflow some fp32 probabilities");
+        QVERIFY(h.grad().isfinite().all().item<bool>());
+        const double scale = max_abs(hr.grad());
+        QVERIFY2(max_abs(h.grad().to(at::kDouble) - hr.grad()) < 1e-3 * scale,
+                 qPrintable(QString::number(max_abs(h.grad().to(at::kDouble) - hr.grad()) / scale)));
+    }
+
     void checkpointingGivesTheSameLossAndGradients() {
         for (Method method : {Method::Full, Method::Lora}) {
             ModelOptions o;

@@ -236,16 +236,21 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // row by row in place (trainer/src/kernels/kernels_loss.cpp: no logsumexp temporary), from
         // the 16-bit logits of a 16-bit run, alive until the pass ends (an fp32 run overwrites its
         // logits); backward a 16-bit copy of the gradient for the matmuls. Per token: int64 label
-        // index, label mask, int64 count.
+        // index, label mask, int64 count. A soft cap (Gemma 2) is applied inside the same passes
+        // (kernels_loss.cpp): it keeps each row's fp32 log-sum-exp and capped label logit, from
+        // which backward recovers the capped logits for the cap's derivative.
         const std::int64_t low = e < 4 ? e : 0;
+        const std::int64_t cap_rows = shape.final_softcap ? logit_tokens * 8 : 0;
         tensors = {{"fp32 probabilities (the logits' gradient in backward)", logit_tokens * V * 4, logit_tokens * V * 4, true},
                    {"16-bit logits while their probabilities are written", logit_tokens * V * low, 0},
                    {"16-bit copy of the gradient for the matmuls", 0, logit_tokens * V * low},
-                   {"label index, mask and count per token", 17 * bs, 17 * bs, true}};
+                   {"label index, mask and count per token", 17 * bs, 17 * bs, true},
+                   {"the soft cap's log-sum-exp and label logit per token", cap_rows, cap_rows, true}};
         logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(4 + low) +
                          " B in forward: fp32 probabilities" + (low ? " + the 16-bit logits" : ", written over the logits") +
                          "; " + std::to_string(4 + low) +
                          " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
+                         (cap_rows ? " + 8 B per token for the soft cap's derivative (capped in the same passes)" : "") +
                          (logit_tokens < bs ? " (chunked loss)" : "");
     } else if (framework_loss && !fw.loss_fused && compiled_loss(fw)) {
         // Compiled (the framework runs torch.compile on its loss): the fp32 upcast, log-softmax and NLL of a chunk are

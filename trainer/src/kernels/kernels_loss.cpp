@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 
@@ -29,9 +30,50 @@ void for_row_blocks(const at::Tensor& t, const F& f) {
     });
 }
 
+// rows [n, V] of probabilities p become (p − onehot) · (1 − (y / cap)²), y = cap · tanh(x / cap) the
+// capped logit: log p + lse where p > 0, picked at the label. A p that underflowed to 0 (a cap
+// above ~40 with a large vocabulary) contributes 0 off the label whatever its y.
+void soft_cap_gradient_rows(at::Tensor& rows, const at::Tensor& label_index, const at::Tensor& lse,
+                            const at::Tensor& picked, double cap) {
+    const std::int64_t n = rows.size(0), V = rows.size(1);
+    if (rows.is_cpu()) {   // one pass, nothing allocated
+        const at::Tensor labels = label_index.contiguous(), l = lse.contiguous(), y = picked.contiguous();
+        AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "soft_cap_gradient_rows", [&] {
+            const std::int64_t* lab = labels.data_ptr<std::int64_t>();
+            const scalar_t* lse_p = l.data_ptr<scalar_t>();
+            const scalar_t* picked_p = y.data_ptr<scalar_t>();
+            const scalar_t c = static_cast<scalar_t>(cap);
+            for (std::int64_t i = 0; i < n; ++i) {
+                scalar_t* row = rows.data_ptr<scalar_t>() + i * V;
+                const scalar_t label_p = row[lab[i]];
+                for (std::int64_t j = 0; j < V; ++j) {
+                    const scalar_t p = row[j];
+                    const scalar_t u = (std::log(p) + lse_p[i]) / c;
+                    row[j] = p > 0 ? p * (1 - u * u) : scalar_t(0);
+                }
+                const scalar_t u = picked_p[i] / c;
+                row[lab[i]] = (label_p - 1) * (1 - u * u);
+            }
+        });
+        return;
+    }
+    // Other devices: tensor steps over slices of about 8 MiB, the most this adds beside probs.
+    const std::int64_t step = std::max<std::int64_t>(1, (8 << 20) / (std::max<std::int64_t>(V, 1) * 4));
+    for (std::int64_t r0 = 0; r0 < n; r0 += step) {
+        const std::int64_t m = std::min(step, n - r0);
+        at::Tensor part = rows.narrow(0, r0, m);
+        const at::Tensor lab = label_index.narrow(0, r0, m);
+        const at::Tensor label_p = part.gather(1, lab);
+        at::Tensor u = part.log().add_(lse.narrow(0, r0, m).reshape({-1, 1})).div_(cap);
+        part.mul_(u.mul_(u).neg_().add_(1)).nan_to_num_(0.0);   // 0 · −inf where p underflowed
+        const at::Tensor w = picked.narrow(0, r0, m).reshape({-1, 1}) / cap;
+        part.scatter_(1, lab, (label_p - 1) * (1 - w * w));
+    }
+}
+
 }  // namespace
 
-RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index) {
+RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index, double cap) {
     TORCH_CHECK(logits.dim() == 2 && label_index.dim() == 2 && label_index.size(0) == logits.size(0),
                 "cross_entropy_rows: logits [N, V] and label indices [N, 1]");
     const bool low = logits.scalar_type() == at::kBFloat16 || logits.scalar_type() == at::kHalf;
@@ -39,11 +81,13 @@ RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_in
     RowCrossEntropy out;
     out.probs = low ? at::empty(logits.sizes(), logits.options().dtype(at::kFloat)) : logits.contiguous();
     out.picked = logits.gather(1, label_index).squeeze(1).to(out.probs.scalar_type());   // before the pass
+    if (cap > 0) out.picked.div_(cap).tanh_().mul_(cap);
     // Per row: the maximum, then the sum of exp(x - max); log-sum-exp = max + log(sum).
     at::Tensor max = at::empty({N, 1}, out.probs.options()), sum = at::empty({N, 1}, out.probs.options());
     for_row_blocks(out.probs, [&](std::int64_t r0, std::int64_t r1) {
         at::Tensor p = out.probs.narrow(0, r0, r1 - r0), m = max.narrow(0, r0, r1 - r0), s = sum.narrow(0, r0, r1 - r0);
         if (low) p.copy_(logits.narrow(0, r0, r1 - r0));   // the exact widening of 16-bit values
+        if (cap > 0) p.div_(cap).tanh_().mul_(cap);
         at::amax_out(m, p, {1}, /*keepdim=*/true);
         p.sub_(m).exp_();
         at::sum_out(s, p, {1}, /*keepdim=*/true);
@@ -55,15 +99,21 @@ RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_in
 }
 
 at::Tensor logits_gradient(at::Tensor& probs, const at::Tensor& label_index, const at::Tensor& scale,
-                           at::ScalarType dtype) {
+                           at::ScalarType dtype, const SoftCap& softcap) {
     TORCH_CHECK(probs.dim() == 2 && probs.is_contiguous() && scale.numel() == probs.size(0),
                 "logits_gradient: probabilities [N, V] and a scale per row");
-    probs.scatter_add_(1, label_index, at::full({probs.size(0), 1}, -1.0, probs.options()));   // p − onehot
+    const bool capped = softcap.cap > 0;
+    TORCH_CHECK(!capped || (softcap.lse.numel() == probs.size(0) && softcap.picked.numel() == probs.size(0)),
+                "logits_gradient: a soft cap needs each row's log-sum-exp and label logit");
+    if (!capped) probs.scatter_add_(1, label_index, at::full({probs.size(0), 1}, -1.0, probs.options()));   // p − onehot
     at::Tensor out = dtype == probs.scalar_type() ? probs : at::empty(probs.sizes(), probs.options().dtype(dtype));
     const bool in_place = out.is_same(probs);
     const at::Tensor column = scale.reshape({-1, 1});
     for_row_blocks(probs, [&](std::int64_t r0, std::int64_t r1) {
         at::Tensor rows = probs.narrow(0, r0, r1 - r0);
+        if (capped)   // (p − onehot) · (1 − (y / cap)²)
+            soft_cap_gradient_rows(rows, label_index.narrow(0, r0, r1 - r0), softcap.lse.narrow(0, r0, r1 - r0),
+                                   softcap.picked.narrow(0, r0, r1 - r0), softcap.cap);
         rows.mul_(column.narrow(0, r0, r1 - r0));
         if (!in_place) out.narrow(0, r0, r1 - r0).copy_(rows);
     });

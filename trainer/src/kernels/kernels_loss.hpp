@@ -27,12 +27,25 @@ struct RowCrossEntropy {
     at::Tensor lse;
     at::Tensor picked;
 };
-RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index);
+// cap > 0 (Gemma 2's final_logit_softcapping): each logit is soft-capped, cap · tanh(x / cap), in the
+// same pass before the softmax (no tensor of the logits' size beyond probs), and picked is the
+// capped label logit.
+RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index, double cap = 0);
+
+// What the gradient of soft-capped logits needs besides the probabilities: the cap, and each row's
+// log-sum-exp and capped label logit as cross_entropy_rows returned them ([N], probs' dtype).
+struct SoftCap {
+    double cap = 0;   // 0: the logits were not capped
+    at::Tensor lse;
+    at::Tensor picked;
+};
 
 // Turns probs into the gradient of the loss with respect to the logits, in place: (p − onehot) ·
 // scale[i] per row (scale [N] in probs' dtype), and returns it in `dtype`: probs itself, or a
-// 16-bit copy for the 16-bit head matmuls written in the same pass.
+// 16-bit copy for the 16-bit head matmuls written in the same pass. With a soft cap, also times
+// the cap's derivative 1 − (y / cap)² at each capped logit y, recovered as log p + lse (the
+// label's from picked, exact even where its probability underflowed), in the same pass.
 at::Tensor logits_gradient(at::Tensor& probs, const at::Tensor& label_index, const at::Tensor& scale,
-                           at::ScalarType dtype);
+                           at::ScalarType dtype, const SoftCap& softcap = {});
 
 }  // namespace wingspan::train::kernels

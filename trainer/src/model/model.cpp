@@ -355,15 +355,20 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
 
 struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
     static Variable forward(AutogradContext* ctx, const Variable& hidden, const Variable& weight,
-                            const Variable& labels, at::Tensor* tied_grad) {
+                            const Variable& labels, at::Tensor* tied_grad, double final_softcap) {
         WINGSPAN_PROFILE_SCOPE(profile::kLoss);
         mem::Scope scope(Component::LogitsLoss);
         at::Tensor valid = labels.ne(-100);
         const std::int64_t n_valid = std::max<std::int64_t>(1, valid.sum().item<std::int64_t>());
         at::Tensor safe = labels.clamp_min(0).unsqueeze(1);
-        auto [probs, lse, picked] = kernels::cross_entropy_rows(ops::matmul(hidden, weight.t()), safe);   // [N, V], [N], [N]
+        auto [probs, lse, picked] =
+            kernels::cross_entropy_rows(ops::matmul(hidden, weight.t()), safe, final_softcap);   // [N, V], [N], [N]
         at::Tensor loss = ((lse - picked) * valid).sum() / static_cast<double>(n_valid);
-        ctx->save_for_backward({hidden, weight, probs, safe, valid});
+        // A soft-capped head (Gemma 2) keeps each row's log-sum-exp and label logit for the cap's
+        // derivative: 2 × 4 B per token beside the probabilities.
+        const bool capped = final_softcap > 0;
+        ctx->save_for_backward({hidden, weight, probs, safe, valid, capped ? lse : at::Tensor(), capped ? picked : at::Tensor()});
+        ctx->saved_data["final_softcap"] = final_softcap;
         ctx->saved_data["n_valid"] = n_valid;
         ctx->saved_data["tied_grad"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(tied_grad));
         return loss;
@@ -377,13 +382,14 @@ struct LmHeadLossFn : public torch::autograd::Function<LmHeadLossFn> {
         at::Tensor d = s[2];   // probabilities, turned into d loss / d logits in place
         const std::int64_t n_valid = ctx->saved_data["n_valid"].toInt();
         const at::Tensor scale = s[4].to(d.scalar_type()) * (grads[0].to(d.scalar_type()) / static_cast<double>(n_valid));
-        const at::Tensor dl = kernels::logits_gradient(d, s[3], scale, hidden.scalar_type());
+        const kernels::SoftCap cap{ctx->saved_data["final_softcap"].toDouble(), s[5], s[6]};
+        const at::Tensor dl = kernels::logits_gradient(d, s[3], scale, hidden.scalar_type(), cap);
         // A tied head: the embedding adds its rows into this gradient in place (see EmbeddingFn).
         auto* tied = reinterpret_cast<at::Tensor*>(static_cast<std::intptr_t>(ctx->saved_data["tied_grad"].toInt()));
         const HeadGrads g = head_backward(dl, hidden, weight, ctx->needs_input_grad(0), ctx->needs_input_grad(1), tied);
         const at::Tensor& dh = g.hidden;
         const at::Tensor& dw = g.weight;
-        return {dh, dw, Variable(), Variable()};
+        return {dh, dw, Variable(), Variable(), Variable()};
     }
 };
 
@@ -424,8 +430,8 @@ struct EmbeddingFn : public torch::autograd::Function<EmbeddingFn> {
 }  // namespace
 
 at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels,
-                        at::Tensor* tied_grad) {
-    return LmHeadLossFn::apply(hidden, weight, labels, tied_grad);
+                        at::Tensor* tied_grad, double final_softcap) {
+    return LmHeadLossFn::apply(hidden, weight, labels, tied_grad, final_softcap);
 }
 
 at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCache* cache) const {
@@ -475,11 +481,9 @@ void Model::set_adapters_enabled(bool on) {
 
 at::Tensor Model::loss(const at::Tensor& ids, const at::Tensor& labels, bool checkpointing) const {
     at::Tensor h = hidden_states(ids, checkpointing);
-    if (cfg_.final_softcap > 0)   // Gemma 2
-        return softcapped_lm_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}), cfg_.final_softcap);
     const bool tied_trains = cfg_.tied && embed_.requires_grad() && at::GradMode::is_enabled();
     return lm_head_loss(h.reshape({-1, cfg_.hidden}), head_weight(), labels.reshape({-1}),
-                        tied_trains ? &tied_grad_ : nullptr);
+                        tied_trains ? &tied_grad_ : nullptr, cfg_.final_softcap);
 }
 
 std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& prompt, std::int64_t tokens,

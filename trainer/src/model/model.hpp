@@ -170,7 +170,9 @@ private:
 // and their gradient attributed to logits_loss. hidden: [N, H], labels: int64 [N].
 // tied_grad: for a head tied to a training embedding, where the head's weight gradient is left
 // for the embedding's backward to complete in place (the loss then returns none for weight).
+// final_softcap > 0 (Gemma 2): the logits are soft-capped, cap · tanh(x / cap), inside the same
+// passes (kernels_loss.hpp), so a capped head costs what an uncapped one does plus 8 B per token.
 at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels,
-                        at::Tensor* tied_grad = nullptr);
+                        at::Tensor* tied_grad = nullptr, double final_softcap = 0);
 
 }  // namespace wingspan::train

@@ -168,13 +168,6 @@ at::Tensor sliding_window_mask(const at::Tensor& causal, std::int64_t past, std:
     return causal.masked_fill(far, -std::numeric_limits<float>::infinity());
 }
 
-at::Tensor softcapped_lm_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels, double cap) {
-    mem::Scope scope(Component::LogitsLoss);
-    at::Tensor logits = soft_cap(ops::matmul(hidden, weight.t()).to(at::kFloat), cap);
-    const std::int64_t n_valid = std::max<std::int64_t>(1, labels.ne(-100).sum().item<std::int64_t>());
-    return at::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum, -100) / static_cast<double>(n_valid);
-}
-
 std::vector<std::string> Model::target_modules() const {
     std::vector<std::string> out;
     if (opt_.method == Method::Full || layers_.empty()) return out;

@@ -43,7 +43,4 @@ at::Tensor soft_cap(const at::Tensor& x, double cap);
 // query masked too: query past + t sees keys j with past + t - j < window.
 at::Tensor sliding_window_mask(const at::Tensor& causal, std::int64_t past, std::int64_t window);
 
-// Mean cross-entropy of soft-capped logits (plain autograd: the cap's derivative needs the logits).
-at::Tensor softcapped_lm_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels, double cap);
-
 }  // namespace wingspan::train
