@@ -252,16 +252,60 @@ private slots:
         QVERIFY(old.behaviour.at("qlora").at("keeps_linear_inputs").get<bool>());
         const auto now = estimate_memory(llama8b(), s, current);
         const auto then = estimate_memory(llama8b(), s, old);
-        // Per layer: the two norm outputs (2·h), the attention output (q_dim) and the MLP's inner
-        // activation, 2 B each per token; once, the final norm output feeding the 4-bit head.
+        // Adapters on every linear without dropout keep each linear's input already, and a frozen
+        // linear keeps none (profile model.frozen_linear_keeps_no_input): bitsandbytes' copies are the
+        // same tensors, counted once. What old bitsandbytes adds is the 4-bit head's input (the final
+        // norm output, b·s·h) and, at the end of forward, the previous micro-batch's inputs its ctx
+        // still holds (LitGPT's loop holds that step's logits, profile loss.previous_logits_held):
+        // per layer the two norm outputs (2·h), the attention output (q_dim) and the MLP's product.
         const std::int64_t bs = 1024, h = 4096, qd = 4096, inner = 14336, L = 32;
-        QCOMPARE(activations_at(then, "forward_end") - activations_at(now, "forward_end"),
-                 L * bs * (2 * h + qd + inner) * 2 + bs * h * 2);
-        QVERIFY(then.explain(Component::Activations).find("4-bit linears' inputs kept by bitsandbytes") != std::string::npos);
+        const std::int64_t previous = L * bs * (2 * h + qd + inner) * 2 + bs * h * 2;
+        const TensorRow* held = nullptr;
+        for (const auto& r : then.inventory.rows)
+            if (r.name == "the previous micro-batch's 4-bit linear inputs") held = &r;
+        QVERIFY(held);
+        QCOMPARE(held->bytes, previous);
+        QCOMPARE(held->freed, std::string("forward_end"));
+        QCOMPARE(activations_at(then, "forward_end") - activations_at(now, "forward_end"), previous + bs * h * 2);
+        // With dropout the adapters keep their dropped copies instead: the current bitsandbytes keeps
+        // no input, so the norm outputs and the MLP product go (SDPA keeps the attention output).
+        s.lora_dropout = 0.05;
+        QCOMPARE(activations_at(estimate_memory(llama8b(), s, old), "forward_end") -
+                     activations_at(estimate_memory(llama8b(), s, current), "forward_end"),
+                 previous + bs * h * 2 + L * bs * (2 * h + inner) * 2);
+        s.lora_dropout = 0;
         // Not for a LoRA plan: nothing is quantized.
         s.method = Method::Lora;
         s.quantization = Quantization::None;
         QCOMPARE(estimate_memory(llama8b(), s, old).total_bytes, estimate_memory(llama8b(), s, current).total_bytes);
+    }
+
+    // LitGPT's fused q/k/v (profile model.v_views_fused_qkv): v is a view of the fused output unless
+    // grouped heads are repeated into a copy, so a multi-head model (Llama 2 7B) keeps q and k's part
+    // too, b·s·(q_dim + kv_dim) per layer; a grouped-query one (Llama 3.1 8B) nothing more.
+    // LoRA on q and v only (profile model.pads_partial_qkv_lora): zero_pad's index_copy_ keeps its
+    // source, b·s·(q_dim + kv_dim) in bf16 and the int64 column index.
+    void litgpt_fused_qkv_terms() {
+        TrainingSetup s = lora_bf16(512, 2);
+        s.grad_checkpointing = false;
+        s.lora_targets = {LinearRole::Q, LinearRole::V};
+        const std::int64_t bs = 1024;
+        auto layer_terms = [&](const Architecture& arch, const nlohmann::json& patch) {
+            return activations_at(estimate_memory(arch, s, test::library().framework("litgpt")), "forward_end") -
+                   activations_at(estimate_memory(arch, s, with_behaviour("litgpt", patch)), "forward_end");
+        };
+        const Architecture& mha = test::library().model("llama-2-7b").arch;
+        QCOMPARE(mha.kv_dim(), mha.q_dim());
+        const std::int64_t view = bs * 2 * 4096 * 2;
+        const std::int64_t pad_mha = bs * (4096 + 4096) * 2 + (4096 + 4096) * 8;
+        QCOMPARE(layer_terms(mha, {{"model", {{"v_views_fused_qkv", false}}}}), 32 * view);
+        QCOMPARE(layer_terms(mha, {{"model", {{"pads_partial_qkv_lora", false}}}}), 32 * pad_mha);
+        QCOMPARE(layer_terms(llama8b(), {{"model", {{"v_views_fused_qkv", false}}}}), std::int64_t(0));
+        QCOMPARE(layer_terms(llama8b(), {{"model", {{"pads_partial_qkv_lora", false}}}}),
+                 32 * (bs * (4096 + 1024) * 2 + (4096 + 1024) * 8));
+        // All of q, k and v adapted: nothing is padded.
+        s.lora_targets = {LinearRole::Q, LinearRole::K, LinearRole::V};
+        QCOMPARE(layer_terms(mha, {{"model", {{"pads_partial_qkv_lora", false}}}}), std::int64_t(0));
     }
 
     // wingspan-train's 4-bit linear (trainer/src/model/linear.cpp Nf4LinearFn) keeps no input, where

@@ -41,6 +41,9 @@ struct FrameworkBehaviour {
         bool unties_embeddings = false;
         bool rotary_table_once = false;
         bool fused_qkv_lora = false;   // one q/k/v linear whose LoRA drops its input out once (LitGPT)
+        bool v_views_fused_qkv = false;   // v stays a view of the fused q/k/v output where heads are not grouped
+        bool pads_partial_qkv_lora = false;   // LoRA on some of q, k, v scatters into the fused width (LitGPT)
+        bool frozen_linear_keeps_no_input = false;   // a frozen linear saves no input for backward
     } model;
     struct Loss {
         // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from
@@ -56,6 +59,9 @@ struct FrameworkBehaviour {
         // The training path returns the head's logits without Gemma 2's final soft cap (LitGPT before
         // 0.5.5: lora.py GPT.forward with lm_head_chunk_size skipped it): no tanh output kept.
         bool skips_final_softcap = false;
+        // The training loop holds the previous micro-batch's logits until the next forward returns
+        // (LitGPT: `logits = model(...)` rebinds them), and through them that step's autograd graph.
+        bool previous_logits_held = false;
     } loss;
     struct Objective {
         bool reference_before_policy = false;

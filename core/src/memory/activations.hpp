@@ -43,6 +43,10 @@ struct LayerActivations {
     std::int64_t output_norm_saved = 0;
     std::int64_t attn_saved = 0;
     std::int64_t softcap_scores = 0;   // the soft-capped scores' tanh output one layer keeps (Gemma 2)
+    std::int64_t fused_qkv_kept = 0;   // the q and k thirds of a fused q/k/v output a saved v view keeps
+    std::int64_t qkv_pad_source = 0;   // LitGPT's zero_pad source where only some of q, k, v are adapted
+    bool frozen_keeps_none = false;    // a frozen linear keeps no input (profile model.frozen_linear_keeps_no_input)
+    std::int64_t previous_quant_inputs = 0;   // the last micro-batch's 4-bit inputs, alive at forward_end
     std::int64_t scores = 0;
     std::int64_t kv_saved_dim = 0;
     std::int64_t score_bytes = 0;

@@ -60,6 +60,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         } else {
             act_forward = a.first_layer_saved + (a.Lsaved - 1) * a.layer_saved + a.outside_layers;
             top_base = act_forward - a.norm_saved + a.G;
+            act_forward += a.previous_quant_inputs;   // forward's end only
             bottom_base = a.first_layer_saved + a.inputs + a.G;
             act_formula = std::to_string(a.Lsaved) + " layers × " + n(a.layer_saved) + " B saved per layer (norms 2×" +
                           a.norm_desc + output_norms + "; attention " + n(a.attn_saved) + " [" + a.attn_desc + "]; MLP " +
@@ -68,7 +69,11 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
                           (a.first_norm_outside ? ", the first adapted layer keeping only what follows its first adapter (" +
                                                             n(a.layer_saved - a.first_layer_saved) + " B less)"
                                                       : "") +
-                          " + the backward of one layer";
+                          " + the backward of one layer" +
+                          (a.previous_quant_inputs ? "; at the end of forward also the previous micro-batch's 4-bit linear inputs (" +
+                                                         n(a.previous_quant_inputs) + " B: bitsandbytes keeps them on its ctx, "
+                                                         "the loop holds that step's logits)"
+                                                   : "");
         }
         // The flash backward of one layer's attention: its workspace and the q, k, v gradients,
         // once the MLP block, its norm and the output projection's adapter input are freed.
@@ -207,6 +212,11 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
                     a.Lsaved * a.lora_saved, "each adapter's A output (r wide) is B's input, kept for B's gradient", {"lora"}));
         w.add(kept_until("4-bit linears' inputs", layers, "b·s·(2h + q + i)", a.Lsaved * a.quant_inputs_saved,
                     "bitsandbytes ≤ 0.43.1 MatMul4Bit keeps its input (profile qlora.keeps_linear_inputs)", {"qlora"}));
+        w.add(saved("the previous micro-batch's 4-bit linear inputs", layers, "b·s·(2h + q + i) (+ b·s·h for a 4-bit head)",
+                    a.previous_quant_inputs,
+                    "bitsandbytes <= 0.43.1 keeps each input on its autograd ctx, which backward does not free; the loop "
+                    "holds the previous logits and so that graph until this forward returns (profile loss.previous_logits_held)",
+                    {"qlora"}, 1, "forward_end"));
         w.add(kept_until("inputs no 4-bit linear keeps", layers, "b·s·h, b·s·q, b·s·i", -a.Lsaved * a.unkept_inputs,
                     "the 4-bit linear keeps no input (profile qlora.quantized_linear_keeps_no_input)", {"qlora"}));
         w.add(kept_until("first adapted layer before its first adapter", "layer 0", "", a.first_layer_saved - a.layer_saved,

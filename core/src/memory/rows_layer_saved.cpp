@@ -120,6 +120,15 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
             a.attn_desc = "flash: q, out (b·s·q_dim), k, v (b·s·kv_dim) + logsumexp";
             break;
     }
+    // A v that is a view of the fused q/k/v output (profile model.v_views_fused_qkv: LitGPT, where
+    // only grouped heads are repeated into a copy) keeps that output's storage alive as long as
+    // the attention keeps v: its q and k thirds as well, b·s·(q_dim + kv_dim). Multi-head attention
+    // only; a math-path SDPA saves its own repeated copies.
+    a.fused_qkv_kept = fw.traits.model.v_views_fused_qkv && a.kvd == a.qd && !a.math_sdpa ? a.bs * (a.qd + a.kvd) * a.e : 0;
+    if (a.fused_qkv_kept) {
+        a.attn_saved += a.fused_qkv_kept;
+        a.attn_desc += " + the fused q/k/v output the saved v views (multi-head: b·s·(q_dim + kv_dim))";
+    }
     // Gemma 2's attention soft cap, cap · tanh(scores / cap) before the mask, where the scores are a
     // tensor (eager, or SDPA run as its graph): tanh keeps its output for backward, b·heads·s² in
     // the compute dtype (transformers 5.25 models/gemma2/modeling_gemma2.py eager_attention_forward
@@ -161,6 +170,11 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
     if (lora) {
         // A fused q/k/v linear (profile model.fused_qkv_lora) drops its input out once for all three.
         bool qkv_input_dropped = false;
+        // ... and where only some of q, k, v are adapted (profile model.pads_partial_qkv_lora), scatters
+        // their B outputs into the fused width (LitGPT zero_pad: index_copy_, whose backward keeps
+        // its whole source): b·s·(adapted q/k/v output dims) in the compute dtype, and the int64
+        // column index.
+        std::int64_t qkv_adapted = 0, qkv_adapted_cols = 0;
         for (const auto& g : groups) {
             if (g.kind != TensorKind::Linear || !setup.lora_targets.count(g.role)) continue;
             if (g.name.rfind("layers.", 0) != 0) continue;
@@ -171,6 +185,10 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
             const bool shares_dropout = qkv && fw.traits.model.fused_qkv_lora && qkv_input_dropped;
             if (setup.lora_dropout > 0 && !shares_dropout) one += a.bs * g.cols * (a.e + 1);
             qkv_input_dropped = qkv_input_dropped || qkv;
+            if (qkv) {
+                ++qkv_adapted;
+                qkv_adapted_cols += g.rows;
+            }
             if (setup.dora) one += a.bs * g.rows * a.e;   // DoRA rescales the base output: kept for the magnitude's gradient
             const auto bytes = static_cast<std::int64_t>(per_layer * share * one);
             a.lora_saved += bytes;
@@ -180,6 +198,10 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
                 g.role == LinearRole::Router || g.role == LinearRole::SharedGate)
                 a.lora_mlp += bytes;
         }
+        if (fw.traits.model.pads_partial_qkv_lora && qkv_adapted > 0 && qkv_adapted < 3) {
+            a.qkv_pad_source = a.bs * qkv_adapted_cols * a.e + qkv_adapted_cols * 8;
+            a.lora_saved += a.qkv_pad_source;
+        }
     }
     // QLoRA under a bitsandbytes that keeps each 4-bit linear's input for backward (MatMul4Bit
     // ctx.tensors = (A, B) up to 0.43.1), where a frozen torch linear keeps none: per layer the
@@ -187,7 +209,19 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
     // inner activation; once, the final norm output that feeds the quantized head.
     a.keeps_quant_inputs = fw.traits.qlora.keeps_linear_inputs && setup.method == Method::Qlora &&
                            quant != Quantization::None;
-    a.quant_inputs_saved = a.keeps_quant_inputs ? a.bs * (2 * a.h + a.qd + a.inner) * a.e : 0;
+    // A frozen linear saves no input (profile model.frozen_linear_keeps_no_input: torch's mm saves
+    // its input only for its weight's gradient), so the reference rows below, which count every
+    // linear's input as kept, already hold what bitsandbytes keeps: the same tensors, counted once.
+    a.frozen_keeps_none = fw.traits.model.frozen_linear_keeps_no_input &&
+                          (setup.method == Method::Lora || setup.method == Method::Qlora);
+    a.quant_inputs_saved =
+        a.keeps_quant_inputs && !a.frozen_keeps_none ? a.bs * (2 * a.h + a.qd + a.inner) * a.e : 0;
+    // MatMul4Bit's ctx.tensors is a plain attribute that backward does not free: a loop that holds the
+    // previous micro-batch's logits (profile loss.previous_logits_held) holds that step's graph and
+    // so its inputs through the next forward, every layer's (and the 4-bit head's), without checkpointing.
+    a.previous_quant_inputs = a.keeps_quant_inputs && fw.traits.loss.previous_logits_held && !a.ckpt
+                                  ? a.Lsaved * a.bs * (2 * a.h + a.qd + a.inner) * a.e + (fw.quantizes_head ? a.bs * a.h * a.e : 0)
+                                  : 0;
     // The opposite (profile qlora.quantized_linear_keeps_no_input): wingspan-train's 4-bit linear
     // keeps no input, where libtorch 1.13's frozen mm keeps its own. A linear's input then stays
     // only for an adapter's A product on it, which keeps it (with dropout the dropped copy instead,
@@ -195,8 +229,9 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
     // of SwiGLU) are left alone.
     a.graph_attention = setup.attention == Attention::Eager || a.math_sdpa;
     a.kept = LinearInputsKept{};
-    if (fw.traits.qlora.quantized_linear_keeps_no_input && setup.method == Method::Qlora &&
-        quant != Quantization::None) {
+    const bool quantized_keeps_none =
+        fw.traits.qlora.quantized_linear_keeps_no_input && setup.method == Method::Qlora && quant != Quantization::None;
+    if (quantized_keeps_none || (a.frozen_keeps_none && !a.keeps_quant_inputs)) {
         auto adapter_keeps = [&](LinearRole r) { return setup.lora_dropout <= 0 && setup.lora_targets.count(r) > 0; };
         a.kept.input_norm_out = adapter_keeps(LinearRole::Q) || adapter_keeps(LinearRole::K) || adapter_keeps(LinearRole::V);
         a.kept.attn_out = adapter_keeps(LinearRole::O) || !a.graph_attention;
@@ -217,8 +252,9 @@ void layer_saved_tensors(const PlanContext& c, LayerActivations& a) {
         part(a.unkept_attn_out, "attention output b·s·q_dim");
         part(a.unkept_post_norm, "post-attention norm's output b·s·h");
         part(a.unkept_product, "MLP product b·s·i");
-        a.unkept_desc = "; minus inputs of 4-bit linears no adapter keeps (the 4-bit linear keeps none): " + a.unkept_desc +
-                        " = −" + n(a.unkept_inputs);
+        a.unkept_desc = std::string(quantized_keeps_none ? "; minus inputs of 4-bit linears no adapter keeps (the 4-bit linear keeps none): "
+                                                         : "; minus inputs of frozen linears no adapter keeps (a frozen linear keeps none): ") +
+                        a.unkept_desc + " = −" + n(a.unkept_inputs);
     }
     // Gemma 2 also norms each sublayer's output before its residual add (modeling_gemma2.py
     // Gemma2DecoderLayer.forward lines 307-327): such a norm keeps its fp32 input and rstd (and the

@@ -67,7 +67,22 @@ std::vector<BehaviourKey> model_keys() {
             "model", "fused_qkv_lora",
             "q, k and v are one linear and LoRA on it applies its dropout once to the shared input for all of them "
             "(LitGPT `qkv` with litgpt/lora.py LoRAQKVLinear: `F.linear(self.lora_dropout(x), self.lora_A)`): one "
-            "dropped copy and mask (b·s·hidden·3 B) where separate q, k, v adapters keep one each")
+            "dropped copy and mask (b·s·hidden·3 B) where separate q, k, v adapters keep one each"),
+        flag<&B::model, &B::Model::v_views_fused_qkv>(
+            "model", "v_views_fused_qkv",
+            "v is a view of one fused q/k/v output wherever each query head has its own KV head (multi-head attention: "
+            "nothing repeats K/V), so the attention that saves v keeps that whole output: b·s·(q_dim + kv_dim) more "
+            "per layer (LitGPT)"),
+        flag<&B::model, &B::Model::pads_partial_qkv_lora>(
+            "model", "pads_partial_qkv_lora",
+            "with LoRA on some but not all of q, k and v, the fused q/k/v adapter scatters its B outputs into the "
+            "fused width (LitGPT `zero_pad`: `index_copy_`, whose backward keeps its whole source): b·s·(adapted "
+            "q/k/v output dims) in the compute dtype and an int64 column index more per layer"),
+        flag<&B::model, &B::Model::frozen_linear_keeps_no_input>(
+            "model", "frozen_linear_keeps_no_input",
+            "a frozen linear saves no input for backward (torch's mm keeps its input only for its weight's gradient), "
+            "so with LoRA or QLoRA a norm output, the attention output or the MLP product is kept only where an adapter "
+            "with no dropout reads it; with `qlora.keeps_linear_inputs` they are all kept, by bitsandbytes, once")
     };
 }
 
@@ -108,6 +123,13 @@ std::vector<BehaviourKey> loss_keys() {
             "the head's dtype until the loss's backward). LitGPT 0.4.x: litgpt/lora.py GPT.forward with "
             "`lm_head_chunk_size` (its fine-tuning scripts pass 128) returned the chunks uncapped (@ 2b195c7f); capped "
             "from 17a58dfa (#1891, v0.5.5)"),
+        flag<&B::loss, &B::Loss::previous_logits_held>(
+            "loss", "previous_logits_held",
+            "the training loop keeps the previous micro-batch's logits until the next forward returns (LitGPT "
+            "finetune/lora.py: `logits = model(input_ids, lm_head_chunk_size=128)` rebinds them), and through their "
+            "grad_fn that step's autograd graph: saved tensors are freed by backward, but what a custom autograd "
+            "function keeps on its ctx is not, so with `qlora.keeps_linear_inputs` (bitsandbytes <= 0.43.1 MatMul4Bit "
+            "`ctx.tensors = (A, B)`) the previous micro-batch's 4-bit linear inputs are alive at the end of the forward"),
         {"loss", "head_vocab_chunk", "integer", "0 (none)",
          "the head and the loss run together in blocks of this many vocabulary columns and return per-token "
          "log-probabilities, recomputing each block in backward: no [tokens, vocab] tensor (prime-rl 266f5a66a "
