@@ -43,8 +43,9 @@ void soft_cap_gradient_rows(at::Tensor& rows, const at::Tensor& label_index, con
             const scalar_t* lse_p = l.data_ptr<scalar_t>();
             const scalar_t* picked_p = y.data_ptr<scalar_t>();
             const scalar_t c = static_cast<scalar_t>(cap);
+            scalar_t* first = rows.data_ptr<scalar_t>();
             for (std::int64_t i = 0; i < n; ++i) {
-                scalar_t* row = rows.data_ptr<scalar_t>() + i * V;
+                scalar_t* row = first + i * V;
                 const scalar_t label_p = row[lab[i]];
                 for (std::int64_t j = 0; j < V; ++j) {
                     const scalar_t p = row[j];
