@@ -308,6 +308,30 @@ private slots:
         QCOMPARE(layer_terms(mha, {{"model", {{"pads_partial_qkv_lora", false}}}}), std::int64_t(0));
     }
 
+    // LitGPT's RMSNorm scales by weight.float() (model.norm_scales_in_fp32): a full fine-tune in bf16
+    // keeps the normalized input in fp32 (4 B, not 2, a token × hidden), and every 16-bit norm weight
+    // leaves an fp32 copy of itself (4·h B a norm) saved; LoRA (frozen weights) only the copies.
+    // Two norms a layer, 32 layers, plus the final norm.
+    void litgpt_norm_scales_in_fp32() {
+        const std::int64_t bs = 1024, h = 4096, norms = 32 * 2 + 1;
+        const nlohmann::json off = {{"model", {{"norm_scales_in_fp32", false}}}};
+        auto gained = [&](const TrainingSetup& s) {
+            return activations_at(estimate_memory(llama8b(), s, test::library().framework("litgpt")), "forward_end") -
+                   activations_at(estimate_memory(llama8b(), s, with_behaviour("litgpt", off)), "forward_end");
+        };
+        TrainingSetup full = lora_bf16(512, 2);
+        full.method = Method::Full;
+        full.grad_checkpointing = false;
+        QCOMPARE(gained(full), norms * (bs * h * 2 + h * 4));
+        TrainingSetup lora = lora_bf16(512, 2);
+        lora.grad_checkpointing = false;
+        // Layer 0's input norm saves nothing under LoRA (a frozen embedding's output needs no gradient).
+        QCOMPARE(gained(lora), (norms - 1) * h * 4);
+        // fp32 weights (an fp32 run) need no copy, and their normalized input is fp32 already.
+        full.precision = Precision::Fp32;
+        QCOMPARE(gained(full), std::int64_t(0));
+    }
+
     // wingspan-train's 4-bit linear (trainer/src/model/linear.cpp Nf4LinearFn) keeps no input, where
     // libtorch 1.13's frozen mm keeps its own: in QLoRA a linear's input stays only for an adapter
     // on it (its A product keeps it; with dropout, the dropped copy instead).

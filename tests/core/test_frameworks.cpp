@@ -141,8 +141,9 @@ private slots:
         const auto un = estimate_memory(llama8b(), s, lib.framework("unsloth"));
         QCOMPARE(term_bytes(hf, Component::LogitsLoss), tv * 12);
         QCOMPARE(term_bytes(tt, Component::LogitsLoss), tv * 4 + tv / 8 * 8);
-        // LitGPT: 16-bit logits and a 16-bit log-softmax kept, 128-token chunks in backward.
-        QCOMPARE(term_bytes(lg, Component::LogitsLoss), tv * 4 + 128LL * 128256 * 4);
+        // LitGPT: 16-bit logits and a 16-bit log-softmax kept; in backward chunks of 128 positions of
+        // both rows (x.split(128, dim=1) on [2, 2048, h]: 256 tokens), each with two 16-bit gradients.
+        QCOMPARE(term_bytes(lg, Component::LogitsLoss), tv * 4 + 2 * 128LL * 128256 * 4);
         // Unsloth: 4096 × 128,256 × 4 B = 2.1 GB of fp32 logits fits its 4 GiB chunk target: one
         // chunk, nothing kept, the hidden states' gradient kept: (2 + 4 + 12) B in forward.
         QCOMPARE(term_bytes(un, Component::LogitsLoss), tv * 18 + 4096LL * 4096 * 2);

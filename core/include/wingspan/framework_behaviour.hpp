@@ -44,6 +44,7 @@ struct FrameworkBehaviour {
         bool v_views_fused_qkv = false;   // v stays a view of the fused q/k/v output where heads are not grouped
         bool pads_partial_qkv_lora = false;   // LoRA on some of q, k, v scatters into the fused width (LitGPT)
         bool frozen_linear_keeps_no_input = false;   // a frozen linear saves no input for backward
+        bool norm_scales_in_fp32 = false;   // RMSNorm multiplies by weight.float(): fp32 x_normed and weight copy kept
     } model;
     struct Loss {
         // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from

@@ -136,13 +136,15 @@ struct FrameworkProfile {
     bool quantizes_head = false;           // the LM head is quantized too (MLX, LitGPT via Fabric)
     // Loss: the full logits kept until backward (model output), the loss upcast to fp32, fused
     // (gradient computed in forward, nothing kept), and how the tokens are chunked: a number of
-    // chunks, a number of tokens per chunk, or as many chunks (a multiple of
-    // loss_chunks_multiple) as keep one chunk's fp32 logits under loss_chunk_fp32_bytes.
+    // chunks, a number of tokens per chunk, a number of sequence positions per chunk taken from
+    // every row of the micro-batch (LitGPT splits [b, s, h] along s), or as many chunks (a multiple
+    // of loss_chunks_multiple) as keep one chunk's fp32 logits under loss_chunk_fp32_bytes.
     bool logits_held = true;
     bool loss_upcast_fp32 = true;
     bool loss_fused = false;
     std::int64_t loss_chunks = 0;
     std::int64_t loss_chunk_tokens = 0;
+    std::int64_t loss_chunk_positions = 0;
     std::int64_t loss_chunk_fp32_bytes = 0;
     std::int64_t loss_chunks_multiple = 1;
     bool checkpoint_offload = false;       // checkpointed layer inputs live in host RAM (Unsloth)

@@ -209,6 +209,7 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
     std::int64_t chunk = bs, chunks = 1;
     if (fw.loss_chunks > 0) chunk = (bs + fw.loss_chunks - 1) / fw.loss_chunks;
     if (fw.loss_chunk_tokens > 0) chunk = std::min(chunk, fw.loss_chunk_tokens);
+    if (fw.loss_chunk_positions > 0) chunk = std::min(chunk, b * fw.loss_chunk_positions);
     if (fw.loss_chunk_fp32_bytes > 0) {
         // As many chunks (a multiple of loss_chunks_multiple) as keep one chunk's fp32 logits under the target.
         const double full = double(bs) * double(V) * 4.0;

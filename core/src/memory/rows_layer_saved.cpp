@@ -70,13 +70,22 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
     a.norms_train = setup.method == Method::Full;
     a.norm_input = a.bs * a.h * (a.recompute_pointwise || a.kernel_norm ? a.e : std::max<std::int64_t>(a.e, 4));
     a.norm_square = fw.norm_saves_square && !a.recompute_pointwise && !a.kernel_norm ? a.bs * a.h * 4 : 0;
-    a.norm_weighted = a.norms_train && !a.recompute_pointwise && !a.norm_recomputes ? a.bs * a.h * a.e : 0;
+    // A norm that scales in fp32 (profile model.norm_scales_in_fp32) keeps its normalized input in
+    // fp32 and, where its weight is stored in 16 bits, the weight's fp32 copy (per norm, not per token).
+    const bool scales_fp32 = fw.traits.model.norm_scales_in_fp32 && !a.recompute_pointwise && !a.kernel_norm;
+    const int norm_weight_bytes = a.norms_train ? c.st.weight : c.frozen_bytes;
+    a.norm_weight_copy = scales_fp32 && norm_weight_bytes < 4 ? a.h * 4 : 0;
+    a.norm_weighted = a.norms_train && !a.recompute_pointwise && !a.norm_recomputes
+                          ? a.bs * a.h * (scales_fp32 ? 4 : a.e)
+                          : 0;
     a.norm_out = a.recompute_pointwise ? 0 : a.bs * a.h * a.e;
-    a.norm_saved = a.norm_input + a.norm_square + a.bs * 4 + a.norm_weighted + a.norm_out;
+    a.norm_saved = a.norm_input + a.norm_square + a.bs * 4 + a.norm_weighted + a.norm_out + a.norm_weight_copy;
     a.norm_desc = n(a.norm_saved) + (a.recompute_pointwise ? " B: 16-bit input, rstd (compiled)"
                                                           : a.kernel_norm ? " B: 16-bit input, rstd (fused kernel), output"
                                                           : " B: fp32 input, rstd, output");
-    if (a.norm_weighted) a.norm_desc += ", normalized input for the weight's gradient";
+    if (a.norm_weighted)
+        a.norm_desc += scales_fp32 ? ", fp32 normalized input for the weight's gradient" : ", normalized input for the weight's gradient";
+    if (a.norm_weight_copy) a.norm_desc += ", the weight's fp32 copy";
     if (a.norm_square) a.norm_desc += ", x² kept by the mean";
     a.attn_saved = 0;
     a.scores = 0;

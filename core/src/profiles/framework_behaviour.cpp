@@ -82,7 +82,12 @@ std::vector<BehaviourKey> model_keys() {
             "model", "frozen_linear_keeps_no_input",
             "a frozen linear saves no input for backward (torch's mm keeps its input only for its weight's gradient), "
             "so with LoRA or QLoRA a norm output, the attention output or the MLP product is kept only where an adapter "
-            "with no dropout reads it; with `qlora.keeps_linear_inputs` they are all kept, by bitsandbytes, once")
+            "with no dropout reads it; with `qlora.keeps_linear_inputs` they are all kept, by bitsandbytes, once"),
+        flag<&B::model, &B::Model::norm_scales_in_fp32>(
+            "model", "norm_scales_in_fp32",
+            "RMSNorm scales by its weight in fp32 (LitGPT: `(x_normed * weight.float()).to(dtype)`): a trainable weight "
+            "keeps the fp32 normalized input (b·s·hidden·4 B a norm, not in the compute dtype), and a 16-bit weight an "
+            "fp32 copy of itself (hidden·4 B a norm) for the input's gradient")
     };
 }
 
@@ -94,7 +99,9 @@ std::vector<BehaviourKey> loss_keys() {
         {"loss", "fused", "bool", "false",
          "the loss and its gradient are computed in forward chunk by chunk; nothing per token × vocab is kept (Unsloth)"},
         {"loss", "chunks", "integer", "0 (none)", "a fixed number of chunks the tokens are split into (torchtune 8)"},
-        {"loss", "chunk_tokens", "integer", "0 (none)", "tokens per chunk (LitGPT 128)"},
+        {"loss", "chunk_positions", "integer", "0 (none)",
+         "sequence positions per chunk, taken from every row of the micro-batch: b × this many tokens a chunk (LitGPT 128: "
+         "`x.split(128, dim=1)` on [b, s, h])"},
         {"loss", "chunk_fp32_bytes", "integer", "0 (none)",
          "as many chunks (a multiple of `chunks_multiple`) as keep one chunk's fp32 logits under this many bytes (Unsloth: "
          "4 GiB)"},

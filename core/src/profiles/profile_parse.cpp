@@ -257,7 +257,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.loss_upcast_fp32 = f.boolean("upcast_fp32", true);
         p.loss_fused = f.boolean("fused", false);
         p.loss_chunks = f.bytes("chunks", 0);
-        p.loss_chunk_tokens = f.bytes("chunk_tokens", 0);
+        p.loss_chunk_positions = f.bytes("chunk_positions", 0);
         p.loss_chunk_fp32_bytes = f.bytes("chunk_fp32_bytes", 0);
         p.loss_chunks_multiple = std::max<std::int64_t>(1, f.bytes("chunks_multiple", 1));
     } else if (p.fused_loss) {
