@@ -74,7 +74,8 @@ plan / fit options:
   --hf OWNER/NAME [--revision R] [--offline]   any model on the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT)
   --model-dir DIR                              a local folder with config.json and safetensors
   --method full|lora|qlora|serve   --seq N   --batch N   --grad-accum N
-  --rank R  --alpha A  --targets q,k,v,o,gate,up,down|all   --train-embeddings
+  --rank R  --alpha A  --targets q,k,v,o,gate,up,down|all[,head]   --train-embeddings
+                        (head: LoRA on the LM head, as LitGPT lora_head, PEFT lm_head, torchtune apply_lora_to_output)
   --lora-layers N (alias --num-layers: adapters on the last N layers, as mlx-lm)   --dora
   --quant nf4|nf4-dq|int8   --grad-checkpointing on|off   --loss-chunk TOKENS
   --precision auto|fp32|bf16-mixed|bf16|fp16-mixed   (auto, the default: each machine's fastest exact one)

@@ -185,6 +185,10 @@ private slots:
         f = flags_of(import_fixture("hf-trl/adapter_config_llama-3.2-3b.json"));
         QCOMPARE(f["--model"], std::string("llama-3.2-3b"));
         QCOMPARE(f["--rank"], std::string("8"));
+        // An adapter on the LM head (PEFT's lm_head) is the target "head".
+        json peft = read_config_file(fixture("hf-trl/adapter_config_llama-2-7b.json"));
+        peft["target_modules"] = {"q_proj", "v_proj", "lm_head"};
+        QCOMPARE(flags_of(import_config(peft, std::nullopt, &test::library()))["--targets"], std::string("q,v,head"));
     }
 
     void mlxLm() {

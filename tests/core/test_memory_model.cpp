@@ -86,6 +86,47 @@ private slots:
                  16 * qint64(39'976'960));
     }
 
+    // LoRA on the LM head (target "head", not in "all"): r·(hidden + vocab) adapter parameters, on
+    // the embedding where the head is tied; the branch keeps x·Aᵀ and, with dropout, the dropped
+    // input (b·s·h·e) and its mask (b·s·h·1); without dropout the final norm's output instead.
+    void loraOnTheHead() {
+        QVERIFY(!parse_targets("all").count(LinearRole::Head));
+        QCOMPARE(parse_targets("all,lm_head").size(), std::size_t(8));
+        QVERIFY(parse_targets("output").count(LinearRole::Head));
+        const Architecture untied = test::library().model("llama-2-7b").arch;
+        const Architecture tied = test::library().model("llama-3.2-1b").arch;
+        QVERIFY(tied.tied_embeddings && !untied.tied_embeddings);
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.lora_rank = 16;
+        for (const Architecture* a : {&untied, &tied}) {
+            s.lora_targets = parse_targets("q,v");
+            const std::int64_t layers_only = count_parameters(*a, s).adapter;
+            s.lora_targets = parse_targets("q,v,head");
+            QCOMPARE(count_parameters(*a, s).adapter - layers_only, 16 * (a->hidden + a->vocab));
+        }
+        // llama-2-7b: h 4096, vocab 32,000; bf16, batch 2 × 512 tokens, rank 16.
+        s.precision = Precision::Bf16;
+        s.seq_len = 512;
+        s.micro_batch = 2;
+        s.grad_checkpointing = false;
+        const std::int64_t bs = 1024, h = 4096, r = 16, e = 2;
+        auto row = [&](const MemoryEstimate& est, const std::string& name) -> std::int64_t {
+            for (const auto& t : est.inventory.rows)
+                if (t.name == name) return t.bytes;
+            return -1;
+        };
+        s.lora_dropout = 0.1;
+        const MemoryEstimate dropped = estimate_memory(untied, s, test::bare_framework());
+        QCOMPARE(row(dropped, "the head adapter's saved tensors"), bs * (h * (e + 1) + r * e));
+        s.lora_dropout = 0;
+        const MemoryEstimate plain = estimate_memory(untied, s, test::bare_framework());
+        QCOMPARE(row(plain, "the head adapter's saved tensors"), bs * r * e);
+        QCOMPARE(row(plain, "final norm's saved tensors") - row(dropped, "final norm's saved tensors"), bs * h * e);
+        s.lora_targets = parse_targets("q,v");
+        QVERIFY(row(estimate_memory(untied, s, test::bare_framework()), "the head adapter's saved tensors") <= 0);   // no row
+    }
+
     void qloraNf4BytesAreExact() {
         const Architecture a = test::library().model("llama-2-7b").arch;
         TrainingSetup s;

@@ -91,10 +91,18 @@ private Q_SLOTS:
             QVERIFY2(std::string(e.what()).find("--grad-accum") != std::string::npos, e.what());
         }
         try {
-            (void)TrainerInvocation::from_args({"--method", "lora", "--targets", "q,lm_head"}, help);
+            (void)TrainerInvocation::from_args({"--method", "lora", "--targets", "q,w9"}, help);
             QFAIL("accepted an unknown target");
         } catch (const ArgError& e) {
             QVERIFY2(std::string(e.what()).rfind("--targets: ", 0) == 0, e.what());
+        }
+        // The planner knows LoRA on the LM head; wingspan-train adapts the layers only, and says so.
+        try {
+            (void)TrainerInvocation::from_args({"--method", "lora", "--targets", "q,lm_head"}, help);
+            QFAIL("accepted an adapter on the head");
+        } catch (const ArgError& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.rfind("--targets: ", 0) == 0 && m.find("'head'") != std::string::npos, e.what());
         }
     }
 

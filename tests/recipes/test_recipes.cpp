@@ -268,6 +268,27 @@ private slots:
                 std::string::npos);
     }
 
+    // LoRA on the LM head (--targets ...,head) in each framework's own key, and said where there is none.
+    void headAdapterInTheFrameworksOwnKeys() {
+        auto recipe = [&](const std::string& framework, const std::string& model) {
+            const fs::path dir = tmp_ / ("head-" + framework + "-" + model);
+            const Result r = cli({"recipe", "--framework", framework, "--out", dir.string(), "--model", model, "--method", "lora",
+                                  "--targets", "q,v,head", "--seq", "512", "--batch", "1", "--profiles",
+                                  WINGSPAN_TEST_PROFILES_DIR});
+            if (r.code != 0) qWarning("%s", r.err.c_str());
+            return dir;
+        };
+        QVERIFY(read(recipe("hf-transformers", "llama-3.1-8b") / "config.yaml").find("lm_head") != std::string::npos);
+        QVERIFY(read(recipe("torchtune", "llama-3.1-8b") / "config.yaml").find("apply_lora_to_output: True\n") !=
+                std::string::npos);
+        // torchtune's LoRA builders refuse an adapter on a head tied to the embedding (Llama 3.2 1B).
+        const fs::path tied = recipe("torchtune", "llama-3.2-1b");
+        QVERIFY(read(tied / "config.yaml").find("apply_lora_to_output: False\n") != std::string::npos);
+        QVERIFY(read(tied / "README.md").find("cannot put an adapter on an LM head tied to the embedding") != std::string::npos);
+        QVERIFY(read(recipe("mlx-lm", "llama-3.1-8b") / "README.md").find("cannot put an adapter on the LM head") !=
+                std::string::npos);
+    }
+
     // What a framework cannot express is said in README.md, with what it does instead.
     void readmeSaysWhatDiffers() {
         const std::string mlx = read(write_recipe("mlx-lm", "qlora") / "README.md");

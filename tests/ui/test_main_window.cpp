@@ -256,6 +256,12 @@ private slots:
         child<QCheckBox>(w.get(), "target_q")->setChecked(true);
         QVERIFY(w->evaluation().ok());
         QCOMPARE(int(w->machineChart().bars.size()), 6);
+        // The LM head is a target of its own ("all" leaves it out): ticking it plans its adapter.
+        QVERIFY(!w->plan().setup.lora_targets.count(LinearRole::Head));
+        child<QCheckBox>(w.get(), "target_head")->setChecked(true);
+        QVERIFY(w->plan().setup.lora_targets.count(LinearRole::Head));
+        QVERIFY(w->evaluation().ok());
+        child<QCheckBox>(w.get(), "target_head")->setChecked(false);
     }
 
     void tables() {

@@ -13,8 +13,10 @@ enum class MlpKind { Gated, Plain };          // SwiGLU/GeGLU (3 matrices) vs GP
 enum class NormKind { RmsNorm, LayerNorm };   // LayerNorm carries a bias
 
 // Which linear a tensor is, so LoRA and quantization can target it by its usual short name.
-enum class LinearRole { Q, K, V, O, Gate, Up, Down, Router, SharedGate, None };
-const char* linear_role_name(LinearRole r);   // "q", "k", ..., "" for None
+// Head is the LM head (lm_head), a LoRA target outside the layers (LitGPT lora_head, PEFT lm_head,
+// torchtune apply_lora_to_output); a tied model's embedding plays that part.
+enum class LinearRole { Q, K, V, O, Gate, Up, Down, Router, SharedGate, Head, None };
+const char* linear_role_name(LinearRole r);   // "q", "k", ..., "head", "" for None
 
 enum class TensorKind { Embedding, PositionEmbedding, Head, Linear, Bias, Norm };
 

@@ -89,6 +89,9 @@ ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& 
 // group are adapted under that choice.
 std::int64_t adapted_layers(const Architecture& arch, const TrainingSetup& setup);
 std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g);
+// Whether LoRA puts an adapter on group g: a targeted linear of the layers, or the LM head when
+// "head" is targeted (a tied model's embedding is its head).
+bool lora_adapts(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g);
 
 // Which setup fields the user chose; the others take the framework's defaults (its precision,
 // QLoRA quantization, checkpointing and adapted layers), as the framework itself would.

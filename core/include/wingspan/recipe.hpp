@@ -65,6 +65,7 @@ struct RecipeInput {
     std::string model_label;          // "Llama 3.1 8B"
     std::string model_type;           // config.json's model_type ("llama", "qwen2", ...)
     std::int64_t num_layers = 0;      // decoder layers (mlx-lm's num_layers: all of them)
+    bool tied_embeddings = false;     // the LM head is the embedding (an adapter on it is refused by some)
     TrainingSetup setup;
     TrainingOptions training;
     std::int64_t examples = 0;        // data set size, for step counts where a framework needs them

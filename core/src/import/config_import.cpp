@@ -25,7 +25,7 @@ namespace {
 const std::map<std::string, std::string> kTargetNames = {
     {"q_proj", "q"},     {"k_proj", "k"},   {"v_proj", "v"},       {"o_proj", "o"},         {"output_proj", "o"},
     {"gate_proj", "gate"}, {"up_proj", "up"}, {"down_proj", "down"}, {"w1", "gate"},        {"w3", "up"},
-    {"w2", "down"},      {"dense", "o"},    {"self_attn.o_proj", "o"}};
+    {"w2", "down"},      {"dense", "o"},    {"self_attn.o_proj", "o"}, {"lm_head", "head"}};
 
 // "q_proj", "self_attn.q_proj", "model.layers.0.mlp.w1" -> "q"/"gate"/...; "" when unknown.
 std::string target_role(std::string name) {
@@ -59,11 +59,11 @@ void read_targets(Reader& r, const std::string& key, const json& v) {
     if (!unknown.empty()) {
         std::string u;
         for (const auto& n : unknown) u += (u.empty() ? "" : ", ") + n;
-        r.ignore(key + " (" + u + ")", "not a linear of the decoder Wingspan models (q, k, v, o, gate, up, down)");
+        r.ignore(key + " (" + u + ")", "not a linear Wingspan models (q, k, v, o, gate, up, down, lm_head)");
     }
     if (roles.empty()) return;
     std::string list;
-    for (const char* role : {"q", "k", "v", "o", "gate", "up", "down"})
+    for (const char* role : {"q", "k", "v", "o", "gate", "up", "down", "head"})
         if (roles.count(role)) list += (list.empty() ? "" : ",") + std::string(role);
     r.flag(key, "--targets", list);
 }
@@ -296,8 +296,8 @@ void read_torchtune(Reader& r, ConfigImport& out, const ProfileLibrary* lib) {
         if (const json* v = r.get("model.lora_attn_modules"); v && v->is_array())
             for (const auto& x : *v) names.push_back(text_of(x));
         if (r.truthy("model.apply_lora_to_mlp")) names.insert(names.end(), {"w1", "w2", "w3"});
-        read_targets(r, "model.lora_attn_modules/apply_lora_to_mlp", json(names));
-        if (r.truthy("model.apply_lora_to_output")) r.ignore("model.apply_lora_to_output", "an adapter on the output head is not modelled");
+        if (r.truthy("model.apply_lora_to_output")) names.push_back("lm_head");
+        read_targets(r, "model.lora_attn_modules/apply_lora_to_mlp/apply_lora_to_output", json(names));
     }
     if (r.get("tokenizer.max_seq_len")) r.count("tokenizer.max_seq_len", "--seq");
     else r.ignore("tokenizer.max_seq_len", "null: torchtune does not cut examples; the plan's --seq (give it) is the longest");

@@ -40,7 +40,7 @@ ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& 
             p.frozen += total;
             if (quant != Quantization::None && g.kind == TensorKind::Linear) p.quantized += total;
         }
-        if (lora && g.kind == TensorKind::Linear && setup.lora_targets.count(g.role))
+        if (lora && lora_adapts(arch, setup, g))
             p.adapter += adapted_count(arch, setup, g) * (setup.lora_rank * (g.rows + g.cols) + (setup.dora ? g.rows : 0));
     }
     p.trainable += p.adapter;
@@ -54,6 +54,12 @@ std::int64_t adapted_layers(const Architecture& arch, const TrainingSetup& setup
 std::int64_t adapted_count(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g) {
     if (g.name.rfind("layers.", 0) != 0 || arch.layers <= 0) return g.count;
     return g.count / arch.layers * adapted_layers(arch, setup);
+}
+
+bool lora_adapts(const Architecture& arch, const TrainingSetup& setup, const TensorGroup& g) {
+    if (g.kind == TensorKind::Linear) return setup.lora_targets.count(g.role) > 0;
+    if (!setup.lora_targets.count(LinearRole::Head)) return false;
+    return g.kind == TensorKind::Head || (g.kind == TensorKind::Embedding && arch.tied_embeddings);
 }
 
 std::string slack_base_name(const FrameworkProfile& framework) {

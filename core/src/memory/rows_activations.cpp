@@ -59,7 +59,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
                           ") + its backward";
         } else {
             act_forward = a.first_layer_saved + (a.Lsaved - 1) * a.layer_saved + a.outside_layers;
-            top_base = act_forward - a.norm_saved + a.G;
+            top_base = act_forward - a.norm_saved - a.head_lora_saved + a.G;   // the head's backward has run
             act_forward += a.previous_quant_inputs;   // forward's end only
             bottom_base = a.first_layer_saved + a.inputs + a.G;
             act_formula = std::to_string(a.Lsaved) + " layers × " + n(a.layer_saved) + " B saved per layer (norms 2×" +
@@ -224,6 +224,8 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
                     {"lora"}));
     }
     w.add(kept_until("final norm's saved tensors", "global", "b·s·h …", a.final_norm, "the norm before the head"));
+    w.add(kept_until("the head adapter's saved tensors", "global", "b·s·r (+ b·s·h·(e + 1) with dropout)", a.head_lora_saved,
+                     "LoRA on the LM head keeps x·Aᵀ and, with dropout, the dropped input and its mask", {"lora"}));
     w.add(kept_until("token ids, labels, rotary tables", "global", "b·s·16 + 2·rows·head_dim", a.inputs,
                 "int64 ids and labels; cos/sin per row (or once: profile model.rotary_table_once)"));
     w.add(saved("fp32 head's 16-bit copy", "global", "v·h", a.head_cast,

@@ -71,10 +71,12 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
     a.norm_input = a.bs * a.h * (a.recompute_pointwise || a.kernel_norm ? a.e : std::max<std::int64_t>(a.e, 4));
     a.norm_square = fw.norm_saves_square && !a.recompute_pointwise && !a.kernel_norm ? a.bs * a.h * 4 : 0;
     // A norm that scales in fp32 (profile model.norm_scales_in_fp32) keeps its normalized input in
-    // fp32 and, where its weight is stored in 16 bits, the weight's fp32 copy (per norm, not per token).
+    // fp32 and the fp32 weight it multiplies (per norm, not per token): a copy where the weight is
+    // stored in 16 bits, and always for Gemma's (1 + weight), a new tensor.
     const bool scales_fp32 = fw.traits.model.norm_scales_in_fp32 && !a.recompute_pointwise && !a.kernel_norm;
     const int norm_weight_bytes = a.norms_train ? c.st.weight : c.frozen_bytes;
-    a.norm_weight_copy = scales_fp32 && norm_weight_bytes < 4 ? a.h * 4 : 0;
+    const bool norm_plus_one = arch.model_type.rfind("gemma", 0) == 0;
+    a.norm_weight_copy = scales_fp32 && (norm_weight_bytes < 4 || norm_plus_one) ? a.h * 4 : 0;
     a.norm_weighted = a.norms_train && !a.recompute_pointwise && !a.norm_recomputes
                           ? a.bs * a.h * (scales_fp32 ? 4 : a.e)
                           : 0;
@@ -309,8 +311,20 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
         setup.objective.kind != Objective::Sft && fw.traits.objective.fused_logprob_head;
     a.head_frozen = setup.method != Method::Full && !setup.train_embeddings && !a.fused_logprob_head;
     a.head_cast = a.fp32_stream && !a.fused_logprob_head && !fw.quantizes_head ? a.V * a.h * a.e : 0;
-    a.final_norm = a.norm_saved - (a.head_frozen && !a.kernel_norm && !a.recompute_pointwise ? a.norm_out : 0);
-    a.outside_layers = a.final_norm + a.inputs + (a.keeps_quant_inputs && fw.quantizes_head ? a.bs * a.h * a.e : 0);
+    // LoRA on the head (target "head"; LitGPT lora_head, litgpt/lora.py LoRALinear.forward lines 165-172:
+    // pretrained + (lora_dropout(x) @ A^T @ B^T) * scaling) keeps its r-wide x·A^T and, with dropout, the
+    // dropped input and its mask; without dropout the input itself, the final norm's output, which a
+    // frozen head alone would free. Measured with the real litgpt 0.5.13 on the CPU (Gemma-shaped, bf16,
+    // dropout 0.1): b·s·(h·(e + 1) + r·e), the mask a bool on CUDA.
+    const bool head_adapted = c.lora && setup.lora_targets.count(LinearRole::Head) > 0;
+    const bool head_adapter_reads_norm_out = head_adapted && setup.lora_dropout <= 0;
+    a.head_lora_saved =
+        head_adapted ? a.bs * setup.lora_rank * a.e + (setup.lora_dropout > 0 ? a.bs * a.h * (a.e + 1) : 0) : 0;
+    a.final_norm = a.norm_saved - (a.head_frozen && !head_adapter_reads_norm_out && !a.kernel_norm && !a.recompute_pointwise
+                                       ? a.norm_out
+                                       : 0);
+    a.outside_layers = a.final_norm + a.head_lora_saved + a.inputs +
+                       (a.keeps_quant_inputs && fw.quantizes_head ? a.bs * a.h * a.e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as
     // the eager graph) as an argument.
     a.ckpt_mask = a.ckpt && (setup.attention == Attention::Eager || a.math_sdpa) ? a.s * a.s * a.e : 0;

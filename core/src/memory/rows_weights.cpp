@@ -103,7 +103,7 @@ StateTotals walk_tensor_groups(const PlanContext& c) {
             t.frozen_plain += g.total_elements() * c.frozen_bytes;
             t.frozen_plain_elems += g.total_elements();
         }
-        if (c.lora && g.kind == TensorKind::Linear && setup.lora_targets.count(g.role)) {
+        if (c.lora && lora_adapts(c.arch, setup, g)) {
             const std::int64_t adapted = adapted_count(c.arch, setup, g);
             walk.add_trainable(setup.lora_rank, g.cols, adapted, true);   // A: r x d_in
             walk.add_trainable(g.rows, setup.lora_rank, adapted, true);   // B: d_out x r

@@ -21,6 +21,7 @@ const char* linear_role_name(LinearRole r) {
         case LinearRole::Down: return "down";
         case LinearRole::Router: return "router";
         case LinearRole::SharedGate: return "shared_gate";
+        case LinearRole::Head: return "head";
         case LinearRole::None: return "";
     }
     return "";
@@ -105,7 +106,7 @@ std::vector<TensorGroup> Architecture::tensor_groups() const {
     add("norm.weight", TensorKind::Norm, LinearRole::None, hidden, 1, 1);
     if (layer_norm) add("norm.bias", TensorKind::Norm, LinearRole::None, hidden, 1, 1);
     if (!tied_embeddings)
-        add("lm_head.weight", TensorKind::Head, LinearRole::None, vocab, hidden, 1);
+        add("lm_head.weight", TensorKind::Head, LinearRole::Head, vocab, hidden, 1);
     return g;
 }
 

@@ -120,6 +120,12 @@ std::set<LinearRole> parse_targets(const std::string& text) {
             for (const auto& [n, r] : kRoles) roles.insert(r);
             continue;
         }
+        // The LM head, by the names the frameworks give it ("all" stays the decoder layers' linears,
+        // as PEFT's all-linear and LitGPT's lora_head apart from its other flags have it).
+        if (item == "head" || item == "lm_head" || item == "output") {
+            roles.insert(LinearRole::Head);
+            continue;
+        }
         if (item == "attention") {
             roles.insert({LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O});
             continue;
@@ -145,7 +151,7 @@ std::set<LinearRole> parse_targets(const std::string& text) {
             }
         if (!found)
             throw InputError("unknown LoRA target '" + item +
-                             "' (expected q, k, v, o, gate, up, down, attention, mlp or all)");
+                             "' (expected q, k, v, o, gate, up, down, attention, mlp, all or head)");
     }
     if (roles.empty()) throw InputError("LoRA targets are empty (use e.g. q,v or all)");
     return roles;

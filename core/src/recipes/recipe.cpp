@@ -282,29 +282,38 @@ std::string render_nested(const std::string& text, const std::map<std::string, s
 }
 
 // Target modules: the framework's names for the plan's roles, in the plan's order, and one flag per role.
-void add_target_vars(const json& values, const std::string& framework_name, const TrainingSetup& s,
+// A head tied to the embedding is refused by frameworks whose values.json sets adapts_tied_head false
+// (torchtune: its qwen2 and llama3_2 LoRA builders raise on apply_lora_to_output with tied embeddings).
+void add_target_vars(const json& values, const std::string& framework_name, const TrainingSetup& s, bool tied_head,
                      const std::function<std::string(bool)>& flag, std::map<std::string, std::string>& vars,
                      std::vector<std::string>& notes) {
     const bool lora = s.method != Method::Full;
     std::vector<std::string> targets;
     if (lora) {
         const json& names = values.at("targets");
+        std::set<LinearRole> adapted;
         for (LinearRole role : s.lora_targets) {
             const std::string key = linear_role_name(role);
+            const std::string what = role == LinearRole::Head ? "the LM head" : "the '" + key + "' projections";
             auto it = names.find(key);
             if (it == names.end()) {
-                notes.push_back(framework_name + " cannot put an adapter on the '" + key +
-                                  "' projections by name; they stay frozen.");
+                notes.push_back(framework_name + " cannot put an adapter on " + what + " by name; " +
+                                (role == LinearRole::Head ? "it stays" : "they stay") + " frozen.");
                 continue;
             }
+            if (role == LinearRole::Head && tied_head && !values.value("adapts_tied_head", true)) {
+                notes.push_back(framework_name + " cannot put an adapter on an LM head tied to the embedding; it stays frozen.");
+                continue;
+            }
+            adapted.insert(role);
             if (!it->get<std::string>().empty()) targets.push_back(it->get<std::string>());
         }
         for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                                LinearRole::Up, LinearRole::Down})
-            vars[std::string("target_") + linear_role_name(role)] = flag(s.lora_targets.count(role) > 0);
+                                LinearRole::Up, LinearRole::Down, LinearRole::Head})
+            vars[std::string("target_") + linear_role_name(role)] = flag(adapted.count(role) > 0);
     } else {
         for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                                LinearRole::Up, LinearRole::Down})
+                                LinearRole::Up, LinearRole::Down, LinearRole::Head})
             vars[std::string("target_") + linear_role_name(role)] = flag(false);
     }
     vars["targets_list"] = flow_list(targets);
@@ -424,7 +433,7 @@ Recipe render(const fs::path& dir, const std::string& framework_id, const Recipe
 
     add_objective_vars(s, flag, vars);
 
-    add_target_vars(values, r.framework.name, s, flag, vars, r.notes);
+    add_target_vars(values, r.framework.name, s, in.tied_embeddings, flag, vars, r.notes);
     add_knob_vars(values, r.framework.name, framework_id, in, vars, r.notes);
     // Per-model names (torchtune's builders, LLaMA-Factory's chat templates).
     if (auto models = values.find("models"); models != values.end()) {

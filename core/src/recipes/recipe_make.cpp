@@ -55,6 +55,7 @@ Recipe make(const fs::path& dir, const ProfileLibrary& lib, const Request& r) {
     in.model_label = r.model_name.empty() ? r.model_id : r.model_name;
     in.model_type = r.arch.to_hf_config().value("model_type", "");
     in.num_layers = r.arch.layers;
+    in.tied_embeddings = r.arch.tied_embeddings;
     in.setup = r.setup;
     const FrameworkProfile& profile = profile_for(lib, fw);
     if (in.setup.precision_auto) {

@@ -161,6 +161,9 @@ TrainerInvocation TrainerInvocation::from_args(const std::vector<std::string>& a
             } catch (const InputError& e) {
                 throw ArgError("--targets: " + std::string(e.what()));
             }
+            if (o.targets.count(LinearRole::Head))
+                throw ArgError("--targets: wingspan-train puts adapters on the decoder layers' linears only; 'head' (LoRA on "
+                               "the LM head) is planned for LitGPT, PEFT and torchtune, not trained here");
         } else if (f == "--precision") {
             const std::string v = need_value(a, i);
             o.precision_auto = v == "auto";

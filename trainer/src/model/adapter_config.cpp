@@ -62,6 +62,11 @@ AdapterConfig read_adapter_config(const fs::path& adir, const BaseShape& base_sh
     } catch (const InputError& e) {
         throw InputError(where + "target_modules: " + e.what());
     }
+    // The planner knows LoRA on the LM head; this trainer adapts the decoder layers' linears, and an
+    // adapter it would not load must not be dropped in silence.
+    if (c.targets.count(LinearRole::Head))
+        throw InputError(where + "target_modules: lm_head (an adapter on the LM head) is not supported by wingspan-train, "
+                                 "which adapts the decoder layers' linears");
 
     // The tensors, from the header alone: A is r x in, B is out x r, for a weight the base has.
     const fs::path weights = adir / "adapter_model.safetensors";

@@ -73,7 +73,7 @@ private:
     QButtonGroup* method_ = nullptr;
     QSlider* rank_ = nullptr;
     QLabel* rank_label_ = nullptr;
-    QCheckBox* targets_[7] = {};
+    QCheckBox* targets_[8] = {};   // q, k, v, o, gate, up, down, head
     QComboBox* quant_ = nullptr;
     QWidget* lora_box_ = nullptr;
     QWidget* quant_row_ = nullptr;
