@@ -125,6 +125,20 @@ private slots:
         QCOMPARE(row(plain, "final norm's saved tensors") - row(dropped, "final norm's saved tensors"), bs * h * e);
         s.lora_targets = parse_targets("q,v");
         QVERIFY(row(estimate_memory(untied, s, test::bare_framework()), "the head adapter's saved tensors") <= 0);   // no row
+        // DoRA composes W + s·B·A of the largest adapted linear in a layer's backward: a layer's, not
+        // the head's (vocab × hidden), whose compose that moment never holds.
+        s.dora = true;
+        auto layer_backward = [&](const std::string& targets) {
+            s.lora_targets = parse_targets(targets);
+            for (const auto& p : estimate_memory(untied, s, test::bare_framework()).phases)
+                if (p.name == "backward") return p.bytes.at(Component::Activations);
+            return std::int64_t(-1);
+        };
+        const std::int64_t without = layer_backward("q,v"), with_head = layer_backward("q,v,head");
+        QVERIFY(without > 0);
+        // (The head's adapter adds a few MB: its saved tensors. Composing the head there would add
+        // 4·(32,000 − 11,008)·4,096 B = 344 MB.)
+        QVERIFY2(with_head - without < 16 * 1024 * 1024, qPrintable(QString::number(with_head - without)));
     }
 
     void qloraNf4BytesAreExact() {

@@ -108,7 +108,8 @@ StateTotals walk_tensor_groups(const PlanContext& c) {
             walk.add_trainable(setup.lora_rank, g.cols, adapted, true);   // A: r x d_in
             walk.add_trainable(g.rows, setup.lora_rank, adapted, true);   // B: d_out x r
             if (setup.dora) walk.add_trainable(g.rows, 1, adapted, true);   // DoRA magnitude per output row
-            t.largest_adapted = std::max(t.largest_adapted, g.elements());
+            // (DoRA's compose is counted in a layer's backward: the layers' linears only.)
+            if (g.kind == TensorKind::Linear) t.largest_adapted = std::max(t.largest_adapted, g.elements());
         }
     }
     if (!c.trains) t.trainable_w = t.grads = t.master = t.optimizer = t.paged = t.paged_largest = 0;
