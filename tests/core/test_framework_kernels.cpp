@@ -97,7 +97,7 @@ private slots:
             const auto fused = estimate_memory(a, s, fw);
             // (Without the kernels, and without model.norm_scales_in_fp32, which describes the (1 + weight)
             // norm of the architectures the kernels leave out.)
-            const auto plain = estimate_memory(a, s, with_behaviour(id, {{"kernels", nullptr}, {"model", nullptr}}));
+            const auto plain = estimate_memory(a, s, with_behaviour(id, {{"kernels", nullptr}, {"model", {{"norm_scales_in_fp32", false}}}}));
             // Per norm value: the fp32 input copy (4 B) instead of the 16-bit input (2 B), and x²
             // (4 B) where the unfused runtime keeps it (libtorch 1.13 on CPU).
             const std::int64_t per_value = 2 + (fw.norm_saves_square ? 4 : 0);
@@ -115,7 +115,7 @@ private slots:
         // normalized copy either (2 B more per value and norm than the LoRA difference).
         s.method = Method::Full;
         const auto fused = estimate_memory(a, s, test::library().framework("libtorch-cpu"));
-        const auto plain = estimate_memory(a, s, with_behaviour("libtorch-cpu", {{"kernels", nullptr}, {"model", nullptr}}));
+        const auto plain = estimate_memory(a, s, with_behaviour("libtorch-cpu", {{"kernels", nullptr}, {"model", {{"norm_scales_in_fp32", false}}}}));
         QCOMPARE(activations_at(plain, "forward_end") - activations_at(fused, "forward_end"),
                  L * (2 * 8 * bs * h + 2 * bs * I) + 8 * bs * h);
         QVERIFY_THROWS_EXCEPTION(ProfileError, parse_framework_profile(
