@@ -35,8 +35,8 @@ struct LayerActivations {
     std::int64_t norm_input = 0;
     std::int64_t norm_square = 0;
     std::int64_t norm_weighted = 0;
-    std::int64_t norm_weight_copy = 0;
-    std::int64_t head_lora_saved = 0;    // the head's adapter: x·A^T, and the dropped input and mask   // a 16-bit norm weight's fp32 copy (model.norm_scales_in_fp32)
+    std::int64_t norm_weight_copy = 0;   // the fp32 weight a norm that scales in fp32 keeps (model.norm_scales_in_fp32)
+    std::int64_t head_lora_saved = 0;    // the head's adapter: x·A^T, and the dropped input and mask
     std::int64_t norm_out = 0;
     std::int64_t norm_saved = 0;
     // Norms of each sublayer's output before its residual add (Gemma 2's post_attention_layernorm and

@@ -106,7 +106,7 @@ std::vector<TensorGroup> Architecture::tensor_groups() const {
     add("norm.weight", TensorKind::Norm, LinearRole::None, hidden, 1, 1);
     if (layer_norm) add("norm.bias", TensorKind::Norm, LinearRole::None, hidden, 1, 1);
     if (!tied_embeddings)
-        add("lm_head.weight", TensorKind::Head, LinearRole::Head, vocab, hidden, 1);
+        add("lm_head.weight", TensorKind::Head, LinearRole::None, vocab, hidden, 1);
     return g;
 }
 

@@ -289,9 +289,9 @@ void add_target_vars(const json& values, const std::string& framework_name, cons
                      std::vector<std::string>& notes) {
     const bool lora = s.method != Method::Full;
     std::vector<std::string> targets;
+    std::set<LinearRole> adapted;   // what the recipe really adapts: one flag per role below
     if (lora) {
         const json& names = values.at("targets");
-        std::set<LinearRole> adapted;
         for (LinearRole role : s.lora_targets) {
             const std::string key = linear_role_name(role);
             const std::string what = role == LinearRole::Head ? "the LM head" : "the '" + key + "' projections";
@@ -308,14 +308,10 @@ void add_target_vars(const json& values, const std::string& framework_name, cons
             adapted.insert(role);
             if (!it->get<std::string>().empty()) targets.push_back(it->get<std::string>());
         }
-        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                                LinearRole::Up, LinearRole::Down, LinearRole::Head})
-            vars[std::string("target_") + linear_role_name(role)] = flag(adapted.count(role) > 0);
-    } else {
-        for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate,
-                                LinearRole::Up, LinearRole::Down, LinearRole::Head})
-            vars[std::string("target_") + linear_role_name(role)] = flag(false);
     }
+    for (LinearRole role : {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O, LinearRole::Gate, LinearRole::Up,
+                            LinearRole::Down, LinearRole::Head})
+        vars[std::string("target_") + linear_role_name(role)] = flag(adapted.count(role) > 0);
     vars["targets_list"] = flow_list(targets);
     std::string csv;
     for (const auto& t : targets) csv += (csv.empty() ? "" : ",") + t;

@@ -4,6 +4,7 @@
 #include "planner/inputs_panel_items.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 
 #include <QButtonGroup>
@@ -197,10 +198,10 @@ QWidget* InputsPanel::buildMethodBox() {
     lf->addRow(rank_caption, rank_row);
     auto* targets = new QGridLayout;
     targets->setHorizontalSpacing(6);
-    const char* target_names[8] = {"q", "k", "v", "o", "gate", "up", "down", "head"};
-    for (int i = 0; i < 8; ++i) {
-        targets_[i] = new QCheckBox(target_names[i]);
-        targets_[i]->setObjectName(QString("target_") + target_names[i]);
+    for (int i = 0; i < int(std::size(kTargetRoles)); ++i) {
+        const char* name = linear_role_name(kTargetRoles[i]);
+        targets_[i] = new QCheckBox(name);
+        targets_[i]->setObjectName(QString("target_") + name);
         targets_[i]->setToolTip(
             kTargetRoles[i] == LinearRole::Head
                 ? QString("Put an adapter on the LM head (LitGPT lora_head, PEFT lm_head, torchtune apply_lora_to_output):\n"
@@ -208,7 +209,7 @@ QWidget* InputsPanel::buildMethodBox() {
                           "Planned for those frameworks; wingspan-train adapts the layers' linears only.")
                 : QString("Put adapters on the %1 projection of every layer: more adapter parameters,\n"
                           "and the LoRA branch keeps its input for the backward pass.")
-                      .arg(target_names[i]));
+                      .arg(name));
         targets->addWidget(targets_[i], i / 4, i % 4);
         connect(targets_[i], &QCheckBox::toggled, this, &InputsPanel::edited);
     }
@@ -438,7 +439,7 @@ void InputsPanel::showPlan(const Plan& plan) {
     updateSizeSlider(plan);
     if (auto* b = method_->button(int(s.method))) b->setChecked(true);
     rank_->setValue(std::clamp(int(std::lround(std::log2(double(std::max<std::int64_t>(1, s.lora_rank))))), 0, 10));
-    for (int i = 0; i < 8; ++i) targets_[i]->setChecked(s.lora_targets.count(kTargetRoles[i]) > 0);
+    for (int i = 0; i < int(std::size(kTargetRoles)); ++i) targets_[i]->setChecked(s.lora_targets.count(kTargetRoles[i]) > 0);
     {
         const int qi = quant_->findData(QString(to_string(s.effective_quantization())));
         quant_->setCurrentIndex(qi >= 0 ? qi : 0);
@@ -471,7 +472,7 @@ void InputsPanel::readInto(Plan& plan) {
     s.lora_rank = std::int64_t(1) << rank_->value();
     s.lora_alpha = 2.0 * double(s.lora_rank);
     s.lora_targets.clear();
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < int(std::size(kTargetRoles)); ++i)
         if (targets_[i]->isChecked()) s.lora_targets.insert(kTargetRoles[i]);
     const Quantization q = parse_quantization(quant_->currentData().toString().toStdString());
     // QLoRA quantizes a 16-bit checkpoint at load: a checkpoint format leaves it its default.
