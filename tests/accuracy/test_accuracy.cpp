@@ -112,6 +112,14 @@ private slots:
         // in bf16-mixed keeps the fp32 normalized input (its activations were under-predicted by 10 %).
         QTest::newRow("gemma2 full 128x2 bf16-mixed emulated") << "" << "gemma2" << "full" << 128 << 2 << false << "eager" << "" << "bf16-mixed" << "emulated";
         QTest::newRow("gemma2 full 128x2 bf16-mixed hardware") << "" << "gemma2" << "full" << 128 << 2 << false << "eager" << "" << "bf16-mixed" << "hardware";
+        // Its unfused norm's backward is a chain of fp32 ops: the final norm's is the activations' largest
+        // moment at this size (rows_layer_saved.cpp final_norm_backward; LoRA was 4 % under without it).
+        QTest::newRow("gemma2 lora 128x2 bf16-mixed emulated") << "" << "gemma2" << "lora" << 128 << 2 << false << "sdpa" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("gemma2 lora 128x2 bf16-mixed hardware") << "" << "gemma2" << "lora" << 128 << 2 << false << "sdpa" << "" << "bf16-mixed" << "hardware";
+        // Checkpointed: both masks (sliding and global) are checkpoint arguments, and the MLP output's own
+        // norm runs the same fp32 chain at the top of the recomputed layer's backward (−10 % before).
+        QTest::newRow("gemma2 lora 128x2 ckpt bf16-mixed emulated") << "" << "gemma2" << "lora" << 128 << 2 << true << "eager" << "" << "bf16-mixed" << "emulated";
+        QTest::newRow("gemma2 lora 128x2 ckpt bf16-mixed hardware") << "" << "gemma2" << "lora" << 128 << 2 << true << "eager" << "" << "bf16-mixed" << "hardware";
         QTest::newRow("default lora 128x2 orpo") << "orpo" << "default" << "lora" << 128 << 2 << false << "eager" << "" << "fp32" << "";
         QTest::newRow("default full 128x1 ckpt orpo") << "orpo" << "default" << "full" << 128 << 1 << true << "eager" << "" << "fp32" << "";
     }
@@ -167,20 +175,22 @@ private slots:
             const double err = error_percent(get(r.predicted, Component::Activations), get(r.measured, Component::Activations));
             QVERIFY2(std::fabs(err) <= 2.0, qPrintable(QString("QLoRA targets %1 activations: %2 %").arg(targets).arg(err, 0, 'f', 2)));
         }
-        if (precision != "fp32") {
+        if (precision != "fp32" || arch == "gemma2") {
             // The bf16-mixed points hold the activations to 1 % (they missed by 2.5..5.3 % while
-            // the norm ran unfused); Gemma 2's full fine-tune to 2 %: −1.8 % (246,278 B) are still
-            // not found, −0.5 % of them in fp32 too (probably the sliding-window mask, s² fp32, not counted).
-            const double bound = arch == "gemma2" ? 2.0 : 1.0;
+            // the norm ran unfused); Gemma 2's, in every precision, to 0.05 %: its full fine-tune was
+            // −1.8 %, LoRA −4 % and checkpointed LoRA −10 % until its norms' fp32 backward chains were
+            // moments of their own (now within 1,532 B).
+            const double bound = arch == "gemma2" ? 0.05 : 1.0;
             const double err = error_percent(get(r.predicted, Component::Activations), get(r.measured, Component::Activations));
-            QVERIFY2(std::fabs(err) <= bound, qPrintable(QString("bf16-mixed activations: %1 %").arg(err, 0, 'f', 2)));
+            QVERIFY2(std::fabs(err) <= bound, qPrintable(QString("%1 activations: %2 %").arg(precision).arg(err, 0, 'f', 3)));
         }
         if (arch == "gemma2") {
             // The soft-capped head runs in the in-place loss: logits and loss to 0.1 %, the peak to
-            // 0.5 % (through plain autograd they were 4× the prediction and the peak 20 % over it).
+            // 0.25 % (through plain autograd they were 4× the prediction and the peak 20 % over it;
+            // LoRA's was −0.44 % while the loss's kept hidden states were counted freed).
             const double logits = error_percent(get(r.predicted, Component::LogitsLoss), get(r.measured, Component::LogitsLoss));
             const double peak = r.record.summary().peak_error_percent();
-            QVERIFY2(std::fabs(logits) <= 0.1 && std::fabs(peak) <= 0.5,
+            QVERIFY2(std::fabs(logits) <= 0.1 && std::fabs(peak) <= 0.25,
                      qPrintable(QString("Gemma 2 logits %1 %, peak %2 %").arg(logits, 0, 'f', 3).arg(peak, 0, 'f', 3)));
         }
         const RunSummary sum = r.record.summary();

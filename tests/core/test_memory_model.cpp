@@ -89,6 +89,55 @@ private slots:
     // LoRA on the LM head (target "head", not in "all"): r·(hidden + vocab) adapter parameters, on
     // the embedding where the head is tied; the branch keeps x·Aᵀ and, with dropout, the dropped
     // input (b·s·h·e) and its mask (b·s·h·1); without dropout the final norm's output instead.
+    // Gemma's (1 + w) norms run as plain fp32 ops on wingspan-train (profile model.norm_scales_in_fp32):
+    // the final norm's backward is a phase of its own, four fp32 b·s·h tensors beside the end of forward
+    // less what the head's and the weight's backward freed; checkpointed Gemma 2 keeps both masks.
+    void unfusedNormMomentsAndMasks() {
+        const auto& lib = test::library();
+        const FrameworkProfile& trainer = lib.framework("libtorch-cpu");
+        TrainingSetup s;
+        s.method = Method::Lora;
+        s.lora_rank = 16;
+        s.lora_targets = parse_targets("all");
+        s.precision = Precision::Bf16;
+        s.attention = Attention::Eager;
+        s.seq_len = 256;
+        s.micro_batch = 2;
+        s.grad_checkpointing = false;
+        auto phase = [](const MemoryEstimate& est, const std::string& name) -> std::int64_t {
+            const auto& phases = est.inventory.phases;
+            const auto at = std::find(phases.begin(), phases.end(), name);
+            if (at == phases.end()) return -1;
+            std::int64_t bytes = 0;
+            for (const auto& [component, b] : est.inventory.phase_bytes(std::size_t(at - phases.begin()))) bytes += b;
+            return bytes;
+        };
+        auto row = [](const MemoryEstimate& est, const std::string& name) -> std::int64_t {
+            for (const auto& t : est.inventory.rows)
+                if (t.name == name) return t.bytes;
+            return -1;
+        };
+        const Architecture gemma2 = lib.model("gemma-2-2b").arch;
+        const std::int64_t bs = 512, h = gemma2.hidden, e = 2;
+        MemoryEstimate est = estimate_memory(gemma2, s, trainer);
+        // LoRA: the in-place loss keeps the final norm's output (b·s·h·e), which the head's backward frees.
+        QCOMPARE(row(est, "held at final_norm_backward beyond the saved tensors"), 4 * bs * h * 4 - bs * h * e);
+        QVERIFY(phase(est, "final_norm_backward") > 0);
+        // A full fine-tune also frees the fp32 normalized input the weight kept, leaving its fp32 gradient.
+        s.method = Method::Full;
+        est = estimate_memory(gemma2, s, trainer);
+        QCOMPARE(row(est, "held at final_norm_backward beyond the saved tensors"), 4 * bs * h * 4 - bs * h * e - bs * h * 4 + h * 4);
+        // A fused norm (Llama on the same trainer) has no such moment.
+        QCOMPARE(phase(estimate_memory(lib.model("llama-3.2-1b").arch, s, trainer), "final_norm_backward"), std::int64_t(-1));
+        // Checkpointed, eager: the sliding and the global mask, s² each in the compute dtype.
+        s.grad_checkpointing = true;
+        est = estimate_memory(gemma2, s, trainer);
+        QCOMPARE(row(est, "causal mask kept by checkpointed attention"), std::int64_t(256) * 256 * e);
+        QCOMPARE(row(est, "the other layer kind's mask (sliding or global)"), std::int64_t(256) * 256 * e);
+        QCOMPARE(row(estimate_memory(lib.model("llama-3.2-1b").arch, s, trainer), "the other layer kind's mask (sliding or global)"),
+                 std::int64_t(-1));   // (no row)
+    }
+
     void loraOnTheHead() {
         QVERIFY(!parse_targets("all").count(LinearRole::Head));
         QCOMPARE(parse_targets("all,lm_head").size(), std::size_t(8));

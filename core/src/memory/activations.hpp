@@ -73,8 +73,12 @@ struct LayerActivations {
     std::int64_t rotary_rows = 0;
     std::int64_t inputs = 0;
     std::int64_t final_norm = 0;
+    // What the final norm's backward holds beyond the end of forward where it runs as plain fp32 ops
+    // (a norm that scales in fp32, neither fused nor compiled; rows_layer_saved.cpp), else 0.
+    std::int64_t final_norm_backward = 0;
     std::int64_t outside_layers = 0;
     std::int64_t ckpt_mask = 0;
+    std::int64_t ckpt_mask_other = 0;   // the other layer kind's mask (alternating sliding and global), freed first
     std::int64_t ckpt_state = 0;
     std::int64_t G = 0;
     std::int64_t inner_grad = 0;
@@ -88,6 +92,7 @@ struct LayerActivations {
     bool recompute_pointwise = false;
     bool fused_arch = false;
     bool kernel_norm = false;
+    bool norm_fp32_chain = false;   // the norms scale in fp32 as plain ops (model.norm_scales_in_fp32)
     bool kernel_swiglu = false;
     bool kernel_gated_act = false;
     bool norm_recomputes = false;
@@ -125,12 +130,13 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
 
 // Activations at each moment of the step (already × activation_factor).
 struct ActivationMoments {
-    std::int64_t forward = 0, forward_attention = 0, loss_backward = 0, top = 0, bottom = 0;
+    std::int64_t forward = 0, forward_attention = 0, loss_backward = 0, final_norm_backward = 0, top = 0, bottom = 0;
     std::int64_t top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
     std::string formula;
     // Training: the forward's saved tensors and each backward moment before activation_factor.
     struct Raw {
         std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
+        std::int64_t final_norm_backward = 0;   // 0 where the final norm's backward is no moment of its own
     } raw;
 };
 ActivationMoments activation_moments(const PlanContext& c, const LayerActivations& a, MemoryEstimate& est);

@@ -32,7 +32,8 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         act_formula = "prefill workspace of one layer: b·s·(2h + 2i + q_dim + 2·kv_dim)·" +
                       std::to_string(a.e) + " B";
     } else {
-        std::int64_t top_base = 0, bottom_base = 0;
+        // (final_norm_base: the end of forward and the final norm's backward, where that is a moment)
+        std::int64_t top_base = 0, bottom_base = 0, final_norm_base = 0;
         const std::string output_norms =
             a.output_norms ? "; output norms " + std::to_string(a.output_norms) + "×" + n(a.output_norm_saved) + " B (input, rstd)" : "";
         if (a.ckpt) {
@@ -46,8 +47,9 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
             const std::int64_t shared_input = a.stream_e >= 4 || a.kernel_norm ? a.layer_input : 0;
             const std::int64_t recomputed = a.layer_saved - shared_input + a.layer_input + a.ckpt_state + a.G;
-            act_forward = kept + a.outside_layers + a.ckpt_mask;
-            top_base = kept + a.inputs + a.ckpt_mask + recomputed;
+            act_forward = kept + a.outside_layers + a.ckpt_mask + a.ckpt_mask_other;
+            final_norm_base = act_forward + a.final_norm_backward;
+            top_base = kept + a.inputs + a.ckpt_mask + a.ckpt_mask_other + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
             bottom_base = a.layer_input + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
             act_formula = "checkpointing: " + std::to_string(a.Lsaved) + " layers × b·s·h·" + std::to_string(a.stream_e) +
@@ -60,6 +62,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         } else {
             act_forward = a.first_layer_saved + (a.Lsaved - 1) * a.layer_saved + a.outside_layers;
             top_base = act_forward - a.norm_saved - a.head_lora_saved + a.G;   // the head's backward has run
+            final_norm_base = act_forward + a.final_norm_backward;
             act_forward += a.previous_quant_inputs;   // forward's end only
             bottom_base = a.first_layer_saved + a.inputs + a.G;
             act_formula = std::to_string(a.Lsaved) + " layers × " + n(a.layer_saved) + " B saved per layer (norms 2×" +
@@ -92,6 +95,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         // The same moments before the activation factor: the saved-tensor rows plus one row per
         // backward moment (write_backward_rows) add up to these.
         raw.forward = act_forward;
+        raw.final_norm_backward = a.final_norm_backward > 0 ? final_norm_base : 0;
         raw.top_mlp = top_base + a.mlp_extra;
         raw.top_down = scaled(top_base + a.inner_grad) < act_top_mlp ? top_base + a.inner_grad : raw.top_mlp;
         raw.bottom_mlp = bottom_base + a.mlp_extra;
@@ -105,6 +109,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     m.forward = act_forward;
     m.forward_attention = act_forward_attention;
     m.loss_backward = trains ? act_forward + scaled(a.G) : act_forward;
+    m.final_norm_backward = a.scaled(raw.final_norm_backward);
     m.top = act_top;
     m.bottom = act_bottom;
     m.top_mlp = act_top_mlp;
@@ -134,7 +139,7 @@ void write_activation_rows(const PlanContext& c, const LayerActivations& a, cons
                        "what forward saves for backward and one layer's backward holds, at the moment it peaks "
                        "(the phases count its parts)",
                        tags),
-                   std::max({m.forward, m.forward_attention, m.loss_backward, m.top, m.bottom})),
+                   std::max({m.forward, m.forward_attention, m.loss_backward, m.final_norm_backward, m.top, m.bottom})),
             m.formula, act_inputs);
     if (a.eager_ws > 0)
         w.shown(figure(row("eager attention scores", Component::Activations, "one layer", "b·heads·s²", b * heads * s * s, double(e),
@@ -198,6 +203,11 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
                     {"checkpointing"}));
         w.add(kept_until("causal mask kept by checkpointed attention", "global", "s²", a.ckpt_mask,
                     "eager attention's additive mask is a checkpoint argument", {"checkpointing"}));
+        // (the first layer's backward moments count it freed, as they count the layers above)
+        w.add(kept_until("the other layer kind's mask (sliding or global)", "global", "s²", a.ckpt_mask_other,
+                         "layers alternating sliding-window and global attention: each kind's mask is its layers' "
+                         "argument, freed after the last layer of that kind",
+                         {"checkpointing"}));
     } else {
         w.add(kept_until("norms' saved tensors", layers, "2 norms × (b·s·h input, b·s rstd, b·s·h output …)", a.Lsaved * 2 * a.norm_saved,
                     a.norm_desc));
@@ -254,9 +264,12 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
 
 void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w) {
     static const std::map<std::string, std::string> kWhat = {
+        {"final_norm_backward", "the final norm's backward as plain fp32 ops: four fp32 b·s·h tensors (its cast gradient "
+                                "and the chain's temporaries); the loss's tensors freed"},
         {"backward_down_gradient", "the top layer's down projection backward: its input's gradient beside the saved tensors"},
-        {"backward", "the top layer's MLP backward: its output's gradient and the MLP's inner gradients (a checkpointed "
-                     "layer recomputed); the final norm freed"},
+        {"backward", "the top layer's MLP backward: its output's gradient and the MLP's inner gradients, or the fp32 "
+                     "backward chain of the MLP output's own norm where that is larger (a checkpointed layer recomputed); "
+                     "the final norm freed"},
         {"backward_attention", "the top layer's attention backward: the softmax's or flash kernel's gradients; its MLP block freed"},
         {"backward_end", "the first layer's MLP backward: the layers above it freed"},
         {"backward_end_attention", "the first layer's attention backward: the layers above it freed"},

@@ -77,6 +77,7 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
     const int norm_weight_bytes = a.norms_train ? c.st.weight : c.frozen_bytes;
     const bool norm_plus_one = arch.model_type.rfind("gemma", 0) == 0;
     a.norm_weight_copy = scales_fp32 && (norm_weight_bytes < 4 || norm_plus_one) ? a.h * 4 : 0;
+    a.norm_fp32_chain = scales_fp32;
     a.norm_weighted = a.norms_train && !a.recompute_pointwise && !a.norm_recomputes
                           ? a.bs * a.h * (scales_fp32 ? 4 : a.e)
                           : 0;
@@ -320,14 +321,35 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     const bool head_adapter_reads_norm_out = head_adapted && setup.lora_dropout <= 0;
     a.head_lora_saved =
         head_adapted ? a.bs * setup.lora_rank * a.e + (setup.lora_dropout > 0 ? a.bs * a.h * (a.e + 1) : 0) : 0;
-    a.final_norm = a.norm_saved - (a.head_frozen && !head_adapter_reads_norm_out && !a.kernel_norm && !a.recompute_pointwise
+    // A head whose loss runs in place (profile loss_in_place: wingspan-train's LmHeadLossFn) keeps the
+    // hidden states it multiplies whether or not its weight trains.
+    a.final_norm = a.norm_saved - (a.head_frozen && !head_adapter_reads_norm_out && !a.kernel_norm && !a.recompute_pointwise &&
+                                           !fw.loss_in_place
                                        ? a.norm_out
                                        : 0);
+    // A norm that scales in fp32 runs its backward as a chain of plain fp32 ops: the cast gradient,
+    // the normalized input's, x's through rstd, and the mean's expanded back to [b, s, h] beside
+    // pow's temporaries, four fp32 b·s·h tensors at once at the end of the chain, beside every
+    // layer's saved tensors; the loss has freed its logits, the head's backward its input (the
+    // norm's output, where the head or its adapter kept it), and the weight's own backward the fp32
+    // normalized input it kept, leaving the weight's fp32 gradient. Measured with wingspan-train's
+    // counting allocator on Gemma 2 (Model::unfused_rms_norm), 128 × 2, fp32 and bf16-mixed: LoRA
+    // within 1,532 B of the end of forward + 4·b·s·h·4, the full fine-tune within 8 B with the rest.
+    const bool head_kept_norm_out = a.final_norm == a.norm_saved && !a.recompute_pointwise;
+    a.final_norm_backward = a.norm_fp32_chain ? 4 * a.bs * a.h * 4 - (head_kept_norm_out ? a.norm_out : 0) -
+                                                    a.norm_weighted + (a.norms_train ? a.h * 4 : 0)
+                                              : 0;
     a.outside_layers = a.final_norm + a.head_lora_saved + a.inputs +
                        (a.keeps_quant_inputs && fw.quantizes_head ? a.bs * a.h * a.e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as
     // the eager graph) as an argument.
+    // Gemma 2 and 3 alternate sliding-window and global layers: each kind's mask is an argument of
+    // its layers, two s² masks (wingspan-train Model::hidden_states; transformers' mask mapping
+    // builds one per layer type, transformers 5.25 models/gemma2/modeling_gemma2.py lines 431-433).
+    // The first layer's kind outlives the other's, whose last layer is done before the first's backward.
+    const bool alternating_windows = arch.model_type == "gemma2" || arch.model_type == "gemma3";
     a.ckpt_mask = a.ckpt && (setup.attention == Attention::Eager || a.math_sdpa) ? a.s * a.s * a.e : 0;
+    a.ckpt_mask_other = alternating_windows && a.Lsaved > 1 ? a.ckpt_mask : 0;
     a.ckpt_state = a.ckpt ? fw.checkpoint_state_bytes : 0;
 
     // Backward of one layer, relative to what it saved plus the gradient of its output:
@@ -346,8 +368,18 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     a.dora_compose = setup.dora ? 4 * largest_adapted : 0;
     // (A product down's input never kept was not there to be freed: one more inner tensor alive.)
     // (The MLP output's own norm, where there is one, ran its backward first: freed.)
-    a.mlp_extra = (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down +
+    // An adapted down projection whose output has its own norm: that norm's backward made the output's
+    // gradient (without the norm it is the layer's output gradient, G); the adapter's backward runs
+    // first, so it is held for the frozen product's (measured: Gemma 2, LoRA on down, checkpointed).
+    // (Not with a 4-bit down projection: measured, its product's backward does not wait for it.)
+    const std::int64_t down_out_grad = a.lora_down > 0 && a.output_norms > 0 && down_quantized == 0 ? a.bs * a.h * a.e : 0;
+    a.mlp_extra = down_out_grad + (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down +
                   a.dora_compose - (a.output_norms > 0 ? a.output_norm_saved : 0);
+    // Before it, the MLP output's own norm runs its backward: as plain fp32 ops, four fp32 b·s·h
+    // tensors beside everything the layer saved (as the final norm's: final_norm_backward).
+    // A trained weight's backward frees the fp32 normalized input it kept and leaves its fp32 gradient.
+    if (a.output_norms > 0 && a.norm_fp32_chain)
+        a.mlp_extra = std::max(a.mlp_extra, 4 * a.bs * a.h * 4 - a.norm_weighted + (a.norms_train ? a.h * 4 : 0));
     // Eager attention's backward: the MLP block, its norm, the attention output and the output
     // projection's adapter input are freed; the softmax's backward holds the probabilities, their
     // gradient and the scores' gradient (a checkpointed layer also still holds its output's

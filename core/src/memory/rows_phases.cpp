@@ -209,6 +209,12 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     moment(w, "forward_end", held_grads, 0, gathered);
     if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
     moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
+    // A final norm run as plain fp32 ops: its backward's gradient chain beside every saved tensor,
+    // the loss's tensors freed (rows_layer_saved.cpp final_norm_backward).
+    if (m.raw.final_norm_backward > 0) {
+        moment(w, "final_norm_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
+        write_backward_row("final_norm_backward", m.raw.forward + a.final_norm_backward, m, w);
+    }
     write_loss_rows(in, m.forward_attention > 0, w);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
