@@ -170,10 +170,12 @@ private slots:
                                     .arg(err, 0, 'f', 1)));
         }
         if (method == "qlora" && !targets.isEmpty()) {
-            // Which linear inputs a QLoRA layer keeps is exact in the model; 2 %: q,v at 128x1 still
-            // misses one moment of backward by -1.2 % (99,456 B fp32), over-predicted by 15-27 % before.
+            // Which linear inputs a QLoRA layer keeps is exact in the model (over-predicted by 15-27 %
+            // before); held to 0.01 %: q,v at 128x1 peaks in forward, at the last layer's 4-bit down
+            // projection (the phase forward_down), which was -1.2 % (99,456 B: the trainer's double
+            // rotary angles, now freed at once, and the additive mask) until it was a moment.
             const double err = error_percent(get(r.predicted, Component::Activations), get(r.measured, Component::Activations));
-            QVERIFY2(std::fabs(err) <= 2.0, qPrintable(QString("QLoRA targets %1 activations: %2 %").arg(targets).arg(err, 0, 'f', 2)));
+            QVERIFY2(std::fabs(err) <= 0.01, qPrintable(QString("QLoRA targets %1 activations: %2 %").arg(targets).arg(err, 0, 'f', 3)));
         }
         if (precision != "fp32" || arch == "gemma2") {
             // The bf16-mixed points hold the activations to 1 % (they missed by 2.5..5.3 % while

@@ -136,6 +136,48 @@ private slots:
         QCOMPARE(row(est, "the other layer kind's mask (sliding or global)"), std::int64_t(256) * 256 * e);
         QCOMPARE(row(estimate_memory(lib.model("llama-3.2-1b").arch, s, trainer), "the other layer kind's mask (sliding or global)"),
                  std::int64_t(-1));   // (no row)
+        // Adapters on the MLP only: the first layer keeps neither the attention output's norm (Gemma 2's
+        // own) nor anything before it; one output norm less than a layer's full set.
+        s.grad_checkpointing = false;
+        s.method = Method::Lora;
+        s.lora_targets = parse_targets("gate,up");
+        est = estimate_memory(gemma2, s, trainer);
+        Architecture two_norms = gemma2;
+        two_norms.norms_per_layer = 2;
+        const std::int64_t per_output_norm =
+            row(est, "sublayer output norms' saved tensors") / (std::int64_t(gemma2.layers) * (gemma2.norms_per_layer - 2));
+        QVERIFY(per_output_norm > bs * h * 4);   // its fp32 input at least
+        QCOMPARE(row(est, "first adapted layer before its first adapter") -
+                     row(estimate_memory(two_norms, s, trainer), "first adapted layer before its first adapter"),
+                 -per_output_norm);
+    }
+
+    // QLoRA with adapters on q and v only keeps little: at a short sequence the activation peak is the
+    // last layer's 4-bit down projection in forward (wingspan-train, measured to the byte by the
+    // accuracy point "default qlora 128x1 targets q,v").
+    void qloraPeaksAtTheLastDownProjectionInForward() {
+        const auto& lib = test::library();
+        const Architecture a = test::tiny_arch();   // h 64, intermediate 128
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4;
+        s.lora_rank = 8;
+        s.lora_targets = parse_targets("q,v");
+        s.precision = Precision::Fp32;
+        s.attention = Attention::Eager;
+        s.seq_len = 128;
+        s.micro_batch = 1;
+        s.grad_checkpointing = false;
+        const MemoryEstimate est = estimate_memory(a, s, lib.framework("libtorch-cpu"));
+        std::int64_t down = -1, final_norm = -1;
+        for (const auto& t : est.inventory.rows) {
+            if (t.name == "the last layer's down projection in forward") down = t.bytes;
+            if (t.name == "final norm's saved tensors") final_norm = t.bytes;
+        }
+        const std::int64_t bs = 128, h = 64, i = 128, e = 4;
+        // The product it multiplies (no 4-bit linear keeps it), the dequantized weight, its output and
+        // the additive mask; the final norm's saved tensors not yet made.
+        QCOMPARE(down, bs * i * e + h * i * e + bs * h * e + 128 * 128 * e - final_norm);
     }
 
     void loraOnTheHead() {

@@ -77,8 +77,11 @@ struct LayerActivations {
     // (a norm that scales in fp32, neither fused nor compiled; rows_layer_saved.cpp), else 0.
     std::int64_t final_norm_backward = 0;
     std::int64_t outside_layers = 0;
+    // The last layer's down projection in forward, beyond the end of forward (rows_layer_saved.cpp).
+    std::int64_t forward_down_extra = 0;
     std::int64_t ckpt_mask = 0;
     std::int64_t ckpt_mask_other = 0;   // the other layer kind's mask (alternating sliding and global), freed first
+    std::int64_t forward_masks = 0;     // the additive masks alive through an eager forward (not kept without checkpoints)
     std::int64_t ckpt_state = 0;
     std::int64_t G = 0;
     std::int64_t inner_grad = 0;
@@ -130,13 +133,15 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
 
 // Activations at each moment of the step (already × activation_factor).
 struct ActivationMoments {
-    std::int64_t forward = 0, forward_attention = 0, loss_backward = 0, final_norm_backward = 0, top = 0, bottom = 0;
+    std::int64_t forward = 0, forward_attention = 0, forward_down = 0, loss_backward = 0, final_norm_backward = 0;
+    std::int64_t top = 0, bottom = 0;
     std::int64_t top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
     std::string formula;
     // Training: the forward's saved tensors and each backward moment before activation_factor.
     struct Raw {
         std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
         std::int64_t final_norm_backward = 0;   // 0 where the final norm's backward is no moment of its own
+        std::int64_t forward_down = 0;          // 0 where the last down projection's forward is below forward_end
     } raw;
 };
 ActivationMoments activation_moments(const PlanContext& c, const LayerActivations& a, MemoryEstimate& est);
@@ -148,6 +153,9 @@ void write_activation_rows(const PlanContext& c, const LayerActivations& a, cons
 // the last layer's attention in forward, when that is a phase).
 void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forward_attention, const std::string& last_phase,
                       RowWriter& w);
+// The last layer's down projection in forward: what is not made yet and what that moment holds
+// (a row of its own, in the phase forward_down).
+void write_forward_down_row(const LayerActivations& a, RowWriter& w);
 // One row per backward moment: what that moment holds beyond the saved tensors (freed layers as
 // a negative part, the recomputed layer, the gradients of its inner activations), so the saved
 // rows and it add up to the moment's activations.

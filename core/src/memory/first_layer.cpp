@@ -32,6 +32,9 @@ std::int64_t first_layer_unsaved(const TrainingSetup& setup, const std::vector<T
     unsaved += kept.input_norm_out ? p.norm_out : 0;
     if (adapted(LinearRole::O)) return unsaved + p.attention - p.q;   // only o's input, the attention output
     unsaved += p.attention - (kept.attn_out ? 0 : p.q);
+    // Gemma 2's norm of the attention output lies before the MLP's adapters too (measured: LoRA on
+    // gate and up over-predicted its input and rstd, fp32 and bf16-mixed, before this line).
+    unsaved += p.attn_output_norm;
     // MLP adapters first: the post-attention norm keeps only its output for gate/up adapters.
     unsaved += gate || up || !kept.post_norm_out ? p.norm - p.norm_out : p.norm;
     if (!plain_mlp) return unsaved;

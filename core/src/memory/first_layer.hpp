@@ -17,6 +17,7 @@ struct FirstLayerParts {
     std::int64_t q;           // one b·s·q_dim tensor (the scaled q; the attention output)
     std::int64_t kv;          // k or v as the attention keeps it
     std::int64_t inner;       // one b·s·intermediate tensor of the MLP
+    std::int64_t attn_output_norm = 0;   // the attention output's own norm (Gemma 2), all it keeps
 };
 
 // The inputs of a layer's frozen linears that it keeps for backward: all of them where a frozen

@@ -96,6 +96,8 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         // backward moment (write_backward_rows) add up to these.
         raw.forward = act_forward;
         raw.final_norm_backward = a.final_norm_backward > 0 ? final_norm_base : 0;
+        // (the rows count the previous micro-batch's 4-bit inputs at forward_end only)
+        raw.forward_down = a.forward_down_extra > 0 ? act_forward - a.previous_quant_inputs + a.forward_down_extra : 0;
         raw.top_mlp = top_base + a.mlp_extra;
         raw.top_down = scaled(top_base + a.inner_grad) < act_top_mlp ? top_base + a.inner_grad : raw.top_mlp;
         raw.bottom_mlp = bottom_base + a.mlp_extra;
@@ -110,6 +112,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
     m.forward_attention = act_forward_attention;
     m.loss_backward = trains ? act_forward + scaled(a.G) : act_forward;
     m.final_norm_backward = a.scaled(raw.final_norm_backward);
+    m.forward_down = a.scaled(raw.forward_down);
     m.top = act_top;
     m.bottom = act_bottom;
     m.top_mlp = act_top_mlp;
@@ -139,7 +142,7 @@ void write_activation_rows(const PlanContext& c, const LayerActivations& a, cons
                        "what forward saves for backward and one layer's backward holds, at the moment it peaks "
                        "(the phases count its parts)",
                        tags),
-                   std::max({m.forward, m.forward_attention, m.loss_backward, m.final_norm_backward, m.top, m.bottom})),
+                   std::max({m.forward, m.forward_attention, m.forward_down, m.loss_backward, m.final_norm_backward, m.top, m.bottom})),
             m.formula, act_inputs);
     if (a.eager_ws > 0)
         w.shown(figure(row("eager attention scores", Component::Activations, "one layer", "b·heads·s²", b * heads * s * s, double(e),
@@ -260,6 +263,18 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
     TensorRow grad = saved("gradient of the final hidden state", "global", "b·s·h", a.G, "the loss's backward hands it to the last layer", {}, 2);
     grad.created = grad.freed = "loss_backward";
     w.add(std::move(grad));
+}
+
+void write_forward_down_row(const LayerActivations& a, RowWriter& w) {
+    TensorRow r = row("the last layer's down projection in forward", Component::Activations, "one layer",
+                      "b·s·i product + dequantized h·i + b·s·h output + s² masks − what is not made yet", 0, 0,
+                      "the MLP product it multiplies (kept by nothing), a 4-bit weight dequantized for it, its output and "
+                      "the eager attention masks; the final norm, the head's and the down projection's adapters and the "
+                      "MLP output's norm not yet run");
+    r.bytes = a.forward_down_extra;
+    r.created = r.freed = "forward_down";
+    r.scale_group = 1;
+    w.add(std::move(r));
 }
 
 void write_backward_row(const std::string& phase, std::int64_t moment_raw, const ActivationMoments& m, RowWriter& w) {

@@ -99,10 +99,10 @@ void moment(RowWriter& w, const std::string& phase, std::int64_t grads, std::int
 }
 
 // The loss's tensors, one row each: a kept one from the end of forward through the loss's backward,
-// the others in the one moment that allocates them. The last layer's attention in forward
-// (forward_attention, after forward_end in the phase order) comes before the loss: what is kept
-// is taken back there.
-void write_loss_rows(const PhaseInputs& in, bool forward_attention, RowWriter& w) {
+// the others in the one moment that allocates them. The moments of the last layer in forward
+// (forward_attention, forward_down: after forward_end in the phase order) come before the loss:
+// what is kept is taken back there.
+void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forward_phases, RowWriter& w) {
     std::int64_t kept = 0;
     auto loss_row = [&](const LossTensor& t, std::int64_t bytes, const std::string& created, const std::string& freed) {
         TensorRow r = row(t.name, Component::LogitsLoss, "global", "", 0, 0, "the loss's own tensor (loss_memory.cpp)");
@@ -120,7 +120,7 @@ void write_loss_rows(const PhaseInputs& in, bool forward_attention, RowWriter& w
         loss_row(t, t.forward, "forward_end", "forward_end");
         loss_row(t, t.backward, "loss_backward", "loss_backward");
     }
-    if (forward_attention) loss_row({"the loss's kept tensors, not made yet"}, -kept, "forward_attention", "forward_attention");
+    for (const auto& phase : forward_phases) loss_row({"the loss's kept tensors, not made yet"}, -kept, phase, phase);
 }
 
 // FSDP2 with a tied embedding: one group, the root, holds the embedding (which is the head) and the
@@ -207,7 +207,11 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // the last backward moment; each backward moment adds its own row (write_backward_row). Here
     // only what a sharded model gathers.
     moment(w, "forward_end", held_grads, 0, gathered);
-    if (m.forward_attention > 0) moment(w, "forward_attention", held_grads, 0, gathered);
+    std::vector<std::string> forward_phases;
+    if (m.forward_attention > 0) forward_phases.push_back("forward_attention");
+    if (m.raw.forward_down > 0) forward_phases.push_back("forward_down");
+    for (const auto& phase : forward_phases) moment(w, phase, held_grads, 0, gathered);
+    if (m.raw.forward_down > 0) write_forward_down_row(a, w);
     moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
     // A final norm run as plain fp32 ops: its backward's gradient chain beside every saved tensor,
     // the loss's tensors freed (rows_layer_saved.cpp final_norm_backward).
@@ -215,7 +219,7 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
         moment(w, "final_norm_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
         write_backward_row("final_norm_backward", m.raw.forward + a.final_norm_backward, m, w);
     }
-    write_loss_rows(in, m.forward_attention > 0, w);
+    write_loss_rows(in, forward_phases, w);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
         moment(w, phase, grads, step, gathered, 0, step > 0 ? paged_in_bwd : 0);

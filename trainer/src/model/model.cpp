@@ -437,13 +437,18 @@ at::Tensor lm_head_loss(const at::Tensor& hidden, const at::Tensor& weight, cons
 at::Tensor Model::hidden_states(const at::Tensor& ids, bool checkpointing, KvCache* cache) const {
     const std::int64_t T = ids.size(1);
     const std::int64_t past = cache ? cache->length : 0;
-    at::Tensor pos = at::arange(past, past + T, at::kDouble).unsqueeze(1);
-    at::Tensor freq = at::tensor(inv_freq_, at::kDouble).unsqueeze(0);
-    at::Tensor angles = pos * freq;                                        // [T, D/2]
-    angles = at::cat({angles, angles}, -1);
-    // Angles in double on the CPU (not every device has float64), then to the device.
+    // Angles in double on the CPU (not every device has float64), then to the device; the double
+    // [T, D] angles, positions and frequencies are freed here, not held through the layers.
     const auto on_device = at::TensorOptions().device(opt_.device).dtype(dtype_);
-    at::Tensor cos = angles.cos().to(on_device), sin = angles.sin().to(on_device);
+    at::Tensor cos, sin;
+    {
+        at::Tensor pos = at::arange(past, past + T, at::kDouble).unsqueeze(1);
+        at::Tensor freq = at::tensor(inv_freq_, at::kDouble).unsqueeze(0);
+        at::Tensor angles = pos * freq;                                    // [T, D/2]
+        angles = at::cat({angles, angles}, -1);                            // [T, D]
+        cos = angles.cos().to(on_device);
+        sin = angles.sin().to(on_device);
+    }
     // Query t (absolute past + t) sees keys 0 .. past + t.
     at::Tensor mask = at::full({T, past + T}, -std::numeric_limits<float>::infinity(), on_device).triu(past + 1);
     if (cache && cache->k.empty()) {
