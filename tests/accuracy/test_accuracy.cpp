@@ -177,6 +177,13 @@ private slots:
             const double err = error_percent(get(r.predicted, Component::Activations), get(r.measured, Component::Activations));
             QVERIFY2(std::fabs(err) <= 0.01, qPrintable(QString("QLoRA targets %1 activations: %2 %").arg(targets).arg(err, 0, 'f', 3)));
         }
+        if (objective.isEmpty()) {
+            // The in-place loss's per-token buffers are rows of their own (loss_memory.cpp): every SFT
+            // point's logits and loss to 0.1 % (the label buffers were -12 B per token in fp32 forward,
+            // -1.1 % on the built-in model's 260-token vocabulary).
+            const double err = error_percent(get(r.predicted, Component::LogitsLoss), get(r.measured, Component::LogitsLoss));
+            QVERIFY2(std::fabs(err) <= 0.1, qPrintable(QString("logits and loss: %1 %").arg(err, 0, 'f', 3)));
+        }
         if (precision != "fp32" || arch == "gemma2") {
             // The bf16-mixed points hold the activations to 1 % (they missed by 2.5..5.3 % while
             // the norm ran unfused); Gemma 2's, in every precision, to 0.05 %: its full fine-tune was

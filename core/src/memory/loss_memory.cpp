@@ -240,17 +240,27 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // index, label mask, int64 count. A soft cap (Gemma 2) is applied inside the same passes
         // (kernels_loss.cpp): it keeps each row's fp32 log-sum-exp and capped label logit, from
         // which backward recovers the capped logits for the cap's derivative.
+        // Per token (measured with the counting allocator's live blocks at the component's peaks,
+        // LmHeadLossFn and kernels_loss.cpp): the int64 label index and the bool mask, kept (9 B);
+        // in forward fp32 row buffers: the pass's max, sum and log-sum-exp beside the 16-bit logits
+        // (12 B), or, after the pass of an fp32 run, the log-sum-exp, label logit, their difference,
+        // the mask as fp32 and the masked loss (20 B), less the two the cap keeps; in backward the
+        // mask as fp32 and each row's gradient scale (8 B).
         const std::int64_t low = e < 4 ? e : 0;
         const std::int64_t cap_rows = shape.final_softcap ? logit_tokens * 8 : 0;
+        const std::int64_t forward_rows = ((low ? 12 : 20) - (cap_rows ? 8 : 0)) * bs;
         tensors = {{"fp32 probabilities (the logits' gradient in backward)", logit_tokens * V * 4, logit_tokens * V * 4, true},
                    {"16-bit logits while their probabilities are written", logit_tokens * V * low, 0},
                    {"16-bit copy of the gradient for the matmuls", 0, logit_tokens * V * low},
-                   {"label index, mask and count per token", 17 * bs, 17 * bs, true},
+                   {"label index and mask per token", 9 * bs, 9 * bs, true},
+                   {"fp32 per-token buffers of the loss (row max, sum, log-sum-exp, label logit, masked loss)", forward_rows, 8 * bs},
                    {"the soft cap's log-sum-exp and label logit per token", cap_rows, cap_rows, true}};
         logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(4 + low) +
                          " B in forward: fp32 probabilities" + (low ? " + the 16-bit logits" : ", written over the logits") +
                          "; " + std::to_string(4 + low) +
-                         " B in backward: the probabilities become the gradient in place) + 17 B per token of label buffers" +
+                         " B in backward: the probabilities become the gradient in place) + 9 B per token of label index "
+                         "and mask + " + std::to_string(forward_rows / std::max<std::int64_t>(1, bs)) +
+                         " B per token of fp32 loss buffers in forward, 8 B in backward" +
                          (cap_rows ? " + 8 B per token for the soft cap's derivative (capped in the same passes)" : "") +
                          (logit_tokens < bs ? " (chunked loss)" : "");
     } else if (framework_loss && !fw.loss_fused && compiled_loss(fw)) {
