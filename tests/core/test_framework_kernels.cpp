@@ -194,11 +194,7 @@ private slots:
     void gemma2_soft_caps_and_output_norms() {
         const Architecture& gemma = test::library().model("gemma-2-2b").arch;
         const auto& hf = test::library().framework("hf-transformers");
-        auto row = [](const MemoryEstimate& e, const std::string& name) -> std::int64_t {
-            for (const auto& r : e.inventory.rows)
-                if (r.name == name) return r.bytes;
-            return -1;
-        };
+        const auto row = test::row_bytes;
         TrainingSetup s = lora_bf16(512, 2);
         s.grad_checkpointing = false;
         const auto est = estimate_memory(gemma, s, hf);

@@ -30,4 +30,11 @@ inline FrameworkProfile bare_framework(const std::string& step = "per_tensor") {
     return f;
 }
 
+// Bytes of the inventory row named `name`; -1 where there is none (zero-byte rows are left out).
+inline std::int64_t row_bytes(const MemoryEstimate& e, const std::string& name) {
+    for (const auto& r : e.inventory.rows)
+        if (r.name == name) return r.bytes;
+    return -1;
+}
+
 }  // namespace wingspan::test

@@ -35,6 +35,11 @@ struct LayerActivations {
     std::int64_t norm_input = 0;
     std::int64_t norm_square = 0;
     std::int64_t norm_weighted = 0;
+    // What one norm's backward holds beside the saved tensors where it scales in fp32 as plain ops
+    // (model.norm_scales_in_fp32, neither fused nor compiled), else 0: the cast gradient, the
+    // normalized input's, x's through rstd and the mean's expanded back to [b, s, h] beside pow's
+    // temporaries, four fp32 b·s·h tensors at once at the end of the chain.
+    std::int64_t norm_backward_chain = 0;
     std::int64_t norm_weight_copy = 0;   // the fp32 weight a norm that scales in fp32 keeps (model.norm_scales_in_fp32)
     std::int64_t head_lora_saved = 0;    // the head's adapter: x·A^T, and the dropped input and mask
     std::int64_t norm_out = 0;
@@ -95,7 +100,6 @@ struct LayerActivations {
     bool recompute_pointwise = false;
     bool fused_arch = false;
     bool kernel_norm = false;
-    bool norm_fp32_chain = false;   // the norms scale in fp32 as plain ops (model.norm_scales_in_fp32)
     bool kernel_swiglu = false;
     bool kernel_gated_act = false;
     bool norm_recomputes = false;

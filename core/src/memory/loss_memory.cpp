@@ -248,18 +248,18 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
         // mask as fp32 and each row's gradient scale (8 B).
         const std::int64_t low = e < 4 ? e : 0;
         const std::int64_t cap_rows = shape.final_softcap ? logit_tokens * 8 : 0;
-        const std::int64_t forward_rows = ((low ? 12 : 20) - (cap_rows ? 8 : 0)) * bs;
+        const std::int64_t forward_per_token = (low ? 12 : 20) - (cap_rows ? 8 : 0);
         tensors = {{"fp32 probabilities (the logits' gradient in backward)", logit_tokens * V * 4, logit_tokens * V * 4, true},
                    {"16-bit logits while their probabilities are written", logit_tokens * V * low, 0},
                    {"16-bit copy of the gradient for the matmuls", 0, logit_tokens * V * low},
                    {"label index and mask per token", 9 * bs, 9 * bs, true},
-                   {"fp32 per-token buffers of the loss (row max, sum, log-sum-exp, label logit, masked loss)", forward_rows, 8 * bs},
+                   {"fp32 per-token buffers of the loss (row max, sum, log-sum-exp, label logit, masked loss)", forward_per_token * bs, 8 * bs},
                    {"the soft cap's log-sum-exp and label logit per token", cap_rows, cap_rows, true}};
         logits_formula = n(logit_tokens) + " tokens × " + n(V) + " vocab × (" + std::to_string(4 + low) +
                          " B in forward: fp32 probabilities" + (low ? " + the 16-bit logits" : ", written over the logits") +
                          "; " + std::to_string(4 + low) +
                          " B in backward: the probabilities become the gradient in place) + 9 B per token of label index "
-                         "and mask + " + std::to_string(forward_rows / std::max<std::int64_t>(1, bs)) +
+                         "and mask + " + std::to_string(forward_per_token) +
                          " B per token of fp32 loss buffers in forward, 8 B in backward" +
                          (cap_rows ? " + 8 B per token for the soft cap's derivative (capped in the same passes)" : "") +
                          (logit_tokens < bs ? " (chunked loss)" : "");

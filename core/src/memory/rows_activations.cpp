@@ -32,8 +32,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         act_formula = "prefill workspace of one layer: b·s·(2h + 2i + q_dim + 2·kv_dim)·" +
                       std::to_string(a.e) + " B";
     } else {
-        // (final_norm_base: the end of forward and the final norm's backward, where that is a moment)
-        std::int64_t top_base = 0, bottom_base = 0, final_norm_base = 0;
+        std::int64_t top_base = 0, bottom_base = 0;
         const std::string output_norms =
             a.output_norms ? "; output norms " + std::to_string(a.output_norms) + "×" + n(a.output_norm_saved) + " B (input, rstd)" : "";
         if (a.ckpt) {
@@ -48,7 +47,6 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             const std::int64_t shared_input = a.stream_e >= 4 || a.kernel_norm ? a.layer_input : 0;
             const std::int64_t recomputed = a.layer_saved - shared_input + a.layer_input + a.ckpt_state + a.G;
             act_forward = kept + a.outside_layers + a.ckpt_mask + a.ckpt_mask_other;
-            final_norm_base = act_forward + a.final_norm_backward;
             top_base = kept + a.inputs + a.ckpt_mask + a.ckpt_mask_other + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
             bottom_base = a.layer_input + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
@@ -62,7 +60,6 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         } else {
             act_forward = a.first_layer_saved + (a.Lsaved - 1) * a.layer_saved + a.outside_layers;
             top_base = act_forward - a.norm_saved - a.head_lora_saved + a.G;   // the head's backward has run
-            final_norm_base = act_forward + a.final_norm_backward;
             act_forward += a.previous_quant_inputs;   // forward's end only
             bottom_base = a.first_layer_saved + a.inputs + a.G;
             act_formula = std::to_string(a.Lsaved) + " layers × " + n(a.layer_saved) + " B saved per layer (norms 2×" +
@@ -95,9 +92,11 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         // The same moments before the activation factor: the saved-tensor rows plus one row per
         // backward moment (write_backward_rows) add up to these.
         raw.forward = act_forward;
-        raw.final_norm_backward = a.final_norm_backward > 0 ? final_norm_base : 0;
-        // (the rows count the previous micro-batch's 4-bit inputs at forward_end only)
-        raw.forward_down = a.forward_down_extra > 0 ? act_forward - a.previous_quant_inputs + a.forward_down_extra : 0;
+        // The saved rows alive after forward's end (the previous micro-batch's 4-bit inputs are
+        // counted at forward_end only), and the moments built on them where they are moments.
+        const std::int64_t saved_rows = act_forward - a.previous_quant_inputs;
+        raw.final_norm_backward = a.final_norm_backward > 0 ? saved_rows + a.final_norm_backward : 0;
+        raw.forward_down = a.forward_down_extra > 0 ? saved_rows + a.forward_down_extra : 0;
         raw.top_mlp = top_base + a.mlp_extra;
         raw.top_down = scaled(top_base + a.inner_grad) < act_top_mlp ? top_base + a.inner_grad : raw.top_mlp;
         raw.bottom_mlp = bottom_base + a.mlp_extra;

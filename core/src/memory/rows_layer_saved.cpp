@@ -77,10 +77,11 @@ void norms_and_attention(const PlanContext& c, LayerActivations& a) {
     const int norm_weight_bytes = a.norms_train ? c.st.weight : c.frozen_bytes;
     const bool norm_plus_one = arch.model_type.rfind("gemma", 0) == 0;
     a.norm_weight_copy = scales_fp32 && (norm_weight_bytes < 4 || norm_plus_one) ? a.h * 4 : 0;
-    a.norm_fp32_chain = scales_fp32;
     a.norm_weighted = a.norms_train && !a.recompute_pointwise && !a.norm_recomputes
                           ? a.bs * a.h * (scales_fp32 ? 4 : a.e)
                           : 0;
+    // Its backward chain (activations.hpp), less the fp32 normalized input a trained weight freed, plus its gradient.
+    a.norm_backward_chain = scales_fp32 ? 4 * a.bs * a.h * 4 - a.norm_weighted + (a.norms_train ? a.h * 4 : 0) : 0;
     a.norm_out = a.recompute_pointwise ? 0 : a.bs * a.h * a.e;
     a.norm_saved = a.norm_input + a.norm_square + a.bs * 4 + a.norm_weighted + a.norm_out + a.norm_weight_copy;
     a.norm_desc = n(a.norm_saved) + (a.recompute_pointwise ? " B: 16-bit input, rstd (compiled)"
@@ -328,18 +329,13 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
                                            !fw.loss_in_place
                                        ? a.norm_out
                                        : 0);
-    // A norm that scales in fp32 runs its backward as a chain of plain fp32 ops: the cast gradient,
-    // the normalized input's, x's through rstd, and the mean's expanded back to [b, s, h] beside
-    // pow's temporaries, four fp32 b·s·h tensors at once at the end of the chain, beside every
-    // layer's saved tensors; the loss has freed its logits, the head's backward its input (the
-    // norm's output, where the head or its adapter kept it), and the weight's own backward the fp32
-    // normalized input it kept, leaving the weight's fp32 gradient. Measured with wingspan-train's
-    // counting allocator on Gemma 2 (Model::unfused_rms_norm), 128 × 2, fp32 and bf16-mixed: LoRA
-    // within 1,532 B of the end of forward + 4·b·s·h·4, the full fine-tune within 8 B with the rest.
+    // The final norm's backward chain (norm_backward_chain) runs after the loss has freed its logits
+    // and the head's backward its input (the norm's output, where the head or its adapter kept it).
+    // Measured with wingspan-train's counting allocator on Gemma 2 (Model::unfused_rms_norm), 128 × 2,
+    // fp32 and bf16-mixed: LoRA within 1,532 B of the end of forward + 4·b·s·h·4, the full fine-tune
+    // within 8 B with the rest.
     const bool head_kept_norm_out = a.final_norm == a.norm_saved && !a.recompute_pointwise;
-    a.final_norm_backward = a.norm_fp32_chain ? 4 * a.bs * a.h * 4 - (head_kept_norm_out ? a.norm_out : 0) -
-                                                    a.norm_weighted + (a.norms_train ? a.h * 4 : 0)
-                                              : 0;
+    a.final_norm_backward = a.norm_backward_chain > 0 ? a.norm_backward_chain - (head_kept_norm_out ? a.norm_out : 0) : 0;
     a.outside_layers = a.final_norm + a.head_lora_saved + a.inputs +
                        (a.keeps_quant_inputs && fw.quantizes_head ? a.bs * a.h * a.e : 0);
     // Checkpointed layers keep the additive causal mask of eager attention (and of SDPA run as
@@ -379,11 +375,8 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     const std::int64_t down_out_grad = a.lora_down > 0 && a.output_norms > 0 && down_quantized == 0 ? a.bs * a.h * a.e : 0;
     a.mlp_extra = down_out_grad + (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down +
                   a.dora_compose - (a.output_norms > 0 ? a.output_norm_saved : 0);
-    // Before it, the MLP output's own norm runs its backward: as plain fp32 ops, four fp32 b·s·h
-    // tensors beside everything the layer saved (as the final norm's: final_norm_backward).
-    // A trained weight's backward frees the fp32 normalized input it kept and leaves its fp32 gradient.
-    if (a.output_norms > 0 && a.norm_fp32_chain)
-        a.mlp_extra = std::max(a.mlp_extra, 4 * a.bs * a.h * 4 - a.norm_weighted + (a.norms_train ? a.h * 4 : 0));
+    // Before it, the MLP output's own norm runs its backward chain beside everything the layer saved.
+    if (a.output_norms > 0) a.mlp_extra = std::max(a.mlp_extra, a.norm_backward_chain);
     // Eager attention's backward: the MLP block, its norm, the attention output and the output
     // projection's adapter input are freed; the softmax's backward holds the probabilities, their
     // gradient and the scores' gradient (a checkpointed layer also still holds its output's
