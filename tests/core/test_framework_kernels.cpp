@@ -263,8 +263,19 @@ private slots:
             if (r.name == "the previous micro-batch's 4-bit linear inputs") held = &r;
         QVERIFY(held);
         QCOMPARE(held->bytes, previous);
-        QCOMPARE(held->freed, std::string("forward_end"));
+        // Alive until the forward returns: the model's return is a moment of its own (Fabric's fp32
+        // conversion beside the previous logits).
+        QCOMPARE(held->created, std::string("forward_end"));
+        QCOMPARE(held->freed, std::string("forward_output"));
         QCOMPARE(activations_at(then, "forward_end") - activations_at(now, "forward_end"), previous + bs * h * 2);
+        // Once the forward has returned they are gone: a later moment holds at most the head's input
+        // more (the top layer's backward does; the first layer's moments count none of the head's).
+        for (const auto& p : then.phases) {
+            if (p.name.rfind("forward_", 0) == 0 || activations_at(now, p.name) < 0) continue;
+            const std::int64_t more = activations_at(then, p.name) - activations_at(now, p.name);
+            QVERIFY2(more >= 0 && more <= bs * h * 2, p.name.c_str());
+        }
+        QCOMPARE(activations_at(then, "backward") - activations_at(now, "backward"), bs * h * 2);
         // With dropout the adapters keep their dropped copies instead: the current bitsandbytes keeps
         // no input, so the norm outputs and the MLP product go (SDPA keeps the attention output).
         s.lora_dropout = 0.05;
@@ -276,6 +287,36 @@ private slots:
         s.method = Method::Lora;
         s.quantization = Quantization::None;
         QCOMPARE(estimate_memory(llama8b(), s, old).total_bytes, estimate_memory(llama8b(), s, current).total_bytes);
+    }
+
+    // LitGPT's 4-bit head (profile quantization.head) is dequantized for each chunk's matmul: in
+    // forward before the model returns, beside the previous micro-batch's fp32 logits (the loop still
+    // holds them) and the 16-bit chunks made so far; in backward after the loss's, beside the fp32
+    // logits the loop holds and their 16-bit gradient (autograd runs Fabric's conversion and the loss
+    // first). Neither moment holds the log-softmax.
+    void litgpt_dequantized_head_moments() {
+        const TrainingSetup s = qlora_nf4_512x2(Precision::Bf16);
+        const auto plan = estimate_memory(llama8b(), s, test::library().framework("litgpt"));
+        const std::int64_t T = 1024, V = 128256, h = 4096;
+        const std::int64_t dequantized = V * h * 2;   // one bf16 copy (bitsandbytes >= 0.45)
+        QCOMPARE(test::component_at(plan, "forward_head", Component::LogitsLoss), 6 * T * V + dequantized);
+        QCOMPARE(test::component_at(plan, "forward_output", Component::LogitsLoss), 10 * T * V);
+        QCOMPARE(test::component_at(plan, "loss_backward", Component::LogitsLoss), 8 * T * V + 8 * 256 * V);
+        QCOMPARE(test::component_at(plan, "head_backward", Component::LogitsLoss), 6 * T * V + dequantized);
+        QCOMPARE(test::component_at(plan, "forward_end", Component::LogitsLoss), 8 * T * V + 2 * 127 * V * 4);
+        // The previous logits are alive through the last layer's forward moments as well.
+        QCOMPARE(test::component_at(plan, "forward_down", Component::LogitsLoss), 4 * T * V);
+        // The head moments are the loss's most. The head's backward, not the loss's, makes the hidden
+        // states' gradient (b·s·h in bf16, beside every saved activation).
+        QCOMPARE(plan.components.at(Component::LogitsLoss), 6 * T * V + dequantized);
+        QCOMPARE(activations_at(plan, "head_backward") - activations_at(plan, "loss_backward"), T * h * 2);
+        // A LoRA plan has no dequantized head: no head moments.
+        TrainingSetup lora = s;
+        lora.method = Method::Lora;
+        lora.quantization = Quantization::None;
+        const auto unquantized = estimate_memory(llama8b(), lora, test::library().framework("litgpt"));
+        QCOMPARE(test::component_at(unquantized, "forward_head", Component::LogitsLoss), -1);
+        QCOMPARE(test::component_at(unquantized, "head_backward", Component::LogitsLoss), -1);
     }
 
     // LitGPT's fused q/k/v (profile model.v_views_fused_qkv): v is a view of the fused output unless

@@ -37,4 +37,14 @@ inline std::int64_t row_bytes(const MemoryEstimate& e, const std::string& name) 
     return -1;
 }
 
+// Bytes of one component in the phase named `phase`; -1 where there is no such phase.
+inline std::int64_t component_at(const MemoryEstimate& e, const std::string& phase, Component c) {
+    for (const auto& p : e.phases)
+        if (p.name == phase) {
+            const auto it = p.bytes.find(c);
+            return it == p.bytes.end() ? 0 : it->second;
+        }
+    return -1;
+}
+
 }  // namespace wingspan::test

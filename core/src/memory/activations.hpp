@@ -144,6 +144,9 @@ struct ActivationMoments {
     // Training: the forward's saved tensors and each backward moment before activation_factor.
     struct Raw {
         std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
+        // The saved rows alive after the model's forward has returned: forward less what only the
+        // forward holds (the previous micro-batch's 4-bit linear inputs).
+        std::int64_t saved = 0;
         std::int64_t final_norm_backward = 0;   // 0 where the final norm's backward is no moment of its own
         std::int64_t forward_down = 0;          // 0 where the last down projection's forward is below forward_end
     } raw;

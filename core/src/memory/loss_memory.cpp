@@ -16,13 +16,23 @@ LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::st
     for (const auto& t : tensors) {
         out.forward += t.forward;
         out.backward += t.backward;
+        out.at_return += t.at_return;
+        out.head_forward += t.head_forward;
+        out.head_backward += t.head_backward;
+        if (t.through_forward) out.through_forward += t.at_return;
     }
     out.tokens = tokens;
     out.formula = std::move(formula);
     out.no_grad = no_grad;
-    std::erase_if(tensors, [](const LossTensor& t) { return t.forward == 0 && t.backward == 0; });
+    std::erase_if(tensors, [](const LossTensor& t) {
+        return t.forward == 0 && t.backward == 0 && t.at_return == 0 && t.head_forward == 0 && t.head_backward == 0;
+    });
     out.tensors = std::move(tensors);
     return out;
+}
+
+std::int64_t loss_peak(const LossMemory& loss) {
+    return std::max({loss.forward, loss.backward, loss.at_return, loss.head_forward + loss.through_forward, loss.head_backward});
 }
 
 bool fused_logprob_head(const FrameworkProfile& fw, const TrainingSetup& setup) {
@@ -187,6 +197,93 @@ std::int64_t dequantized_head_bytes(const FrameworkProfile& fw, bool quantized, 
     return unfused ? static_cast<std::int64_t>(std::llround(double(head_weights) * fw.quant_dequantize_bytes)) : head_weights * e;
 }
 
+// The framework's own loss on the logits it returns (profile loss.*), chunk tokens at a time.
+// Per token × vocab: the logits the model returns when it keeps them, the log-softmax the loss saves
+// (fp32 when it upcasts), none of it when fused (the gradient is made in forward). Per chunk: the
+// logits of a chunk not kept whole and the fp32 upcast in forward; in backward the two gradients of
+// the log-softmax.
+// A model that returns fp32 logits (loss.logits_fp32) keeps them at 4 B, and the loss has nothing
+// left to upcast; its 16-bit head output lives only while it is upcast, so the moment the model
+// returns holds both (e + 4 B) and, where the loop still holds the previous micro-batch's logits
+// (loss.previous_logits_held), those too. LitGPT: Fabric's bf16-true (and bitsandbytes) precision
+// wrapper converts the returned list of chunks to the default dtype, fp32 (lightning 2.6
+// fabric/plugins/precision/half.py convert_output, bitsandbytes.py line 157, called by
+// fabric/wrappers.py _FabricModule.forward line 138): 4 + 2 + 4 B then. Measured with the real
+// litgpt 0.5.13 under Fabric on the CPU (torch 2.15, LoRA q,v, 2 layers, C 256, 1 × 512 tokens,
+// the profiler's [memory] timeline): the step's peak grows by 9.99 B per token × vocab between
+// vocabularies of 8,192 and 32,768 (4.996 B calling the model without Fabric), as 8 B kept + 8 B
+// per chunk of 128 in the loss's backward, or 10 B as the model returns, give.
+// A quantized head is dequantized for each chunk's matmul: in forward, before the model returns,
+// beside the head outputs made so far; in backward after the loss's backward, beside the logits the
+// loop holds and their gradients in the head's dtype (autograd runs the later-made conversion and
+// loss nodes first), each its own moment.
+LossMemory framework_loss_memory(const FrameworkProfile& fw, const LossShape& shape, std::int64_t chunk, std::int64_t chunks) {
+    const std::int64_t b = shape.batch, bs = shape.tokens, V = shape.vocab, h = shape.hidden, e = shape.value_bytes;
+    const bool model_fp32 = fw.traits.loss.logits_fp32 && e < 4;
+    const std::int64_t logits_e = model_fp32 ? 4 : e;
+    const std::int64_t lsm = (fw.loss_upcast_fp32 || logits_e >= 4) ? 4 : e;
+    const std::int64_t upcast = (fw.loss_upcast_fp32 && logits_e < 4) ? 4 : 0;
+    const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? logits_e : 0) + lsm;
+    const std::int64_t fwd_chunk = (fw.logits_held ? 0 : logits_e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
+    const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
+    const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
+    const std::int64_t head_dequant = dequantized_head_bytes(fw, shape.quantized, V * h, e);
+    const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : logits_e;
+    const std::int64_t upcast_source = model_fp32 && !fw.loss_fused ? bs * V * e : 0;
+    const std::int64_t previous = fw.traits.loss.previous_logits_held && !fw.loss_fused && fw.logits_held ? bs * V * logits_e : 0;
+    // The shifted logits made contiguous, a copy where the batch has more than one row, freed once the
+    // log-softmax has its output: transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38
+    // at 4.46.3) shifts the whole fp32 logits (logits.float(), then logits[..., :-1, :].contiguous());
+    // LitGPT only the last head chunk (finetune/lora.py `logits[-1] = logits[-1][..., :-1, :]`, then
+    // utils.py chunked_cross_entropy's `logit_chunk.reshape(-1, vocab)` of that slice).
+    const std::int64_t positions = b > 0 ? bs / b : 0, per = fw.loss_chunk_positions;
+    const std::int64_t shifted_positions = per > 0 && positions > 0 ? positions - (positions - 1) / per * per : positions;
+    const std::int64_t shifted_copy = fw.traits.loss.shifts_logits_copy && b > 1 && !fw.loss_fused
+                                          ? b * std::max<std::int64_t>(shifted_positions - 1, 0) * V * (upcast ? 4 : logits_e)
+                                          : 0;
+    // A soft-capped head (Gemma 2: logits = cap · tanh(logits / cap), transformers 5.25 modeling_gemma2.py
+    // Gemma2ForCausalLM.forward lines 520-523, litgpt 0.5.13 model.py lines 172-179 per head chunk):
+    // tanh keeps its output for backward, one more [tokens, vocab] in the head's dtype (the 16-bit
+    // head's, where the upcast follows the cap) until the loss's backward reaches it; a chunked head's
+    // earlier chunks' at its last chunk's matmul. (A fused loss caps inside its kernel.)
+    const std::int64_t cap_e = model_fp32 ? e : logits_e;
+    const std::int64_t softcap = shape.final_softcap && !fw.loss_fused ? bs * V * cap_e : 0;
+    const std::int64_t softcap_before_last = softcap > 0 && per > 0 ? std::max<std::int64_t>(bs - chunk, 0) * V * cap_e : 0;
+    const std::int64_t at_head = head_dequant > 0 ? 1 : 0;   // the head's own moments: a dequantized head only
+    std::vector<LossTensor> tensors = {
+        {"logits the model returns", bs * V * logits_kept, bs * V * logits_kept, true,
+         at_head * (model_fp32 ? 0 : bs * V * logits_kept), bs * V * logits_kept, at_head * bs * V * logits_kept},
+        {"the soft cap's tanh output", softcap, softcap, true, at_head * softcap_before_last, softcap, at_head * softcap_before_last},
+        {std::string(lsm == 4 ? "fp32" : "16-bit") + " log-softmax", bs * V * (held - logits_kept), bs * V * (held - logits_kept), true},
+        {"a chunk's logits, fp32 upcast and fused loss temporaries", chunk * V * fwd_chunk, 0},
+        {"contiguous copy of the shifted fp32 logits", shifted_copy, 0},
+        {"a chunk's two log-softmax gradients", 0, chunk * V * bwd_chunk},
+        {"the hidden states' gradient made in forward", hidden_grad, hidden_grad, true},
+        {"the 16-bit head output while it is upcast to fp32", 0, 0, false, at_head * upcast_source, upcast_source},
+        {"the head output's gradient in the head's dtype", 0, 0, false, 0, 0, at_head * bs * V * e},
+        {"quantized head dequantized for its matmul", 0, 0, false, head_dequant, 0, head_dequant},
+        {"the previous micro-batch's logits, held until this forward returns", 0, 0, false, 0, previous, 0, true}};
+    std::string formula =
+        n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
+        (fw.loss_fused ? std::string("fused loss: nothing")
+                       : std::string(fw.logits_held ? (model_fp32 ? "the model's fp32 logits + " : "logits + ") : "") +
+                             (lsm == 4 ? "fp32" : "16-bit") + " log-softmax") +
+        ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) + " tokens × (" +
+        std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) + " B in backward)" +
+        (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
+        (shifted_copy ? " + the shifted fp32 logits' contiguous copy in forward (" + n(shifted_copy) + " B)" : "") +
+        (softcap ? " + the soft cap's tanh output, kept (" + n(bs) + " × " + n(V) + " × " + std::to_string(cap_e) + " B)" : "");
+    if (upcast_source || previous)
+        formula += "; as the model returns: its " + std::to_string(logits_e) + " B logits" +
+                   (upcast_source ? " + the " + std::to_string(e) + " B head output they were upcast from" : "") +
+                   (previous ? " + the previous micro-batch's " + std::to_string(logits_e) + " B logits" : "");
+    if (head_dequant)
+        formula += "; the quantized head dequantized for its matmul (" + n(head_dequant) +
+                   " B), in forward beside the head outputs made so far, in backward beside the kept logits and their " +
+                   std::to_string(e) + " B gradient";
+    return loss_of(std::move(tensors), chunk, std::move(formula));
+}
+
 }  // namespace
 
 std::int64_t loss_head_vocab_chunk(const FrameworkProfile& fw) {
@@ -279,54 +376,7 @@ LossMemory loss_memory(const FrameworkProfile& fw, const TrainingSetup& setup, c
                          n(chunk) + " tokens × " + std::to_string(e) + " B logits gradient in backward" +
                          (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
     } else if (framework_loss) {
-        // Per token × vocab: the logits the model returns when it keeps them, the log-softmax the
-        // loss saves (fp32 when it upcasts), none of it when fused (the gradient is made in
-        // forward). Per chunk: the logits of a chunk not kept whole and the fp32 upcast in
-        // forward; in backward the two gradients of the log-softmax.
-        // A model that returns fp32 logits (loss.logits_fp32) keeps them at 4 B; its 16-bit head output
-        // lives only while .float() copies it (e + 4 B, before the log-softmax's 4 + 4), and the loss
-        // has nothing left to upcast.
-        const bool model_fp32 = fw.traits.loss.logits_fp32 && e < 4;
-        const std::int64_t logits_e = model_fp32 ? 4 : e;
-        const std::int64_t lsm = (fw.loss_upcast_fp32 || logits_e >= 4) ? 4 : e;
-        const std::int64_t upcast = (fw.loss_upcast_fp32 && logits_e < 4) ? 4 : 0;
-        const std::int64_t held = fw.loss_fused ? 0 : (fw.logits_held ? logits_e : 0) + lsm;
-        const std::int64_t fwd_chunk = (fw.logits_held ? 0 : logits_e) + upcast + (fw.loss_fused ? 3 * lsm : 0);
-        const std::int64_t bwd_chunk = fw.loss_fused ? 0 : 2 * lsm;
-        const std::int64_t hidden_grad = fw.loss_fused ? bs * h * e : 0;   // made in forward, kept for backward
-        const std::int64_t head_dequant = dequantized_head_bytes(fw, quantized, V * h, e);
-        const std::int64_t logits_kept = fw.loss_fused || !fw.logits_held ? 0 : logits_e;
-        // transformers 4.46-4.48 ForCausalLMLoss (loss/loss_utils.py lines 35-38 at 4.46.3): logits.float(), then
-        // logits[..., :-1, :].contiguous(), a copy where the batch has more than one row, freed once
-        // the log-softmax has its output.
-        const std::int64_t shifted_copy =
-            fw.traits.loss.shifts_logits_copy && b > 1 && !fw.loss_fused ? b * std::max<std::int64_t>(bs / b - 1, 0) * V * 4 : 0;
-        // A soft-capped head (Gemma 2: logits = cap · tanh(logits / cap), transformers 5.25
-        // modeling_gemma2.py Gemma2ForCausalLM.forward lines 520-523, litgpt 0.5.13 model.py lines 172-179
-        // per head chunk): tanh keeps its output for backward, one more [tokens, vocab] in the head's dtype
-        // until the loss's backward reaches it. (A fused loss caps inside its kernel.)
-        const std::int64_t softcap = shape.final_softcap && !fw.loss_fused ? bs * V * logits_e : 0;
-        tensors = {{"logits the model returns", bs * V * logits_kept, bs * V * logits_kept, true},
-                   {"the soft cap's tanh output", softcap, softcap, true},
-                   {std::string(lsm == 4 ? "fp32" : "16-bit") + " log-softmax", bs * V * (held - logits_kept),
-                    bs * V * (held - logits_kept), true},
-                   {"a chunk's logits, fp32 upcast and fused loss temporaries", chunk * V * fwd_chunk, 0},
-                   {"contiguous copy of the shifted fp32 logits", shifted_copy, 0},
-                   {"a chunk's two log-softmax gradients", 0, chunk * V * bwd_chunk},
-                   {"the hidden states' gradient made in forward", hidden_grad, hidden_grad, true},
-                   {"quantized head dequantized for its matmul", head_dequant, head_dequant}};
-        logit_tokens = chunk;
-        logits_formula = n(bs) + " tokens × " + n(V) + " vocab × " + std::to_string(held) + " B kept (" +
-                         (fw.loss_fused ? std::string("fused loss: nothing")
-                                        : std::string(fw.logits_held ? (model_fp32 ? "the model's fp32 logits + " : "logits + ") : "") +
-                                              (lsm == 4 ? "fp32" : "16-bit") +
-                                              " log-softmax") +
-                         ") + " + std::to_string(chunks) + " chunk" + (chunks > 1 ? "s" : "") + " of " + n(chunk) +
-                         " tokens × (" + std::to_string(fwd_chunk) + " B in forward, " + std::to_string(bwd_chunk) +
-                         " B in backward)" + (hidden_grad ? " + the hidden states' gradient made in forward" : "") +
-                         (shifted_copy ? " + the shifted fp32 logits' contiguous copy in forward (" + n(shifted_copy) + " B)" : "") +
-                         (softcap ? " + the soft cap's tanh output, kept (" + n(bs) + " × " + n(V) + " × " + std::to_string(logits_e) + " B)" : "") +
-                         (head_dequant ? " + the quantized head dequantized for its matmul (" + n(head_dequant) + " B)" : "");
+        return framework_loss_memory(fw, shape, chunk, chunks);
     } else {
         // Forward end: the logits the model returns (16-bit, or fp32 in an fp32 run) and the
         // fp32 log-softmax the loss saves. During the log-softmax backward the fp32 gradient of

@@ -22,17 +22,32 @@ struct LossShape {
 
 // One tensor (or a group of one kind) of the loss: its bytes at the end of forward and during the
 // loss's backward. A kept tensor is the same allocation in both (forward == backward); otherwise
-// each moment allocates its own (0: none there).
+// each moment allocates its own (0: none there). The loss's other moments, each a phase of its own
+// where it matters (rows_phases.cpp write_loss_rows), in step order:
+//   head_forward   the head's matmul of its last chunk in forward (forward_head: a dequantized head);
+//   at_return      as the model's forward returns, before the loss runs (forward_output: a wrapper that
+//                  converts the returned logits, a loop that still holds the previous ones);
+//   head_backward  the head's backward, after the loss's (head_backward: a dequantized head).
+// through_forward: alive through the whole forward until it returns (the previous micro-batch's
+// logits), so in every forward moment after forward_end; its bytes are its at_return.
 struct LossTensor {
     std::string name;
     std::int64_t forward = 0;
     std::int64_t backward = 0;
     bool kept = false;
+    std::int64_t head_forward = 0;
+    std::int64_t at_return = 0;
+    std::int64_t head_backward = 0;
+    bool through_forward = false;
 };
 
 struct LossMemory {
     std::int64_t forward = 0;        // live at the end of forward
     std::int64_t backward = 0;       // live during the loss's backward
+    std::int64_t at_return = 0;      // live when the model returns, before the loss (its tensors' at_return)
+    std::int64_t head_forward = 0;   // live at the head's last matmul in forward (its tensors' head_forward)
+    std::int64_t head_backward = 0;  // live at the head's backward (its tensors' head_backward)
+    std::int64_t through_forward = 0;  // live through the whole forward (its through_forward tensors)
     std::int64_t tokens = 0;         // tokens one chunk covers
     std::string formula;
     // The same head run under no_grad for a reference model's log-probs (its forward transient,
@@ -40,6 +55,9 @@ struct LossMemory {
     std::int64_t no_grad = -1;
     std::vector<LossTensor> tensors;   // forward and backward above are their sums
 };
+
+// The most the loss holds at any of its moments.
+std::int64_t loss_peak(const LossMemory& loss);
 
 // The loss's bytes from its tensors: forward and backward are their sums.
 LossMemory loss_of(std::vector<LossTensor> tensors, std::int64_t tokens, std::string formula, std::int64_t no_grad = -1);

@@ -121,7 +121,7 @@ LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActi
     LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad, loss.tensors};
     w.shown(figure(row("logits and loss buffers", Component::LogitsLoss, "global", "b·s·v (per chunk where chunked)",
                        loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
-                   std::max(loss.forward, loss.backward)),
+                   loss_peak(loss)),
             loss.formula, {{"tokens", double(loss.tokens)}, {"vocab", double(V)}});
     if (!c.trains)
         out.kv_cache = w.shown(figure(row("KV cache", Component::KvCache, "all layers", "2·L·kv·s·b", 2 * L * kvd * s * b, double(e),

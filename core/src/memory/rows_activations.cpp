@@ -95,6 +95,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         // The saved rows alive after forward's end (the previous micro-batch's 4-bit inputs are
         // counted at forward_end only), and the moments built on them where they are moments.
         const std::int64_t saved_rows = act_forward - a.previous_quant_inputs;
+        raw.saved = saved_rows;
         raw.final_norm_backward = a.final_norm_backward > 0 ? saved_rows + a.final_norm_backward : 0;
         raw.forward_down = a.forward_down_extra > 0 ? saved_rows + a.forward_down_extra : 0;
         raw.top_mlp = top_base + a.mlp_extra;
@@ -188,6 +189,10 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
         return saved(std::move(name), std::move(scope), std::move(shape), bytes, std::move(why), std::move(tags), 1, last_phase);
     };
     const std::string layers = std::to_string(a.Lsaved) + " layers";
+    // What the previous micro-batch's logits hold lives until the model's forward returns.
+    const auto& phases = w.inventory().phases;
+    auto has = [&](const char* p) { return std::find(phases.begin(), phases.end(), p) != phases.end(); };
+    const std::string previous_until = has("forward_output") ? "forward_output" : has("forward_head") ? "forward_head" : "forward_end";
     if (a.ckpt) {
         const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input : a.Lsaved * a.layer_input;
         w.add(kept_until("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
@@ -228,7 +233,7 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
                     a.previous_quant_inputs,
                     "bitsandbytes <= 0.43.1 keeps each input on its autograd ctx, which backward does not free; the loop "
                     "holds the previous logits and so that graph until this forward returns (profile loss.previous_logits_held)",
-                    {"qlora"}, 1, "forward_end"));
+                    {"qlora"}, 1, previous_until));
         w.add(kept_until("inputs no 4-bit linear keeps", layers, "b·s·h, b·s·q, b·s·i", -a.Lsaved * a.unkept_inputs,
                     "the 4-bit linear keeps no input (profile qlora.quantized_linear_keeps_no_input)", {"qlora"}));
         w.add(kept_until("first adapted layer before its first adapter", "layer 0", "", a.first_layer_saved - a.layer_saved,
@@ -260,7 +265,9 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
         w.add(std::move(delta));
     }
     TensorRow grad = saved("gradient of the final hidden state", "global", "b·s·h", a.G, "the loss's backward hands it to the last layer", {}, 2);
-    grad.created = grad.freed = "loss_backward";
+    // Made by the head's backward: where that is a moment of its own (a dequantized head), there, at
+    // most b·s·h (the first chunk's gradient of a chunked head is less), and not in the loss's.
+    grad.created = grad.freed = has("head_backward") ? "head_backward" : "loss_backward";
     w.add(std::move(grad));
 }
 
@@ -291,7 +298,7 @@ void write_backward_row(const std::string& phase, std::int64_t moment_raw, const
     };
     TensorRow r = row("held at " + phase + " beyond the saved tensors", Component::Activations, "one layer", "", 0, 0,
                       kWhat.count(phase) ? kWhat.at(phase) : phase);
-    r.bytes = moment_raw - m.raw.forward;
+    r.bytes = moment_raw - m.raw.saved;
     r.created = r.freed = phase;
     r.scale_group = 1;
     w.add(std::move(r));

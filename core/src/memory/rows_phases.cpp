@@ -99,12 +99,15 @@ void moment(RowWriter& w, const std::string& phase, std::int64_t grads, std::int
 }
 
 // The loss's tensors, one row each: a kept one from the end of forward through the loss's backward,
-// the others in the one moment that allocates them. The moments of the last layer in forward
-// (forward_attention, forward_down: after forward_end in the phase order) come before the loss:
-// what is kept is taken back there.
-void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forward_phases, RowWriter& w) {
+// the others in the one moment that allocates them. The moments after forward_end in the phase order
+// but before the loss (the last layer's forward_attention and forward_down; the head's last matmul,
+// forward_head; the model's return, forward_output) take back what is kept and add what is alive
+// then: the previous micro-batch's logits in each, a tensor's head_forward or at_return in its own.
+// head_backward, after the loss's backward, holds the tensors' head_backward.
+void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forward_phases, bool head_backward, RowWriter& w) {
     std::int64_t kept = 0;
     auto loss_row = [&](const LossTensor& t, std::int64_t bytes, const std::string& created, const std::string& freed) {
+        if (bytes == 0) return;
         TensorRow r = row(t.name, Component::LogitsLoss, "global", "", 0, 0, "the loss's own tensor (loss_memory.cpp)");
         r.bytes = bytes;
         r.created = created;
@@ -120,7 +123,18 @@ void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forw
         loss_row(t, t.forward, "forward_end", "forward_end");
         loss_row(t, t.backward, "loss_backward", "loss_backward");
     }
-    for (const auto& phase : forward_phases) loss_row({"the loss's kept tensors, not made yet"}, -kept, phase, phase);
+    for (const auto& phase : forward_phases) {
+        loss_row({"the loss's kept tensors, not made yet"}, -kept, phase, phase);
+        for (const auto& t : in.loss_tensors) {
+            const std::int64_t bytes = t.through_forward         ? t.at_return
+                                       : phase == "forward_head"   ? t.head_forward
+                                       : phase == "forward_output" ? t.at_return
+                                                                   : 0;
+            loss_row(t, bytes, phase, phase);
+        }
+    }
+    if (head_backward)
+        for (const auto& t : in.loss_tensors) loss_row(t, t.head_backward, "head_backward", "head_backward");
 }
 
 // FSDP2 with a tied embedding: one group, the root, holds the embedding (which is the head) and the
@@ -210,16 +224,28 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     std::vector<std::string> forward_phases;
     if (m.forward_attention > 0) forward_phases.push_back("forward_attention");
     if (m.raw.forward_down > 0) forward_phases.push_back("forward_down");
+    // The loss's own moments, where above its forward or backward (loss_memory.hpp LossTensor).
+    std::int64_t at_return = 0, head_forward = 0, head_backward = 0, through = 0;
+    for (const auto& l : in.loss_tensors) {
+        at_return += l.at_return;
+        head_forward += l.head_forward;
+        head_backward += l.head_backward;
+        if (l.through_forward) through += l.at_return;
+    }
+    if (head_forward + through > in.logits_forward) forward_phases.push_back("forward_head");
+    if (at_return > in.logits_forward) forward_phases.push_back("forward_output");
     for (const auto& phase : forward_phases) moment(w, phase, held_grads, 0, gathered);
     if (m.raw.forward_down > 0) write_forward_down_row(a, w);
     moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
+    const bool head_backward_phase = head_backward > in.logits_backward;
+    if (head_backward_phase) moment(w, "head_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
     // A final norm run as plain fp32 ops: its backward's gradient chain beside every saved tensor,
     // the loss's tensors freed (rows_layer_saved.cpp final_norm_backward).
     if (m.raw.final_norm_backward > 0) {
         moment(w, "final_norm_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
-        write_backward_row("final_norm_backward", m.raw.forward + a.final_norm_backward, m, w);
+        write_backward_row("final_norm_backward", m.raw.saved + a.final_norm_backward, m, w);
     }
-    write_loss_rows(in, forward_phases, w);
+    write_loss_rows(in, forward_phases, head_backward_phase, w);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw) {
         moment(w, phase, grads, step, gathered, 0, step > 0 ? paged_in_bwd : 0);

@@ -116,13 +116,15 @@ std::vector<BehaviourKey> loss_keys() {
             "loss", "shifts_logits_copy",
             "the loss shifts the fp32 logits with `logits[..., :-1, :].contiguous()` (transformers 4.46.0 to at least 4.48.0 "
             "`loss/loss_utils.py` ForCausalLMLoss): one more fp32 b·(s−1)·vocab in forward when b > 1; one sequence's slice "
-            "is already contiguous (release `4.46` of the hf-transformers profile)"),
+            "is already contiguous (release `4.46` of the hf-transformers profile). With `chunk_positions` only the last "
+            "chunk is shifted and copied (LitGPT: `logits[-1][..., :-1, :]`, reshaped by chunked_cross_entropy)"),
         flag<&B::loss, &B::Loss::logits_fp32>(
             "loss", "logits_fp32",
             "the model returns fp32 logits (torchtune before #1390, e.g. 30c75d4a7 `torchtune/modules/transformer.py` line "
-            "226 `output = self.output(h).float()`): the logits kept until backward are 4 B per token × vocab where the "
-            "compute dtype has 2, and the loss makes no fp32 copy of its own (the 16-bit head output lives only while it "
-            "is upcast)"),
+            "226 `output = self.output(h).float()`; LitGPT, whose Fabric precision wrapper converts the returned chunks to "
+            "the default dtype): the logits kept until backward are 4 B per token × vocab where the compute dtype has 2, "
+            "and the loss makes no fp32 copy of its own (the 16-bit head output lives only while it is upcast, beside its "
+            "fp32 copy as the model returns)"),
         flag<&B::loss, &B::Loss::skips_final_softcap>(
             "loss", "skips_final_softcap",
             "the training path returns the head's logits without the model's final soft cap (Gemma 2 "
