@@ -209,10 +209,9 @@ std::int64_t dequantized_head_bytes(const FrameworkProfile& fw, bool quantized, 
 // wrapper converts the returned list of chunks to the default dtype, fp32 (lightning 2.6
 // fabric/plugins/precision/half.py convert_output, bitsandbytes.py line 157, called by
 // fabric/wrappers.py _FabricModule.forward line 138): 4 + 2 + 4 B then. Measured with the real
-// litgpt 0.5.13 under Fabric on the CPU (torch 2.15, LoRA q,v, 2 layers, C 256, 1 × 512 tokens,
-// the profiler's [memory] timeline): the step's peak grows by 9.99 B per token × vocab between
-// vocabularies of 8,192 and 32,768 (4.996 B calling the model without Fabric), as 8 B kept + 8 B
-// per chunk of 128 in the loss's backward, or 10 B as the model returns, give.
+// litgpt 0.5.13 under Fabric on the CPU (bench/published/measure_litgpt_loss.py: the step's peak per
+// token × vocab, 10.00 B at 1 × 512 tokens and 11.98 B at 2 × 256; 5.0 and 6.0 without Fabric):
+// 10 B as the model returns, 8 B kept + 8 B per chunk token in the loss's backward.
 // A quantized head is dequantized for each chunk's matmul: in forward, before the model returns,
 // beside the head outputs made so far; in backward after the loss's backward, beside the logits the
 // loop holds and their gradients in the head's dtype (autograd runs the later-made conversion and
