@@ -319,6 +319,31 @@ private slots:
         QCOMPARE(test::component_at(unquantized, "head_backward", Component::LogitsLoss), -1);
     }
 
+    // Phi-3's checkpoint fuses q/k/v and gate/up; PEFT adapts each fused matrix as one linear, LitGPT
+    // loads them into its own layout (profile model.splits_fused_projections): q, k and v adapted each
+    // in its q/k/v linear, gate and up separate linears. On every linear at rank r that is 3·r·h more
+    // adapter parameters a layer (q/k/v: r·(h + q) + 2·r·(h + kv) against r·(h + q + 2·kv); gate, up:
+    // 2·r·(h + i) against r·(h + 2·i)), and nothing of zero_pad, which only a partly adapted q/k/v keeps.
+    void litgpt_splits_phi3_projections() {
+        const Architecture& phi3 = test::library().model("phi-3-mini-4k").arch;
+        TrainingSetup s = lora_bf16(512, 2);
+        s.grad_checkpointing = false;
+        s.lora_rank = 8;
+        s.lora_targets = {LinearRole::Q, LinearRole::K, LinearRole::V, LinearRole::O,
+                          LinearRole::Gate, LinearRole::Up, LinearRole::Down};
+        const FrameworkProfile split = test::library().framework("litgpt");
+        const FrameworkProfile fused = with_behaviour("litgpt", {{"model", {{"splits_fused_projections", false}}}});
+        const auto a = estimate_memory(phi3, s, split);
+        const auto b = estimate_memory(phi3, s, fused);
+        const std::int64_t h = 3072, L = 32, r = 8, bs = 1024;
+        QCOMPARE(a.params.adapter - b.params.adapter, L * 3 * r * h);
+        QCOMPARE(a.params.total, b.params.total);
+        // Without dropout each adapter keeps only its A output (r wide, bf16): seven a layer split, four
+        // fused, where the fused q/k/v also kept zero_pad's source (b·s·(q + 2·kv) bf16 + an int64 index).
+        QCOMPARE(test::row_bytes(a, "LoRA intermediates"), L * 7 * bs * r * 2);
+        QCOMPARE(test::row_bytes(b, "LoRA intermediates"), L * (4 * bs * r * 2 + bs * 3 * h * 2 + 3 * h * 8));
+    }
+
     // LitGPT's fused q/k/v (profile model.v_views_fused_qkv): v is a view of the fused output unless
     // grouped heads are repeated into a copy, so a multi-head model (Llama 2 7B) keeps q and k's part
     // too, b·s·(q_dim + kv_dim) per layer; a grouped-query one (Llama 3.1 8B) nothing more.

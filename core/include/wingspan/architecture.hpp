@@ -55,6 +55,10 @@ struct Architecture {
     double attn_logit_softcap = 0;
     double final_logit_softcap = 0;
     bool learned_positions = false;     // GPT-2
+    // Phi-3's checkpoint fuses q, k, v (qkv_proj) and gate, up (gate_up_proj); a framework that loads
+    // them into its own layout (LitGPT: one q/k/v linear adapted per projection, separate gate and up
+    // linears) plans them as separate linears (tensor_groups).
+    bool split_fused_projections = false;
     MlpKind mlp = MlpKind::Gated;
     NormKind norm = NormKind::RmsNorm;
     double rope_theta = 10000.0;

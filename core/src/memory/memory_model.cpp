@@ -72,6 +72,7 @@ namespace {
 Architecture as_built(const Architecture& arch, const FrameworkProfile& fw) {
     Architecture a = arch;
     if (fw.traits.model.unties_embeddings) a.tied_embeddings = false;
+    if (fw.traits.model.splits_fused_projections) a.split_fused_projections = true;
     return a;
 }
 

@@ -78,6 +78,12 @@ std::vector<BehaviourKey> model_keys() {
             "with LoRA on some but not all of q, k and v, the fused q/k/v adapter scatters its B outputs into the "
             "fused width (LitGPT `zero_pad`: `index_copy_`, whose backward keeps its whole source): b·s·(adapted "
             "q/k/v output dims) in the compute dtype and an int64 column index more per layer"),
+        flag<&B::model, &B::Model::splits_fused_projections>(
+            "model", "splits_fused_projections",
+            "the framework loads a checkpoint's fused q/k/v and gate/up projections (Phi-3's qkv_proj, gate_up_proj) "
+            "into its own layout: LoRA adapts q, k and v each (with model.fused_qkv_lora one dropout for the three) "
+            "and gate and up are separate linears, each with its own adapter, where PEFT adapts each fused matrix as one "
+            "linear (LitGPT: scripts/convert_hf_checkpoint.py splits gate_up_proj into mlp.fc_1 and mlp.fc_2)"),
         flag<&B::model, &B::Model::frozen_linear_keeps_no_input>(
             "model", "frozen_linear_keeps_no_input",
             "a frozen linear saves no input for backward (torch's mm keeps its input only for its weight's gradient), "
