@@ -27,6 +27,19 @@ std::int64_t in_phase(const MemoryEstimate& e, const std::string& name, Componen
     auto it = p.bytes.find(c);
     return it == p.bytes.end() ? 0 : it->second;
 }
+
+// One 128-token sequence in fp32 with eager attention and no checkpointing: wingspan-train's smallest runs.
+TrainingSetup fp32_eager_128x1(Method method) {
+    TrainingSetup s;
+    s.method = method;
+    s.precision = Precision::Fp32;
+    s.attention = Attention::Eager;
+    s.seq_len = 128;
+    s.micro_batch = 1;
+    s.grad_checkpointing = false;
+    return s;
+}
+
 }  // namespace
 
 class MemoryModelTest : public QObject {
@@ -146,16 +159,10 @@ private slots:
     void qloraPeaksAtTheLastDownProjectionInForward() {
         const auto& lib = test::library();
         const Architecture a = test::tiny_arch();   // h 64, intermediate 128
-        TrainingSetup s;
-        s.method = Method::Qlora;
+        TrainingSetup s = fp32_eager_128x1(Method::Qlora);
         s.quantization = Quantization::Nf4;
         s.lora_rank = 8;
         s.lora_targets = parse_targets("q,v");
-        s.precision = Precision::Fp32;
-        s.attention = Attention::Eager;
-        s.seq_len = 128;
-        s.micro_batch = 1;
-        s.grad_checkpointing = false;
         const MemoryEstimate est = estimate_memory(a, s, lib.framework("libtorch-cpu"));
         const std::int64_t down = test::row_bytes(est, "the last layer's down projection in forward");
         const std::int64_t final_norm = test::row_bytes(est, "final norm's saved tensors");
@@ -163,6 +170,36 @@ private slots:
         // The product it multiplies (no 4-bit linear keeps it), the dequantized weight, its output and
         // the additive mask; the final norm's saved tensors not yet made.
         QCOMPARE(down, bs * i * e + h * i * e + bs * h * e + 128 * 128 * e - final_norm);
+    }
+
+    // A small full fine-tune peaks at the first layer's q projection backward (profile
+    // model.qkv_backward_moment; wingspan-train, measured to 4 B by the accuracy points "135m full
+    // 128x1" and "135m full 128x1 ckpt"): every weight gradient but the embedding's and the first input
+    // norm's, beside the input norm's saved input, rstd and output, the residual gradient, q's input
+    // gradient and two gradients of the norm output, with the token ids and labels.
+    void fullFineTunePeaksAtTheFirstQkvBackward() {
+        const auto& lib = test::library();
+        const Architecture a = lib.model("smollm2-135m").arch;   // h 576, q_dim 576, 30 layers
+        TrainingSetup s = fp32_eager_128x1(Method::Full);
+        const MemoryEstimate est = estimate_memory(a, s, lib.framework("libtorch-cpu"));
+        const std::int64_t bs = 128, h = 576, e = 4;
+        QCOMPARE(est.peak_phase, std::string("backward_end_qkv"));
+        const std::int64_t norm_saved = 2 * bs * h * e + bs * 4;
+        QCOMPARE(test::component_at(est, "backward_end_qkv", Component::Activations), norm_saved + bs * 16 + 4 * bs * h * e);
+        // The gradients: all but the first input norm's weight (h) and the tied embedding's (counted with the head).
+        QCOMPARE(test::component_at(est, "backward_end_qkv", Component::Gradients),
+                 test::component_at(est, "optimizer_step", Component::Gradients) - h * e);
+        // Checkpointed: the layer's kept input, its output's gradient, each layer's checkpoint state,
+        // the rotary tables and the mask too (the recomputed layer's own input beside the kept one).
+        s.grad_checkpointing = true;
+        const MemoryEstimate ckpt = estimate_memory(a, s, lib.framework("libtorch-cpu"));
+        QCOMPARE(ckpt.peak_phase, std::string("backward_end_qkv"));
+        const std::int64_t state = lib.framework("libtorch-cpu").checkpoint_state_bytes;
+        QCOMPARE(test::component_at(ckpt, "backward_end_qkv", Component::Activations),
+                 norm_saved + bs * 16 + 2 * 128 * 64 * e + 128 * 128 * e + 31 * state + 6 * bs * h * e);
+        // Not for LoRA: the frozen q, k and v make no weight gradient.
+        s.method = Method::Lora;
+        QCOMPARE(test::component_at(estimate_memory(a, s, lib.framework("libtorch-cpu")), "backward_end_qkv", Component::Activations), -1);
     }
 
     void loraOnTheHead() {

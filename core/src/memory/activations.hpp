@@ -96,6 +96,8 @@ struct LayerActivations {
     std::int64_t dora_compose = 0;
     std::int64_t mlp_extra = 0;
     std::int64_t attn_extra = 0;
+    // The first layer's q projection backward relative to the bottom moments' base (qkv_moment).
+    std::int64_t qkv_extra = 0;
     bool ckpt = false;
     bool recompute_pointwise = false;
     bool fused_arch = false;
@@ -115,6 +117,7 @@ struct LayerActivations {
     bool fused_logprob_head = false;
     bool head_frozen = false;
     bool attn_moment = false;
+    bool qkv_moment = false;   // the first layer's q/k/v backward is a moment of its own
     std::string norm_desc;
     std::string attn_desc;
     std::string unkept_desc;
@@ -144,6 +147,7 @@ struct ActivationMoments {
     // Training: the forward's saved tensors and each backward moment before activation_factor.
     struct Raw {
         std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
+        std::int64_t bottom_qkv = 0;   // 0 where the first layer's q/k/v backward is no moment of its own
         // The saved rows alive after the model's forward has returned: forward less what only the
         // forward holds (the previous micro-batch's 4-bit linear inputs).
         std::int64_t saved = 0;

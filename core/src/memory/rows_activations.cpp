@@ -103,9 +103,10 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         raw.bottom_mlp = bottom_base + a.mlp_extra;
         raw.top_attn = a.attn_moment ? top_base + a.attn_extra : a.flash_ws > 0 ? top_base + flash_extra : 0;
         raw.bottom_attn = a.attn_moment ? bottom_base + a.attn_extra : a.flash_ws > 0 ? bottom_base + flash_extra : 0;
+        raw.bottom_qkv = a.qkv_moment ? bottom_base + a.qkv_extra : 0;
         act_forward = scaled(act_forward);
         act_top = std::max(act_top_mlp, act_top_attn);
-        act_bottom = std::max(act_bottom_mlp, act_bottom_attn);
+        act_bottom = std::max({act_bottom_mlp, act_bottom_attn, scaled(raw.bottom_qkv)});
     }
     ActivationMoments m;
     m.forward = act_forward;
@@ -294,6 +295,8 @@ void write_backward_row(const std::string& phase, std::int64_t moment_raw, const
         {"backward_attention", "the top layer's attention backward: the softmax's or flash kernel's gradients; its MLP block freed"},
         {"backward_end", "the first layer's MLP backward: the layers above it freed"},
         {"backward_end_attention", "the first layer's attention backward: the layers above it freed"},
+        {"backward_end_qkv", "the first layer's q projection backward: its input norm's saved tensors, q's input gradient and "
+                             "the norm output's gradient from v and k and from q; the rest of the layer freed"},
         {"embedding_backward", "the embedding's backward: only the inputs and the first layer's input gradient left"},
     };
     TensorRow r = row("held at " + phase + " beyond the saved tensors", Component::Activations, "one layer", "", 0, 0,

@@ -387,6 +387,26 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
                                      (a.unkept_post_norm + a.unkept_attn_out) + (a.ckpt ? a.G : 0)
                                : 0;
 
+    // The first layer's q, k and v projections in backward (profile model.qkv_backward_moment: measured in
+    // wingspan-train with the counting allocator's live blocks at the step's peak, 135M-class full fine-tunes
+    // at 128 x 1, fp32 and bf16-mixed, eager and SDPA, checkpointed or not, to the byte). Made q, k, v in
+    // forward, autograd runs them v, k, q after the attention's backward: at q's all three weight gradients
+    // exist (only the input norm's is still to come), and beside the input norm's saved tensors are q's input
+    // gradient, the norm output's gradient summed from v and k, and q's own before it is added. The rest of
+    // the layer's saved tensors are freed and, without checkpointing, the rotary tables (their last use is
+    // this layer's rotary backward); a checkpointed layer keeps them as its arguments, and holds its output's
+    // gradient beside the recomputed graph's. A full fine-tune only (the weight gradients are what make it a
+    // peak); not a fused q/k/v (one input gradient, nothing summed), per-head q/k norms or sublayer output norms.
+    const bool fused_qkv = arch.model_type == "phi3" && !arch.split_fused_projections;
+    a.qkv_moment = fw.traits.model.qkv_backward_moment && setup.method == Method::Full && a.L > 1 && !fused_qkv &&
+                   !arch.qk_norm && a.output_norms == 0;
+    if (a.qkv_moment) {
+        const std::int64_t rotary_tables = arch.learned_positions ? 0 : 2 * a.rotary_rows * arch.head_dim * a.stream_e;
+        const std::int64_t input_grads = a.bs * a.qd * a.e + 2 * a.bs * a.h * a.e;
+        a.qkv_extra = a.ckpt ? a.norm_saved - a.layer_saved + a.G + input_grads
+                             : a.norm_saved - a.first_layer_saved - rotary_tables + input_grads;
+    }
+
     a.dequant_at_mlp_moment = a.dequant_down > a.inner_grad + a.unkept_product ? a.dequant_down : 0;
 
     // The last layer's down projection in forward, as its product is allocated: the MLP product it

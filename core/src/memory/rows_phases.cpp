@@ -214,9 +214,10 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     const std::int64_t paged_in_bwd = d.in_bwd ? d.paged_resident : 0;
     const bool tied_trains = c.arch.tied_embeddings && t.g_head > 0 && (c.setup.method == Method::Full || c.setup.train_embeddings);
     const bool embedding_phase = tied_trains && !c.fw.tied_grad_in_place;
-    const std::string last = embedding_phase ? "embedding_backward"
-                              : a.L > 1      ? (m.bottom_attn > 0 ? "backward_end_attention" : "backward_end")
-                                             : (m.top_attn > 0 ? "backward_attention" : "backward");
+    const std::string last = embedding_phase     ? "embedding_backward"
+                              : m.raw.bottom_qkv > 0 ? "backward_end_qkv"
+                              : a.L > 1              ? (m.bottom_attn > 0 ? "backward_end_attention" : "backward_end")
+                                                     : (m.top_attn > 0 ? "backward_attention" : "backward");
     // The saved activations are rows by kind (write_saved_rows), alive from the end of forward to
     // the last backward moment; each backward moment adds its own row (write_backward_row). Here
     // only what a sharded model gathers.
@@ -266,6 +267,10 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     if (a.L > 1) {
         backward("backward_end", g.in_layer(g_all_but_embed - g_layer + t.g_down), step_in_bwd, m.raw.bottom_mlp);
         if (m.bottom_attn > 0) backward("backward_end_attention", g.in_layer(g_all_but_embed - t.g_qkv), step_in_bwd, m.raw.bottom_attn);
+        // The first layer's q projection backward: every weight gradient but the embedding's and the first
+        // input norm's (rows_layer_saved.cpp qkv_moment).
+        if (m.raw.bottom_qkv > 0)
+            backward("backward_end_qkv", g.in_layer(g_all_but_embed - t.g_qkv_norm), step_in_bwd, m.raw.bottom_qkv);
     }
     // A tied embedding's dense gradient beside the head's, before autograd adds them: both wait in
     // the AccumulateGrad node's input buffer (torch/csrc/autograd/input_buffer.cpp InputBuffer::add),

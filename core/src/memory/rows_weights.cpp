@@ -51,6 +51,7 @@ struct GroupWalk {
             default:   // norms (and their biases): half before attention, half before the MLP
                 t.g_mlp += per_layer / 2;
                 t.g_qkv += per_layer - per_layer / 2;
+                t.g_qkv_norm += per_layer - per_layer / 2;
                 break;
         }
     }

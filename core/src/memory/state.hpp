@@ -25,6 +25,7 @@ struct StateTotals {
     // with its norm, the output projection, then q/k/v with the input norm; an untied embedding
     // last.
     std::int64_t g_head = 0, g_embed = 0, g_down = 0, g_mlp = 0, g_o = 0, g_qkv = 0;
+    std::int64_t g_qkv_norm = 0;   // g_qkv's norm share: the input norms, whose backward follows q/k/v's
 };
 StateTotals walk_tensor_groups(const PlanContext& c);
 

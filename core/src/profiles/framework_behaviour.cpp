@@ -84,6 +84,12 @@ std::vector<BehaviourKey> model_keys() {
             "into its own layout: LoRA adapts q, k and v each (with model.fused_qkv_lora one dropout for the three) "
             "and gate and up are separate linears, each with its own adapter, where PEFT adapts each fused matrix as one "
             "linear (LitGPT: scripts/convert_hf_checkpoint.py splits gate_up_proj into mlp.fc_1 and mlp.fc_2)"),
+        flag<&B::model, &B::Model::qkv_backward_moment>(
+            "model", "qkv_backward_moment",
+            "in a full fine-tune the first layer's q, k and v projections run their backward as a moment of its own, "
+            "after the attention's: every weight gradient but the embedding's and the first input norm's exists, beside "
+            "the input norm's saved tensors, q's input gradient and the norm output's gradient summed from v and k and "
+            "from q (wingspan-train: separate q, k, v linears, autograd running them v, k, q)"),
         flag<&B::model, &B::Model::frozen_linear_keeps_no_input>(
             "model", "frozen_linear_keeps_no_input",
             "a frozen linear saves no input for backward (torch's mm keeps its input only for its weight's gradient), "
