@@ -19,6 +19,8 @@ from peft import LoraConfig, get_peft_model
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.loss.loss_utils import ForCausalLMLoss as installed_loss
 
+from profiler_peak import allocation_peak
+
 H, I, S, VOCAB = 256, 768, 64, 1000
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -115,12 +117,7 @@ def loss_peaks(tokens=1024, vocab=4096):
                 del logits   # the Trainer drops the model output before backward
                 loss.backward()
             hidden.grad = None
-        events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                        key=lambda e: e.start_ns())
-        live = peak = 0
-        for e in events:
-            live += e.nbytes()
-            peak = max(peak, live)
+        peak = allocation_peak(prof)
         print(f"transformers {name} ForCausalLMLoss, one sequence: peak {peak / (tokens * vocab):.2f} B per token x vocab")
 
 

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 
+from profiler_peak import allocation_peak
+
 VOCABS = (8192, 32768)
 SHAPES = ((1, 512), (2, 256))
 HIDDEN, LAYERS, HEADS, RANK = 256, 2, 4, 32
@@ -75,13 +77,7 @@ def measure(vocab, batch, seq, fabric_wrapped):
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         micro_batch()
         micro_batch()
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns())
-    alive = peak = 0
-    for e in events:
-        alive += e.nbytes()
-        peak = max(peak, alive)
-    return peak
+    return allocation_peak(prof)
 
 
 def planned(wingspan, vocab, batch, seq):

@@ -73,6 +73,8 @@ struct Architecture {
     std::int64_t q_dim() const { return heads * head_dim; }
     std::int64_t kv_dim() const { return kv_heads * head_dim; }
     bool is_moe() const { return experts > 0; }
+    // q/k/v and gate/up as the fused matrices Phi-3's checkpoint stores, unless split_fused_projections.
+    bool fuses_projections() const { return model_type == "phi3" && !split_fused_projections; }
 
     // Every parameter tensor, grouped by identical shape and role.
     std::vector<TensorGroup> tensor_groups() const;

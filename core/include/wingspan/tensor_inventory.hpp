@@ -50,6 +50,8 @@ struct TensorInventory {
     std::vector<std::string> phases;        // the step's phases in order
     double activation_factor = 1.0;
 
+    // Whether the step has a phase of this name.
+    bool has_phase(const std::string& name) const;
     // Whether a row is alive in phase `p` (an index into phases).
     bool alive(const TensorRow& r, std::size_t p) const;
     // Bytes per component of the device rows alive in phase `p` (zero components left out).

@@ -76,6 +76,7 @@ struct LayerActivations {
     std::int64_t layer_input = 0;
     std::int64_t first_layer_saved = 0;
     std::int64_t rotary_rows = 0;
+    std::int64_t rotary_tables = 0;   // cos and sin (part of inputs)
     std::int64_t inputs = 0;
     std::int64_t final_norm = 0;
     // What the final norm's backward holds beyond the end of forward where it runs as plain fp32 ops

@@ -20,6 +20,10 @@ std::ptrdiff_t index_of(const std::vector<std::string>& phases, const std::strin
 }
 }  // namespace
 
+bool TensorInventory::has_phase(const std::string& name) const {
+    return std::find(phases.begin(), phases.end(), name) != phases.end();
+}
+
 bool TensorInventory::alive(const TensorRow& r, std::size_t p) const {
     const auto n = static_cast<std::ptrdiff_t>(phases.size());
     const std::ptrdiff_t from = r.created.empty() ? -1 : index_of(phases, r.created, n);

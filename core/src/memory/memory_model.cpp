@@ -110,16 +110,15 @@ namespace {
 // The logits' and the KV cache's rows (loss_memory.cpp); returns the logits at the end of forward
 // and in the loss's backward, and the KV cache.
 struct LogitsAndCache {
-    std::int64_t forward = 0, backward = 0, kv_cache = 0;
-    std::int64_t no_grad = -1;   // the head under no_grad (a reference's log-probs); -1: full logits
-    std::vector<LossTensor> tensors;
+    LossMemory loss;
+    std::int64_t kv_cache = 0;
 };
 LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActivations& a, RowWriter& w) {
     const std::int64_t b = a.b, s = a.s, e = a.e, L = a.L, V = a.V, kvd = a.kvd;
     const LossMemory loss =
         loss_memory(c.fw, c.setup,
                     LossShape{b, b * c.objective.logit_positions, V, a.h, e, c.quant != Quantization::None, c.arch.final_logit_softcap > 0 && !c.fw.traits.loss.skips_final_softcap});
-    LogitsAndCache out{loss.forward, loss.backward, 0, loss.no_grad, loss.tensors};
+    LogitsAndCache out{loss, 0};
     w.shown(figure(row("logits and loss buffers", Component::LogitsLoss, "global", "b·s·v (per chunk where chunked)",
                        loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
                    loss_peak(loss)),
@@ -197,7 +196,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     ObjectiveInputs objective_in{arch, asked, c.objective, d.frozen + d.packed + d.constants + d.trainable, a.e, a.inner,
                                  fw.traits.objective.reference_before_policy};
     // A reference scored through the framework's own fused head (TRL 1.16) holds its tile, not full logits.
-    objective_in.reference_logprobs = logits.no_grad;
+    objective_in.reference_logprobs = logits.loss.no_grad;
     std::vector<MemoryTerm> reference_terms;
     const std::int64_t reference = reference_weights(objective_in, reference_terms);
     w.adopt_terms(reference_terms, "the objective's reference model (objective_terms.cpp)");
@@ -205,7 +204,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
                    "the frozen reference the objective scores against (objective_terms.cpp)", {"objective"}),
                reference));
 
-    const PhaseInputs phases{c, totals, d, a, moments, logits.forward, logits.backward, logits.kv_cache, objective_in, logits.tensors};
+    const PhaseInputs phases{c, totals, d, a, moments, logits.loss, logits.kv_cache, objective_in};
     if (!c.trains)
         write_serving_phase(phases, w);
     else {

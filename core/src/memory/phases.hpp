@@ -14,11 +14,11 @@ struct PhaseInputs {
     const StateOnDevice& d;
     const LayerActivations& a;
     const ActivationMoments& m;
-    std::int64_t logits_forward = 0, logits_backward = 0, kv_cache = 0;
+    // The logits and loss (loss_memory.cpp): its tensors, one row each in training, and their sums
+    // at each of the loss's moments.
+    const LossMemory& loss;
+    std::int64_t kv_cache = 0;
     const ObjectiveInputs& objective;
-    // The loss's tensors (loss_memory.cpp), one row each in training; logits_forward and
-    // logits_backward are their sums.
-    std::vector<LossTensor> loss_tensors = {};
 };
 
 void write_serving_phase(const PhaseInputs& in, RowWriter& w);

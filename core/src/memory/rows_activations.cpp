@@ -191,9 +191,10 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
     };
     const std::string layers = std::to_string(a.Lsaved) + " layers";
     // What the previous micro-batch's logits hold lives until the model's forward returns.
-    const auto& phases = w.inventory().phases;
-    auto has = [&](const char* p) { return std::find(phases.begin(), phases.end(), p) != phases.end(); };
-    const std::string previous_until = has("forward_output") ? "forward_output" : has("forward_head") ? "forward_head" : "forward_end";
+    const TensorInventory& inv = w.inventory();
+    const std::string previous_until = inv.has_phase("forward_output") ? "forward_output"
+                                       : inv.has_phase("forward_head") ? "forward_head"
+                                                                       : "forward_end";
     if (a.ckpt) {
         const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input : a.Lsaved * a.layer_input;
         w.add(kept_until("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
@@ -268,7 +269,7 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
     TensorRow grad = saved("gradient of the final hidden state", "global", "b·s·h", a.G, "the loss's backward hands it to the last layer", {}, 2);
     // Made by the head's backward: where that is a moment of its own (a dequantized head), there, at
     // most b·s·h (the first chunk's gradient of a chunked head is less), and not in the loss's.
-    grad.created = grad.freed = has("head_backward") ? "head_backward" : "loss_backward";
+    grad.created = grad.freed = inv.has_phase("head_backward") ? "head_backward" : "loss_backward";
     w.add(std::move(grad));
 }
 

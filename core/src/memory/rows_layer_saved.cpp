@@ -305,7 +305,8 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // A framework that builds cos/sin from position ids of one row (HF: position_ids =
     // cache_position.unsqueeze(0) when none are passed) keeps one s·head_dim table for the batch.
     a.rotary_rows = fw.traits.model.rotary_table_once ? a.s : a.bs;
-    a.inputs = a.bs * 16 + (arch.learned_positions ? 0 : 2 * a.rotary_rows * arch.head_dim * a.stream_e);
+    a.rotary_tables = arch.learned_positions ? 0 : 2 * a.rotary_rows * arch.head_dim * a.stream_e;
+    a.inputs = a.bs * 16 + a.rotary_tables;
     // Autograd keeps the final norm's output only for a head that trains (F.linear saves its input for
     // the weight's gradient); a frozen head (LoRA, QLoRA) needs no copy of it. Fused norm kernels and
     // compiled graphs keep what their own profiles say.
@@ -397,14 +398,12 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // this layer's rotary backward); a checkpointed layer keeps them as its arguments, and holds its output's
     // gradient beside the recomputed graph's. A full fine-tune only (the weight gradients are what make it a
     // peak); not a fused q/k/v (one input gradient, nothing summed), per-head q/k norms or sublayer output norms.
-    const bool fused_qkv = arch.model_type == "phi3" && !arch.split_fused_projections;
-    a.qkv_moment = fw.traits.model.qkv_backward_moment && setup.method == Method::Full && a.L > 1 && !fused_qkv &&
+    a.qkv_moment = fw.traits.model.qkv_backward_moment && setup.method == Method::Full && a.L > 1 && !arch.fuses_projections() &&
                    !arch.qk_norm && a.output_norms == 0;
     if (a.qkv_moment) {
-        const std::int64_t rotary_tables = arch.learned_positions ? 0 : 2 * a.rotary_rows * arch.head_dim * a.stream_e;
         const std::int64_t input_grads = a.bs * a.qd * a.e + 2 * a.bs * a.h * a.e;
         a.qkv_extra = a.ckpt ? a.norm_saved - a.layer_saved + a.G + input_grads
-                             : a.norm_saved - a.first_layer_saved - rotary_tables + input_grads;
+                             : a.norm_saved - a.first_layer_saved - a.rotary_tables + input_grads;
     }
 
     a.dequant_at_mlp_moment = a.dequant_down > a.inner_grad + a.unkept_product ? a.dequant_down : 0;

@@ -15,7 +15,7 @@ void write_serving_phase(const PhaseInputs& in, RowWriter& w) {
     w.moment("decode", Component::KvCache, in.kv_cache, "KV cache", "keys and values of every token of every sequence");
     w.moment("decode", Component::Activations, in.m.forward + gathered + dequant, "prefill workspace",
              "one layer's prefill workspace (+ a gathered layer's parameters, a dequantized weight)");
-    w.moment("decode", Component::LogitsLoss, in.logits_forward, "logits", "the logits of the last positions");
+    w.moment("decode", Component::LogitsLoss, in.loss.forward, "logits", "the logits of the last positions");
 }
 
 namespace {
@@ -114,7 +114,7 @@ void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forw
         r.freed = freed;
         w.add(std::move(r));
     };
-    for (const auto& t : in.loss_tensors) {
+    for (const auto& t : in.loss.tensors) {
         if (t.kept) {
             loss_row(t, t.forward, "forward_end", "loss_backward");
             kept += t.forward;
@@ -125,7 +125,7 @@ void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forw
     }
     for (const auto& phase : forward_phases) {
         loss_row({"the loss's kept tensors, not made yet"}, -kept, phase, phase);
-        for (const auto& t : in.loss_tensors) {
+        for (const auto& t : in.loss.tensors) {
             const std::int64_t bytes = t.through_forward         ? t.at_return
                                        : phase == "forward_head"   ? t.head_forward
                                        : phase == "forward_output" ? t.at_return
@@ -134,7 +134,7 @@ void write_loss_rows(const PhaseInputs& in, const std::vector<std::string>& forw
         }
     }
     if (head_backward)
-        for (const auto& t : in.loss_tensors) loss_row(t, t.head_backward, "head_backward", "head_backward");
+        for (const auto& t : in.loss.tensors) loss_row(t, t.head_backward, "head_backward", "head_backward");
 }
 
 // FSDP2 with a tied embedding: one group, the root, holds the embedding (which is the head) and the
@@ -152,8 +152,7 @@ void write_fsdp_root_rows(const PhaseInputs& in, bool tied_trains, bool embeddin
     const auto& a = in.a;
     if (c.setup.sharding != Sharding::Fsdp || !tied_trains) return;
     const auto& phases = w.inventory().phases;
-    auto has = [&](const char* p) { return std::find(phases.begin(), phases.end(), p) != phases.end(); };
-    const std::string first_layer = has("backward_down_gradient") ? "backward_down_gradient" : "backward";
+    const std::string first_layer = w.inventory().has_phase("backward_down_gradient") ? "backward_down_gradient" : "backward";
     const bool head_in_loss = loss_head_vocab_chunk(c.fw) > 0;
     const std::int64_t params = (a.V * a.h + a.h) * a.e, grad = a.V * a.h * a.e;
     TensorRow p = row("FSDP root group unsharded (embedding = head, final norm)", Component::TrainableWeights, "global",
@@ -226,19 +225,13 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     if (m.forward_attention > 0) forward_phases.push_back("forward_attention");
     if (m.raw.forward_down > 0) forward_phases.push_back("forward_down");
     // The loss's own moments, where above its forward or backward (loss_memory.hpp LossTensor).
-    std::int64_t at_return = 0, head_forward = 0, head_backward = 0, through = 0;
-    for (const auto& l : in.loss_tensors) {
-        at_return += l.at_return;
-        head_forward += l.head_forward;
-        head_backward += l.head_backward;
-        if (l.through_forward) through += l.at_return;
-    }
-    if (head_forward + through > in.logits_forward) forward_phases.push_back("forward_head");
-    if (at_return > in.logits_forward) forward_phases.push_back("forward_output");
+    const LossMemory& loss = in.loss;
+    if (loss.head_forward + loss.through_forward > loss.forward) forward_phases.push_back("forward_head");
+    if (loss.at_return > loss.forward) forward_phases.push_back("forward_output");
     for (const auto& phase : forward_phases) moment(w, phase, held_grads, 0, gathered);
     if (m.raw.forward_down > 0) write_forward_down_row(a, w);
     moment(w, "loss_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
-    const bool head_backward_phase = head_backward > in.logits_backward;
+    const bool head_backward_phase = loss.head_backward > loss.backward;
     if (head_backward_phase) moment(w, "head_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
     // A final norm run as plain fp32 ops: its backward's gradient chain beside every saved tensor,
     // the loss's tensors freed (rows_layer_saved.cpp final_norm_backward).
@@ -303,7 +296,7 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
         moment(w, "parameter_broadcast", (c.setup.sharding == Sharding::Zero1 ? 0 : d.grads) + d.sync_buffers + d.zero2_bucket,
                d.broadcast_piece, 0);
     std::vector<MemoryTerm> objective_terms;
-    for (auto& [name, extra] : objective_phases(in.objective, {held_grads, m.forward, in.logits_forward}, objective_terms)) {
+    for (auto& [name, extra] : objective_phases(in.objective, {held_grads, m.forward, in.loss.forward}, objective_terms)) {
         w.begin_phase(name);
         for (const auto& [component, bytes] : extra)
             w.moment(name, component, bytes, "objective's " + std::string(component_name(component)),

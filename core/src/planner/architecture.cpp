@@ -49,7 +49,7 @@ std::vector<TensorGroup> Architecture::tensor_groups() const {
     // Phi-3 stores q, k, v as one qkv_proj and gate, up as one gate_up_proj: the same parameters,
     // but LoRA adapts each fused matrix as one linear (PEFT's target_modules name them), unless the
     // framework splits them on loading (split_fused_projections).
-    const bool fused = model_type == "phi3" && !split_fused_projections;
+    const bool fused = fuses_projections();
     if (fused) {
         add("layers.*.self_attn.qkv_proj.weight", TensorKind::Linear, LinearRole::Q, q_dim() + 2 * kv_dim(), hidden, L);
     } else {
