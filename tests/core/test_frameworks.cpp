@@ -127,6 +127,32 @@ private slots:
         QVERIFY(term_bytes(mlx, Component::FrozenWeights) < hf.components.at(Component::FrozenWeights) - embed * 3);
     }
 
+    void mlx_serving_reads_packed_codes_and_queues_arrays() {
+        // mlx-lm serving Qwen3-4B at 2,176 tokens (its BENCHMARKS.md setup): the KV cache holds 2,304
+        // positions (blocks of 256), 11 × 50 MiB of arrays stay with queued command buffers, and a
+        // 4-bit plan dequantizes no weight (quantized_matmul reads the codes); the same serve plan
+        // under bitsandbytes still dequantizes its largest quantized weight, a 2,560 × 9,728 MLP linear.
+        const auto& lib = test::library();
+        const Architecture& a = lib.model("qwen3-4b").arch;
+        TrainingSetup s;
+        s.method = Method::Serve;
+        s.precision = Precision::Bf16;
+        s.seq_len = 2176;
+        const std::int64_t kv = 2LL * 36 * 1024 * 2304 * 2, queued = 11LL * 50 * 1024 * 1024;
+        const auto bf16 = estimate_memory(a, s, lib.framework("mlx-lm"));
+        QCOMPARE(term_bytes(bf16, Component::KvCache), kv);
+        QVERIFY(bf16.explain(Component::KvCache).find("2,304 positions (2,176 tokens in blocks of 256)") != std::string::npos);
+        QVERIFY(bf16.explain(Component::Activations).find("queued command buffers") != std::string::npos);
+        s.quantization = Quantization::Nf4;
+        const auto q4 = estimate_memory(a, s, lib.framework("mlx-lm"));
+        const std::int64_t workspace = 2176LL * (2 * 2560 + 2 * 9728 + 4096 + 2 * 1024) * 2;
+        QCOMPARE(q4.components.at(Component::Activations), workspace + queued);
+        QCOMPARE(bf16.components.at(Component::Activations), workspace + queued);
+        const auto hf = estimate_memory(a, s, lib.framework("hf-transformers"));
+        QCOMPARE(hf.components.at(Component::Activations), workspace + 2560LL * 9728 * 2);
+        QCOMPARE(term_bytes(hf, Component::KvCache), 2LL * 36 * 1024 * 2176 * 2);
+    }
+
     void loss_differs_by_framework() {
         // 2 × 2048 tokens × 128,256 vocab in bf16. transformers: the Trainer frees the model output
         // (the 16-bit logits) before backward: the fp32 log-softmax kept and two fp32 gradients in

@@ -45,8 +45,8 @@ struct FrameworkBehaviour {
         bool pads_partial_qkv_lora = false;   // LoRA on some of q, k, v scatters into the fused width (LitGPT)
         bool frozen_linear_keeps_no_input = false;   // a frozen linear saves no input for backward
         bool norm_scales_in_fp32 = false;   // RMSNorm multiplies by weight.float(): fp32 x_normed and weight copy kept
-        bool splits_fused_projections = false;
-        bool qkv_backward_moment = false;   // the first layer's q/k/v backward is a moment of its own (wingspan-train)   // Phi-3's qkv_proj and gate_up_proj loaded as separate linears (LitGPT)
+        bool splits_fused_projections = false;   // Phi-3's qkv_proj and gate_up_proj loaded as separate linears (LitGPT)
+        bool qkv_backward_moment = false;   // the first layer's q/k/v backward is a moment of its own (wingspan-train)
     } model;
     struct Loss {
         // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from

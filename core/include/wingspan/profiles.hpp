@@ -74,6 +74,11 @@ struct FrameworkProfile {
     std::string name;
     std::int64_t context_bytes = 0;        // runtime context / process baseline, never "allocated"
     std::int64_t workspace_bytes = 0;      // cuBLAS / kernel workspaces
+    // Arrays the GPU's queued command buffers keep alive after their last use, counted as live
+    // (MLX: up to 11 committed buffers, each holding the ~50 MiB of arrays it touched); 0 none.
+    std::int64_t queued_bytes = 0;
+    // Serving: the KV cache grows in blocks of this many positions (mlx-lm's KVCache: 256); 0 exact.
+    std::int64_t kv_cache_step = 0;
     double allocator_slack = 0.0;          // held-minus-allocated as a fraction of allocator_slack_of
     // What the slack is a fraction of: "peak" (all allocated bytes at the peak) or "transient"
     // (only the activations and logits at the peak: the bytes freed and allocated again every
@@ -132,6 +137,12 @@ struct FrameworkProfile {
     // Bytes per element alive while one quantized weight is dequantized for its matmul (torchao's
     // NF4Tensor: 14.03); 0: one copy in the compute dtype (bitsandbytes' fused dequantize_4bit).
     double quant_dequantize_bytes = 0;
+    // The quantized matmuls read the packed codes themselves (MLX's qmm/qmv kernels): no weight is
+    // ever dequantized whole, in forward or backward.
+    bool quant_matmul_reads_packed = false;
+    // Bytes alive while one quantized weight of `weights` elements is dequantized for a matmul in
+    // compute dtype `e` (0 where the kernels read the packed codes).
+    std::int64_t dequantized_weight_bytes(std::int64_t weights, int e) const;
     bool quantizes_embeddings = false;     // the token embedding is quantized too (MLX)
     bool quantizes_head = false;           // the LM head is quantized too (MLX, LitGPT via Fabric)
     // Loss: the full logits kept until backward (model output), the loss upcast to fp32, fused

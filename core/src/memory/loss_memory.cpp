@@ -190,11 +190,10 @@ LossMemory vocab_chunked_head_memory(const LossShape& shape, std::int64_t column
 // compute dtype, or what the profile's quantization.dequantize_bytes_per_weight says the dequantization
 // holds at once per weight (e.g. 4 under Lightning's BitsandbytesPrecision with bitsandbytes 0.41/0.42:
 // an fp16 copy and its bf16 cast, bench/published/cases.json's LitGPT QLoRA cases). MLX's
-// quantized_matmul reads the packed weights directly: nothing dequantized.
+// quantized_matmul reads the packed weights directly (quantization.matmul_reads_packed): nothing.
 std::int64_t dequantized_head_bytes(const FrameworkProfile& fw, bool quantized, std::int64_t head_weights, std::int64_t e) {
-    if (!fw.quantizes_head || !quantized || fw.quant_format == "affine") return 0;
-    const bool unfused = fw.quant_dequantize_bytes > 0 && !fw.traits.compile.enabled;
-    return unfused ? static_cast<std::int64_t>(std::llround(double(head_weights) * fw.quant_dequantize_bytes)) : head_weights * e;
+    if (!fw.quantizes_head || !quantized) return 0;
+    return fw.dequantized_weight_bytes(head_weights, static_cast<int>(e));
 }
 
 // The framework's own loss on the logits it returns (profile loss.*), chunk tokens at a time.

@@ -123,14 +123,33 @@ LogitsAndCache write_logits_and_cache_rows(const PlanContext& c, const LayerActi
                        loss.tokens * V, 0, "the head's output and the loss's saved tensors (loss_memory.cpp)"),
                    loss_peak(loss)),
             loss.formula, {{"tokens", double(loss.tokens)}, {"vocab", double(V)}});
-    if (!c.trains)
-        out.kv_cache = w.shown(figure(row("KV cache", Component::KvCache, "all layers", "2·L·kv·s·b", 2 * L * kvd * s * b, double(e),
-                                          "keys and values of every token, kept for decoding"),
-                                      2 * L * kvd * s * b * e),
-                               "2 (k, v) × " + std::to_string(L) + " layers × " + n(kvd) + " kv_dim × " + n(s) + " tokens × " +
+    if (!c.trains) {
+        // A cache allocated in blocks (mlx-lm: 256 positions) holds the context rounded up to a block.
+        const std::int64_t step = c.fw.kv_cache_step, slots = step > 0 ? (s + step - 1) / step * step : s;
+        const std::string held_text =
+            slots != s ? n(slots) + " positions (" + n(s) + " tokens in blocks of " + n(step) + ")" : n(s) + " tokens";
+        out.kv_cache = w.shown(figure(row("KV cache", Component::KvCache, "all layers", "2·L·kv·s·b", 2 * L * kvd * slots * b,
+                                          double(e), "keys and values of every token, kept for decoding"),
+                                      2 * L * kvd * slots * b * e),
+                               "2 (k, v) × " + std::to_string(L) + " layers × " + n(kvd) + " kv_dim × " + held_text + " × " +
                                    std::to_string(b) + " sequences × " + std::to_string(e) + " B",
-                               {{"layers", double(L)}, {"kv_dim", double(kvd)}, {"context", double(s)}, {"batch", double(b)}});
+                               {{"layers", double(L)}, {"kv_dim", double(kvd)}, {"context", double(s)}, {"slots", double(slots)},
+                                {"batch", double(b)}});
+    }
     return out;
+}
+
+// Arrays the GPU's queued command buffers keep alive past their last use (profile queued_bytes):
+// live bytes in every phase, beside whatever else the phase holds.
+void write_queued_row(const FrameworkProfile& fw, RowWriter& w) {
+    if (fw.queued_bytes <= 0) return;
+    w.shown(held(row("arrays held by queued GPU work", Component::Activations, "global", "", 0, 0,
+                     "arrays the GPU's committed command buffers keep until they complete, after their last use "
+                     "(profile queued_bytes and its source)",
+                     {"framework"}),
+                 fw.queued_bytes),
+            "what the GPU's queued command buffers keep alive (" + fw.name + ", profile queued_bytes)",
+            {{"queued_bytes", double(fw.queued_bytes)}});
 }
 
 // The lifetime walk's result into the estimate: phases, the peak, the framework's overhead.
@@ -191,6 +210,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
     const ActivationMoments moments = activation_moments(c, a, est);
     write_activation_rows(c, a, moments, w);
     const LogitsAndCache logits = write_logits_and_cache_rows(c, a, w);
+    write_queued_row(fw, w);
 
     // The reference model's weights (DPO, KTO, GRPO with a KL term), held the whole step.
     ObjectiveInputs objective_in{arch, asked, c.objective, d.frozen + d.packed + d.constants + d.trainable, a.e, a.inner,

@@ -360,11 +360,7 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     a.G = a.bs * a.h * a.stream_e;   // gradient of a layer's output, and of the final hidden state
     a.inner_grad = a.bs * a.inner * a.stream_e;
     // (torchao dequantizes in unfused ops that hold 14 B per weight at once: quantization.dequantize_bytes_per_weight.)
-    const bool unfused_dequant = fw.quant_dequantize_bytes > 0 && !fw.traits.compile.enabled;
-    a.dequant_down =
-        quant == Quantization::None || fw.quant_format == "affine" ? 0
-        : unfused_dequant ? static_cast<std::int64_t>(std::llround(double(down_quantized) * fw.quant_dequantize_bytes))
-                          : down_quantized * a.e;
+    a.dequant_down = quant == Quantization::None ? 0 : fw.dequantized_weight_bytes(down_quantized, static_cast<int>(a.e));
     // DoRA composes W + s·B·A (fp32) of an adapted linear to take its column norms, forward and backward.
     a.dora_compose = setup.dora ? 4 * largest_adapted : 0;
     // (A product down's input never kept was not there to be freed: one more inner tensor alive.)

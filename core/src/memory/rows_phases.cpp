@@ -9,8 +9,9 @@ void write_serving_phase(const PhaseInputs& in, RowWriter& w) {
     const auto& a = in.a;
     // ZeRO-3/FSDP gathers one layer's parameters (and prefetches the next).
     const std::int64_t gathered = in.c.param_div > 1 ? 2 * in.t.layer_param_elems * in.c.frozen_bytes : 0;
-    // Serving dequantizes one weight at a time for its matmul.
-    const std::int64_t dequant = in.c.quant != Quantization::None ? in.t.largest_quantized * a.e : 0;
+    // Serving dequantizes one weight at a time for its matmul (none where the kernels read the codes).
+    const std::int64_t dequant =
+        in.c.quant != Quantization::None ? in.c.fw.dequantized_weight_bytes(in.t.largest_quantized, static_cast<int>(a.e)) : 0;
     w.begin_phase("decode");
     w.moment("decode", Component::KvCache, in.kv_cache, "KV cache", "keys and values of every token of every sequence");
     w.moment("decode", Component::Activations, in.m.forward + gathered + dequant, "prefill workspace",

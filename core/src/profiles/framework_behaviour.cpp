@@ -49,6 +49,15 @@ std::vector<BehaviourKey> profile_keys() {
          "and the source that shows the difference) and `behaviour`, the sections that differ, applied over the profile as "
          "a JSON merge patch and checked like the profile's own. `--framework unsloth@2025.1` (and a published case's "
          "`framework_release`) plans with that release; the profile's own sections describe the current release"},
+        {"", "queued_bytes", "integer", "0",
+         "bytes of arrays that the GPU's queued work keeps alive after their last use, counted as allocated in every "
+         "phase (MLX 0.29: a committed command buffer holds every array it touched until the GPU completes it, "
+         "mlx/backend/metal/eval.cpp; evaluation waits once more than MAX_ACTIVE_TASKS = 10 are in flight, "
+         "mlx/transforms.cpp; a buffer is committed once its arrays pass max_mb_per_buffer, 50 MiB on Max and Ultra chips, "
+         "mlx/backend/metal/device.cpp: 11 × 50 MiB)"},
+        {"", "kv_cache_step", "integer", "0 (exact)",
+         "serving: the KV cache is allocated in blocks of this many positions, so a context holds its length rounded up "
+         "(mlx-lm's `KVCache.step = 256`, mlx_lm/models/cache.py)"},
     };
 }
 
@@ -210,6 +219,10 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "the pre-quantized checkpoint formats it loads as stored for serving, as `--quant` names them: `awq`, `gptq`, "
          "`gptq-int8`, `fp8`, `fp8-channel`, `fp8-block` (core/include/wingspan/quant_formats.hpp prices their tensors); a "
          "serve plan in a format the machine's framework does not list does not run there"},
+        {"quantization", "matmul_reads_packed", "bool", "false",
+         "the quantized matmuls read the packed codes in their kernels, forward and backward (MLX `quantized_matmul`: "
+         "the qmm/qmv kernels of mlx/backend/metal/quantized.cpp; its vjp is another quantized_matmul): no weight is "
+         "dequantized whole for serving, for the down projection's backward or for a quantized head"},
         {"quantization", "embeddings", "bool", "false", "the token embedding is quantized too (MLX)"},
         {"quantization", "head", "bool", "false", "the LM head is quantized too (MLX; LitGPT via Fabric)"},
         {"checkpointing", "offload", "bool", "false",

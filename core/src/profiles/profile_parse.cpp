@@ -248,6 +248,7 @@ void parse_framework_behaviour(const json& j, const std::string& file, Framework
         p.quant_dequantize_bytes = f.num("dequantize_bytes_per_weight", 0.0);
         if (p.quant_dequantize_bytes < 0 || p.quant_dequantize_bytes > 64)
             throw ProfileError(file, "quantization.dequantize_bytes_per_weight", "expected 0 .. 64 bytes per weight");
+        p.quant_matmul_reads_packed = f.boolean("matmul_reads_packed", false);
         p.quantizes_embeddings = f.boolean("embeddings", false);
         p.quantizes_head = f.boolean("head", false);
     }
@@ -309,7 +310,7 @@ void parse_framework_releases(const json& j, const std::string& file, FrameworkP
 
 const std::map<std::string, std::vector<std::string>>& framework_profile_keys() {
     static std::map<std::string, std::vector<std::string>> keys = {
-        {"", {"id", "name", "context_bytes", "workspace_bytes", "allocator_slack", "allocator_slack_of",
+        {"", {"id", "name", "context_bytes", "workspace_bytes", "queued_bytes", "kv_cache_step", "allocator_slack", "allocator_slack_of",
               "activation_factor", "mfu", "quantized_speed_factor", "speed_scale", "working_set_fraction", "optimizer_step",
               "fused_loss", "grouped_eager_attention", "softmax_fp32", "norm_saves_square", "loss_in_place",
               "tied_grad_in_place", "bf16_collectives_in_fp32", "zero1_wire_buffer", "checkpoint_state_bytes",
@@ -335,6 +336,8 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.name = f.str("name", p.id);
     p.context_bytes = f.bytes("context_bytes", 0);
     p.workspace_bytes = f.bytes("workspace_bytes", 0);
+    p.queued_bytes = f.bytes("queued_bytes", 0);
+    p.kv_cache_step = f.bytes("kv_cache_step", 0);
     p.allocator_slack = f.num("allocator_slack", 0.0);
     p.allocator_slack_of = f.str("allocator_slack_of", std::string("peak"));
     p.activation_factor = f.num("activation_factor", 1.0);

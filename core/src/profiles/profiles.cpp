@@ -376,4 +376,13 @@ MachineProfile detect_this_machine() {
     return m;
 }
 
+std::int64_t FrameworkProfile::dequantized_weight_bytes(std::int64_t weights, int e) const {
+    if (quant_matmul_reads_packed) return 0;
+    // Unfused dequantization (torchao's NF4Tensor, Lightning's fp16 bitsandbytes state) holds more
+    // than one copy per weight at once, unless torch.compile's generated kernel fuses the chain.
+    if (quant_dequantize_bytes > 0 && !traits.compile.enabled)
+        return static_cast<std::int64_t>(std::llround(double(weights) * quant_dequantize_bytes));
+    return weights * e;
+}
+
 }  // namespace wingspan
