@@ -450,6 +450,17 @@ private slots:
             QCOMPARE(e.field(), std::string("compile.enabeld"));
             QVERIFY(std::string(e.what()).find("'compile.enabled'") != std::string::npos);
         }
+        // Out-of-range values are refused before a plan multiplies them (a block of 2^62 positions
+        // would overflow the KV cache's rounding).
+        for (const auto& [key, value] : std::vector<std::pair<std::string, double>>{
+                 {"kv_cache_step", 4.6e18}, {"queued_bytes", 1e18}, {"queued_bytes", -1}}) {
+            try {
+                parse_framework_profile(nlohmann::json{{"id", "x"}, {key, value}}, "range.json");
+                QFAIL(("accepted " + key).c_str());
+            } catch (const ProfileError& e) {
+                QCOMPARE(e.field(), key);
+            }
+        }
     }
 
     // profiles/frameworks/README.md documents exactly the keys the parser accepts: each key is

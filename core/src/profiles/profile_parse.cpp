@@ -337,7 +337,9 @@ FrameworkProfile parse_framework_profile(const json& j, const std::string& file)
     p.context_bytes = f.bytes("context_bytes", 0);
     p.workspace_bytes = f.bytes("workspace_bytes", 0);
     p.queued_bytes = f.bytes("queued_bytes", 0);
+    if (p.queued_bytes > (std::int64_t{1} << 50)) throw ProfileError(file, "queued_bytes", "expected at most 1 PiB");
     p.kv_cache_step = f.bytes("kv_cache_step", 0);
+    if (p.kv_cache_step > (1 << 20)) throw ProfileError(file, "kv_cache_step", "expected at most 1,048,576 positions");
     p.allocator_slack = f.num("allocator_slack", 0.0);
     p.allocator_slack_of = f.str("allocator_slack_of", std::string("peak"));
     p.activation_factor = f.num("activation_factor", 1.0);
