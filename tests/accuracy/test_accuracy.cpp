@@ -114,6 +114,10 @@ private slots:
         QTest::newRow("gemma2 full 128x2") << "" << "gemma2" << "full" << 128 << 2 << false << "eager" << "" << "fp32" << "";
         QTest::newRow("gemma2 lora 128x2 sdpa") << "" << "gemma2" << "lora" << 128 << 2 << false << "sdpa" << "" << "fp32" << "";
         QTest::newRow("gemma2 qlora 128x2 ckpt") << "" << "gemma2" << "qlora" << 128 << 2 << true << "eager" << "" << "fp32" << "";
+        // Checkpointed in fp32 the peak is the second layer's MLP backward (its kept input and the other
+        // attention kind's mask still held), and QLoRA's output-norm chain runs before the down
+        // projection's gradients exist: both held to 64 B below (they were -41 kB and -23 kB).
+        QTest::newRow("gemma2 lora 128x2 ckpt") << "" << "gemma2" << "lora" << 128 << 2 << true << "eager" << "" << "fp32" << "";
         // Gemma's (1 + weight) norm scales in fp32 (profile model.norm_scales_in_fp32): a full fine-tune
         // in bf16-mixed keeps the fp32 normalized input (its activations were under-predicted by 10 %).
         QTest::newRow("gemma2 full 128x2 bf16-mixed emulated") << "" << "gemma2" << "full" << 128 << 2 << false << "eager" << "" << "bf16-mixed" << "emulated";
@@ -209,6 +213,9 @@ private slots:
                      qPrintable(QString("Gemma 2 logits %1 %, peak %2 %").arg(logits, 0, 'f', 3).arg(peak, 0, 'f', 3)));
         }
         const RunSummary sum = r.record.summary();
+        if (arch == "gemma2" && ckpt && precision == "fp32")
+            QVERIFY2(std::llabs(sum.predicted_peak - sum.measured_peak) <= 64,
+                     qPrintable(QString("Gemma 2 checkpointed peak: predicted %1, measured %2").arg(sum.predicted_peak).arg(sum.measured_peak)));
         if (arch == "135m" && method == "full")
             QVERIFY2(std::llabs(sum.predicted_peak - sum.measured_peak) <= 64,
                      qPrintable(QString("135M full peak: predicted %1, measured %2").arg(sum.predicted_peak).arg(sum.measured_peak)));

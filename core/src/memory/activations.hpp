@@ -96,6 +96,9 @@ struct LayerActivations {
     std::int64_t dequant_at_mlp_moment = 0;
     std::int64_t dora_compose = 0;
     std::int64_t mlp_extra = 0;
+    // The MLP moment's inner-gradient part alone: below mlp_extra where the MLP output's own norm runs a
+    // larger fp32 backward chain first, before the down projection's gradients exist.
+    std::int64_t mlp_inner_extra = 0;
     std::int64_t attn_extra = 0;
     // The first layer's q projection backward relative to the bottom moments' base (qkv_moment).
     std::int64_t qkv_extra = 0;
@@ -149,6 +152,10 @@ struct ActivationMoments {
     struct Raw {
         std::int64_t forward = 0, top_mlp = 0, top_down = 0, top_attn = 0, bottom_mlp = 0, bottom_attn = 0;
         std::int64_t bottom_qkv = 0;   // 0 where the first layer's q/k/v backward is no moment of its own
+        // The second layer's MLP and attention backward (0 where they are no moments of their own):
+        // checkpointed layers alternating sliding-window and global attention hold there one more
+        // kept input and the other kind's mask than at the first layer, and one layer's gradients less.
+        std::int64_t second_mlp = 0, second_attn = 0;
         // The saved rows alive after the model's forward has returned: forward less what only the
         // forward holds (the previous micro-batch's 4-bit linear inputs).
         std::int64_t saved = 0;

@@ -32,7 +32,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         act_formula = "prefill workspace of one layer: b·s·(2h + 2i + q_dim + 2·kv_dim)·" +
                       std::to_string(a.e) + " B";
     } else {
-        std::int64_t top_base = 0, bottom_base = 0;
+        std::int64_t top_base = 0, bottom_base = 0, second_base = 0;
         const std::string output_norms =
             a.output_norms ? "; output norms " + std::to_string(a.output_norms) + "×" + n(a.output_norm_saved) + " B (input, rstd)" : "";
         if (a.ckpt) {
@@ -50,6 +50,9 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             top_base = kept + a.inputs + a.ckpt_mask + a.ckpt_mask_other + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
             bottom_base = a.layer_input + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
+            // The second layer's backward: its own kept input too, and the other kind's mask, whose last
+            // layer it is, where layers alternate sliding-window and global attention.
+            if (a.ckpt_mask_other > 0 && a.Lsaved > 1) second_base = bottom_base + a.layer_input + a.ckpt_mask_other;
             act_formula = "checkpointing: " + std::to_string(a.Lsaved) + " layers × b·s·h·" + std::to_string(a.stream_e) +
                           " B kept (" + n(a.layer_input) + " B each" + (fw.checkpoint_offload ? ", offloaded to host RAM" : "") +
                           ") + one layer recomputed in backward (" +
@@ -104,9 +107,14 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
         raw.top_attn = a.attn_moment ? top_base + a.attn_extra : a.flash_ws > 0 ? top_base + flash_extra : 0;
         raw.bottom_attn = a.attn_moment ? bottom_base + a.attn_extra : a.flash_ws > 0 ? bottom_base + flash_extra : 0;
         raw.bottom_qkv = a.qkv_moment ? bottom_base + a.qkv_extra : 0;
+        if (second_base > 0) {
+            raw.second_mlp = second_base + a.mlp_extra;
+            raw.second_attn = a.attn_moment ? second_base + a.attn_extra : a.flash_ws > 0 ? second_base + flash_extra : 0;
+        }
         act_forward = scaled(act_forward);
         act_top = std::max(act_top_mlp, act_top_attn);
-        act_bottom = std::max({act_bottom_mlp, act_bottom_attn, scaled(raw.bottom_qkv)});
+        act_bottom = std::max({act_bottom_mlp, act_bottom_attn, scaled(raw.bottom_qkv), scaled(raw.second_mlp),
+                               scaled(raw.second_attn)});
     }
     ActivationMoments m;
     m.forward = act_forward;
@@ -290,10 +298,19 @@ void write_backward_row(const std::string& phase, std::int64_t moment_raw, const
         {"final_norm_backward", "the final norm's backward as plain fp32 ops: four fp32 b·s·h tensors (its cast gradient "
                                 "and the chain's temporaries); the loss's tensors freed"},
         {"backward_down_gradient", "the top layer's down projection backward: its input's gradient beside the saved tensors"},
-        {"backward", "the top layer's MLP backward: its output's gradient and the MLP's inner gradients, or the fp32 "
-                     "backward chain of the MLP output's own norm where that is larger (a checkpointed layer recomputed); "
-                     "the final norm freed"},
+        {"backward", "the top layer's MLP backward: its output's gradient and the MLP's inner gradients (a checkpointed "
+                     "layer recomputed); the final norm freed"},
+        {"backward_output_norm", "the top layer's MLP output norm backward: its fp32 chain beside the recomputed layer, "
+                                 "before the down projection's gradients exist"},
+        {"backward_second_layer_output_norm", "the second layer's MLP output norm backward: its fp32 chain, before the "
+                                              "down projection's gradients exist"},
+        {"backward_end_output_norm", "the first layer's MLP output norm backward: its fp32 chain, before the down "
+                                     "projection's gradients exist"},
         {"backward_attention", "the top layer's attention backward: the softmax's or flash kernel's gradients; its MLP block freed"},
+        {"backward_second_layer", "the second layer's MLP backward: the layers above it freed, its own kept input and "
+                                  "the other attention kind's mask still held (layers alternating sliding and global)"},
+        {"backward_second_layer_attention", "the second layer's attention backward: the layers above it freed, its kept "
+                                            "input and the other attention kind's mask still held"},
         {"backward_end", "the first layer's MLP backward: the layers above it freed"},
         {"backward_end_attention", "the first layer's attention backward: the layers above it freed"},
         {"backward_end_qkv", "the first layer's q projection backward: its input norm's saved tensors, q's input gradient and "

@@ -372,7 +372,9 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     const std::int64_t down_out_grad = a.lora_down > 0 && a.output_norms > 0 && down_quantized == 0 ? a.bs * a.h * a.e : 0;
     a.mlp_extra = down_out_grad + (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down +
                   a.dora_compose - (a.output_norms > 0 ? a.output_norm_saved : 0);
-    // Before it, the MLP output's own norm runs its backward chain beside everything the layer saved.
+    // Before it, the MLP output's own norm runs its backward chain beside everything the layer saved
+    // (and before the down projection's backward has made its gradients: rows_phases.cpp mlp_moment).
+    a.mlp_inner_extra = a.mlp_extra;
     if (a.output_norms > 0) a.mlp_extra = std::max(a.mlp_extra, a.norm_backward_chain);
     // Eager attention's backward: the MLP block, its norm, the attention output and the output
     // projection's adapter input are freed; the softmax's backward holds the probabilities, their
