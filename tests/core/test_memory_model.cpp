@@ -202,6 +202,20 @@ private slots:
         QCOMPARE(test::component_at(estimate_memory(a, s, lib.framework("libtorch-cpu")), "backward_end_qkv", Component::Activations), -1);
     }
 
+    void finalNormGradientFollowsTheHeads() {
+        // The loss's backward makes the head's gradient (here the tied embedding's, V·h·4 B); the final
+        // norm's (h·4 B) comes with its own backward, after it (wingspan-train, 135M-class full
+        // fine-tune at 512 tokens: +2,296 B at the loss's backward while it was counted there).
+        const auto& lib = test::library();
+        const Architecture a = lib.model("smollm2-135m").arch;   // h 576, vocab 49,152, tied
+        TrainingSetup s = fp32_eager_128x1(Method::Full);
+        s.seq_len = 512;
+        const MemoryEstimate est = estimate_memory(a, s, lib.framework("libtorch-cpu"));
+        QCOMPARE(test::component_at(est, "loss_backward", Component::Gradients), std::int64_t(49152) * 576 * 4);
+        // The top layer's MLP backward: the head's, the final norm's and its down projection's (i·h·4 B).
+        QCOMPARE(test::component_at(est, "backward", Component::Gradients), 49152LL * 576 * 4 + 576 * 4 + 1536LL * 576 * 4);
+    }
+
     void alternatingWindowsPeakAtTheSecondLayer() {
         // Gemma 2 shaped as the accuracy grid's (h 128, i 384, 4 layers, a 64-token window on the even
         // layers), LoRA r 16 on every linear, checkpointed, fp32, 2 × 128: the second layer's MLP

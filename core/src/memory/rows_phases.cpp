@@ -240,6 +240,8 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
         moment(w, "final_norm_backward", g.at(t.g_head), step_in_bwd, 0, 0, paged_in_bwd);
         write_backward_row("final_norm_backward", m.raw.saved + a.final_norm_backward, m, w);
     }
+    // From the layers' backward on, the final norm's gradient exists beside the head's.
+    const std::int64_t g_top = t.g_head + t.g_final_norm;
     write_loss_rows(in, forward_phases, head_backward_phase, w);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
     // `inner_mlp`: an MLP moment at its inner gradients, which hold the dequantized down projection
@@ -254,9 +256,9 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     // bucket, while the layer's saved tensors and its input's gradient are alive.
     // The same moment with the step in backward: the down projection's gradient whole, just before its step.
     if (d.zero2_bucket > 0 && d.zero2_in_flight > d.zero2_tied)
-        backward("backward_down_gradient", g.at(t.g_head + t.g_down), 0, m.raw.top_down);
+        backward("backward_down_gradient", g.at(g_top + t.g_down), 0, m.raw.top_down);
     else if (d.in_bwd && d.grads > d.tied_in_bwd)
-        backward("backward_down_gradient", g.at(t.g_head + t.g_down), step_in_bwd, m.raw.top_down);
+        backward("backward_down_gradient", g.at(g_top + t.g_down), step_in_bwd, m.raw.top_down);
     // An MLP's backward: where the MLP output's own norm holds more than the inner gradients, its fp32
     // backward chain is a moment of its own, before the down projection's backward has made that
     // projection's gradients (measured: Gemma 2 QLoRA, checkpointed, fp32); then the inner gradients
@@ -266,8 +268,8 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
         if (inner_raw < raw) backward(phase + "_output_norm", g.in_layer(grads_before_down), step_in_bwd, raw);
         backward(phase, g.in_layer(grads_before_down + t.g_down), step_in_bwd, inner_raw, true);
     };
-    mlp_moment("backward", t.g_head, m.raw.top_mlp);
-    if (m.top_attn > 0) backward("backward_attention", g.in_layer(t.g_head + t.g_down + t.g_mlp + t.g_o), step_in_bwd, m.raw.top_attn);
+    mlp_moment("backward", g_top, m.raw.top_mlp);
+    if (m.top_attn > 0) backward("backward_attention", g.in_layer(g_top + t.g_down + t.g_mlp + t.g_o), step_in_bwd, m.raw.top_attn);
     if (a.L > 1) {
         if (m.raw.second_mlp > 0) mlp_moment("backward_second_layer", g_all_but_embed - 2 * g_layer, m.raw.second_mlp);
         if (m.raw.second_attn > 0)

@@ -38,7 +38,9 @@ struct GroupWalk {
     void add_gradient_by_time(std::int64_t gb, bool adapter) {
         const TensorGroup* g = current;
         if (g->name.rfind("layers.", 0) != 0) {
-            (g->kind == TensorKind::Embedding && !c.arch.tied_embeddings ? t.g_embed : t.g_head) += gb;
+            const bool last = (g->kind == TensorKind::Embedding && !c.arch.tied_embeddings) || g->kind == TensorKind::PositionEmbedding;
+            const bool final_norm = g->kind == TensorKind::Norm || g->kind == TensorKind::Bias;
+            (last ? t.g_embed : final_norm ? t.g_final_norm : t.g_head) += gb;
             return;
         }
         const std::int64_t per_layer = gb / (adapter ? std::max<std::int64_t>(1, c.Lg) : c.arch.layers);

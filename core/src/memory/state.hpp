@@ -21,10 +21,10 @@ struct StateTotals {
     // Paged optimizer state (bitsandbytes unified memory): all of it, and the largest tensor's.
     std::int64_t paged = 0, paged_largest = 0;
     // Gradient bytes by when backward makes them (one layer's share for layer tensors): the
-    // head and final norm first, then per layer the down projection, the rest of the MLP block
-    // with its norm, the output projection, then q/k/v with the input norm; an untied embedding
-    // last.
-    std::int64_t g_head = 0, g_embed = 0, g_down = 0, g_mlp = 0, g_o = 0, g_qkv = 0;
+    // head first, then the final norm (its backward follows the loss's and the head's), then per
+    // layer the down projection, the rest of the MLP block with its norm, the output projection,
+    // then q/k/v with the input norm; an untied embedding (and learned positions) last.
+    std::int64_t g_head = 0, g_final_norm = 0, g_embed = 0, g_down = 0, g_mlp = 0, g_o = 0, g_qkv = 0;
     std::int64_t g_qkv_norm = 0;   // g_qkv's norm share: the input norms, whose backward follows q/k/v's
 };
 StateTotals walk_tensor_groups(const PlanContext& c);
