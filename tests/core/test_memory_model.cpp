@@ -202,61 +202,6 @@ private slots:
         QCOMPARE(test::component_at(estimate_memory(a, s, lib.framework("libtorch-cpu")), "backward_end_qkv", Component::Activations), -1);
     }
 
-    void finalNormGradientFollowsTheHeads() {
-        // The loss's backward makes the head's gradient (here the tied embedding's, V·h·4 B); the final
-        // norm's (h·4 B) comes with its own backward, after it (wingspan-train, 135M-class full
-        // fine-tune at 512 tokens: +2,296 B at the loss's backward while it was counted there).
-        const auto& lib = test::library();
-        const Architecture a = lib.model("smollm2-135m").arch;   // h 576, vocab 49,152, tied
-        TrainingSetup s = fp32_eager_128x1(Method::Full);
-        s.seq_len = 512;
-        const MemoryEstimate est = estimate_memory(a, s, lib.framework("libtorch-cpu"));
-        QCOMPARE(test::component_at(est, "loss_backward", Component::Gradients), std::int64_t(49152) * 576 * 4);
-        // The top layer's MLP backward: the head's, the final norm's and its down projection's (i·h·4 B).
-        QCOMPARE(test::component_at(est, "backward", Component::Gradients), 49152LL * 576 * 4 + 576 * 4 + 1536LL * 576 * 4);
-    }
-
-    void alternatingWindowsPeakAtTheSecondLayer() {
-        // Gemma 2 shaped as the accuracy grid's (h 128, i 384, 4 layers, a 64-token window on the even
-        // layers), LoRA r 16 on every linear, checkpointed, fp32, 2 × 128: the second layer's MLP
-        // backward holds one more kept input and the global mask than the first layer's, and one
-        // layer's adapter gradients less (measured in wingspan-train: the step's peak to 8 B).
-        const Architecture a = Architecture::from_hf_config(nlohmann::json{
-            {"model_type", "gemma2"}, {"hidden_size", 128}, {"intermediate_size", 384}, {"num_hidden_layers", 4},
-            {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 32}, {"vocab_size", 4096},
-            {"query_pre_attn_scalar", 32}, {"sliding_window", 64}, {"attn_logit_softcapping", 50.0},
-            {"final_logit_softcapping", 30.0}, {"hidden_activation", "gelu_pytorch_tanh"}, {"tie_word_embeddings", true}});
-        TrainingSetup s = fp32_eager_128x1(Method::Lora);
-        s.micro_batch = 2;
-        s.grad_checkpointing = true;
-        const FrameworkProfile& fw = test::library().framework("libtorch-cpu");
-        const MemoryEstimate est = estimate_memory(a, s, fw);
-        QCOMPARE(est.peak_phase, std::string("backward_second_layer"));
-        const std::int64_t layer_input = 2 * 128 * 128 * 4, mask = 128 * 128 * 4;
-        QCOMPARE(test::component_at(est, "backward_second_layer", Component::Activations) -
-                     test::component_at(est, "backward_end", Component::Activations),
-                 layer_input + mask);
-        const std::int64_t layer_adapters = 16 * (2 * (128 + 128) + 2 * (128 + 64) + 3 * (128 + 384)) * 4;
-        QCOMPARE(test::component_at(est, "backward_end", Component::Gradients) -
-                     test::component_at(est, "backward_second_layer", Component::Gradients),
-                 layer_adapters);
-        // QLoRA: the MLP output norm's fp32 chain holds more than the inner gradients, before the down
-        // projection's adapter gradients (r·(i + h) · 4 B) exist: a moment of its own.
-        s.method = Method::Qlora;
-        s.quantization = Quantization::Nf4;
-        const MemoryEstimate q = estimate_memory(a, s, fw);
-        QVERIFY(test::component_at(q, "backward_second_layer_output_norm", Component::Activations) >
-                test::component_at(q, "backward_second_layer", Component::Activations));
-        QCOMPARE(test::component_at(q, "backward_second_layer", Component::Gradients) -
-                     test::component_at(q, "backward_second_layer_output_norm", Component::Gradients),
-                 16 * (384 + 128) * 4);
-        QCOMPARE(q.peak_phase, std::string("backward_second_layer"));
-        // Not where the layers share one mask.
-        QCOMPARE(test::component_at(estimate_memory(test::library().model("smollm2-135m").arch, s, fw), "backward_second_layer",
-                                    Component::Activations),
-                 -1);
-    }
-
     void loraOnTheHead() {
         QVERIFY(!parse_targets("all").count(LinearRole::Head));
         QCOMPARE(parse_targets("all,lm_head").size(), std::size_t(8));
