@@ -244,11 +244,10 @@ void write_training_phases(const PhaseInputs& in, RowWriter& w) {
     const std::int64_t g_top = t.g_head + t.g_final_norm;
     write_loss_rows(in, forward_phases, head_backward_phase, w);
     write_saved_rows(c, a, m.forward_attention > 0, last, w);
-    // `inner_mlp`: an MLP moment at its inner gradients, which hold the dequantized down projection
-    // (its own row) and the rest.
-    auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw, bool inner_mlp = false) {
+    // `mlp`: an MLP moment at its inner gradients, which hold the dequantized down projection (its own
+    // row) and the rest.
+    auto backward = [&](const std::string& phase, std::int64_t grads, std::int64_t step, std::int64_t raw, bool mlp = false) {
         moment(w, phase, grads, step, gathered, 0, step > 0 ? paged_in_bwd : 0);
-        const bool mlp = inner_mlp;
         if (mlp) write_dequantized_row(phase, a, c, w);
         write_backward_row(phase, raw - (mlp ? a.dequant_at_mlp_moment : 0), m, w);
     };
