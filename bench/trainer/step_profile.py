@@ -41,7 +41,7 @@ CATEGORY_RULES = [
     ("allocator", ANYWHERE, ["aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
                              "aten::new_empty_strided", "aten::zeros", "aten::zeros_like", "aten::new_zeros",
                              "aten::full", "aten::full_like", "aten::resize_"]),
-    ("attention", SCOPE, ["wingspan::attention"]),
+    ("attention", SCOPE, ["wingspan::attention", "wingspan::softmax", "wingspan::softmax_backward"]),
     ("norms", SCOPE, ["wingspan::rms_norm", "wingspan::rms_norm_backward"]),
     ("element-wise", SCOPE, ["wingspan::swiglu", "wingspan::swiglu_backward", "wingspan::rotary",
                              "wingspan::rotary_backward"]),

@@ -1,4 +1,5 @@
-// Fused RMSNorm, SwiGLU and rotary (trainer/src/kernels/kernels_fused.cpp) against the plain libtorch
+// Fused RMSNorm, SwiGLU and rotary (trainer/src/kernels/kernels_fused.cpp), attention's masked
+// softmax (kernels_softmax.cpp) and the loss's CPU rows (kernels_loss.cpp) against the plain libtorch
 // composition evaluated in double: forward and backward, fp32 to ~1e-6 relative and bf16 to its
 // rounding; the CPU kernels and the tensor-op path (GPUs') agree; odd widths (not a multiple of
 // 16), one token, Phi-3's narrowed gate/up and the transposed q/k views the decoder passes; and
@@ -13,6 +14,8 @@
 #include <limits>
 
 #include "kernels/kernels_fused.hpp"
+#include "kernels/kernels_loss.hpp"
+#include "kernels/kernels_softmax.hpp"
 #include "memory/memory.hpp"
 
 using namespace wingspan;
@@ -228,6 +231,121 @@ private Q_SLOTS:
                 }
             }
         }
+    }
+
+    // The key's gradient reaches the rotary as the transpose of the scores product's (last stride
+    // T, not 1): the strided rows give what the contiguous rows give, in the gradient's layout.
+    void rotary_strided() {
+        const std::int64_t B = 2, H = 3, T = 7, D = 8;
+        const at::Tensor angles = at::arange(T, at::kDouble).unsqueeze(1) * at::rand({D / 2}, at::kDouble).unsqueeze(0);
+        const at::Tensor full = at::cat({angles, angles}, -1);
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor cos = full.cos().to(dt), sin = full.sin().to(dt);
+            const at::Tensor xt = at::randn({B, H, D, T}).to(dt);
+            const at::Tensor x = xt.transpose(-1, -2);   // [B, H, T, D], stride(-1) = T
+            QVERIFY(x.stride(-1) != 1);
+            const at::Tensor y = fused::rotary(x, cos, sin), ref = fused::rotary(x.contiguous(), cos, sin);
+            QCOMPARE(y.strides(), x.strides());
+            QVERIFY(at::equal(y.contiguous(), ref));
+            at::Tensor xs = x.detach().requires_grad_(true), xc = x.contiguous().requires_grad_(true);
+            const at::Tensor dy = at::randn({B, H, D, T}).to(dt).transpose(-1, -2);
+            const at::Tensor gs = grads_of(fused::rotary(xs, cos, sin), dy, {xs})[0];
+            const at::Tensor gc = grads_of(fused::rotary(xc, cos, sin), dy.contiguous(), {xc})[0];
+            QVERIFY(at::equal(gs.contiguous(), gc.contiguous()));
+        }
+    }
+
+    void masked_softmax_data() {
+        QTest::addColumn<int>("groups");
+        QTest::addColumn<int>("window");
+        QTest::addColumn<int>("keys");
+        QTest::newRow("causal, one query head per key head") << 1 << 0 << 0;
+        QTest::newRow("causal, 3 query heads per key head") << 3 << 0 << 0;
+        QTest::newRow("sliding window of 4, 2 groups") << 2 << 4 << 0;
+        QTest::newRow("rows wider than the stack row (5000 keys)") << 1 << 0 << 5000;
+    }
+
+    // softmax(scores + mask) and its gradient against double, both paths; masked positions are
+    // exactly 0 and so are their gradients.
+    void masked_softmax() {
+        QFETCH(int, groups);
+        QFETCH(int, window);
+        QFETCH(int, keys);
+        const std::int64_t B = 2, Hkv = 2, T = keys ? 3 : 11, Tk = keys ? keys : T, past = Tk - T;
+        at::Tensor mask = at::full({T, Tk}, -std::numeric_limits<float>::infinity()).triu(past + 1);
+        if (window > 0) mask = mask.masked_fill(at::arange(Tk).unsqueeze(0) <= at::arange(T).unsqueeze(1) + past - window,
+                                                -std::numeric_limits<float>::infinity());
+        const at::Tensor s64 = at::randn({B, Hkv, groups * T, Tk}, at::kDouble).mul_(3);
+        const at::Tensor dp64 = at::randn({B, Hkv, groups * T, Tk}, at::kDouble);
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor sv = s64.to(dt);
+            at::Tensor sr = sv.to(at::kDouble).requires_grad_(true);
+            const at::Tensor pr = at::softmax(sr.view({B, Hkv, groups, T, Tk}) + mask.to(at::kDouble), -1)
+                                      .view({B, Hkv, groups * T, Tk});
+            const at::Tensor gr = grads_of(pr, dp64.to(dt).to(at::kDouble), {sr})[0];
+            for (fused::Path path : {fused::Path::Auto, fused::Path::Aten}) {
+                for (const at::Tensor& m : {mask, mask.to(dt)}) {
+                    at::Tensor s = sv.clone().requires_grad_(true);
+                    const at::Tensor p = fused::masked_softmax(s * 1, m, path);
+                    const at::Tensor g = grads_of(p, dp64.to(dt), {s})[0];
+                    const at::Tensor masked = m.to(at::kFloat).isinf().expand({B, Hkv, groups, T, Tk}).reshape(p.sizes());
+                    QVERIFY(p.masked_select(masked).eq(0).all().item<bool>());
+                    QVERIFY(g.masked_select(masked).eq(0).all().item<bool>());
+                    const double tol = dt == at::kFloat ? 2e-6 : 8e-3;
+                    QVERIFY2(rel_error(p, pr) < tol, qPrintable(QString::number(rel_error(p, pr))));
+                    QVERIFY2(rel_error(g, gr) < 4 * tol, qPrintable(QString::number(rel_error(g, gr))));
+                }
+            }
+        }
+    }
+
+    // A row masked everywhere is NaN, as libtorch's softmax makes it, not a made-up distribution.
+    void masked_softmax_fully_masked_row() {
+        at::Tensor mask = at::zeros({2, 5});
+        mask[1].fill_(-std::numeric_limits<float>::infinity());
+        const at::Tensor p = fused::masked_softmax(at::randn({1, 1, 2, 5}), mask);
+        QVERIFY(p[0][0][0].isfinite().all().item<bool>());
+        QVERIFY(p[0][0][1].isnan().all().item<bool>());
+    }
+
+    // The loss's CPU rows (fp32 and bf16 logits, odd vocabulary) against double: probabilities,
+    // log-sum-exp and the logits' gradient (p − onehot) · scale in fp32 and rounded to bf16.
+    void loss_rows() {
+        const std::int64_t N = 5, V = 1037;
+        const at::Tensor x64 = at::randn({N, V}, at::kDouble).mul_(4);
+        const at::Tensor labels = at::tensor(std::vector<std::int64_t>{0, 1036, 17, 500, 3}, at::kLong).unsqueeze(1);
+        const at::Tensor scale = at::rand({N}, at::kFloat);
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor x = x64.to(dt), xd = x.to(at::kDouble);
+            const at::Tensor pr = at::softmax(xd, -1), lser = at::logsumexp(xd, -1);
+            auto [probs, lse, picked] = kernels::cross_entropy_rows(x.clone(), labels);
+            QCOMPARE(probs.scalar_type(), at::kFloat);
+            QVERIFY2(rel_error(probs, pr) < 2e-6, qPrintable(QString::number(rel_error(probs, pr))));
+            QVERIFY2(rel_error(lse, lser) < 1e-6, qPrintable(QString::number(rel_error(lse, lser))));
+            QVERIFY(at::equal(picked, x.gather(1, labels).squeeze(1).to(at::kFloat)));
+            const at::Tensor onehot = at::zeros({N, V}, at::kDouble).scatter_(1, labels, 1.0);
+            const at::Tensor gr = (pr - onehot) * scale.to(at::kDouble).unsqueeze(1);
+            at::Tensor d = probs;
+            const at::Tensor g = kernels::logits_gradient(d, labels, scale, dt);
+            QCOMPARE(g.scalar_type(), dt);
+            if (dt == at::kFloat)
+                QVERIFY2(rel_error(g, gr) < 4e-6, qPrintable(QString::number(rel_error(g, gr))));
+            else
+                QVERIFY(within_bf16(g, gr.to(at::kFloat).to(at::kDouble), 1.0));
+        }
+    }
+
+    // A label outside the vocabulary is refused, not written past the row.
+    void loss_rows_refuse_a_label_outside_the_vocabulary() {
+        at::Tensor probs = at::softmax(at::randn({2, 10}), -1);
+        const at::Tensor labels = at::tensor(std::vector<std::int64_t>{3, 10}, at::kLong).unsqueeze(1);
+        bool threw = false;
+        try {
+            kernels::logits_gradient(probs, labels, at::ones({2}), at::kBFloat16);
+        } catch (const std::exception&) {
+            threw = true;
+        }
+        QVERIFY(threw);
     }
 
     // What each op keeps alive for backward beyond its output, and what its backward allocates

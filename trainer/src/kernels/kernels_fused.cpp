@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/kernels_row_math.hpp"
 #include "memory/memory.hpp"
 #include "support/profile_scopes.hpp"
 
@@ -21,62 +22,7 @@ using torch::autograd::variable_list;
 
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// Element access: fp32 math, one rounding to the storage dtype (c10's round-to-nearest-even).
-
-inline float ld(const float* p) { return *p; }
-// bf16 as bit operations (the compiler vectorises them; c10's conversions go through isnan):
-// widening is exact, narrowing rounds to nearest even and keeps a NaN a quiet NaN, as
-// c10::BFloat16(float) does.
-inline float ld(const std::uint16_t* p) {
-    const std::uint32_t b = static_cast<std::uint32_t>(*p) << 16;
-    float f;
-    std::memcpy(&f, &b, sizeof f);
-    return f;
-}
-inline void st(float* p, float v) { *p = v; }
-inline void st(std::uint16_t* p, float v) {
-    std::uint32_t b;
-    std::memcpy(&b, &v, sizeof b);
-    const bool nan = (b & 0x7fffffffu) > 0x7f800000u;
-    const std::uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-    const std::uint32_t out = nan ? 0x7fc0u : rounded;   // select in 32 bits, then narrow: vectorises
-    *p = static_cast<std::uint16_t>(out);
-}
-
-// bf16 storage as its bits (the kernels' element type).
-template <typename Tensor>
-std::uint16_t* bits(const Tensor& t) {
-    return reinterpret_cast<std::uint16_t*>(t.template data_ptr<c10::BFloat16>());
-}
-
-// Rows per parallel chunk: about 16 K elements of work, enough to amortise a hand-off.
-std::int64_t grain_rows(std::int64_t width) { return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, width)); }
-
-bool cpu_kernel_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16; }
-
-// exp(x) in fp32 with plain arithmetic (Cephes' expf: 2^n · (1 + r + r²·P(r)), |r| ≤ ln2/2), so
-// the SwiGLU loops vectorise; within 2 ulp of std::exp over the clamped range.
-inline float exp_approx(float x) {
-    x = std::min(std::max(x, -87.3f), 88.7f);
-    // Nearest integer by the 1.5·2^23 trick (no floor call: the loops stay branch-free).
-    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float e = p * r * r + r + 1.0f;
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return e * scale;
-}
-
-inline float sigmoid(float g) { return 1.0f / (1.0f + exp_approx(-g)); }
+using namespace row_math;
 
 // ---------------------------------------------------------------------------------------
 // RMSNorm rows
@@ -140,8 +86,6 @@ __attribute__((always_inline)) inline void norm_backward_rows(const T* dy, const
             for (std::int64_t j = 0; j < H; ++j) dw[j] += ld(dyr + j) * ld(xr + j) * rs;
     }
 }
-
-#define WINGSPAN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 WINGSPAN_CLONES void norm_forward_f32(const float* x, const float* w, float* y, float* rstd, std::int64_t r0,
                                       std::int64_t r1, std::int64_t H, float eps) {
@@ -277,19 +221,6 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
 
 // ---------------------------------------------------------------------------------------
 // SwiGLU rows: gate and up rows of width I at their own row strides; out and grads contiguous.
-
-// Rows go through fp32 buffers of kChunk values, one simple loop each (widen, compute, narrow):
-// GCC vectorises each, where one loop doing all three for bf16 it leaves scalar.
-constexpr std::int64_t kChunk = 256;
-
-template <typename T>
-__attribute__((always_inline)) inline void widen(const T* src, float* dst, std::int64_t n) {
-    for (std::int64_t k = 0; k < n; ++k) dst[k] = ld(src + k);
-}
-template <typename T>
-__attribute__((always_inline)) inline void narrow(const float* src, T* dst, std::int64_t n) {
-    for (std::int64_t k = 0; k < n; ++k) st(dst + k, src[k]);
-}
 
 template <typename T>
 __attribute__((always_inline)) inline void swiglu_forward_row(const T* g, const T* u, T* m, std::int64_t I) {
@@ -444,16 +375,39 @@ __attribute__((always_inline)) inline void rotary_row(const T* x, const T* c, co
     }
 }
 
-// Element offsets of row (b, h, t) of a [B, H, T, D] tensor.
+// Element offsets of row (b, h, t) of a [B, H, T, D] tensor, and of its elements (sd: 1 but for
+// a transposed view).
 struct Rows4 {
-    std::int64_t H, T, sb, sh, st;
+    std::int64_t H, T, sb, sh, st, sd;
     std::int64_t offset(std::int64_t row) const {
         const std::int64_t t = row % T, bh = row / T;
         return (bh / H) * sb + (bh % H) * sh + t * st;
     }
 };
 
-Rows4 rows4(const at::Tensor& t) { return {t.size(1), t.size(2), t.stride(0), t.stride(1), t.stride(2)}; }
+Rows4 rows4(const at::Tensor& t) { return {t.size(1), t.size(2), t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
+
+// The same rows where x or y is a transposed view (the key's gradient arrives as the transpose of
+// the scores product's): element by element, the loads strided. Small (one key head per row).
+template <typename T>
+void rotary_rows_strided(const T* x, Rows4 xr, const T* c, const T* s, T* y, Rows4 yr, std::int64_t r0,
+                         std::int64_t r1, std::int64_t D, bool backward) {
+    const std::int64_t h = D / 2;
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t t = r % xr.T;
+        const T* xp = x + xr.offset(r);
+        const T* cp = c + t * D;
+        const T* sp = s + t * D;
+        T* yp = y + yr.offset(r);
+        for (std::int64_t j = 0; j < D; ++j) {
+            const float other = ld(xp + (j < h ? j + h : j - h) * xr.sd);
+            // forward: [−x2, x1]·sin; backward: [x2·sin2, −x1·sin1]
+            const float rot = backward ? (j < h ? other * ld(sp + j + h) : -other * ld(sp + j - h))
+                                       : (j < h ? -other * ld(sp + j) : other * ld(sp + j));
+            st(yp + j * yr.sd, ld(xp + j * xr.sd) * ld(cp + j) + rot);
+        }
+    }
+}
 
 template <typename T>
 __attribute__((always_inline)) inline void rotary_rows(const T* x, Rows4 xr, const T* c, const T* s, T* y, Rows4 yr,
@@ -476,7 +430,7 @@ WINGSPAN_CLONES void rotary_bf16(const std::uint16_t* x, Rows4 xr, const std::ui
 
 bool rotary_cpu(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
     return x.is_cpu() && x.dim() == 4 && cpu_kernel_dtype(x.scalar_type()) && cos.scalar_type() == x.scalar_type() &&
-           sin.scalar_type() == x.scalar_type() && x.stride(-1) == 1 && cos.dim() == 2 && sin.sizes() == cos.sizes() &&
+           sin.scalar_type() == x.scalar_type() && cos.dim() == 2 && sin.sizes() == cos.sizes() &&
            cos.size(0) == x.size(2) && cos.size(1) == x.size(3) && cos.is_contiguous() && sin.is_contiguous();
 }
 
@@ -488,8 +442,14 @@ at::Tensor rotary_cpu_apply(const at::Tensor& x, const at::Tensor& cos, const at
     at::Tensor y = at::empty_like(layout);
     const std::int64_t D = x.size(3), rows = x.size(0) * x.size(1) * x.size(2);
     const Rows4 xr = rows4(x), yr = rows4(y);
+    const bool strided = xr.sd != 1 || yr.sd != 1;
     at::parallel_for(0, rows, grain_rows(D), [&](std::int64_t r0, std::int64_t r1) {
-        if (x.scalar_type() == at::kFloat)
+        if (strided && x.scalar_type() == at::kFloat)
+            rotary_rows_strided(x.data_ptr<float>(), xr, cos.data_ptr<float>(), sin.data_ptr<float>(), y.data_ptr<float>(),
+                                yr, r0, r1, D, backward);
+        else if (strided)
+            rotary_rows_strided(bits(x), xr, bits(cos), bits(sin), bits(y), yr, r0, r1, D, backward);
+        else if (x.scalar_type() == at::kFloat)
             rotary_f32(x.data_ptr<float>(), xr, cos.data_ptr<float>(), sin.data_ptr<float>(), y.data_ptr<float>(), yr, r0,
                        r1, D, backward);
         else

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
+#include "kernels/kernels_row_math.hpp"
 
 namespace wingspan::train::kernels {
 
@@ -72,6 +74,62 @@ void soft_cap_gradient_rows(at::Tensor& rows, const at::Tensor& label_index, con
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// CPU rows: one call per row, every pass over it while it is in cache (the tensor-op blocks
+// above dispatch five ops per row of 49,152 logits, and libtorch's bf16 widening alone ran at
+// 0.5 G values/s).
+
+using namespace row_math;
+
+// p = exp(x − max) / Σ, fp32, from a row of width V in T; the row's max and Σ into *max, *sum.
+// Each pass is one simple loop, so each vectorises.
+template <typename T>
+__attribute__((always_inline)) inline void softmax_row_f32(const T* x, float* p, std::int64_t V, float* max,
+                                                           float* sum) {
+    const float m = row_max(x, V, -std::numeric_limits<float>::infinity());
+    for (std::int64_t j = 0; j < V; ++j) p[j] = exp_approx(ld(x + j) - m);
+    const float s = row_sum(p, V);
+    for (std::int64_t j = 0; j < V; ++j) p[j] /= s;
+    *max = m;
+    *sum = s;
+}
+
+WINGSPAN_CLONES void softmax_rows_f32(const float* x, float* p, float* max, float* sum, std::int64_t r0,
+                                      std::int64_t r1, std::int64_t V) {
+    for (std::int64_t r = r0; r < r1; ++r) softmax_row_f32(x + r * V, p + r * V, V, max + r, sum + r);
+}
+WINGSPAN_CLONES void softmax_rows_bf16(const std::uint16_t* x, float* p, float* max, float* sum, std::int64_t r0,
+                                       std::int64_t r1, std::int64_t V) {
+    for (std::int64_t r = r0; r < r1; ++r) softmax_row_f32(x + r * V, p + r * V, V, max + r, sum + r);
+}
+
+// out = (p − onehot(label)) · scale per row, in T (p itself where T is fp32: in place).
+template <typename T>
+__attribute__((always_inline)) inline void gradient_row(const float* p, std::int64_t label, float scale, T* out,
+                                                        std::int64_t V) {
+    const float at_label = (p[label] - 1.0f) * scale;
+    float buf[kChunk];
+    for (std::int64_t j0 = 0; j0 < V; j0 += kChunk) {
+        const std::int64_t c = std::min(kChunk, V - j0);
+        for (std::int64_t k = 0; k < c; ++k) buf[k] = p[j0 + k] * scale;
+        narrow(buf, out + j0, c);
+    }
+    st(out + label, at_label);
+}
+
+WINGSPAN_CLONES void gradient_rows_f32(float* p, const std::int64_t* labels, const float* scale, std::int64_t r0,
+                                       std::int64_t r1, std::int64_t V) {
+    for (std::int64_t r = r0; r < r1; ++r) gradient_row(p + r * V, labels[r], scale[r], p + r * V, V);
+}
+WINGSPAN_CLONES void gradient_rows_bf16(const float* p, const std::int64_t* labels, const float* scale,
+                                        std::uint16_t* out, std::int64_t r0, std::int64_t r1, std::int64_t V) {
+    for (std::int64_t r = r0; r < r1; ++r) gradient_row(p + r * V, labels[r], scale[r], out + r * V, V);
+}
+
+bool cpu_rows(const at::Tensor& logits) {
+    return logits.is_cpu() && logits.is_contiguous() && cpu_kernel_dtype(logits.scalar_type()) && logits.size(1) > 0;
+}
+
 }  // namespace
 
 RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_index, double cap) {
@@ -85,15 +143,26 @@ RowCrossEntropy cross_entropy_rows(at::Tensor logits, const at::Tensor& label_in
     if (cap > 0) out.picked.div_(cap).tanh_().mul_(cap);
     // Per row: the maximum, then the sum of exp(x - max); log-sum-exp = max + log(sum).
     at::Tensor max = at::empty({N, 1}, out.probs.options()), sum = at::empty({N, 1}, out.probs.options());
-    for_row_blocks(out.probs, [&](std::int64_t r0, std::int64_t r1) {
-        at::Tensor p = out.probs.narrow(0, r0, r1 - r0), m = max.narrow(0, r0, r1 - r0), s = sum.narrow(0, r0, r1 - r0);
-        if (low) p.copy_(logits.narrow(0, r0, r1 - r0));   // the exact widening of 16-bit values
-        if (cap > 0) p.div_(cap).tanh_().mul_(cap);
-        at::amax_out(m, p, {1}, /*keepdim=*/true);
-        p.sub_(m).exp_();
-        at::sum_out(s, p, {1}, /*keepdim=*/true);
-        p.div_(s);
-    });
+    if (cap == 0 && cpu_rows(logits) && out.probs.scalar_type() == at::kFloat) {
+        const std::int64_t V = logits.size(1);
+        float* p = out.probs.data_ptr<float>();
+        at::parallel_for(0, N, 1, [&](std::int64_t r0, std::int64_t r1) {
+            if (low)
+                softmax_rows_bf16(bits(logits), p, max.data_ptr<float>(), sum.data_ptr<float>(), r0, r1, V);
+            else
+                softmax_rows_f32(p, p, max.data_ptr<float>(), sum.data_ptr<float>(), r0, r1, V);
+        });
+    } else {
+        for_row_blocks(out.probs, [&](std::int64_t r0, std::int64_t r1) {
+            at::Tensor p = out.probs.narrow(0, r0, r1 - r0), m = max.narrow(0, r0, r1 - r0), s = sum.narrow(0, r0, r1 - r0);
+            if (low) p.copy_(logits.narrow(0, r0, r1 - r0));   // the exact widening of 16-bit values
+            if (cap > 0) p.div_(cap).tanh_().mul_(cap);
+            at::amax_out(m, p, {1}, /*keepdim=*/true);
+            p.sub_(m).exp_();
+            at::sum_out(s, p, {1}, /*keepdim=*/true);
+            p.div_(s);
+        });
+    }
     logits.reset();
     out.lse = sum.log_().add_(max).squeeze(1);
     return out;
@@ -106,6 +175,21 @@ at::Tensor logits_gradient(at::Tensor& probs, const at::Tensor& label_index, con
     const bool capped = softcap.cap > 0;
     TORCH_CHECK(!capped || (softcap.lse.numel() == probs.size(0) && softcap.picked.numel() == probs.size(0)),
                 "logits_gradient: a soft cap needs each row's log-sum-exp and label logit");
+    if (!capped && probs.is_cpu() && probs.scalar_type() == at::kFloat && (dtype == at::kFloat || dtype == at::kBFloat16)) {
+        const std::int64_t N = probs.size(0), V = probs.size(1);
+        const at::Tensor labels = label_index.contiguous(), sc = scale.contiguous();
+        const std::int64_t* lab = labels.data_ptr<std::int64_t>();
+        for (std::int64_t i = 0; i < N; ++i)
+            TORCH_CHECK(lab[i] >= 0 && lab[i] < V, "logits_gradient: label ", lab[i], " outside the vocabulary of ", V);
+        at::Tensor out = dtype == at::kFloat ? probs : at::empty(probs.sizes(), probs.options().dtype(dtype));
+        at::parallel_for(0, N, 1, [&](std::int64_t r0, std::int64_t r1) {
+            if (dtype == at::kFloat)
+                gradient_rows_f32(probs.data_ptr<float>(), lab, sc.data_ptr<float>(), r0, r1, V);
+            else
+                gradient_rows_bf16(probs.data_ptr<float>(), lab, sc.data_ptr<float>(), bits(out), r0, r1, V);
+        });
+        return out;
+    }
     if (!capped) probs.scatter_add_(1, label_index, at::full({probs.size(0), 1}, -1.0, probs.options()));   // p − onehot
     at::Tensor out = dtype == probs.scalar_type() ? probs : at::empty(probs.sizes(), probs.options().dtype(dtype));
     const bool in_place = out.is_same(probs);

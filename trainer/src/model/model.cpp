@@ -11,6 +11,7 @@
 #include "kernels/device_ops.hpp"
 #include "kernels/kernels_fused.hpp"
 #include "kernels/kernels_loss.hpp"
+#include "kernels/kernels_softmax.hpp"
 #include "model/model_variants.hpp"
 #include "support/profile_scopes.hpp"
 #include "wingspan/errors.hpp"
@@ -262,15 +263,7 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
     at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
     at::Tensor scores = ops::matmul(qg, k.transpose(-1, -2));         // [B, Hkv, g*Tq, Tk]
     if (cfg_.attn_softcap > 0) scores = soft_cap(scores, cfg_.attn_softcap);   // Gemma 2, before the mask
-    {
-        // Adding a constant has the identity as its gradient, so autograd need not see it: recorded,
-        // the in-place add on a view makes a CopySlices node whose backward clones the whole scores
-        // gradient and copies it back (1.5 % of a 135M-class step). Nothing saved the raw scores.
-        at::NoGradGuard constant_add;
-        scores.view({B, Hkv, g, T, Tk}).add_(mask);
-    }
-    at::Tensor probs = ops::softmax(scores, -1);
-    scores.reset();
+    at::Tensor probs = fused::masked_softmax(std::move(scores), mask);   // scores freed once probs exist
     at::Tensor out = ops::matmul(probs, v);                             // [B, Hkv, g*Tq, D]
     return out.view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
 }

@@ -28,8 +28,11 @@ inline constexpr const char* kSwiGluBackward = "wingspan::swiglu_backward";
 inline constexpr const char* kRotary = "wingspan::rotary";
 inline constexpr const char* kRotaryBackward = "wingspan::rotary_backward";
 
-// The model's attention (forward; its backward runs as libtorch's autograd nodes).
+// The model's attention (forward; its backward runs as libtorch's autograd nodes), and its masked
+// softmax each way (kernels_softmax.hpp).
 inline constexpr const char* kAttention = "wingspan::attention";
+inline constexpr const char* kSoftmax = "wingspan::softmax";
+inline constexpr const char* kSoftmaxBackward = "wingspan::softmax_backward";
 // The head's product, log-softmax and loss (model.cpp's fused head), each way.
 inline constexpr const char* kLoss = "wingspan::loss";
 inline constexpr const char* kLossBackward = "wingspan::loss_backward";

@@ -1,0 +1,27 @@
+#pragma once
+// Attention's masked softmax as one autograd node (issue 35).
+//
+// Why: eager attention added the additive mask to the scores in place, then ran libtorch's softmax
+// over them, and in backward libtorch's softmax gradient: three passes over b·heads·s² values per
+// layer, each its own trip through memory, 3.5 % of a 135M-class LoRA step. Here one CPU pass per
+// row adds the mask, takes the maximum, exponentiates, sums and normalises while the row is in
+// cache, and one pass makes the gradient.
+//
+// The bytes are libtorch's: the node keeps its output (the probabilities, in the scores' dtype)
+// as SoftmaxBackward0 does, forward allocates the probabilities beside the scores it is given,
+// backward allocates the scores' gradient beside the probabilities' (core's attention rows).
+// Other devices and dtypes run the in-place mask add and libtorch's softmax, as before.
+#include <ATen/ATen.h>
+
+#include "kernels/kernels_fused.hpp"   // Path
+
+namespace wingspan::train::fused {
+
+// softmax(scores + mask) over the last dimension. scores [..., g·T, Tk], contiguous (grouped query
+// heads: the rows cycle through the T positions, row r at position r mod T); mask [T, Tk], added
+// (0 or −inf, or any additive bias), in fp32 or the scores' dtype. A masked (−inf) position has
+// probability exactly 0. Takes scores by value: the caller moves them in, and they are freed as
+// soon as the probabilities exist.
+at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path = Path::Auto);
+
+}  // namespace wingspan::train::fused
