@@ -32,9 +32,14 @@ int main(int argc, char** argv) {
         execv("/proc/self/exe", argv);   // returns only on failure: carry on as we are
     }
     // glibc returns freed heap tops to the kernel and maps large blocks afresh, so every step
-    // pays page faults for the same activation sizes again (a fifth of a small model's step).
-    // Keep freed memory for reuse, as a caching allocator would; MALLOC_* variables still win.
-    if (!std::getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    // pays page faults for the same activation sizes again. Keep freed memory for reuse, as a
+    // caching allocator would: no block is mapped on its own (a mapped block is unmapped on free,
+    // and the mmap threshold tops out at 32 MiB, below a step's logits), and the heap's top is
+    // kept. Measured on a 135M-class LoRA step (seq 256 × batch 4, 2 threads, this EPYC): about
+    // 100,000 page faults a step before, none after the first, the step 5-7 % faster; the process
+    // holds its largest heap until it exits (peak RSS +5 %, in the libtorch-cpu profile's
+    // allocator_slack). MALLOC_* variables still win.
+    if (!std::getenv("MALLOC_MMAP_MAX_")) mallopt(M_MMAP_MAX, 0);
     if (!std::getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 1 << 30);
     // Before any tensor exists, so every allocation is counted.
     wingspan::train::mem::install();
