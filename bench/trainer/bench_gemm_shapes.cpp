@@ -29,6 +29,7 @@
 #include "kernels/device_ops.hpp"
 #include "kernels/kernels_gemm.hpp"
 #include "support/cpu_binding.hpp"
+#include "wingspan/trainer_invocation.hpp"
 
 using namespace wingspan::train;
 using Clock = std::chrono::steady_clock;
@@ -120,13 +121,18 @@ int usage(const char* argv0) {
     return 2;
 }
 
+const char* env_or_unset(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "(unset)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    // wingspan-train runs with OMP_WAIT_POLICY=passive (main.cpp: it re-executes itself so libgomp
-    // reads it), so every parallel region wakes sleeping threads; measure the same way.
-    if (!std::getenv("OMP_WAIT_POLICY")) {
-        setenv("OMP_WAIT_POLICY", "passive", 1);
+    // Measure under wingspan-train's OpenMP wait (trainer_invocation.hpp; main.cpp re-executes
+    // itself so libgomp reads it).
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv(wingspan::kOmpSpinVariable)) {
+        setenv(wingspan::kOmpSpinVariable, wingspan::kOmpSpinCount, 1);
         execv("/proc/self/exe", argv);
     }
     std::int64_t seq = 256, batch = 4, rank = 8;
@@ -167,9 +173,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", why.c_str());
         return 2;
     }
-    std::printf("%sOMP_WAIT_POLICY=%s, threads %d, seq %lld x batch %lld, %s%s; bf16 instructions: %s, bf16 path: %s "
+    std::printf("%sOMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s, threads %d, seq %lld x batch %lld, %s%s; bf16 instructions: %s, bf16 path: %s "
                 "(WINGSPAN_CPU_BF16=hardware|emulated picks one)\n",
-                at::get_parallel_info().c_str(), std::getenv("OMP_WAIT_POLICY"), threads, static_cast<long long>(seq),
+                at::get_parallel_info().c_str(), env_or_unset("OMP_WAIT_POLICY"), env_or_unset(wingspan::kOmpSpinVariable), threads, static_cast<long long>(seq),
                 static_cast<long long>(batch), full ? "full" : "lora rank ", full ? "" : std::to_string(rank).c_str(),
                 kernels::cpu_bf16_isa(), kernels::to_string(kernels::bf16_path()));
     std::printf("CPU binding: %s\n", cpu::binding_summary().c_str());

@@ -14,7 +14,7 @@ peak RSS of both processes and wingspan-train's peak allocated bytes.
 The peer runs at its fastest setting on this CPU (--peer-precisions fastest, the default with
 --reference transformers): fp32 and, where the CPU multiplies bf16 in hardware, bf16 autocast too; the
 ratio is against the faster one, the slower one reported beside it. Each implementation runs with its
-own defaults (wingspan-train sets OMP_WAIT_POLICY=passive itself; the peer keeps libgomp's default).
+own defaults (wingspan-train sets GOMP_SPINCOUNT=10000 itself; the peer keeps libgomp's default).
 --cpu avx2-proxy runs both as on an AVX2-only CPU (see CPU_KINDS).
 
     bench_trainer.py --bin build/bin/wingspan-train [--threads 2] [--steps 3] [--repeats 2]

@@ -13,6 +13,7 @@
 #include "run/merge.hpp"
 #include "support/stop_signals.hpp"
 #include "run/train.hpp"
+#include "wingspan/trainer_invocation.hpp"
 
 namespace {
 // Runs before any library's constructor (ELF .preinit_array, executables only), so every thread
@@ -23,11 +24,10 @@ __attribute__((section(".preinit_array"), used)) void (*const g_block_stop_signa
 }  // namespace
 
 int main(int argc, char** argv) {
-    // libgomp reads its wait policy before main(). Its default (spinning threads) collapses
-    // when the cores are shared with other processes or with OpenBLAS's own threads; a
-    // passive policy keeps steps fast on a busy laptop. Set it once and start again.
-    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("WINGSPAN_NO_REEXEC")) {
-        setenv("OMP_WAIT_POLICY", "passive", 1);
+    // libgomp reads its wait policy before main(): set wingspan's (trainer_invocation.hpp) once
+    // and start again.
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv(wingspan::kOmpSpinVariable) && !std::getenv("WINGSPAN_NO_REEXEC")) {
+        setenv(wingspan::kOmpSpinVariable, wingspan::kOmpSpinCount, 1);
         setenv("WINGSPAN_NO_REEXEC", "1", 1);
         execv("/proc/self/exe", argv);   // returns only on failure: carry on as we are
     }

@@ -16,6 +16,16 @@ namespace wingspan {
 
 inline constexpr std::int64_t kMinMemoryLimit = 1 << 20;   // 1 MiB: below it nothing can run
 
+// How wingspan-train's idle OpenMP threads wait, unless the environment says (OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT): libgomp reads it before main(), so the trainer re-executes itself once to set
+// it, and whatever starts the trainer sets it to save that. A short spin (about 10,000 pause
+// loops, then sleep): a step runs thousands of parallel regions, and waking a sleeping thread for
+// each (OMP_WAIT_POLICY=passive) cost 2-6 % of a 135M-class LoRA step; libgomp's default spin
+// (300,000) made two trainers sharing two cores 45 % slower each, this one none (measured:
+// bench/results/trainer-vs-transformers.md).
+inline constexpr const char* kOmpSpinVariable = "GOMP_SPINCOUNT";
+inline constexpr const char* kOmpSpinCount = "10000";
+
 struct TrainerInvocation {
     std::string model_dir;          // empty: the built-in default architecture
     std::string data_file;          // empty: the bundled sample data

@@ -1,4 +1,4 @@
-// Which CPUs run the trainer's compute threads. Under OMP_WAIT_POLICY=passive (main.cpp) a
+// Which CPUs run the trainer's compute threads. Once its short spin is over (main.cpp) a
 // sleeping OpenMP worker is woken by the main thread at every parallel region, and the kernel
 // often places it on the main thread's own CPU: both then share one core while the other idles
 // (oneDNN's fp32 products ran at 105 or 210 GFLOP/s per process on two cores, the same shape,

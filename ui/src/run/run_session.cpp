@@ -13,6 +13,7 @@
 #include "wingspan/errors.hpp"
 #include "wingspan/protocol_events.hpp"
 #include "wingspan/safe_file.hpp"
+#include "wingspan/trainer_invocation.hpp"
 #include "wingspan/ui/run_session.hpp"
 
 namespace fs = std::filesystem;
@@ -115,9 +116,10 @@ bool RunSession::start(const QString& trainer, const RunOptions& options, const 
     process_->setArguments(arguments_);
     process_->setWorkingDirectory(qs(folder_.string()));
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    // wingspan-train re-executes itself once to set this; setting it here keeps one process
-    // (and one clock) from the start.
-    if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
+    // wingspan-train re-executes itself once to set its OpenMP wait; setting it here keeps one
+    // process (and one clock) from the start.
+    if (!env.contains("OMP_WAIT_POLICY") && !env.contains(wingspan::kOmpSpinVariable))
+        env.insert(wingspan::kOmpSpinVariable, wingspan::kOmpSpinCount);
     process_->setProcessEnvironment(env);
     // Started with its stop signals blocked (the mask is inherited across exec), the trainer
     // takes a Stop pressed while it still loads libtorch as a clean stop, not a kill: its

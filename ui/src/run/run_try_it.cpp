@@ -2,6 +2,7 @@
 #include "wingspan/ui/run_try_it.hpp"
 
 #include "wingspan/json_input.hpp"
+#include "wingspan/trainer_invocation.hpp"
 
 #include <QCheckBox>
 #include <QDir>
@@ -188,7 +189,9 @@ bool TryItBox::generate(QString* error) {
     auto* p = new QProcess(this);
     process_ = p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    if (!env.contains("OMP_WAIT_POLICY")) env.insert("OMP_WAIT_POLICY", "passive");
+    // wingspan-train's OpenMP wait, set here to save its re-execution.
+    if (!env.contains("OMP_WAIT_POLICY") && !env.contains(wingspan::kOmpSpinVariable))
+        env.insert(wingspan::kOmpSpinVariable, wingspan::kOmpSpinCount);
     p->setProcessEnvironment(env);
     connect(p, &QProcess::readyReadStandardOutput, this, &TryItBox::onOutput);
     connect(p, &QProcess::readyReadStandardError, this, [this, p] {
