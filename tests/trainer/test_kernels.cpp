@@ -109,6 +109,32 @@ private Q_SLOTS:
         QVERIFY2(worst <= 1.0 / 256, qPrintable(QString("worst element relative error %1").arg(worst)));
     }
 
+    // out += a @ b: the output as the product's C, summed in fp32 and rounded once; shapes with
+    // several stripes, tiles and (emulated) K pieces.
+    void accumulatingProducts_data() {
+        add_shape_columns();
+        QTest::newRow("NT linear, K in pieces") << 300 << 800 << 600 << false << true;
+        QTest::newRow("NN rank 16") << 1024 << 16 << 576 << false << false;
+        QTest::newRow("one row") << 1 << 33 << 17 << false << true;
+    }
+    void accumulatingProducts() {
+        const auto [m, k, n, ta, tb] = fetch_shape();
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor a = operand(m, k, ta, dt), b = operand(k, n, tb, dt);
+            at::Tensor out = at::randn({m, n}).to(dt);
+            const at::Tensor ref = out.to(at::kDouble) + at::mm(a.to(at::kDouble), b.to(at::kDouble));
+            QVERIFY(kernels::handles(out, a, b));
+            kernels::mm_out(out, a, b, /*accumulate=*/true);
+            if (dt == at::kFloat) {
+                const double err = rel_error(out, ref);
+                QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1").arg(err)));
+            } else {   // within one bf16 step of the double sum, element by element
+                const double worst = ((out.to(at::kDouble) - ref).abs() / (ref.abs() + 1e-2)).max().item<double>();
+                QVERIFY2(worst <= 1.0 / 256, qPrintable(QString("worst element relative error %1").arg(worst)));
+            }
+        }
+    }
+
     void bf16TilesCoverEveryEdge() {
         // Past one tile in M, N and K with ragged ends.
         const std::int64_t m = kernels::kTileM + 3, k = kernels::kTileK + 5, n = kernels::kTileN + 7;

@@ -106,6 +106,55 @@ private Q_SLOTS:
         QVERIFY(!l.weight.grad().defined());
     }
 
+    // Without a bias (and dropout) an adapted frozen linear is one node (LoraLinearFn): the same
+    // gradients by finite differences, and in fp32 and bf16 the same values as the three products
+    // composed (the adapter's sum taken in fp32 inside the GEMM, so bf16 within a rounding).
+    void loraLinearAsOneNodeMatchesFiniteDifferencesAndTheComposition() {
+        Linear l;
+        l.in = 37;
+        l.out = 29;
+        l.compute = at::kDouble;
+        l.weight = at::randn({29, 37}, at::kDouble);
+        l.lora_a = at::randn({4, 37}, at::kDouble).requires_grad_(true);
+        l.lora_b = at::randn({29, 4}, at::kDouble).requires_grad_(true);
+        l.lora_scaling = 1.5;
+        at::Tensor x = at::randn({2, 3, 37}, at::kDouble).requires_grad_(true);
+        const at::Tensor w = at::randn({2, 3, 29}, at::kDouble);
+        auto loss = [&] { return (l.forward(x) * w).sum(); };
+        torch::autograd::backward({loss()});
+        auto f = [&] { return loss().item<double>(); };
+        QVERIFY(max_abs(x.grad() - numeric_grad(f, x.detach())) < 1e-6);
+        QVERIFY(max_abs(l.lora_a.grad() - numeric_grad(f, l.lora_a.detach())) < 1e-6);
+        QVERIFY(max_abs(l.lora_b.grad() - numeric_grad(f, l.lora_b.detach())) < 1e-6);
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+            Linear m = l;
+            m.compute = dt;
+            m.weight = l.weight.to(dt);
+            m.lora_a = l.lora_a.detach().to(dt).requires_grad_(true);
+            m.lora_b = l.lora_b.detach().to(dt).requires_grad_(true);
+            at::Tensor xd = x.detach().to(dt).requires_grad_(true);
+            const at::Tensor y = m.forward(xd);
+            torch::autograd::backward({(y.to(at::kDouble) * w).sum()});
+            // The composition in double from the same (rounded) inputs.
+            at::Tensor xr = xd.detach().to(at::kDouble).requires_grad_(true);
+            at::Tensor ar = m.lora_a.detach().to(at::kDouble).requires_grad_(true);
+            at::Tensor br = m.lora_b.detach().to(at::kDouble).requires_grad_(true);
+            const at::Tensor yr = at::matmul(xr, m.weight.to(at::kDouble).t()) +
+                                  at::matmul(at::matmul(xr, ar.t()) * l.lora_scaling, br.t());
+            torch::autograd::backward({(yr * w).sum()});
+            const double tol = dt == at::kFloat ? 1e-5 : 3e-2;
+            auto rel = [](const at::Tensor& a, const at::Tensor& b) {
+                return max_abs(a.to(at::kDouble) - b) / std::max(1e-30, b.abs().max().item<double>());
+            };
+            QVERIFY2(rel(y, yr) < tol, qPrintable(QString::number(rel(y, yr))));
+            QVERIFY2(rel(xd.grad(), xr.grad()) < tol, qPrintable(QString::number(rel(xd.grad(), xr.grad()))));
+            QVERIFY2(rel(m.lora_a.grad(), ar.grad()) < tol, qPrintable(QString::number(rel(m.lora_a.grad(), ar.grad()))));
+            QVERIFY2(rel(m.lora_b.grad(), br.grad()) < tol, qPrintable(QString::number(rel(m.lora_b.grad(), br.grad()))));
+            QCOMPARE(m.lora_a.grad().sizes(), m.lora_a.sizes());
+            QVERIFY(m.lora_b.grad().is_contiguous());
+        }
+    }
+
     void nf4LinearMatchesFiniteDifferences() {
         Linear l;
         l.in = 70;    // not a multiple of the block size: a partial last block

@@ -47,6 +47,7 @@ struct FrameworkBehaviour {
         bool norm_scales_in_fp32 = false;   // RMSNorm multiplies by weight.float(): fp32 x_normed and weight copy kept
         bool splits_fused_projections = false;   // Phi-3's qkv_proj and gate_up_proj loaded as separate linears (LitGPT)
         bool qkv_backward_moment = false;   // the first layer's q/k/v backward is a moment of its own (wingspan-train)
+        bool lora_linear_one_node = false;   // an adapted frozen linear (no dropout) is one autograd node (wingspan-train)
     } model;
     struct Loss {
         // Apple's Cut Cross-Entropy (cut-cross-entropy 24.12): the loss and its gradients straight from

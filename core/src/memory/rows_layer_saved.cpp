@@ -368,8 +368,11 @@ void outside_and_backward(const PlanContext& c, const StateTotals& t, LayerActiv
     // An adapted down projection whose output has its own norm: that norm's backward made the output's
     // gradient (without the norm it is the layer's output gradient, G); the adapter's backward runs
     // first, so it is held for the frozen product's (measured: Gemma 2, LoRA on down, checkpointed).
-    // (Not with a 4-bit down projection: measured, its product's backward does not wait for it.)
-    const std::int64_t down_out_grad = a.lora_down > 0 && a.output_norms > 0 && down_quantized == 0 ? a.bs * a.h * a.e : 0;
+    // (Not with a 4-bit down projection: measured, its product's backward does not wait for it; nor where the
+    // adapted linear is one node (profile model.lora_linear_one_node): it takes the gradient once and is done.)
+    const bool down_one_node = fw.traits.model.lora_linear_one_node && setup.lora_dropout <= 0 && !arch.mlp_bias;
+    const std::int64_t down_out_grad =
+        a.lora_down > 0 && a.output_norms > 0 && down_quantized == 0 && !down_one_node ? a.bs * a.h * a.e : 0;
     a.mlp_extra = down_out_grad + (a.gated ? a.inner_grad : 0) + std::max(a.inner_grad + a.unkept_product, a.dequant_down) - a.lora_down +
                   a.dora_compose - (a.output_norms > 0 ? a.output_norm_saved : 0);
     // Before it, the MLP output's own norm runs its backward chain beside everything the layer saved

@@ -99,6 +99,12 @@ std::vector<BehaviourKey> model_keys() {
             "after the attention's: every weight gradient but the embedding's and the first input norm's exists, beside "
             "the input norm's saved tensors, q's input gradient and the norm output's gradient summed from v and k and "
             "from q (wingspan-train: separate q, k, v linears, autograd running them v, k, q)"),
+        flag<&B::model, &B::Model::lora_linear_one_node>(
+            "model", "lora_linear_one_node",
+            "a frozen dense linear with an adapter and no dropout runs as one autograd node, the adapter's product "
+            "added into the frozen product's output by the GEMM and, in backward, its input gradient into the frozen "
+            "product's: the output's gradient is not held while a separate adapter node runs first (wingspan-train "
+            "LoraLinearFn)"),
         flag<&B::model, &B::Model::frozen_linear_keeps_no_input>(
             "model", "frozen_linear_keeps_no_input",
             "a frozen linear saves no input for backward (torch's mm keeps its input only for its weight's gradient), "

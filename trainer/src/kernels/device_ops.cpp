@@ -124,13 +124,16 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
     return at::matmul(a, b);
 }
 
-void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, bool accumulate) {
     if (!emulated(out)) {
-        if (kernels::handles(out, a, b)) kernels::mm_out(out, a, b);
+        if (kernels::handles(out, a, b)) kernels::mm_out(out, a, b, accumulate);
+        else if (accumulate) out.addmm_(a, b);
         else at::mm_out(out, a, b);
         return;
     }
-    out.copy_(at::mm(a.to(at::kFloat), b.to(at::kFloat)));
+    const at::Tensor p = at::mm(a.to(at::kFloat), b.to(at::kFloat));
+    if (accumulate) out.copy_(out.to(at::kFloat).add_(p));
+    else out.copy_(p);
 }
 
 at::Tensor softmax(const at::Tensor& x, std::int64_t dim) {

@@ -17,7 +17,9 @@ namespace wingspan::train::ops {
 bool cpu_half_kernels();
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
-void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+// out = a @ b into an existing 2-D out; accumulate: out += a @ b (in fp32 on the CPU kernels, rounded
+// once), allocating nothing on the CPU kernels' and libtorch's addmm_ paths.
+void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, bool accumulate = false);
 at::Tensor softmax(const at::Tensor& x, std::int64_t dim);
 at::Tensor silu(const at::Tensor& x);
 at::Tensor dropout(const at::Tensor& x, double p, bool train);

@@ -125,7 +125,7 @@ std::int64_t even_piece(std::int64_t n, std::int64_t most, std::int64_t align) {
 // parallel region). A widened B tile is kept while the M tiles under it run (K in one piece).
 void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
                 std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1, std::int64_t n0,
-                std::int64_t n1) {
+                std::int64_t n1, bool accumulate) {
     if (m1 <= m0 || n1 <= n0) return;
     thread_local std::vector<std::uint32_t> scratch;
     if (scratch.size() < kScratchFloats) scratch.resize(kScratchFloats);
@@ -142,11 +142,14 @@ void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16*
         std::int64_t ldb = 0;
         for (std::int64_t m = m0; m < m1; m += mt) {
             const std::int64_t mb = std::min(mt, m1 - m);
+            if (accumulate)   // the output's tile as C, added to in fp32 and rounded once
+                for (std::int64_t r = 0; r < mb; ++r) widen_row(pc + (m + r) * ldc + n, tc + r * nb, nb);
             for (std::int64_t k = 0; k < K; k += kt) {
                 const std::int64_t kb = std::min(kt, K - k);
                 const std::int64_t lda = widen_tile(pa, oa, m, k, mb, kb, ta);
                 if (kb < K || m == m0) ldb = widen_tile(pb, ob, k, n, kb, nb, tb);
-                check(sgemm()(oa.trans, ob.trans, mb, nb, kb, 1.0f, fa, lda, fb, ldb, k == 0 ? 0.0f : 1.0f, fc, nb));
+                const float beta = k == 0 && !accumulate ? 0.0f : 1.0f;
+                check(sgemm()(oa.trans, ob.trans, mb, nb, kb, 1.0f, fa, lda, fb, ldb, beta, fc, nb));
             }
             for (std::int64_t r = 0; r < mb; ++r) narrow_row(tc + r * nb, pc + (m + r) * ldc + n, nb);
         }
@@ -157,7 +160,7 @@ void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16*
 // stored, K whole, into this thread's fp32 tile, which is rounded into the output.
 void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
                          std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1,
-                         std::int64_t n0, std::int64_t n1) {
+                         std::int64_t n0, std::int64_t n1, bool accumulate) {
     if (m1 <= m0 || n1 <= n0) return;
     thread_local std::vector<float> tile;
     if (tile.size() < static_cast<std::size_t>(kHwTileM * kHwTileN)) tile.resize(kHwTileM * kHwTileN);
@@ -171,7 +174,11 @@ void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::
         for (std::int64_t m = m0; m < m1; m += mt) {
             const std::int64_t mb = std::min(mt, m1 - m);
             const std::uint16_t* am = oa.trans == 'N' ? a + m * oa.ld : a + m;
-            check(bf16_gemm()(oa.trans, ob.trans, mb, nb, K, 1.0f, am, oa.ld, bn, ob.ld, 0.0f, tile.data(), nb));
+            auto* tile_bits = reinterpret_cast<std::uint32_t*>(tile.data());
+            if (accumulate)   // the output's tile as C, added to in fp32 and rounded once
+                for (std::int64_t r = 0; r < mb; ++r) widen_row(pc + (m + r) * ldc + n, tile_bits + r * nb, nb);
+            check(bf16_gemm()(oa.trans, ob.trans, mb, nb, K, 1.0f, am, oa.ld, bn, ob.ld, accumulate ? 1.0f : 0.0f,
+                              tile.data(), nb));
             for (std::int64_t r = 0; r < mb; ++r)
                 narrow_row(reinterpret_cast<const std::uint32_t*>(tile.data()) + r * nb, pc + (m + r) * ldc + n, nb);
         }
@@ -181,9 +188,9 @@ void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::
 // One thread's share of a bf16 product on the path in use.
 void bf16_share(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
                 std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1, std::int64_t n0,
-                std::int64_t n1) {
-    if (bf16_path() == Bf16Path::Hardware) bf16_block_hardware(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1);
-    else bf16_block(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1);
+                std::int64_t n1, bool accumulate) {
+    if (bf16_path() == Bf16Path::Hardware) bf16_block_hardware(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1, accumulate);
+    else bf16_block(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1, accumulate);
 }
 
 // How many pool threads share a product: one inside a parallel region (a product of a batch, or
@@ -216,21 +223,21 @@ void for_each_stripe(std::int64_t M, std::int64_t N, std::int64_t threads, const
 // out = a @ b for bf16 operands on the calling thread and, outside a parallel region, on the pool
 // (one stripe per thread); a product too small to pay for that runs on this thread alone.
 void bf16_product(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
-                  std::uint16_t* pc, std::int64_t M, std::int64_t K, std::int64_t N) {
+                  std::uint16_t* pc, std::int64_t M, std::int64_t K, std::int64_t N, bool accumulate = false) {
     const std::int64_t threads = product_threads(M, K, N);
     if (threads <= 1) {
-        bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, 0, N);
+        bf16_share(pa, oa, pb, ob, pc, N, K, 0, M, 0, N, accumulate);
         return;
     }
     for_each_stripe(M, N, threads, [&](std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
-        bf16_share(pa, oa, pb, ob, pc, N, K, m0, m1, n0, n1);
+        bf16_share(pa, oa, pb, ob, pc, N, K, m0, m1, n0, n1, accumulate);
     });
 }
 
 // out = a @ b for fp32 operands through oneDNN's sgemm, one call (it threads itself).
 void onednn_fp32(const float* pa, const Operand& oa, const float* pb, const Operand& ob, float* pc, std::int64_t M,
-                 std::int64_t K, std::int64_t N) {
-    check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, pa, oa.ld, pb, ob.ld, 0.0f, pc, N));
+                 std::int64_t K, std::int64_t N, bool accumulate = false) {
+    check(sgemm()(oa.trans, ob.trans, M, N, K, 1.0f, pa, oa.ld, pb, ob.ld, accumulate ? 1.0f : 0.0f, pc, N));
 }
 
 // cpuid leaf 7: AMX-BF16 is EDX bit 22 of sub-leaf 0, AVX512-BF16 EAX bit 5 of sub-leaf 1.
@@ -405,12 +412,12 @@ bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     return describe(a).ok && describe(b).ok;
 }
 
-void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, bool accumulate) {
     WINGSPAN_PROFILE_SCOPE(profile::kGemm);
     const std::int64_t M = a.size(0), K = a.size(1), N = b.size(1);
     if (M == 0 || N == 0) return;
     if (K == 0) {
-        out.zero_();
+        if (!accumulate) out.zero_();
         return;
     }
     const Operand oa = describe(a), ob = describe(b);
@@ -420,14 +427,15 @@ void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
             // libtorch's mm into the given output: its BLAS call takes these strides as they are
             // (one unit stride each, handles()), so it allocates nothing.
             at::AutoDispatchBelowADInplaceOrView no_autograd;
-            at::mm_out(out, a, b);
+            if (accumulate) out.addmm_(a, b);
+            else at::mm_out(out, a, b);
         } else {
-            onednn_fp32(a.data_ptr<float>(), oa, b.data_ptr<float>(), ob, out.data_ptr<float>(), M, K, N);
+            onednn_fp32(a.data_ptr<float>(), oa, b.data_ptr<float>(), ob, out.data_ptr<float>(), M, K, N, accumulate);
         }
         return;
     }
     bf16_product(a.data_ptr<c10::BFloat16>(), oa, b.data_ptr<c10::BFloat16>(), ob,
-                 reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()), M, K, N);
+                 reinterpret_cast<std::uint16_t*>(out.data_ptr<c10::BFloat16>()), M, K, N, accumulate);
 }
 
 namespace {

@@ -77,8 +77,9 @@ std::string fp32_gemm_error();
 // Whether mm_out can compute out = a @ b: 2-D CPU tensors of one dtype (fp32 or bf16), each with
 // a unit stride in one dimension, out contiguous.
 bool handles(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
-// out = a @ b (a: [M, K], b: [K, N], out: [M, N]); requires handles(out, a, b).
-void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+// out = a @ b (a: [M, K], b: [K, N], out: [M, N]); requires handles(out, a, b). accumulate:
+// out += a @ b, the sum taken in fp32 and rounded once (a bf16 out is widened as the product's C).
+void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, bool accumulate = false);
 
 // Whether bmm_out can compute out[i] = a[i] @ b[i]: tensors of 3 or more dimensions with equal
 // leading (batch) sizes whose [M, K] slices handles() takes (out contiguous). The leading

@@ -216,6 +216,45 @@ struct TrainableLinearFn : public torch::autograd::Function<TrainableLinearFn> {
     }
 };
 
+// y = x Wᵀ + s · (x Aᵀ) Bᵀ for a frozen dense weight and an adapter without dropout, as one node.
+// Saved tensors are the three products' (x, the scaled r-wide u = s · x Aᵀ, and the weights, which
+// exist anyway). What it does not make: the adapter's output-sized product beside y in forward (u Bᵀ
+// is added into y by the GEMM itself), and in backward the adapter's input gradient beside the frozen
+// product's and their out-of-place sum (du A is added into g W by the GEMM): per adapted linear one
+// output-sized tensor less in forward and two input-sized ones less in backward, and no add pass.
+//   x [..., in], W [out, in], A [r, in], B [out, r];  u [..., r];  y, g [..., out]
+struct LoraLinearFn : public torch::autograd::Function<LoraLinearFn> {
+    static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight, const Variable& a,
+                            const Variable& b, double scaling) {
+        at::Tensor y = ops::matmul(x, weight.t());
+        at::Tensor u = ops::matmul(x, a.t());
+        u.mul_(scaling);
+        at::Tensor y2 = y.view({-1, y.size(-1)});
+        ops::mm_out(y2, u.view({-1, u.size(-1)}), b.t(), /*accumulate=*/true);
+        ctx->save_for_backward({x, weight, a, b, u});
+        ctx->saved_data["scaling"] = scaling;
+        return y;
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        auto s = ctx->get_saved_variables();
+        const at::Tensor &x = s[0], &w = s[1], &a = s[2], &b = s[3], &u = s[4];
+        const at::Tensor g = grads[0].contiguous();
+        const at::Tensor g2 = g.view({-1, g.size(-1)}), x2 = x.reshape({-1, x.size(-1)}), u2 = u.view({-1, u.size(-1)});
+        // As the separate products' backward ran: B's (its input's and its own gradient), then A's.
+        at::Tensor du = ops::matmul(g2, b);                   // [N, r]
+        const at::Tensor db = ops::matmul(g2.t(), u2);        // [out, r]
+        du.mul_(ctx->saved_data["scaling"].toDouble());
+        const at::Tensor da = ops::matmul(du.t(), x2);        // [r, in]
+        at::Tensor dx;
+        if (ctx->needs_input_grad(0)) {
+            dx = ops::matmul(g, w);                           // [..., in]
+            at::Tensor dx2 = dx.view({-1, dx.size(-1)});
+            ops::mm_out(dx2, du, a, /*accumulate=*/true);
+        }
+        return {dx, Variable(), da, db, Variable()};
+    }
+};
+
 }  // namespace
 
 // a @ b into a new tensor of the gradients component; a 16-bit matmul's own packing buffers
@@ -255,6 +294,10 @@ at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType co
 // Layers
 
 at::Tensor Linear::forward(const at::Tensor& x) const {
+    // A frozen dense weight with an adapter and no dropout: one node (LoraLinearFn).
+    if (has_lora() && adapter_on && lora_dropout == 0 && !qweight.defined() && !bias.defined() && !weight.requires_grad() &&
+        at::GradMode::is_enabled() && x.is_contiguous())
+        return LoraLinearFn::apply(x, weight, lora_a, lora_b, lora_scaling);
     at::Tensor y;
     if (qweight.defined())
         y = nf4_linear(x, qweight, compute);
