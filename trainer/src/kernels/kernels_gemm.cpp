@@ -201,8 +201,8 @@ std::int64_t product_threads(std::int64_t M, std::int64_t K, std::int64_t N) {
 }
 
 // Calls block(m0, m1, n0, n1) for the output [M, N] cut into one stripe per thread along its
-// longer side (16-aligned), in one parallel region (each wake-up of sleeping pool threads costs
-// tens of microseconds under OMP_WAIT_POLICY=passive). The cut depends only on the sizes and the
+// longer side (16-aligned), in one parallel region (each wake-up of a pool thread that has gone to
+// sleep costs tens of microseconds). The cut depends only on the sizes and the
 // thread count, so a run's numbers do not depend on timing.
 template <typename Block>
 void for_each_stripe(std::int64_t M, std::int64_t N, std::int64_t threads, const Block& block) {

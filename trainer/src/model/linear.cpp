@@ -223,14 +223,24 @@ struct TrainableLinearFn : public torch::autograd::Function<TrainableLinearFn> {
 // product's and their out-of-place sum (du A is added into g W by the GEMM): per adapted linear one
 // output-sized tensor less in forward and two input-sized ones less in backward, and no add pass.
 //   x [..., in], W [out, in], A [r, in], B [out, r];  u [..., r];  y, g [..., out]
+// The node's forward: y and the scaled r-wide u. Also what the linear computes without autograd (a
+// checkpointed layer's first forward, evaluation), so a recomputed layer gives the same bits.
+struct LoraProduct {
+    at::Tensor y, u;
+};
+LoraProduct lora_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& a, const at::Tensor& b,
+                         double scaling) {
+    LoraProduct p{ops::matmul(x, weight.t()), ops::matmul(x, a.t())};
+    p.u.mul_(scaling);
+    at::Tensor y2 = p.y.view({-1, p.y.size(-1)});
+    ops::mm_out(y2, p.u.view({-1, p.u.size(-1)}), b.t(), /*accumulate=*/true);
+    return p;
+}
+
 struct LoraLinearFn : public torch::autograd::Function<LoraLinearFn> {
     static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight, const Variable& a,
                             const Variable& b, double scaling) {
-        at::Tensor y = ops::matmul(x, weight.t());
-        at::Tensor u = ops::matmul(x, a.t());
-        u.mul_(scaling);
-        at::Tensor y2 = y.view({-1, y.size(-1)});
-        ops::mm_out(y2, u.view({-1, u.size(-1)}), b.t(), /*accumulate=*/true);
+        auto [y, u] = lora_product(x, weight, a, b, scaling);
         ctx->save_for_backward({x, weight, a, b, u});
         ctx->saved_data["scaling"] = scaling;
         return y;
@@ -294,10 +304,12 @@ at::Tensor nf4_linear(const at::Tensor& x, const Nf4Weight& w, at::ScalarType co
 // Layers
 
 at::Tensor Linear::forward(const at::Tensor& x) const {
-    // A frozen dense weight with an adapter and no dropout: one node (LoraLinearFn).
+    // A frozen dense weight with an adapter and no dropout: one node (LoraLinearFn), or its product
+    // without autograd.
     if (has_lora() && adapter_on && lora_dropout == 0 && !qweight.defined() && !bias.defined() && !weight.requires_grad() &&
-        at::GradMode::is_enabled() && x.is_contiguous())
-        return LoraLinearFn::apply(x, weight, lora_a, lora_b, lora_scaling);
+        x.is_contiguous())
+        return at::GradMode::is_enabled() ? LoraLinearFn::apply(x, weight, lora_a, lora_b, lora_scaling)
+                                          : lora_product(x, weight, lora_a, lora_b, lora_scaling).y;
     at::Tensor y;
     if (qweight.defined())
         y = nf4_linear(x, qweight, compute);
