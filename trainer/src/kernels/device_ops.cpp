@@ -33,8 +33,8 @@ bool cpu_half_kernels() {
 
 namespace {
 
-// a [..., M, K] @ b [K, N] (a contiguous when it has more than two dimensions) or a [*, M, K] @
-// b [*, K, N] with equal batch dimensions, through kernels::mm_out; undefined when the kernels
+// a [..., M, K] @ b [K, N] (a of more than two dimensions that is not contiguous: one product per
+// leading index) or a [*, M, K] @ b [*, K, N] with equal batch dimensions, through kernels::mm_out; undefined when the kernels
 // do not take these operands. Allocates only the output, as at::matmul's mm does.
 at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
     if (a.dim() < 2 || b.dim() < 2 || !kernels::fast_gemm_available()) return {};
@@ -42,8 +42,19 @@ at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
     if (b.size(-2) != K) return {};
     auto out_shape = a.sizes().vec();
     out_shape.back() = N;
+    if (b.dim() == 2 && a.dim() > 2 && !a.is_contiguous()) {
+        // A strided gradient (v_proj's, [B, T, n] stored as [B, n, T]): one product per leading
+        // index, each slice where it lies and b shared (stride 0), instead of at::matmul's bmm.
+        at::Tensor out = at::empty(out_shape, a.options());
+        auto b_shape = a.sizes().vec();
+        b_shape[b_shape.size() - 2] = K;
+        b_shape.back() = N;
+        const at::Tensor bb = b.expand(b_shape);
+        if (!kernels::handles_batched(out, a, bb)) return {};
+        kernels::bmm_out(out, a, bb);
+        return out;
+    }
     if (b.dim() == 2) {
-        if (a.dim() > 2 && !a.is_contiguous()) return {};
         const at::Tensor a2 = a.dim() == 2 ? a : a.view({-1, K});
         at::Tensor out = at::empty(out_shape, a.options());
         at::Tensor out2 = out.view({a2.size(0), N});
@@ -98,6 +109,60 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
     }
 };
 
+// The banded product into a new contiguous output, or undefined where the kernels do not take
+// the operands.
+at::Tensor banded_product(const at::Tensor& a, const at::Tensor& b, const kernels::Band& band, kernels::BandedMatrix which) {
+    if (a.dim() < 3 || a.dim() != b.dim()) return {};
+    auto out_shape = a.sizes().vec();
+    out_shape.back() = b.size(-1);
+    at::Tensor out = at::empty(out_shape, a.options());
+    if (!kernels::handles_batched(out, a, b)) return {};
+    kernels::banded_bmm_out(out, a, b, band, which);
+    return out;
+}
+
+// What FastMatmulFn is for a batched product, over the band: the same saved tensors, the same
+// outputs in the same order, each product banded. Scores s = q kᵀ (Out): dq = ds k (Left),
+// dkᵀ = qᵀ ds (Right). Output o = p v (Left): dp = do vᵀ (Out), dv = pᵀ do (LeftT).
+struct BandedMatmulFn : public torch::autograd::Function<BandedMatmulFn> {
+    static torch::autograd::Variable forward(torch::autograd::AutogradContext* ctx, const torch::autograd::Variable& a,
+                                             const torch::autograd::Variable& b, const kernels::Band& band,
+                                             kernels::BandedMatrix which) {
+        ctx->save_for_backward({b.requires_grad() ? a : at::Tensor(), a.requires_grad() ? b : at::Tensor()});
+        ctx->saved_data["T"] = band.T;
+        ctx->saved_data["keys"] = band.keys;
+        ctx->saved_data["chunk"] = band.chunk;
+        ctx->saved_data["limit"] = band.limit;
+        ctx->saved_data["out"] = which == kernels::BandedMatrix::Out;
+        at::Tensor out = banded_product(a, b, band, which);
+        return out.defined() ? out : at::matmul(a, b);
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads) {
+        using kernels::BandedMatrix;
+        auto s = ctx->get_saved_variables();
+        const at::Tensor &a = s[0], &b = s[1];
+        const at::Tensor g = grads[0].contiguous();
+        kernels::Band band;
+        band.T = ctx->saved_data["T"].toInt();
+        band.keys = ctx->saved_data["keys"].toInt();
+        band.chunk = ctx->saved_data["chunk"].toInt();
+        band.limit = ctx->saved_data["limit"].toIntVector();
+        const bool scores = ctx->saved_data["out"].toBool();
+        // Either product falls back to the whole one where the kernels decline (the banded inputs
+        // are zero off the band, and a whole output is whole).
+        const auto product = [&](const at::Tensor& x, const at::Tensor& y, BandedMatrix which) {
+            at::Tensor r = banded_product(x, y, band, which);
+            return r.defined() ? r : at::matmul(x, y);
+        };
+        at::Tensor da, db;
+        if (ctx->needs_input_grad(0)) da = product(g, b.transpose(-1, -2), scores ? BandedMatrix::Left : BandedMatrix::Out);
+        if (ctx->needs_input_grad(1))
+            db = product(a.transpose(-1, -2), g, scores ? BandedMatrix::Right : BandedMatrix::LeftT);
+        return {da, db, torch::autograd::Variable(), torch::autograd::Variable()};
+    }
+};
+
 bool fast_candidate(const at::Tensor& a, const at::Tensor& b) {
     if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != b.scalar_type()) return false;
     const auto dt = a.scalar_type();
@@ -122,6 +187,15 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
         }
     }
     return at::matmul(a, b);
+}
+
+at::Tensor banded_matmul(const at::Tensor& a, const at::Tensor& b, const std::optional<kernels::Band>& band,
+                         kernels::BandedMatrix which) {
+    if (!band || !fast_candidate(a, b) || !kernels::fast_gemm_available()) return ops::matmul(a, b);
+    const bool grad = at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+    if (grad) return BandedMatmulFn::apply(a, b, *band, which);
+    at::Tensor out = banded_product(a, b, *band, which);
+    return out.defined() ? out : ops::matmul(a, b);
 }
 
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, bool accumulate) {

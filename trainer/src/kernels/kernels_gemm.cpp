@@ -504,4 +504,39 @@ void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     });
 }
 
+GemmOperand gemm_operand(const at::Tensor& t, std::int64_t i) {
+    const Operand o = describe(t);
+    GemmOperand g;
+    g.item = static_cast<std::int64_t>(t.element_size());
+    g.data = static_cast<const char*>(t.data_ptr()) + batch_offset(t, i) * g.item;
+    g.trans = o.trans;
+    g.ld = o.ld;
+    return g;
+}
+
+void gemm_on_this_thread(at::ScalarType dtype, const GemmOperand& a, const GemmOperand& b, char* c, std::int64_t ldc,
+                         std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+    if (M == 0 || N == 0) return;
+    log_product(dtype == at::kFloat ? "fp32" : "bf16", M, K, N, a.trans, b.trans);
+    if (dtype == at::kFloat) {
+        if (K == 0) {
+            if (!accumulate)
+                for (std::int64_t r = 0; r < M; ++r) std::memset(c + r * ldc * 4, 0, static_cast<std::size_t>(N) * 4);
+            return;
+        }
+        check(sgemm()(a.trans, b.trans, M, N, K, 1.0f, reinterpret_cast<const float*>(a.data), a.ld,
+                      reinterpret_cast<const float*>(b.data), b.ld, accumulate ? 1.0f : 0.0f, reinterpret_cast<float*>(c),
+                      ldc));
+        return;
+    }
+    if (K == 0) {
+        if (!accumulate)
+            for (std::int64_t r = 0; r < M; ++r) std::memset(c + r * ldc * 2, 0, static_cast<std::size_t>(N) * 2);
+        return;
+    }
+    const Operand oa{a.trans, a.ld, true}, ob{b.trans, b.ld, true};
+    bf16_share(reinterpret_cast<const c10::BFloat16*>(a.data), oa, reinterpret_cast<const c10::BFloat16*>(b.data), ob,
+               reinterpret_cast<std::uint16_t*>(c), ldc, K, 0, M, 0, N, accumulate);
+}
+
 }  // namespace wingspan::train::kernels

@@ -90,4 +90,30 @@ bool handles_batched(const at::Tensor& out, const at::Tensor& a, const at::Tenso
 // (attention's per-head products are too small to split).
 void bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
+// One operand of a product as a gemm takes it: where op(X)[0, 0] lies, whether the storage holds
+// op(X) ('N') or its transpose ('T'), and the storage's row stride. For products over parts of
+// tensors (kernels_band.cpp: attention's causal blocks).
+struct GemmOperand {
+    const char* data = nullptr;   // op(X)[0, 0]
+    char trans = 'N';
+    std::int64_t ld = 0;
+    std::int64_t item = 4;   // bytes per element
+
+    // op(X)[r, c] as an operand of the same kind.
+    GemmOperand at(std::int64_t r, std::int64_t c) const {
+        GemmOperand o = *this;
+        o.data += (trans == 'N' ? r * ld + c : c * ld + r) * item;
+        return o;
+    }
+};
+
+// Slice i (row-major over the leading dimensions) of a tensor bmm_out takes (handles_batched).
+GemmOperand gemm_operand(const at::Tensor& t, std::int64_t i);
+
+// C[M, N] = op(A) op(B) (+ C when accumulate) on the calling thread: c is C[0, 0] in storage of
+// row stride ldc, of the operands' dtype (fp32, or bf16 on the path in use, summed in fp32 and
+// rounded once into C).
+void gemm_on_this_thread(at::ScalarType dtype, const GemmOperand& a, const GemmOperand& b, char* c, std::int64_t ldc,
+                         std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate);
+
 }  // namespace wingspan::train::kernels

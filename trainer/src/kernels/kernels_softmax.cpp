@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/device_ops.hpp"
+#include "kernels/kernels_band.hpp"
 #include "kernels/kernels_row_math.hpp"
 #include "support/profile_scopes.hpp"
 
@@ -96,38 +97,30 @@ __attribute__((always_inline)) inline void softmax_backward_row(const T* dp, con
     }
 }
 
-// Where a mask row is finite: [lo, hi). Outside it every probability is exactly 0, so a causal
-// row computes only its past (half the exponentials of a causal step). A row masked everywhere
-// keeps its whole width, so it comes out NaN as libtorch's.
-struct Span {
-    std::int64_t lo, hi;
-};
+using kernels::Span;
 
-template <typename M>
-std::vector<Span> finite_spans(const M* m, std::int64_t T, std::int64_t n) {
-    std::vector<Span> spans(static_cast<size_t>(T));
-    for (std::int64_t t = 0; t < T; ++t) {
-        const M* row = m + t * n;
-        std::int64_t lo = 0, hi = n;
-        while (lo < n && ld(row + lo) == kNegInf) ++lo;
-        while (hi > lo && ld(row + hi - 1) == kNegInf) --hi;
-        spans[t] = lo < hi ? Span{lo, hi} : Span{0, n};
-    }
-    return spans;
-}
-
-// Rows r0..r1 of [rows, n]; row r uses mask row r mod T.
-template <typename T, typename M>
-__attribute__((always_inline)) inline void forward_rows(const T* x, const M* m, T* p, const Span* spans, std::int64_t r0,
-                                                        std::int64_t r1, std::int64_t T_, std::int64_t n) {
+// Rows r0..r1 of out [rows, n], row r at position r mod T: row(r, t, lo, width) fills its span
+// [lo, lo + width), every entry outside it is an exact zero. The row lambdas are always_inline:
+// a lambda left out of line is compiled for the baseline ISA, not for the caller's clone.
+template <typename T, typename Row>
+__attribute__((always_inline)) inline void span_rows(T* out, const Span* spans, std::int64_t r0, std::int64_t r1,
+                                                     std::int64_t T_, std::int64_t n, const Row& row) {
     for (std::int64_t r = r0; r < r1; ++r) {
         const std::int64_t t = r % T_;
         const Span sp = spans[t];
-        T* out = p + r * n;
-        std::fill(out, out + sp.lo, T(0));
-        masked_softmax_row(x + r * n + sp.lo, m + t * n + sp.lo, out + sp.lo, sp.hi - sp.lo);
-        std::fill(out + sp.hi, out + n, T(0));
+        T* o = out + r * n;
+        std::fill(o, o + sp.lo, T(0));
+        row(r, t, sp.lo, sp.hi - sp.lo);
+        std::fill(o + sp.hi, o + n, T(0));
     }
+}
+
+template <typename T, typename M>
+__attribute__((always_inline)) inline void forward_rows(const T* x, const M* m, T* p, const Span* spans, std::int64_t r0,
+                                                        std::int64_t r1, std::int64_t T_, std::int64_t n) {
+    span_rows(p, spans, r0, r1, T_, n, [&](std::int64_t r, std::int64_t t, std::int64_t lo, std::int64_t w) __attribute__((always_inline)) {
+        masked_softmax_row(x + r * n + lo, m + t * n + lo, p + r * n + lo, w);
+    });
 }
 
 WINGSPAN_CLONES void forward_f32_f32(const float* x, const float* m, float* p, const Span* spans, std::int64_t r0,
@@ -143,21 +136,51 @@ WINGSPAN_CLONES void forward_bf16_bf16(const std::uint16_t* x, const std::uint16
                                        std::int64_t n) {
     forward_rows(x, m, p, spans, r0, r1, T_, n);
 }
-WINGSPAN_CLONES void backward_f32(const float* dp, const float* p, float* dx, std::int64_t r0, std::int64_t r1,
-                                  std::int64_t n) {
-    for (std::int64_t r = r0; r < r1; ++r) softmax_backward_row(dp + r * n, p + r * n, dx + r * n, n);
+// The gradient over each row's span only (the probabilities' gradient outside it may be
+// unwritten: kernels_band.hpp).
+template <typename T>
+__attribute__((always_inline)) inline void backward_rows(const T* dp, const T* p, T* dx, const Span* spans,
+                                                         std::int64_t r0, std::int64_t r1, std::int64_t T_, std::int64_t n) {
+    span_rows(dx, spans, r0, r1, T_, n, [&](std::int64_t r, std::int64_t, std::int64_t lo, std::int64_t w) __attribute__((always_inline)) {
+        softmax_backward_row(dp + r * n + lo, p + r * n + lo, dx + r * n + lo, w);
+    });
+}
+
+WINGSPAN_CLONES void backward_f32(const float* dp, const float* p, float* dx, const Span* spans, std::int64_t r0,
+                                  std::int64_t r1, std::int64_t T_, std::int64_t n) {
+    backward_rows(dp, p, dx, spans, r0, r1, T_, n);
 }
 WINGSPAN_CLONES void backward_bf16(const std::uint16_t* dp, const std::uint16_t* p, std::uint16_t* dx,
-                                   std::int64_t r0, std::int64_t r1, std::int64_t n) {
-    for (std::int64_t r = r0; r < r1; ++r) softmax_backward_row(dp + r * n, p + r * n, dx + r * n, n);
+                                   const Span* spans, std::int64_t r0, std::int64_t r1, std::int64_t T_, std::int64_t n) {
+    backward_rows(dp, p, dx, spans, r0, r1, T_, n);
+}
+
+// The spans as autograd keeps them for backward: [lo, hi] pairs in an int list (no tensor, so
+// no bytes in the saved-tensor count).
+std::vector<std::int64_t> flatten(const std::vector<Span>& spans) {
+    std::vector<std::int64_t> flat;
+    flat.reserve(2 * spans.size());
+    for (const Span& s : spans) flat.insert(flat.end(), {s.lo, s.hi});
+    return flat;
+}
+
+std::vector<Span> unflatten(const std::vector<std::int64_t>& flat) {
+    std::vector<Span> spans(flat.size() / 2);
+    for (size_t t = 0; t < spans.size(); ++t) spans[t] = {flat[2 * t], flat[2 * t + 1]};
+    return spans;
 }
 
 // Whether the CPU rows apply: contiguous scores [..., g·T, Tk] of fp32 or bf16, a contiguous
 // [T, Tk] mask in fp32 or the scores' dtype.
+bool cpu_mask(const at::Tensor& mask, at::ScalarType scores) {
+    if (!mask.is_cpu() || mask.dim() != 2 || !mask.is_contiguous()) return false;
+    return mask.scalar_type() == at::kFloat || mask.scalar_type() == scores;
+}
+
 bool cpu_rows(const at::Tensor& scores, const at::Tensor& mask) {
     if (!scores.is_cpu() || !cpu_kernel_dtype(scores.scalar_type()) || !scores.is_contiguous() || scores.dim() < 2)
         return false;
-    if (!mask.is_cpu() || mask.dim() != 2 || !mask.is_contiguous()) return false;
+    if (!cpu_mask(mask, scores.scalar_type())) return false;
     if (mask.scalar_type() != at::kFloat && mask.scalar_type() != scores.scalar_type()) return false;
     const std::int64_t T = mask.size(0), n = scores.size(-1);
     return T > 0 && n > 0 && scores.size(-2) % T == 0 && mask.size(1) == n;
@@ -169,7 +192,7 @@ struct MaskedSoftmaxFn : public torch::autograd::Function<MaskedSoftmaxFn> {
         const std::int64_t T = mask.size(0), n = scores.size(-1), rows = scores.numel() / n;
         at::Tensor p = at::empty_like(scores, at::MemoryFormat::Contiguous);
         const bool f32_mask = mask.scalar_type() == at::kFloat;
-        const std::vector<Span> spans = f32_mask ? finite_spans(mask.data_ptr<float>(), T, n) : finite_spans(bits(mask), T, n);
+        const std::vector<Span> spans = kernels::finite_spans(mask);
         at::parallel_for(0, rows, grain_rows(n), [&](std::int64_t r0, std::int64_t r1) {
             if (scores.scalar_type() == at::kFloat)
                 forward_f32_f32(scores.data_ptr<float>(), mask.data_ptr<float>(), p.data_ptr<float>(), spans.data(), r0, r1,
@@ -180,6 +203,7 @@ struct MaskedSoftmaxFn : public torch::autograd::Function<MaskedSoftmaxFn> {
                 forward_bf16_bf16(bits(scores), bits(mask), bits(p), spans.data(), r0, r1, T, n);
         });
         ctx->save_for_backward({p});
+        ctx->saved_data["spans"] = flatten(spans);
         return p;
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -187,19 +211,28 @@ struct MaskedSoftmaxFn : public torch::autograd::Function<MaskedSoftmaxFn> {
         const at::Tensor p = ctx->get_saved_variables()[0];
         const at::Tensor dp = grads[0].scalar_type() == p.scalar_type() ? grads[0].contiguous()
                                                                          : grads[0].to(p.scalar_type()).contiguous();
+        const std::vector<Span> spans = unflatten(ctx->saved_data["spans"].toIntVector());
+        const auto T = static_cast<std::int64_t>(spans.size());
         const std::int64_t n = p.size(-1), rows = p.numel() / n;
         at::Tensor dx = at::empty_like(p, at::MemoryFormat::Contiguous);
         at::parallel_for(0, rows, grain_rows(n), [&](std::int64_t r0, std::int64_t r1) {
             if (p.scalar_type() == at::kFloat)
-                backward_f32(dp.data_ptr<float>(), p.data_ptr<float>(), dx.data_ptr<float>(), r0, r1, n);
+                backward_f32(dp.data_ptr<float>(), p.data_ptr<float>(), dx.data_ptr<float>(), spans.data(), r0, r1, T, n);
             else
-                backward_bf16(bits(dp), bits(p), bits(dx), r0, r1, n);
+                backward_bf16(bits(dp), bits(p), bits(dx), spans.data(), r0, r1, T, n);
         });
         return {dx, Variable()};
     }
 };
 
 }  // namespace
+
+std::optional<kernels::Band> causal_band(const at::Tensor& queries, const at::Tensor& mask) {
+    if (!queries.is_cpu() || !cpu_kernel_dtype(queries.scalar_type()) || !cpu_mask(mask, queries.scalar_type()))
+        return std::nullopt;
+    if (mask.size(0) == 0 || mask.size(1) == 0) return std::nullopt;
+    return kernels::band_of(kernels::finite_spans(mask), mask.size(1));
+}
 
 at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path) {
     if (path == Path::Auto && cpu_rows(scores, mask)) return MaskedSoftmaxFn::apply(scores, mask);

@@ -13,6 +13,9 @@
 // Other devices and dtypes run the in-place mask add and libtorch's softmax, as before.
 #include <ATen/ATen.h>
 
+#include <optional>
+
+#include "kernels/kernels_band.hpp"
 #include "kernels/kernels_fused.hpp"   // Path
 
 namespace wingspan::train::fused {
@@ -23,5 +26,11 @@ namespace wingspan::train::fused {
 // probability exactly 0. Takes scores by value: the caller moves them in, and they are freed as
 // soon as the probabilities exist.
 at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path = Path::Auto);
+
+// The band attention's products may keep to (kernels_band.hpp) for scores computed from these
+// queries under this mask: set where masked_softmax takes its CPU rows for them (then it reads
+// each row's span only and writes zeros outside it, forward and backward) and the band skips
+// enough; nullopt otherwise.
+std::optional<kernels::Band> causal_band(const at::Tensor& queries, const at::Tensor& mask);
 
 }  // namespace wingspan::train::fused

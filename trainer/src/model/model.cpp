@@ -261,10 +261,13 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
     }
     const double scale = cfg_.attn_scale > 0 ? cfg_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
     at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
-    at::Tensor scores = ops::matmul(qg, k.transpose(-1, -2));         // [B, Hkv, g*Tq, Tk]
+    // The products keep to the causal band where the softmax reads only the band (not after
+    // Gemma 2's soft cap, which reads every score).
+    const std::optional<kernels::Band> band = cfg_.attn_softcap > 0 ? std::nullopt : fused::causal_band(qg, mask);
+    at::Tensor scores = ops::banded_matmul(qg, k.transpose(-1, -2), band, kernels::BandedMatrix::Out);   // [B, Hkv, g*Tq, Tk]
     if (cfg_.attn_softcap > 0) scores = soft_cap(scores, cfg_.attn_softcap);   // Gemma 2, before the mask
     at::Tensor probs = fused::masked_softmax(std::move(scores), mask);   // scores freed once probs exist
-    at::Tensor out = ops::matmul(probs, v);                             // [B, Hkv, g*Tq, D]
+    at::Tensor out = ops::banded_matmul(probs, v, band, kernels::BandedMatrix::Left);   // [B, Hkv, g*Tq, D]
     return out.view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
 }
 
