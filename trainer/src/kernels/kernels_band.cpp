@@ -16,8 +16,9 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Chunks of at least 64 positions (a gemm of fewer rows runs well below its rate), at most 8 per
-// block, 16-aligned.
+// Chunks of at least 64 positions, at most 8 per block, 16-aligned. At T = 256 chunks of 32 (56 %
+// of the square) measured the same as 64 (62.5 %): the smaller products run further below the
+// gemm's rate, and 64 makes half the calls.
 constexpr std::int64_t kMinChunk = 64, kMostChunks = 8;
 
 template <typename M>
