@@ -55,27 +55,31 @@ void runs_reaching(const Band& band, std::int64_t p, std::int64_t key0, std::vec
 
 // One slice of a LeftT or Right product: for each key chunk, the sum over the row runs that reach
 // it. left_t: out [Tk, N] = aᵀ-banded [Tk, R] @ b [R, N]; else out [M, Tk] = a [M, R] @ b-banded.
+// A bf16 sum of several runs (grouped heads) is taken in an fp32 tile and rounded once, as
+// bmm_out rounds each output.
 void key_chunks(at::ScalarType dt, const GemmOperand& a, const GemmOperand& b, char* c, std::int64_t ldc,
                 std::int64_t item, std::int64_t other, std::int64_t rows, const Band& band, bool left_t) {
-    if (dt != at::kFloat && rows > band.T) {   // bf16, grouped heads: one sum over all rows, rounded once
-        gemm_on_this_thread(dt, a, b, c, ldc, left_t ? band.keys : other, left_t ? other : band.keys, rows, false);
-        return;
-    }
     std::vector<Run> runs;
+    thread_local std::vector<float> sum;
     for (std::int64_t j0 = 0; j0 < band.keys; j0 += band.chunk) {
         const std::int64_t w = std::min(band.chunk, band.keys - j0);
         char* cj = left_t ? c + j0 * ldc * item : c + j0 * item;
         const std::int64_t M = left_t ? w : other, N = left_t ? other : w;
         runs.clear();
         for (std::int64_t p = 0; p < rows / band.T; ++p) runs_reaching(band, p, j0, runs);
-        if (dt != at::kFloat && runs.size() > 1) runs = {{0, rows}};   // bf16 (a window's gaps): rounded once
+        const bool rounded_once = dt != at::kFloat && runs.size() > 1;
+        if (rounded_once) sum.resize(static_cast<size_t>(M * N));
         if (runs.empty()) gemm_on_this_thread(dt, a, b, cj, ldc, M, N, 0, false);   // no row reaches: zeros
         for (size_t k = 0; k < runs.size(); ++k) {
             const Run& r = runs[k];
             const GemmOperand ak = left_t ? a.at(j0, r.row0) : a.at(0, r.row0);
             const GemmOperand bk = left_t ? b.at(r.row0, 0) : b.at(r.row0, j0);
-            gemm_on_this_thread(dt, ak, bk, cj, ldc, M, N, r.rows, k > 0);
+            if (rounded_once) bf16_gemm_fp32_out_on_this_thread(ak, bk, sum.data(), N, M, N, r.rows, k > 0);
+            else gemm_on_this_thread(dt, ak, bk, cj, ldc, M, N, r.rows, k > 0);
         }
+        if (rounded_once)
+            for (std::int64_t i = 0; i < M; ++i)
+                row_math::narrow(sum.data() + i * N, reinterpret_cast<std::uint16_t*>(cj + i * ldc * item), N);
     }
 }
 

@@ -54,9 +54,8 @@ enum class BandedMatrix {
     Right,   // out [.., M, Tk] = a [.., M, R] @ b [.., R, Tk], b banded  (the keys' gradient, transposed)
 };
 
-// bmm_out's product (requires handles_batched) computed over the band only. For bf16 a LeftT or
-// Right product whose key chunk sums blocks of several row runs (g > 1) runs that chunk whole,
-// so that every output is rounded once, as bmm_out rounds it.
+// bmm_out's product (requires handles_batched) computed over the band only. A bf16 output is
+// rounded once, as bmm_out rounds it, also where a LeftT or Right key chunk sums several row runs.
 void banded_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const Band& band, BandedMatrix which);
 
 }  // namespace wingspan::train::kernels

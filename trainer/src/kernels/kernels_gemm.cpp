@@ -123,9 +123,10 @@ std::int64_t even_piece(std::int64_t n, std::int64_t most, std::int64_t align) {
 // kTileM x kTileN, K whole where it fits in kTileK (else in even pieces), widened into this
 // thread's scratch; sgemm runs on this thread (oneDNN computes single-threaded inside a
 // parallel region). A widened B tile is kept while the M tiles under it run (K in one piece).
+// With out32 the product goes to that fp32 C (row stride ldc) instead, unrounded (pc unused).
 void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
                 std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1, std::int64_t n0,
-                std::int64_t n1, bool accumulate) {
+                std::int64_t n1, bool accumulate, float* out32 = nullptr) {
     if (m1 <= m0 || n1 <= n0) return;
     thread_local std::vector<std::uint32_t> scratch;
     if (scratch.size() < kScratchFloats) scratch.resize(kScratchFloats);
@@ -142,25 +143,29 @@ void bf16_block(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16*
         std::int64_t ldb = 0;
         for (std::int64_t m = m0; m < m1; m += mt) {
             const std::int64_t mb = std::min(mt, m1 - m);
-            if (accumulate)   // the output's tile as C, added to in fp32 and rounded once
+            float* dst = out32 ? out32 + m * ldc + n : fc;
+            const std::int64_t ldd = out32 ? ldc : nb;
+            if (accumulate && !out32)   // the output's tile as C, added to in fp32 and rounded once
                 for (std::int64_t r = 0; r < mb; ++r) widen_row(pc + (m + r) * ldc + n, tc + r * nb, nb);
             for (std::int64_t k = 0; k < K; k += kt) {
                 const std::int64_t kb = std::min(kt, K - k);
                 const std::int64_t lda = widen_tile(pa, oa, m, k, mb, kb, ta);
                 if (kb < K || m == m0) ldb = widen_tile(pb, ob, k, n, kb, nb, tb);
                 const float beta = k == 0 && !accumulate ? 0.0f : 1.0f;
-                check(sgemm()(oa.trans, ob.trans, mb, nb, kb, 1.0f, fa, lda, fb, ldb, beta, fc, nb));
+                check(sgemm()(oa.trans, ob.trans, mb, nb, kb, 1.0f, fa, lda, fb, ldb, beta, dst, ldd));
             }
-            for (std::int64_t r = 0; r < mb; ++r) narrow_row(tc + r * nb, pc + (m + r) * ldc + n, nb);
+            if (!out32)
+                for (std::int64_t r = 0; r < mb; ++r) narrow_row(tc + r * nb, pc + (m + r) * ldc + n, nb);
         }
     }
 }
 
 // The hardware path's share of a bf16 product: oneDNN's bf16 gemm multiplies the operands as
-// stored, K whole, into this thread's fp32 tile, which is rounded into the output.
+// stored, K whole, into this thread's fp32 tile, which is rounded into the output (or into out32,
+// as bf16_block).
 void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
                          std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1,
-                         std::int64_t n0, std::int64_t n1, bool accumulate) {
+                         std::int64_t n0, std::int64_t n1, bool accumulate, float* out32 = nullptr) {
     if (m1 <= m0 || n1 <= n0) return;
     thread_local std::vector<float> tile;
     if (tile.size() < static_cast<std::size_t>(kHwTileM * kHwTileN)) tile.resize(kHwTileM * kHwTileN);
@@ -175,12 +180,15 @@ void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::
             const std::int64_t mb = std::min(mt, m1 - m);
             const std::uint16_t* am = oa.trans == 'N' ? a + m * oa.ld : a + m;
             auto* tile_bits = reinterpret_cast<std::uint32_t*>(tile.data());
-            if (accumulate)   // the output's tile as C, added to in fp32 and rounded once
+            float* dst = out32 ? out32 + m * ldc + n : tile.data();
+            const std::int64_t ldd = out32 ? ldc : nb;
+            if (accumulate && !out32)   // the output's tile as C, added to in fp32 and rounded once
                 for (std::int64_t r = 0; r < mb; ++r) widen_row(pc + (m + r) * ldc + n, tile_bits + r * nb, nb);
-            check(bf16_gemm()(oa.trans, ob.trans, mb, nb, K, 1.0f, am, oa.ld, bn, ob.ld, accumulate ? 1.0f : 0.0f,
-                              tile.data(), nb));
-            for (std::int64_t r = 0; r < mb; ++r)
-                narrow_row(reinterpret_cast<const std::uint32_t*>(tile.data()) + r * nb, pc + (m + r) * ldc + n, nb);
+            check(bf16_gemm()(oa.trans, ob.trans, mb, nb, K, 1.0f, am, oa.ld, bn, ob.ld, accumulate ? 1.0f : 0.0f, dst,
+                              ldd));
+            if (!out32)
+                for (std::int64_t r = 0; r < mb; ++r)
+                    narrow_row(reinterpret_cast<const std::uint32_t*>(tile.data()) + r * nb, pc + (m + r) * ldc + n, nb);
         }
     }
 }
@@ -188,9 +196,10 @@ void bf16_block_hardware(const c10::BFloat16* pa, const Operand& oa, const c10::
 // One thread's share of a bf16 product on the path in use.
 void bf16_share(const c10::BFloat16* pa, const Operand& oa, const c10::BFloat16* pb, const Operand& ob,
                 std::uint16_t* pc, std::int64_t ldc, std::int64_t K, std::int64_t m0, std::int64_t m1, std::int64_t n0,
-                std::int64_t n1, bool accumulate) {
-    if (bf16_path() == Bf16Path::Hardware) bf16_block_hardware(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1, accumulate);
-    else bf16_block(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1, accumulate);
+                std::int64_t n1, bool accumulate, float* out32 = nullptr) {
+    if (bf16_path() == Bf16Path::Hardware)
+        bf16_block_hardware(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1, accumulate, out32);
+    else bf16_block(pa, oa, pb, ob, pc, ldc, K, m0, m1, n0, n1, accumulate, out32);
 }
 
 // How many pool threads share a product: one inside a parallel region (a product of a batch, or
@@ -537,6 +546,20 @@ void gemm_on_this_thread(at::ScalarType dtype, const GemmOperand& a, const GemmO
     const Operand oa{a.trans, a.ld, true}, ob{b.trans, b.ld, true};
     bf16_share(reinterpret_cast<const c10::BFloat16*>(a.data), oa, reinterpret_cast<const c10::BFloat16*>(b.data), ob,
                reinterpret_cast<std::uint16_t*>(c), ldc, K, 0, M, 0, N, accumulate);
+}
+
+void bf16_gemm_fp32_out_on_this_thread(const GemmOperand& a, const GemmOperand& b, float* c, std::int64_t ldc,
+                                       std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+    if (M == 0 || N == 0) return;
+    log_product("bf16", M, K, N, a.trans, b.trans);
+    if (K == 0) {
+        if (!accumulate)
+            for (std::int64_t r = 0; r < M; ++r) std::fill(c + r * ldc, c + r * ldc + N, 0.0f);
+        return;
+    }
+    const Operand oa{a.trans, a.ld, true}, ob{b.trans, b.ld, true};
+    bf16_share(reinterpret_cast<const c10::BFloat16*>(a.data), oa, reinterpret_cast<const c10::BFloat16*>(b.data), ob,
+               nullptr, ldc, K, 0, M, 0, N, accumulate, c);
 }
 
 }  // namespace wingspan::train::kernels

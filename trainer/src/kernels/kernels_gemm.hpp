@@ -116,4 +116,9 @@ GemmOperand gemm_operand(const at::Tensor& t, std::int64_t i);
 void gemm_on_this_thread(at::ScalarType dtype, const GemmOperand& a, const GemmOperand& b, char* c, std::int64_t ldc,
                          std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate);
 
+// The same for bf16 operands into an fp32 C (row stride ldc), not rounded: a caller summing
+// several products rounds the sum once.
+void bf16_gemm_fp32_out_on_this_thread(const GemmOperand& a, const GemmOperand& b, float* c, std::int64_t ldc,
+                                       std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate);
+
 }  // namespace wingspan::train::kernels
