@@ -180,14 +180,15 @@ private Q_SLOTS:
             std::vector<at::Tensor> results[2];
             std::int64_t kept[2], peak[2];
             for (int banded = 0; banded < 2; ++banded) {
-                const auto band = banded ? fused::causal_band(q0, mask) : std::nullopt;
-                QCOMPARE(band.has_value(), banded == 1);
+                const auto cb = banded ? fused::causal_band(q0, mask) : std::nullopt;
+                QCOMPARE(cb.has_value(), banded == 1);
+                const kernels::Band* band = cb ? &cb->band : nullptr;
                 at::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true);
                 at::Tensor v = v0.clone().requires_grad_(true);
                 const std::int64_t before = mem::allocated();
                 mem::reset_peak();
                 at::Tensor s = ops::banded_matmul(q, k.transpose(-1, -2), band, BandedMatrix::Out);
-                at::Tensor p = fused::masked_softmax(std::move(s), mask);
+                at::Tensor p = fused::masked_softmax(std::move(s), mask, fused::Path::Auto, cb ? &cb->spans : nullptr);
                 at::Tensor out = ops::banded_matmul(p, v, band, BandedMatrix::Left);
                 p.reset();
                 kept[banded] = mem::allocated() - before;

@@ -42,6 +42,31 @@ at::Tensor numeric_grad(const std::function<double()>& f, at::Tensor t, double e
 
 double max_abs(const at::Tensor& t) { return t.abs().max().item<double>(); }
 
+// A frozen double linear [out, in] (with a bias where asked) and a rank-r adapter scaled by s.
+Linear adapted_linear(std::int64_t in, std::int64_t out, std::int64_t rank, double s, bool bias) {
+    Linear l;
+    l.in = in;
+    l.out = out;
+    l.compute = at::kDouble;
+    l.weight = at::randn({out, in}, at::kDouble);
+    if (bias) l.bias = at::randn({out}, at::kDouble);
+    l.lora_a = at::randn({rank, in}, at::kDouble).requires_grad_(true);
+    l.lora_b = at::randn({out, rank}, at::kDouble).requires_grad_(true);
+    l.lora_scaling = s;
+    return l;
+}
+
+// The gradients of sum(l(x) · w) for x and the adapter's A and B (left in their .grad()) within
+// 1e-6 of central finite differences.
+bool adapter_gradients_match(const Linear& l, at::Tensor& x, const at::Tensor& w) {
+    auto loss = [&] { return (l.forward(x) * w).sum(); };
+    torch::autograd::backward({loss()});
+    auto f = [&] { return loss().item<double>(); };
+    return max_abs(x.grad() - numeric_grad(f, x.detach())) < 1e-6 &&
+           max_abs(l.lora_a.grad() - numeric_grad(f, l.lora_a.detach())) < 1e-6 &&
+           max_abs(l.lora_b.grad() - numeric_grad(f, l.lora_b.detach())) < 1e-6;
+}
+
 fs::path temp_dir(const char* name) {
     fs::path d = fs::temp_directory_path() / ("wingspan-trainer-test-" + std::to_string(::getpid())) / name;
     fs::remove_all(d);
@@ -85,23 +110,10 @@ private Q_SLOTS:
     }
 
     void loraLinearMatchesFiniteDifferences() {
-        Linear l;
-        l.in = 5;
-        l.out = 4;
-        l.compute = at::kDouble;
-        l.weight = at::randn({4, 5}, at::kDouble);
-        l.bias = at::randn({4}, at::kDouble);
-        l.lora_a = at::randn({3, 5}, at::kDouble).requires_grad_(true);
-        l.lora_b = at::randn({4, 3}, at::kDouble).requires_grad_(true);
-        l.lora_scaling = 2.0;
+        Linear l = adapted_linear(5, 4, 3, 2.0, /*bias=*/true);
         at::Tensor x = at::randn({2, 3, 5}, at::kDouble).requires_grad_(true);
         at::Tensor w = at::randn({2, 3, 4}, at::kDouble);   // loss = sum(w * y)
-        auto loss = [&] { return (l.forward(x) * w).sum(); };
-        torch::autograd::backward({loss()});
-        auto f = [&] { return loss().item<double>(); };
-        QVERIFY(max_abs(x.grad() - numeric_grad(f, x.detach())) < 1e-6);
-        QVERIFY(max_abs(l.lora_a.grad() - numeric_grad(f, l.lora_a.detach())) < 1e-6);
-        QVERIFY(max_abs(l.lora_b.grad() - numeric_grad(f, l.lora_b.detach())) < 1e-6);
+        QVERIFY(adapter_gradients_match(l, x, w));
         // The base weight stays frozen.
         QVERIFY(!l.weight.grad().defined());
     }
@@ -110,22 +122,10 @@ private Q_SLOTS:
     // gradients by finite differences, and in fp32 and bf16 the same values as the three products
     // composed (the adapter's sum taken in fp32 inside the GEMM, so bf16 within a rounding).
     void loraLinearAsOneNodeMatchesFiniteDifferencesAndTheComposition() {
-        Linear l;
-        l.in = 37;
-        l.out = 29;
-        l.compute = at::kDouble;
-        l.weight = at::randn({29, 37}, at::kDouble);
-        l.lora_a = at::randn({4, 37}, at::kDouble).requires_grad_(true);
-        l.lora_b = at::randn({29, 4}, at::kDouble).requires_grad_(true);
-        l.lora_scaling = 1.5;
+        Linear l = adapted_linear(37, 29, 4, 1.5, /*bias=*/false);
         at::Tensor x = at::randn({2, 3, 37}, at::kDouble).requires_grad_(true);
         const at::Tensor w = at::randn({2, 3, 29}, at::kDouble);
-        auto loss = [&] { return (l.forward(x) * w).sum(); };
-        torch::autograd::backward({loss()});
-        auto f = [&] { return loss().item<double>(); };
-        QVERIFY(max_abs(x.grad() - numeric_grad(f, x.detach())) < 1e-6);
-        QVERIFY(max_abs(l.lora_a.grad() - numeric_grad(f, l.lora_a.detach())) < 1e-6);
-        QVERIFY(max_abs(l.lora_b.grad() - numeric_grad(f, l.lora_b.detach())) < 1e-6);
+        QVERIFY(adapter_gradients_match(l, x, w));
         for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
             Linear m = l;
             m.compute = dt;

@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <mutex>
+#include <optional>
 
 #include "kernels/kernels_gemm.hpp"
 #include "support/torch_version.hpp"
@@ -33,28 +34,22 @@ bool cpu_half_kernels() {
 
 namespace {
 
-// a [..., M, K] @ b [K, N] (a of more than two dimensions that is not contiguous: one product per
-// leading index) or a [*, M, K] @ b [*, K, N] with equal batch dimensions, through kernels::mm_out; undefined when the kernels
-// do not take these operands. Allocates only the output, as at::matmul's mm does.
-at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
+// The causal band a batched product keeps to (kernels_band.hpp); none: the whole product.
+struct BandUse {
+    const kernels::Band* band = nullptr;
+    kernels::BandedMatrix which = kernels::BandedMatrix::Out;
+};
+
+// a [..., M, K] @ b [K, N], or a [*, M, K] @ b [*, K, N] with equal batch dimensions (over `use`'s
+// band when it has one), through kernels::mm_out / bmm_out; undefined when the kernels do not
+// take these operands. Allocates only the output, as at::matmul's mm does.
+at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b, BandUse use = {}) {
     if (a.dim() < 2 || b.dim() < 2 || !kernels::fast_gemm_available()) return {};
     const std::int64_t K = a.size(-1), N = b.size(-1);
     if (b.size(-2) != K) return {};
     auto out_shape = a.sizes().vec();
     out_shape.back() = N;
-    if (b.dim() == 2 && a.dim() > 2 && !a.is_contiguous()) {
-        // A strided gradient (v_proj's, [B, T, n] stored as [B, n, T]): one product per leading
-        // index, each slice where it lies and b shared (stride 0), instead of at::matmul's bmm.
-        at::Tensor out = at::empty(out_shape, a.options());
-        auto b_shape = a.sizes().vec();
-        b_shape[b_shape.size() - 2] = K;
-        b_shape.back() = N;
-        const at::Tensor bb = b.expand(b_shape);
-        if (!kernels::handles_batched(out, a, bb)) return {};
-        kernels::bmm_out(out, a, bb);
-        return out;
-    }
-    if (b.dim() == 2) {
+    if (b.dim() == 2 && (a.dim() == 2 || a.is_contiguous())) {
         const at::Tensor a2 = a.dim() == 2 ? a : a.view({-1, K});
         at::Tensor out = at::empty(out_shape, a.options());
         at::Tensor out2 = out.view({a2.size(0), N});
@@ -62,13 +57,23 @@ at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
         kernels::mm_out(out2, a2, b);
         return out;
     }
-    // Batched (attention's products): each [M, K] slice where it lies, whatever the strides of the
-    // leading dimensions, so K and V, views of their projections, are not copied (at::matmul copies
-    // a view it cannot flatten, then saves the copy for backward).
-    if (a.dim() != b.dim()) return {};
+    // Batched: each [M, K] slice where it lies, whatever the strides of the leading dimensions, so
+    // attention's K and V, views of their projections, are not copied (at::matmul copies a view it
+    // cannot flatten, then saves the copy for backward). A strided a with a 2-D b (v_proj's input
+    // gradient, [B, T, n] stored as [B, n, T]) shares b across the slices (stride 0) instead of
+    // going through at::matmul's bmm.
+    at::Tensor bb = b;
+    if (b.dim() == 2) {
+        auto b_shape = a.sizes().vec();
+        b_shape[b_shape.size() - 2] = K;
+        b_shape.back() = N;
+        bb = b.expand(b_shape);
+    }
+    if (a.dim() != bb.dim()) return {};
     at::Tensor out = at::empty(out_shape, a.options());
-    if (!kernels::handles_batched(out, a, b)) return {};
-    kernels::bmm_out(out, a, b);
+    if (!kernels::handles_batched(out, a, bb)) return {};
+    if (use.band) kernels::banded_bmm_out(out, a, bb, *use.band, use.which);
+    else kernels::bmm_out(out, a, bb);
     return out;
 }
 
@@ -77,21 +82,44 @@ at::Tensor fast_matmul(const at::Tensor& a, const at::Tensor& b) {
 // (b 2-D) keeps both operands, a frozen weight's input too; a batched product (attention) keeps
 // only what the other operand's gradient needs, as bmm does — layer 0's queries are not kept when
 // its keys, from frozen embeddings through a frozen projection, want no gradient.
+// Over a band, every product is banded, with the same outputs in the same order: scores s = q kᵀ
+// (Out): dq = ds k (Left), dkᵀ = qᵀ ds (Right); output o = p v (Left): dp = do vᵀ (Out),
+// dv = pᵀ do (LeftT). The band is kept as ints (no tensor bytes).
 struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
     static torch::autograd::Variable forward(torch::autograd::AutogradContext* ctx, const torch::autograd::Variable& a,
-                                             const torch::autograd::Variable& b) {
+                                             const torch::autograd::Variable& b, BandUse use) {
         const bool linear = b.dim() == 2;
         ctx->save_for_backward({linear || b.requires_grad() ? a : at::Tensor(), linear || a.requires_grad() ? b : at::Tensor()});
-        at::Tensor out = fast_matmul(a, b);
+        if (use.band) {
+            ctx->saved_data["band"] = std::vector<std::int64_t>{use.band->T, use.band->keys, use.band->chunk};
+            ctx->saved_data["limit"] = use.band->limit;
+            ctx->saved_data["scores"] = use.which == kernels::BandedMatrix::Out;
+        }
+        at::Tensor out = fast_matmul(a, b, use);
         return out.defined() ? out : at::matmul(a, b);
     }
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                    torch::autograd::variable_list grads) {
+        using kernels::BandedMatrix;
         auto s = ctx->get_saved_variables();
         const at::Tensor &a = s[0], &b = s[1];
         const at::Tensor g = grads[0].contiguous();
+        std::optional<kernels::Band> band;
+        bool scores = false;
+        if (ctx->saved_data.count("band")) {
+            const auto dims = ctx->saved_data["band"].toIntVector();
+            band = kernels::Band{dims[0], dims[1], dims[2], ctx->saved_data["limit"].toIntVector()};
+            scores = ctx->saved_data["scores"].toBool();
+        }
+        // A banded product falls back to the whole one where the kernels decline (the banded
+        // inputs are zero off the band, and a whole output is whole).
+        const auto product = [&](const at::Tensor& x, const at::Tensor& y, BandedMatrix which) {
+            if (!band) return ops::matmul(x, y);
+            at::Tensor r = fast_matmul(x, y, {&*band, which});
+            return r.defined() ? r : at::matmul(x, y);
+        };
         at::Tensor da, db;
-        if (ctx->needs_input_grad(0)) da = ops::matmul(g, b.transpose(-1, -2));
+        if (ctx->needs_input_grad(0)) da = product(g, b.transpose(-1, -2), scores ? BandedMatrix::Left : BandedMatrix::Out);
         if (ctx->needs_input_grad(1)) {
             if (b.defined() && b.dim() == 2) {   // a linear: b is always kept
                 const std::int64_t K = a.size(-1), N = g.size(-1);
@@ -102,64 +130,10 @@ struct FastMatmulFn : public torch::autograd::Function<FastMatmulFn> {
                 db = b_transposed ? ops::matmul(g.view({-1, N}).t(), a.reshape({-1, K})).t()
                                   : ops::matmul(a.reshape({-1, K}).t(), g.view({-1, N}));
             } else {
-                db = ops::matmul(a.transpose(-1, -2), g);
+                db = product(a.transpose(-1, -2), g, scores ? BandedMatrix::Right : BandedMatrix::LeftT);
             }
         }
-        return {da, db};
-    }
-};
-
-// The banded product into a new contiguous output, or undefined where the kernels do not take
-// the operands.
-at::Tensor banded_product(const at::Tensor& a, const at::Tensor& b, const kernels::Band& band, kernels::BandedMatrix which) {
-    if (a.dim() < 3 || a.dim() != b.dim()) return {};
-    auto out_shape = a.sizes().vec();
-    out_shape.back() = b.size(-1);
-    at::Tensor out = at::empty(out_shape, a.options());
-    if (!kernels::handles_batched(out, a, b)) return {};
-    kernels::banded_bmm_out(out, a, b, band, which);
-    return out;
-}
-
-// What FastMatmulFn is for a batched product, over the band: the same saved tensors, the same
-// outputs in the same order, each product banded. Scores s = q kᵀ (Out): dq = ds k (Left),
-// dkᵀ = qᵀ ds (Right). Output o = p v (Left): dp = do vᵀ (Out), dv = pᵀ do (LeftT).
-struct BandedMatmulFn : public torch::autograd::Function<BandedMatmulFn> {
-    static torch::autograd::Variable forward(torch::autograd::AutogradContext* ctx, const torch::autograd::Variable& a,
-                                             const torch::autograd::Variable& b, const kernels::Band& band,
-                                             kernels::BandedMatrix which) {
-        ctx->save_for_backward({b.requires_grad() ? a : at::Tensor(), a.requires_grad() ? b : at::Tensor()});
-        ctx->saved_data["T"] = band.T;
-        ctx->saved_data["keys"] = band.keys;
-        ctx->saved_data["chunk"] = band.chunk;
-        ctx->saved_data["limit"] = band.limit;
-        ctx->saved_data["out"] = which == kernels::BandedMatrix::Out;
-        at::Tensor out = banded_product(a, b, band, which);
-        return out.defined() ? out : at::matmul(a, b);
-    }
-    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                   torch::autograd::variable_list grads) {
-        using kernels::BandedMatrix;
-        auto s = ctx->get_saved_variables();
-        const at::Tensor &a = s[0], &b = s[1];
-        const at::Tensor g = grads[0].contiguous();
-        kernels::Band band;
-        band.T = ctx->saved_data["T"].toInt();
-        band.keys = ctx->saved_data["keys"].toInt();
-        band.chunk = ctx->saved_data["chunk"].toInt();
-        band.limit = ctx->saved_data["limit"].toIntVector();
-        const bool scores = ctx->saved_data["out"].toBool();
-        // Either product falls back to the whole one where the kernels decline (the banded inputs
-        // are zero off the band, and a whole output is whole).
-        const auto product = [&](const at::Tensor& x, const at::Tensor& y, BandedMatrix which) {
-            at::Tensor r = banded_product(x, y, band, which);
-            return r.defined() ? r : at::matmul(x, y);
-        };
-        at::Tensor da, db;
-        if (ctx->needs_input_grad(0)) da = product(g, b.transpose(-1, -2), scores ? BandedMatrix::Left : BandedMatrix::Out);
-        if (ctx->needs_input_grad(1))
-            db = product(a.transpose(-1, -2), g, scores ? BandedMatrix::Right : BandedMatrix::LeftT);
-        return {da, db, torch::autograd::Variable(), torch::autograd::Variable()};
+        return {da, db, torch::autograd::Variable()};
     }
 };
 
@@ -183,18 +157,17 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
             // node's forward falls back to at::matmul and its backward stays correct.
             const bool two_d = b.dim() == 2 && a.dim() >= 2 && (a.dim() == 2 || a.is_contiguous());
             const bool batched = b.dim() > 2 && a.dim() == b.dim();
-            if ((two_d || batched) && kernels::fast_gemm_available()) return FastMatmulFn::apply(a, b);
+            if ((two_d || batched) && kernels::fast_gemm_available()) return FastMatmulFn::apply(a, b, BandUse{});
         }
     }
     return at::matmul(a, b);
 }
 
-at::Tensor banded_matmul(const at::Tensor& a, const at::Tensor& b, const std::optional<kernels::Band>& band,
-                         kernels::BandedMatrix which) {
-    if (!band || !fast_candidate(a, b) || !kernels::fast_gemm_available()) return ops::matmul(a, b);
+at::Tensor banded_matmul(const at::Tensor& a, const at::Tensor& b, const kernels::Band* band, kernels::BandedMatrix which) {
+    if (!band || a.dim() != b.dim() || !fast_candidate(a, b) || !kernels::fast_gemm_available()) return ops::matmul(a, b);
     const bool grad = at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
-    if (grad) return BandedMatmulFn::apply(a, b, *band, which);
-    at::Tensor out = banded_product(a, b, *band, which);
+    if (grad) return FastMatmulFn::apply(a, b, BandUse{band, which});
+    at::Tensor out = fast_matmul(a, b, {band, which});
     return out.defined() ? out : ops::matmul(a, b);
 }
 

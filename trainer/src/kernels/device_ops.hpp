@@ -9,7 +9,6 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "kernels/kernels_band.hpp"
@@ -23,10 +22,9 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
 
 // Attention's a @ b over a causal band only (kernels_band.hpp), differentiable, its backward
 // products banded too: which = Out for the scores (queries @ keysᵀ), Left for the output
-// (probabilities @ values). Saves and allocates what matmul does; without a band, or for operands
+// (probabilities @ values). Saves and allocates what matmul does; without a band (null), or for operands
 // the CPU kernels do not take, it is matmul.
-at::Tensor banded_matmul(const at::Tensor& a, const at::Tensor& b, const std::optional<kernels::Band>& band,
-                         kernels::BandedMatrix which);
+at::Tensor banded_matmul(const at::Tensor& a, const at::Tensor& b, const kernels::Band* band, kernels::BandedMatrix which);
 // out = a @ b into an existing 2-D out; accumulate: out += a @ b (in fp32 on the CPU kernels, rounded
 // once), allocating nothing on the CPU kernels' and libtorch's addmm_ paths.
 void mm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, bool accumulate = false);

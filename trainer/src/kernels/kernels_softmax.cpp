@@ -187,12 +187,13 @@ bool cpu_rows(const at::Tensor& scores, const at::Tensor& mask) {
 }
 
 struct MaskedSoftmaxFn : public torch::autograd::Function<MaskedSoftmaxFn> {
-    static Variable forward(AutogradContext* ctx, const Variable& scores, const Variable& mask) {
+    static Variable forward(AutogradContext* ctx, const Variable& scores, const Variable& mask,
+                            const std::vector<Span>* given) {
         WINGSPAN_PROFILE_SCOPE(profile::kSoftmax);
         const std::int64_t T = mask.size(0), n = scores.size(-1), rows = scores.numel() / n;
         at::Tensor p = at::empty_like(scores, at::MemoryFormat::Contiguous);
         const bool f32_mask = mask.scalar_type() == at::kFloat;
-        const std::vector<Span> spans = kernels::finite_spans(mask);
+        const std::vector<Span> spans = given ? *given : kernels::finite_spans(mask);
         at::parallel_for(0, rows, grain_rows(n), [&](std::int64_t r0, std::int64_t r1) {
             if (scores.scalar_type() == at::kFloat)
                 forward_f32_f32(scores.data_ptr<float>(), mask.data_ptr<float>(), p.data_ptr<float>(), spans.data(), r0, r1,
@@ -221,21 +222,24 @@ struct MaskedSoftmaxFn : public torch::autograd::Function<MaskedSoftmaxFn> {
             else
                 backward_bf16(bits(dp), bits(p), bits(dx), spans.data(), r0, r1, T, n);
         });
-        return {dx, Variable()};
+        return {dx, Variable(), Variable()};
     }
 };
 
 }  // namespace
 
-std::optional<kernels::Band> causal_band(const at::Tensor& queries, const at::Tensor& mask) {
+std::optional<CausalBand> causal_band(const at::Tensor& queries, const at::Tensor& mask) {
     if (!queries.is_cpu() || !cpu_kernel_dtype(queries.scalar_type()) || !cpu_mask(mask, queries.scalar_type()))
         return std::nullopt;
     if (mask.size(0) == 0 || mask.size(1) == 0) return std::nullopt;
-    return kernels::band_of(kernels::finite_spans(mask), mask.size(1));
+    std::vector<Span> spans = kernels::finite_spans(mask);
+    std::optional<kernels::Band> band = kernels::band_of(spans, mask.size(1));
+    if (!band) return std::nullopt;
+    return CausalBand{std::move(spans), std::move(*band)};
 }
 
-at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path) {
-    if (path == Path::Auto && cpu_rows(scores, mask)) return MaskedSoftmaxFn::apply(scores, mask);
+at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path, const std::vector<Span>* spans) {
+    if (path == Path::Auto && cpu_rows(scores, mask)) return MaskedSoftmaxFn::apply(scores, mask, spans);
     {
         // Adding a constant has the identity as its gradient, so autograd need not see it: recorded,
         // the in-place add would make a CopySlices node whose backward clones the whole scores

@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 
 #include <optional>
+#include <vector>
 
 #include "kernels/kernels_band.hpp"
 #include "kernels/kernels_fused.hpp"   // Path
@@ -25,12 +26,18 @@ namespace wingspan::train::fused {
 // (0 or −inf, or any additive bias), in fp32 or the scores' dtype. A masked (−inf) position has
 // probability exactly 0. Takes scores by value: the caller moves them in, and they are freed as
 // soon as the probabilities exist.
-at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path = Path::Auto);
+// spans: the mask's (kernels::finite_spans), where the caller has them already.
+at::Tensor masked_softmax(at::Tensor scores, const at::Tensor& mask, Path path = Path::Auto,
+                          const std::vector<kernels::Span>* spans = nullptr);
 
-// The band attention's products may keep to (kernels_band.hpp) for scores computed from these
-// queries under this mask: set where masked_softmax takes its CPU rows for them (then it reads
-// each row's span only and writes zeros outside it, forward and backward) and the band skips
-// enough; nullopt otherwise.
-std::optional<kernels::Band> causal_band(const at::Tensor& queries, const at::Tensor& mask);
+// The mask's spans and the band attention's products may keep to (kernels_band.hpp) for scores
+// computed from these queries under this mask: set where masked_softmax takes its CPU rows for
+// them (then it reads each row's span only and writes zeros outside it, forward and backward) and
+// the band skips enough; nullopt otherwise.
+struct CausalBand {
+    std::vector<kernels::Span> spans;
+    kernels::Band band;
+};
+std::optional<CausalBand> causal_band(const at::Tensor& queries, const at::Tensor& mask);
 
 }  // namespace wingspan::train::fused

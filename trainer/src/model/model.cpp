@@ -263,10 +263,12 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
     at::Tensor qg = (q * scale).reshape({B, Hkv, g * T, D});
     // The products keep to the causal band where the softmax reads only the band (not after
     // Gemma 2's soft cap, which reads every score).
-    const std::optional<kernels::Band> band = cfg_.attn_softcap > 0 ? std::nullopt : fused::causal_band(qg, mask);
+    const std::optional<fused::CausalBand> cb = cfg_.attn_softcap > 0 ? std::nullopt : fused::causal_band(qg, mask);
+    const kernels::Band* band = cb ? &cb->band : nullptr;
     at::Tensor scores = ops::banded_matmul(qg, k.transpose(-1, -2), band, kernels::BandedMatrix::Out);   // [B, Hkv, g*Tq, Tk]
     if (cfg_.attn_softcap > 0) scores = soft_cap(scores, cfg_.attn_softcap);   // Gemma 2, before the mask
-    at::Tensor probs = fused::masked_softmax(std::move(scores), mask);   // scores freed once probs exist
+    // Scores freed once probs exist; the mask's spans found once for the band and the softmax.
+    at::Tensor probs = fused::masked_softmax(std::move(scores), mask, fused::Path::Auto, cb ? &cb->spans : nullptr);
     at::Tensor out = ops::banded_matmul(probs, v, band, kernels::BandedMatrix::Left);   // [B, Hkv, g*Tq, D]
     return out.view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
 }
