@@ -2,6 +2,8 @@
 // compile) as changes of where a tensor lives and when it dies, with the bytes they move.
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
 #include "test_support.hpp"
 #include "wingspan/errors.hpp"
 
@@ -155,6 +157,50 @@ private slots:
         // A framework without compile data keeps its prediction.
         const FrameworkProfile& hf = test::library().framework("hf-transformers");
         QCOMPARE(estimate_memory(a, s, hf).peak_allocated_bytes, estimate_memory(a, plain, hf).peak_allocated_bytes);
+    }
+
+    // A QLoRA plan reserves the profile's qlora.allocator_slack of its activations and logits at the
+    // peak (hf-transformers: 0.28, replayed from a recorded QLoRA step); other methods keep the
+    // profile's allocator_slack of the whole peak (0.08).
+    void qloraPlansUseTheirOwnAllocatorReserve() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile& hf = test::library().framework("hf-transformers");
+        QCOMPARE(hf.traits.qlora.allocator_slack, 0.28);
+        QCOMPARE(hf.allocator_slack, 0.08);
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4DoubleQuant;
+        s.seq_len = 8192;
+        s.attention = Attention::Flash;
+        auto overhead_of = [&](const MemoryEstimate& e, double slack, bool transient) {
+            std::int64_t base = 0;
+            for (const auto& [c, b] : e.components)
+                if (c != Component::FrameworkOverhead &&
+                    (!transient || c == Component::Activations || c == Component::LogitsLoss))
+                    base += b;
+            return hf.context_bytes + hf.workspace_bytes + std::llround(slack * double(base));
+        };
+        const MemoryEstimate q = estimate_memory(a, s, hf);
+        QCOMPARE(q.framework_overhead_bytes, overhead_of(q, 0.28, true));
+        FrameworkProfile without = hf;
+        without.traits.qlora.allocator_slack = -1;
+        const MemoryEstimate plain = estimate_memory(a, s, without);
+        QCOMPARE(plain.peak_allocated_bytes, q.peak_allocated_bytes);   // the tensors do not move
+        QCOMPARE(plain.framework_overhead_bytes, overhead_of(plain, 0.08, false));
+        QVERIFY(q.framework_overhead_bytes > plain.framework_overhead_bytes);
+        s.method = Method::Lora;
+        s.quantization = Quantization::None;
+        const MemoryEstimate lora = estimate_memory(a, s, hf);
+        QCOMPARE(lora.framework_overhead_bytes, overhead_of(lora, 0.08, false));
+        for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+                 {"allocator_slack", 1.5}, {"allocator_slack", "0.2"}, {"allocator_slack_of", "weights"}}) {
+            try {
+                parse_framework_profile(nlohmann::json{{"id", "x"}, {"qlora", {{key, value}}}}, "q.json");
+                QFAIL(("accepted qlora." + key + " = " + value.dump()).c_str());
+            } catch (const ProfileError& e) {
+                QCOMPARE(e.field(), "qlora." + key);
+            }
+        }
     }
 
     void techniquesRoundTripThroughJson() {

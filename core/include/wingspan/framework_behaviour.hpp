@@ -17,6 +17,10 @@ struct FrameworkBehaviour {
         bool keeps_linear_inputs = false;              // bitsandbytes ≤ 0.43.1 MatMul4Bit keeps (A, B)
         bool quantized_linear_keeps_no_input = false;  // wingspan-train's NF4 op keeps no input
         std::int64_t extra_embedding_copies = 0;       // LitGPT's QLoRA set-up leaves these
+        // The caching allocator's reserve in a QLoRA plan, in place of the profile's allocator_slack
+        // and allocator_slack_of (< 0: the profile's pair), replayed from a recorded QLoRA step.
+        double allocator_slack = -1;
+        std::string allocator_slack_of = "transient";
     } qlora;
     struct Compile {
         bool present = false;             // the profile has data on what torch.compile changes

@@ -91,16 +91,27 @@ TrainingSetup with_model_attention(TrainingSetup setup, const Architecture& arch
     return setup;
 }
 
-bool changes_framework(const FrameworkProfile& fw, const TrainingSetup& setup) {
-    return (setup.compile && fw.traits.compile.present) || setup.activation_offload;
+bool qlora_reserve(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    return setup.method == Method::Qlora && fw.traits.qlora.allocator_slack >= 0;
 }
 
+bool changes_framework(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    return (setup.compile && fw.traits.compile.present) || setup.activation_offload || qlora_reserve(fw, setup);
+}
+
+// The framework as this setup runs it: its techniques switched on, and the allocator's reserve of
+// the method where the profile states one (qlora.allocator_slack).
 FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup& setup) {
     FrameworkProfile out = fw;
     if (setup.compile && out.traits.compile.present) {
         out.traits.compile.enabled = true;
     }
     if (setup.activation_offload) out.checkpoint_offload = true;
+    if (qlora_reserve(fw, setup)) {
+        out.allocator_slack = fw.traits.qlora.allocator_slack;
+        out.allocator_slack_of = fw.traits.qlora.allocator_slack_of;
+        out.allocator_slack_key = "qlora.allocator_slack";
+    }
     return out;
 }
 }  // namespace
@@ -171,7 +182,8 @@ void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, Mem
                          fw.name + ": context " + n(fw.context_bytes) + " B + workspace " + n(fw.workspace_bytes) +
                              " B + allocator slack " + std::to_string(fw.allocator_slack * 100).substr(0, 4) + " % of " +
                              slack_base_name(fw) +
-                             (fw.allocator_slack_of == "transient" ? " at the peak (" + n(slack_base) + " B)" : std::string()),
+                             (fw.allocator_slack_of == "transient" ? " at the peak (" + n(slack_base) + " B)" : std::string()) +
+                             " (profile " + fw.allocator_slack_key + ")",
                          {{"context_bytes", double(fw.context_bytes)}, {"workspace_bytes", double(fw.workspace_bytes)},
                           {"allocator_slack", fw.allocator_slack}, {"slack_base_bytes", double(slack_base)}},
                          false});

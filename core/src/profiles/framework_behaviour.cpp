@@ -198,6 +198,12 @@ const std::vector<BehaviourKey>& behaviour_keys() {
         {"qlora", "extra_embedding_copies", "integer", "0",
          "copies of the token embedding a QLoRA set-up leaves on the device (LitGPT: the replaced table still referenced + "
          "the new one's uncleared gradient); 0 to 4"},
+        {"qlora", "allocator_slack", "number", "the profile's `allocator_slack`",
+         "the caching allocator's reserve in a QLoRA plan, in place of the profile's `allocator_slack` (0 to 1, a fraction "
+         "of `qlora.allocator_slack_of`): a step's own sequence of allocations fragments the allocator differently for each "
+         "method, so a figure replayed from a recorded QLoRA step (bench/allocator) applies to QLoRA plans only"},
+        {"qlora", "allocator_slack_of", "string", "transient",
+         "what `qlora.allocator_slack` is a fraction of: `peak` or `transient` (the activations and logits at the peak)"},
         {"qlora", "upcast_non_quantized", "bool", "false",
          "QLoRA preparation casts every non-quantized 16-bit parameter (embeddings, head, norms) to fp32 (peft "
          "`prepare_model_for_kbit_training`)"},
@@ -322,6 +328,18 @@ FrameworkBehaviour parse_framework_behaviour_flags(const json& j, const std::str
         if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 4)
             throw ProfileError(file, "qlora.extra_embedding_copies", "expected 0 to 4");
         b.qlora.extra_embedding_copies = v.get<std::int64_t>();
+    }
+    if (const auto q = j.find("qlora"); q != j.end() && q->is_object()) {
+        if (const auto v = q->find("allocator_slack"); v != q->end()) {
+            if (!v->is_number() || v->get<double>() < 0 || v->get<double>() > 1)
+                throw ProfileError(file, "qlora.allocator_slack", "expected a number between 0 and 1");
+            b.qlora.allocator_slack = v->get<double>();
+        }
+        if (const auto v = q->find("allocator_slack_of"); v != q->end()) {
+            if (!v->is_string() || (*v != "peak" && *v != "transient"))
+                throw ProfileError(file, "qlora.allocator_slack_of", "expected \"peak\" or \"transient\"");
+            b.qlora.allocator_slack_of = v->get<std::string>();
+        }
     }
     if (const auto l = j.find("loss"); l != j.end() && l->is_object() && l->contains("cut_cross_entropy_above_tokens")) {
         const json& v = l->at("cut_cross_entropy_above_tokens");
