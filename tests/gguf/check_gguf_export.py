@@ -35,6 +35,7 @@ import tiny_models  # noqa: E402
 
 import gguf  # noqa: E402
 import llama_cpp  # noqa: E402
+import llama_cpp_plain  # noqa: E402,F401  (the file's layout on every CPU)
 
 BIN, PROBE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 FAILURES = []
@@ -256,7 +257,8 @@ def check_dequantized(q_path, model_dir, cfg, arch, quant):
 
 def llama_cpp_prints(path, n_ctx, kv_type):
     """What llama.cpp prints about its buffers when it loads `path` (MiB, two decimals)."""
-    code = (f"import llama_cpp; llama_cpp.Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads=1, n_batch=32, "
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"import llama_cpp, llama_cpp_plain; llama_cpp.Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads=1, n_batch=32, "
             f"n_ubatch=32, type_k={kv_type}, type_v={kv_type}, flash_attn={kv_type != 1}, verbose=True)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     printed = {}

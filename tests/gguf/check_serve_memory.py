@@ -95,7 +95,8 @@ def write_model(path, arch, E, L, H, KV, F, V, swa=0):
 
 def llama_cpp_prints(path, n_ctx, kv_type, flash):
     """MiB llama.cpp prints: model buffer, KV caches (summed), compute buffer (4 decimals)."""
-    code = (f"import llama_cpp; llama_cpp.Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads=1, n_batch=512, "
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"import llama_cpp, llama_cpp_plain; llama_cpp.Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads=1, n_batch=512, "
             f"n_ubatch=512, type_k={kv_type}, type_v={kv_type}, flash_attn={flash}, swa_full=False, verbose=True)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     printed = {"kv": 0.0}
