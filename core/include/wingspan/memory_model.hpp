@@ -76,12 +76,15 @@ struct MemoryEstimate {
 };
 
 // The bytes a framework's allocator slack is a fraction of, given the components allocated at
-// the peak (and their sum): all of them, or only the transient ones (allocator_slack_of).
+// the peak (and their sum): all of them, or only the transient ones (allocator_slack_of, or the
+// "peak" / "transient" given).
 std::int64_t slack_base_bytes(const FrameworkProfile& framework,
                               const std::map<Component, std::int64_t>& peak_components);
+std::int64_t slack_base_bytes(const std::string& slack_of, const std::map<Component, std::int64_t>& peak_components);
 
 // "the peak" or "the activations and logits": what the slack is a fraction of, in words.
 std::string slack_base_name(const FrameworkProfile& framework);
+std::string slack_base_name(const std::string& slack_of);
 
 ParameterCounts count_parameters(const Architecture& arch, const TrainingSetup& setup);
 

@@ -84,8 +84,6 @@ struct FrameworkProfile {
     // (only the activations and logits at the peak: the bytes freed and allocated again every
     // step, which fragment a heap that keeps what it freed, as glibc's does on CPU).
     std::string allocator_slack_of = "peak";
-    // The profile key the slack in force was read from ("qlora.allocator_slack" in a QLoRA plan that has one).
-    std::string allocator_slack_key = "allocator_slack";
     double activation_factor = 1.0;        // relative to the reference implementation
     double mfu = 0.3;                      // fraction of dense peak FLOPs achieved in training
     double quantized_speed_factor = 0.7;   // QLoRA throughput relative to 16-bit LoRA

@@ -62,9 +62,10 @@ bool lora_adapts(const Architecture& arch, const TrainingSetup& setup, const Ten
     return g.kind == TensorKind::Head || (g.kind == TensorKind::Embedding && arch.tied_embeddings);
 }
 
-std::string slack_base_name(const FrameworkProfile& framework) {
-    return framework.allocator_slack_of == "transient" ? "the activations and logits" : "the peak";
+std::string slack_base_name(const std::string& slack_of) {
+    return slack_of == "transient" ? "the activations and logits" : "the peak";
 }
+std::string slack_base_name(const FrameworkProfile& framework) { return slack_base_name(framework.allocator_slack_of); }
 
 namespace {
 // The architecture as the framework builds it: some keep an untied LM head (LitGPT copies the
@@ -91,28 +92,30 @@ TrainingSetup with_model_attention(TrainingSetup setup, const Architecture& arch
     return setup;
 }
 
-bool qlora_reserve(const FrameworkProfile& fw, const TrainingSetup& setup) {
-    return setup.method == Method::Qlora && fw.traits.qlora.allocator_slack >= 0;
-}
-
 bool changes_framework(const FrameworkProfile& fw, const TrainingSetup& setup) {
-    return (setup.compile && fw.traits.compile.present) || setup.activation_offload || qlora_reserve(fw, setup);
+    return (setup.compile && fw.traits.compile.present) || setup.activation_offload;
 }
 
-// The framework as this setup runs it: its techniques switched on, and the allocator's reserve of
-// the method where the profile states one (qlora.allocator_slack).
 FrameworkProfile with_techniques(const FrameworkProfile& fw, const TrainingSetup& setup) {
     FrameworkProfile out = fw;
     if (setup.compile && out.traits.compile.present) {
         out.traits.compile.enabled = true;
     }
     if (setup.activation_offload) out.checkpoint_offload = true;
-    if (qlora_reserve(fw, setup)) {
-        out.allocator_slack = fw.traits.qlora.allocator_slack;
-        out.allocator_slack_of = fw.traits.qlora.allocator_slack_of;
-        out.allocator_slack_key = "qlora.allocator_slack";
-    }
     return out;
+}
+
+// The caching allocator's reserve in force: the profile's pair, or in a QLoRA plan the profile's
+// QLoRA pair where it states one (read, not copied into a profile: this runs for every machine).
+struct AllocatorReserve {
+    double slack;
+    const std::string& of;
+    const char* key;
+};
+AllocatorReserve allocator_reserve(const FrameworkProfile& fw, const TrainingSetup& setup) {
+    if (setup.method == Method::Qlora && fw.traits.qlora.allocator_slack >= 0)
+        return {fw.traits.qlora.allocator_slack, fw.traits.qlora.allocator_slack_of, "qlora.allocator_slack"};
+    return {fw.allocator_slack, fw.allocator_slack_of, "allocator_slack"};
 }
 }  // namespace
 
@@ -164,7 +167,8 @@ void write_queued_row(const FrameworkProfile& fw, RowWriter& w) {
 }
 
 // The lifetime walk's result into the estimate: phases, the peak, the framework's overhead.
-void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, MemoryEstimate& est) {
+void finish_estimate(const FrameworkProfile& fw, const AllocatorReserve& reserve, const TensorInventory& inv,
+                     MemoryEstimate& est) {
     for (std::size_t p = 0; p < inv.phases.size(); ++p) est.phases.push_back({inv.phases[p], inv.phase_bytes(p)});
     est.terms = terms_of(inv);
     const Phase* peak = &est.phases.front();
@@ -175,17 +179,17 @@ void finish_estimate(const FrameworkProfile& fw, const TensorInventory& inv, Mem
     // allocator (a paged optimizer's state), at its own largest phase.
     for (std::size_t p = 0; p < est.phases.size(); ++p)
         est.peak_allocated_bytes = std::max(est.peak_allocated_bytes, est.phases[p].total() - inv.outside_allocator_bytes(p));
-    const std::int64_t slack_base = slack_base_bytes(fw, peak->bytes);
-    const std::int64_t slack = static_cast<std::int64_t>(std::llround(fw.allocator_slack * double(slack_base)));
+    const std::int64_t slack_base = slack_base_bytes(reserve.of, peak->bytes);
+    const std::int64_t slack = static_cast<std::int64_t>(std::llround(reserve.slack * double(slack_base)));
     est.framework_overhead_bytes = fw.context_bytes + fw.workspace_bytes + slack;
     est.terms.push_back({Component::FrameworkOverhead, est.framework_overhead_bytes,
                          fw.name + ": context " + n(fw.context_bytes) + " B + workspace " + n(fw.workspace_bytes) +
-                             " B + allocator slack " + std::to_string(fw.allocator_slack * 100).substr(0, 4) + " % of " +
-                             slack_base_name(fw) +
-                             (fw.allocator_slack_of == "transient" ? " at the peak (" + n(slack_base) + " B)" : std::string()) +
-                             " (profile " + fw.allocator_slack_key + ")",
+                             " B + allocator slack " + std::to_string(reserve.slack * 100).substr(0, 4) + " % of " +
+                             slack_base_name(reserve.of) +
+                             (reserve.of == "transient" ? " at the peak (" + n(slack_base) + " B)" : std::string()) +
+                             " (profile " + reserve.key + ")",
                          {{"context_bytes", double(fw.context_bytes)}, {"workspace_bytes", double(fw.workspace_bytes)},
-                          {"allocator_slack", fw.allocator_slack}, {"slack_base_bytes", double(slack_base)}},
+                          {"allocator_slack", reserve.slack}, {"slack_base_bytes", double(slack_base)}},
                          false});
     if (est.framework_overhead_bytes <= 0) est.terms.pop_back();
     est.components = peak->bytes;
@@ -243,7 +247,7 @@ MemoryEstimate estimate_memory(const Architecture& arch_in, const TrainingSetup&
         write_training_phases(phases, w);
         est.reserved_device_fraction = asked.objective.kind == Objective::Grpo ? asked.objective.vllm_share : 0.0;
     }
-    finish_estimate(fw, est.inventory, est);
+    finish_estimate(fw, allocator_reserve(fw, asked), est.inventory, est);
     return est;
 }
 

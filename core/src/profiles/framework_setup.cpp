@@ -62,16 +62,18 @@ std::string checkpoint_not_loaded(const TrainingSetup& s, const FrameworkProfile
            " checkpoints (its profile's quantization.checkpoints): serve them with hf-transformers or --framework vllm";
 }
 
-std::int64_t slack_base_bytes(const FrameworkProfile& framework,
-                              const std::map<Component, std::int64_t>& peak_components) {
+std::int64_t slack_base_bytes(const std::string& slack_of, const std::map<Component, std::int64_t>& peak_components) {
     std::int64_t base = 0;
     for (const auto& [c, b] : peak_components) {
         if (c == Component::FrameworkOverhead) continue;
-        if (framework.allocator_slack_of == "transient" && c != Component::Activations && c != Component::LogitsLoss)
-            continue;
+        if (slack_of == "transient" && c != Component::Activations && c != Component::LogitsLoss) continue;
         base += b;
     }
     return base;
+}
+std::int64_t slack_base_bytes(const FrameworkProfile& framework,
+                              const std::map<Component, std::int64_t>& peak_components) {
+    return slack_base_bytes(framework.allocator_slack_of, peak_components);
 }
 
 }  // namespace wingspan
