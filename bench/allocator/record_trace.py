@@ -12,6 +12,8 @@ loss, AdamW) runs for real. Modes:
          weight dequantized at each use, forward and backward (bitsandbytes MatMul4Bit); the other
          parameters in fp32 (peft prepare_model_for_kbit_training), adapters fp32.
   full   every linear trains in bf16 (weight gradients), AdamW on all of them.
+  unsloth  Unsloth 2025.1's QLoRA step (unsloth_step.py): its fused LoRA functions writing input gradients
+         in place, layer inputs offloaded to host memory (not traced), Cut Cross-Entropy, no logits.
 The trace: the parameters and buffers as loaded, in order, then --steps steps recorded by the profiler
 (profile_memory; its allocation events carry the address, which pairs each free with its allocation).
 Printed: the tensors' peak, the allocator's peak reserved, and the smallest card (in 2 MiB steps) the
@@ -28,46 +30,10 @@ from torch.profiler import ProfilerActivity, profile
 from transformers import AttentionInterface, LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from allocated_ops import BF16, FlashAttention, empty_like_product  # noqa: E402
 from caching_allocator import smallest_capacity  # noqa: E402
 
-BF16 = torch.bfloat16
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def empty_like_product(shape, dtype=BF16):
-    t = torch.empty(shape, dtype=dtype)
-    t.view(-1)[:1].zero_()
-    return t
-
-
-class FlashAttention(torch.autograd.Function):
-    """flash_attn_func's tensors (flash_attn_interface.py, csrc/flash_attn/flash_api.cpp mha_fwd and mha_bwd):
-    out [b,s,H,d] and an fp32 log-sum-exp [b,H,s] saved; backward dq, dk, dv (empty_like), fp32 softmax_d
-    [b,H,s] and dq_accum [b,s,H,d], and for grouped heads dk, dv expanded to H heads, then summed."""
-
-    @staticmethod
-    def forward(ctx, q, k, v):
-        out = empty_like_product(q.shape)
-        lse = empty_like_product((q.shape[0], q.shape[2], q.shape[1]), torch.float32)
-        ctx.save_for_backward(q, k, v, out, lse)
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        softmax_d = empty_like_product((q.shape[0], q.shape[2], q.shape[1]), torch.float32)
-        dq_accum = empty_like_product(q.shape, torch.float32)
-        if k.shape[2] != q.shape[2]:
-            group = q.shape[2] // k.shape[2]
-            grouped = k.shape[:3] + (group, k.shape[3])
-            dk_expanded, dv_expanded = empty_like_product(q.shape), empty_like_product(q.shape)
-            torch.sum(dk_expanded.view(grouped), 3, out=dk)
-            torch.sum(dv_expanded.view(grouped), 3, out=dv)
-            del dk_expanded, dv_expanded
-        dq.copy_(dq_accum)
-        del dq_accum, softmax_d
-        return dq, dk, dv
 
 
 def flash_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -140,6 +106,9 @@ def head_forward(head):
 
 
 def build(args):
+    if args.mode == "unsloth":
+        import unsloth_step
+        return unsloth_step.build(args)
     AttentionInterface.register("flash_like", flash_attention)
     cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate, num_attention_heads=args.heads,
                       num_key_value_heads=args.kv_heads, head_dim=args.head_dim or args.hidden // args.heads,
@@ -176,7 +145,8 @@ def record(model, args):
     for t in list(model.parameters()) + list(model.buffers()):
         events.append(("+", len(events), t.numel() * t.element_size()))
     loaded = sum(e[2] for e in events)
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    # foreach=True: the Trainer's AdamW on a GPU takes torch's foreach path (on a CPU it would loop).
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, foreach=True)
     ids = torch.randint(0, args.vocab, (1, args.seq))
     model.train()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -209,7 +179,7 @@ def record(model, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=["qlora", "full"], default="qlora")
+    ap.add_argument("--mode", choices=["qlora", "full", "unsloth"], default="qlora")
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--intermediate", type=int, default=14336)
     ap.add_argument("--heads", type=int, default=32)
