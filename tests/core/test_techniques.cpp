@@ -142,6 +142,41 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, s.validate(a));
     }
 
+    // Unsloth's offloaded checkpoints keep the first layer's input on the device too: the embeddings'
+    // output is a leaf that requires grad, and autograd holds it for the step (a recorded Unsloth-shaped
+    // step showed it: bench/allocator/record_trace.py --mode unsloth). Key off: one input on the device.
+    void offloadKeepsTheFirstInputWhereAutogradHoldsIt() {
+        const Architecture a = test::library().model("llama-3.1-8b").arch;
+        const FrameworkProfile& unsloth = test::library().framework("unsloth");
+        QVERIFY(unsloth.checkpoint_offload);
+        QVERIFY(unsloth.traits.checkpointing.offload_keeps_first_input);
+        TrainingSetup s;
+        s.method = Method::Qlora;
+        s.quantization = Quantization::Nf4DoubleQuant;
+        s.seq_len = 16384;
+        s.attention = Attention::Flash;
+        s.grad_checkpointing = true;
+        FrameworkProfile one_input = unsloth;
+        one_input.traits.checkpointing.offload_keeps_first_input = false;
+        const MemoryEstimate held = estimate_memory(a, s, unsloth);
+        const MemoryEstimate plain = estimate_memory(a, s, one_input);
+        const std::int64_t layer_input = 16384LL * 4096 * 2;   // b·s·h, the bf16 residual stream
+        QCOMPARE(held.peak_allocated_bytes - plain.peak_allocated_bytes, layer_input);
+        QCOMPARE(in_phase(held, "forward_end", Component::Activations) -
+                     in_phase(plain, "forward_end", Component::Activations),
+                 layer_input);
+        QCOMPARE(held.host_bytes, plain.host_bytes);   // the host copies are the same 32
+        QCOMPARE(held.host_bytes, 32 * layer_input);
+        // The first layer's backward holds it as well as the top layer's.
+        QCOMPARE(in_phase(held, "backward_end", Component::Activations) -
+                     in_phase(plain, "backward_end", Component::Activations),
+                 layer_input);
+        // Without offload the key changes nothing: every input is kept anyway.
+        FrameworkProfile kept_all = unsloth, kept_all_plain = one_input;
+        kept_all.checkpoint_offload = kept_all_plain.checkpoint_offload = false;
+        QCOMPARE(estimate_memory(a, s, kept_all).peak_allocated_bytes, estimate_memory(a, s, kept_all_plain).peak_allocated_bytes);
+    }
+
     void compileTurnsOnTheProfilesCompileBehaviour() {
         const Architecture a = test::library().model("llama-3.1-8b").arch;
         const FrameworkProfile& tt = test::library().framework("torchtune");

@@ -76,6 +76,12 @@ struct FrameworkBehaviour {
         bool fused_logprob_head = false;
         bool logprob_labelled_only = false;   // the fused head's tile over labelled positions only
     } objective;
+    struct Checkpointing {
+        // With offloaded checkpoints the first layer's input stays on the device too: it is a leaf that
+        // requires grad (the embeddings' enable_input_require_grads hook) and its gradient accumulator
+        // holds it for the step, whatever the offloader copies to host RAM.
+        bool offload_keeps_first_input = false;
+    } checkpointing;
 
     // The pre-quantized checkpoint formats the framework loads as stored (quantization.checkpoints,
     // names as --quant spells them: "awq", "gptq", "fp8", ...); empty: it loads none.

@@ -8,6 +8,12 @@ namespace wingspan {
 
 namespace {
 std::string n(std::int64_t v) { return format_count(v); }
+
+// Offloaded checkpoints: the first layer's input, which autograd holds on the device beside the one
+// layer input brought back (profile checkpointing.offload_keeps_first_input).
+std::int64_t first_input_held_on_device(const FrameworkProfile& fw, const LayerActivations& a) {
+    return fw.checkpoint_offload && fw.traits.checkpointing.offload_keeps_first_input && a.Lsaved > 0 ? a.layer_input : 0;
+}
 }  // namespace
 
 // The activations alive at each moment of a step: the end of forward, the last layer's attention
@@ -41,7 +47,8 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             // Layers before the first adapted one need no gradient and keep nothing. With
             // offloaded checkpoints the inputs live in host RAM; one is on the device at a time.
             const std::int64_t kept_all = a.Lsaved * (a.layer_input + a.ckpt_state);
-            const std::int64_t kept = fw.checkpoint_offload ? a.layer_input + a.Lsaved * a.ckpt_state : kept_all;
+            const std::int64_t first_held = first_input_held_on_device(fw, a);
+            const std::int64_t kept = fw.checkpoint_offload ? a.layer_input + first_held + a.Lsaved * a.ckpt_state : kept_all;
             if (fw.checkpoint_offload) est.host_bytes += a.Lsaved * a.layer_input;
             // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
             const std::int64_t shared_input = a.stream_e >= 4 || a.kernel_norm ? a.layer_input : 0;
@@ -49,7 +56,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             act_forward = kept + a.outside_layers + a.ckpt_mask + a.ckpt_mask_other;
             top_base = kept + a.inputs + a.ckpt_mask + a.ckpt_mask_other + recomputed;
             // (the checkpoint states live as long as the graph, not as long as the inputs)
-            bottom_base = a.layer_input + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
+            bottom_base = a.layer_input + first_held + a.Lsaved * a.ckpt_state + a.inputs + a.ckpt_mask + recomputed;
             // The second layer's backward: its own kept input too, and the other kind's mask, whose last
             // layer it is, where layers alternate sliding-window and global attention.
             if (a.ckpt_mask_other > 0 && a.Lsaved > 1) second_base = bottom_base + a.layer_input + a.ckpt_mask_other;
@@ -204,10 +211,13 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
                                        : inv.has_phase("forward_head") ? "forward_head"
                                                                        : "forward_end";
     if (a.ckpt) {
-        const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input : a.Lsaved * a.layer_input;
+        const std::int64_t first_held = first_input_held_on_device(c.fw, a);
+        const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input + first_held : a.Lsaved * a.layer_input;
         w.add(kept_until("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
-                    c.fw.checkpoint_offload ? "one layer input on the device; the others in host RAM (activation offload)"
-                                            : "checkpointing keeps each layer's input and recomputes the layer in backward",
+                    !c.fw.checkpoint_offload ? "checkpointing keeps each layer's input and recomputes the layer in backward"
+                    : first_held ? "one layer input on the device, and the first layer's, which autograd holds (profile "
+                                   "checkpointing.offload_keeps_first_input); the others in host RAM (activation offload)"
+                                 : "one layer input on the device; the others in host RAM (activation offload)",
                     {"checkpointing"}));
         if (c.fw.checkpoint_offload) {
             TensorRow host = saved("checkpointed layer inputs in host RAM", layers, "b·s·h per layer", a.Lsaved * a.layer_input,
