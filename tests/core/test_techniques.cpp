@@ -171,6 +171,11 @@ private slots:
         QCOMPARE(in_phase(held, "backward_end", Component::Activations) -
                      in_phase(plain, "backward_end", Component::Activations),
                  layer_input);
+        // A trained embedding's output is not a leaf: nothing more is held.
+        TrainingSetup embeddings = s;
+        embeddings.train_embeddings = true;
+        QCOMPARE(estimate_memory(a, embeddings, unsloth).peak_allocated_bytes,
+                 estimate_memory(a, embeddings, one_input).peak_allocated_bytes);
         // Without offload the key changes nothing: every input is kept anyway.
         FrameworkProfile kept_all = unsloth, kept_all_plain = one_input;
         kept_all.checkpoint_offload = kept_all_plain.checkpoint_offload = false;

@@ -10,9 +10,13 @@ namespace {
 std::string n(std::int64_t v) { return format_count(v); }
 
 // Offloaded checkpoints: the first layer's input, which autograd holds on the device beside the one
-// layer input brought back (profile checkpointing.offload_keeps_first_input).
-std::int64_t first_input_held_on_device(const FrameworkProfile& fw, const LayerActivations& a) {
-    return fw.checkpoint_offload && fw.traits.checkpointing.offload_keeps_first_input && a.Lsaved > 0 ? a.layer_input : 0;
+// layer input brought back (profile checkpointing.offload_keeps_first_input). Only a frozen embedding's
+// output is a leaf the hook makes require grad; a trained embedding's output is freed after layer 0.
+std::int64_t first_input_held_on_device(const PlanContext& c, const LayerActivations& a) {
+    const bool frozen_embedding = c.lora && !c.setup.train_embeddings;
+    return c.fw.checkpoint_offload && c.fw.traits.checkpointing.offload_keeps_first_input && frozen_embedding && a.Lsaved > 0
+               ? a.layer_input
+               : 0;
 }
 }  // namespace
 
@@ -47,7 +51,7 @@ ActivationMoments activation_moments(const PlanContext& c, const LayerActivation
             // Layers before the first adapted one need no gradient and keep nothing. With
             // offloaded checkpoints the inputs live in host RAM; one is on the device at a time.
             const std::int64_t kept_all = a.Lsaved * (a.layer_input + a.ckpt_state);
-            const std::int64_t first_held = first_input_held_on_device(fw, a);
+            const std::int64_t first_held = first_input_held_on_device(c, a);
             const std::int64_t kept = fw.checkpoint_offload ? a.layer_input + first_held + a.Lsaved * a.ckpt_state : kept_all;
             if (fw.checkpoint_offload) est.host_bytes += a.Lsaved * a.layer_input;
             // fp32, or a fused norm that keeps its input as it is: the norm keeps the kept input.
@@ -211,7 +215,7 @@ void write_saved_rows(const PlanContext& c, const LayerActivations& a, bool forw
                                        : inv.has_phase("forward_head") ? "forward_head"
                                                                        : "forward_end";
     if (a.ckpt) {
-        const std::int64_t first_held = first_input_held_on_device(c.fw, a);
+        const std::int64_t first_held = first_input_held_on_device(c, a);
         const std::int64_t on_device = c.fw.checkpoint_offload ? a.layer_input + first_held : a.Lsaved * a.layer_input;
         w.add(kept_until("checkpointed layer inputs", layers, "b·s·h per layer", on_device,
                     !c.fw.checkpoint_offload ? "checkpointing keeps each layer's input and recomputes the layer in backward"

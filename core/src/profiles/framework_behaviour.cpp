@@ -241,9 +241,9 @@ const std::vector<BehaviourKey>& behaviour_keys() {
          "checkpointed layer inputs live in host RAM (Unsloth's `\"unsloth\"` checkpointing)"},
         flag<&B::checkpointing, &B::Checkpointing::offload_keeps_first_input>(
             "checkpointing", "offload_keeps_first_input",
-            "with `offload`, the first layer's input stays on the device as well: the embeddings' output is a leaf that "
-            "requires grad (PEFT's and Unsloth's enable_input_require_grads hook), and autograd's gradient accumulator "
-            "holds it for the whole step, whatever the offloader copies to host RAM"),
+            "with `offload`, the first layer's input stays on the device as well where the embedding is frozen: its "
+            "output is a leaf that requires grad (PEFT's and Unsloth's enable_input_require_grads hook), and autograd's "
+            "gradient accumulator holds it for the whole step, whatever the offloader copies to host RAM"),
         flag<&B::objective, &B::Objective::reference_before_policy>(
             "objective", "reference_before_policy",
             "DPO/KTO score the reference (no_grad) before the policy's forward, not beside its graph and logits as TRL "
