@@ -44,12 +44,11 @@ def dequantize(q):
     return w
 
 
-def matmul_lora(X, q, out=None):
-    """kernels/utils.py matmul_lora (lines 400-421): X [N, in] times the dequantized weight into out [N, out]
-    (written into `out` when given), then out += (X @ A.to(bf16)) @ (s · B.to(bf16))."""
+def matmul_lora(X, q):
+    """kernels/utils.py matmul_lora (lines 400-421): X [N, in] times the dequantized weight, a new out [N, out],
+    then out += (X @ A.to(bf16)) @ (s · B.to(bf16)). (The backward functions' `out = X` products are inline.)"""
     w = dequantize(q)
-    if out is None:
-        out = empty_like_product((X.shape[0], q.shape[0]))
+    out = empty_like_product((X.shape[0], q.shape[0]))
     del w
     a = q.A.detach().to(BF16)               # [r, in]
     xa = empty_like_product((X.shape[0], a.shape[0]))           # [N, r]
