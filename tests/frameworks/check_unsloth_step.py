@@ -10,6 +10,7 @@ engine) against the planner's unsloth@2025.1 rows, on a small Llama (hidden 512,
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,7 +71,7 @@ def main():
                        "hidden_act": "silu"}, f)
         # The planner with the key off: a copy of the profiles whose unsloth.json says false.
         profiles = os.path.join(tmp, "profiles")
-        subprocess.run(["cp", "-r", os.path.join(src, "profiles"), profiles], check=True)
+        shutil.copytree(os.path.join(src, "profiles"), profiles)
         path = os.path.join(profiles, "frameworks", "unsloth.json")
         with open(path) as f:
             unsloth = json.load(f)
